@@ -1,0 +1,3 @@
+from graphmode.cli import app
+
+app(prog_name="graphmode")

@@ -1,0 +1,153 @@
+"""The trace file's schema: one DuckDB file, one table per kind of record.
+
+docs/trace-format.md explains every column; this module is the single source of the DDL so that
+the writer, the loader and the validator cannot disagree. Timestamps are int64 nanoseconds on the
+CUPTI clock (cupti.get_timestamp()), for host markers as well as for CUDA API calls and GPU spans.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "graphmode-trace"
+
+# Column lists keep their order: writers may pass columns in any order, the store reorders them.
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "meta": [("key", "VARCHAR"), ("value", "VARCHAR")],
+    "passes": [
+        ("pass_id", "INTEGER"),
+        ("name", "VARCHAR"),
+        ("detail", "VARCHAR"),  # timing | graph | node
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("dropped_records", "BIGINT"),
+        ("status", "VARCHAR"),  # complete | interrupted | failed
+    ],
+    "api_calls": [
+        ("pass_id", "INTEGER"),
+        ("correlation_id", "BIGINT"),
+        ("api", "VARCHAR"),  # driver | runtime
+        ("cbid", "INTEGER"),
+        ("name", "VARCHAR"),
+        ("category", "VARCHAR"),
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("process_id", "INTEGER"),
+        ("thread_id", "BIGINT"),
+        ("return_code", "INTEGER"),
+    ],
+    "gpu_spans": [
+        ("pass_id", "INTEGER"),
+        ("kind", "VARCHAR"),  # kernel | memcpy | memset | graph
+        ("name", "VARCHAR"),
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("device_id", "INTEGER"),
+        ("context_id", "INTEGER"),
+        ("stream_id", "INTEGER"),
+        ("correlation_id", "BIGINT"),
+        ("graph_id", "BIGINT"),  # 0: not launched from a graph
+        ("graph_node_id", "BIGINT"),  # 0: not a graph node (or a whole-graph span)
+        ("grid_x", "INTEGER"),
+        ("grid_y", "INTEGER"),
+        ("grid_z", "INTEGER"),
+        ("block_x", "INTEGER"),
+        ("block_y", "INTEGER"),
+        ("block_z", "INTEGER"),
+        ("static_shared_memory", "INTEGER"),
+        ("dynamic_shared_memory", "INTEGER"),
+        ("registers_per_thread", "INTEGER"),
+        ("bytes", "BIGINT"),
+        ("copy_kind", "VARCHAR"),
+    ],
+    "synchronizations": [
+        ("pass_id", "INTEGER"),
+        ("type", "VARCHAR"),
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("correlation_id", "BIGINT"),
+        ("context_id", "INTEGER"),
+        ("stream_id", "INTEGER"),
+        ("event_id", "BIGINT"),
+    ],
+    "markers": [
+        ("pass_id", "INTEGER"),
+        ("kind", "VARCHAR"),  # phase | iteration | op | nvtx
+        ("name", "VARCHAR"),
+        ("mode", "VARCHAR"),  # eager | eager_sync_each | graph | '' (none)
+        ("iteration", "INTEGER"),  # -1 where not an iteration
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("thread_id", "BIGINT"),
+        ("graph_id", "BIGINT"),  # 0 where not about one graph
+    ],
+    "graphs": [
+        ("pass_id", "INTEGER"),
+        ("graph_id", "BIGINT"),
+        ("exec_id", "BIGINT"),
+        ("origin", "VARCHAR"),  # capture | explicit | unknown
+        ("label", "VARCHAR"),
+        ("mode", "VARCHAR"),
+        ("num_nodes", "INTEGER"),
+        ("num_edges", "INTEGER"),
+    ],
+    "graph_nodes": [
+        ("pass_id", "INTEGER"),
+        ("graph_id", "BIGINT"),
+        ("node_id", "BIGINT"),
+        ("node_index", "INTEGER"),
+        ("node_type", "VARCHAR"),  # kernel | memcpy | memset | host | graph | empty | event_record | ...
+        ("name", "VARCHAR"),
+        ("source", "VARCHAR"),  # 'file:line function' that created the node, '' if unknown
+    ],
+    "graph_edges": [
+        ("pass_id", "INTEGER"),
+        ("graph_id", "BIGINT"),
+        ("from_node_id", "BIGINT"),
+        ("to_node_id", "BIGINT"),
+    ],
+    "graph_events": [
+        ("pass_id", "INTEGER"),
+        ("graph_id", "BIGINT"),
+        ("exec_id", "BIGINT"),
+        ("event", "VARCHAR"),  # capture | build | instantiate | upload | update | launch | destroy
+        ("start_ns", "BIGINT"),
+        ("end_ns", "BIGINT"),
+        ("correlation_id", "BIGINT"),
+        ("thread_id", "BIGINT"),
+    ],
+}
+
+# Columns a writer may omit: filled with these defaults so that partial records still load.
+DEFAULTS: dict[str, object] = {
+    "INTEGER": 0,
+    "BIGINT": 0,
+    "VARCHAR": "",
+}
+
+DETAIL_LEVELS = ("timing", "graph", "node")
+GPU_SPAN_KINDS = ("kernel", "memcpy", "memset", "graph")
+API_CATEGORIES = (
+    "kernel_launch",
+    "graph_launch",
+    "sync",
+    "capture",
+    "instantiate",
+    "upload",
+    "update",
+    "graph_build",
+    "graph_destroy",
+    "memcpy",
+    "memset",
+    "memory",
+    "event",
+    "stream",
+    "module",
+    "other",
+)
+
+
+def create_statements() -> list[str]:
+    return [
+        f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(f'{c} {t}' for c, t in cols)})"
+        for name, cols in TABLES.items()
+    ]

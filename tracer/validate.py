@@ -1,0 +1,75 @@
+"""Invariant checks for a loaded trace (docs/trace-format.md, 'Invariants')."""
+
+from __future__ import annotations
+
+from tracer.store import Trace
+
+SPAN_TABLES = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events")
+
+
+def validate_trace(trace: Trace) -> list[str]:
+    """Returns the list of broken invariants, each a sentence; an empty list means the trace is sound."""
+    problems: list[str] = []
+
+    def check(query: str, message: str) -> None:
+        n = int(trace.rows(query)[0][0])
+        if n:
+            problems.append(message.format(n=n))
+
+    for table in SPAN_TABLES:
+        check(f"SELECT count(*) FROM {table} WHERE end_ns < start_ns", f"{{n}} {table} row(s) end before they start")
+    check("SELECT count(*) FROM passes WHERE end_ns < start_ns", "{n} pass(es) end before they start")
+    check(
+        "SELECT count(*) FROM gpu_spans s JOIN passes p USING (pass_id) WHERE p.detail = 'timing'",
+        "{n} GPU span(s) in a timing pass, which records markers only",
+    )
+    # Correlation: every GPU span of a traced pass was caused by an API call that started before it.
+    check(
+        """SELECT count(*) FROM gpu_spans s JOIN passes p USING (pass_id)
+           WHERE p.detail <> 'timing' AND NOT EXISTS (
+             SELECT 1 FROM api_calls a WHERE a.pass_id = s.pass_id AND a.correlation_id = s.correlation_id)""",
+        "{n} GPU span(s) whose correlation id matches no API call",
+    )
+    check(
+        """SELECT count(*) FROM gpu_spans s JOIN api_calls a
+             ON a.pass_id = s.pass_id AND a.correlation_id = s.correlation_id
+           WHERE a.start_ns > s.start_ns""",
+        "{n} GPU span(s) start before the API call that launched them",
+    )
+    check(
+        """SELECT count(*) FROM gpu_spans s WHERE s.graph_id <> 0 AND NOT EXISTS (
+             SELECT 1 FROM graphs g WHERE g.pass_id = s.pass_id AND g.graph_id = s.graph_id)""",
+        "{n} GPU span(s) carry a graph id that is not in the recorded graphs",
+    )
+    check(
+        """SELECT count(*) FROM gpu_spans s WHERE s.graph_node_id <> 0 AND NOT EXISTS (
+             SELECT 1 FROM graph_nodes n WHERE n.pass_id = s.pass_id AND n.graph_id = s.graph_id
+               AND n.node_id = s.graph_node_id)""",
+        "{n} GPU span(s) carry a graph node id that is not in their graph's recorded topology",
+    )
+    check(
+        """SELECT count(*) FROM graph_edges e WHERE NOT EXISTS (
+             SELECT 1 FROM graph_nodes n WHERE n.pass_id = e.pass_id AND n.graph_id = e.graph_id AND n.node_id = e.from_node_id)
+           OR NOT EXISTS (
+             SELECT 1 FROM graph_nodes n WHERE n.pass_id = e.pass_id AND n.graph_id = e.graph_id AND n.node_id = e.to_node_id)""",
+        "{n} graph edge(s) join nodes that are not in their graph",
+    )
+    check(
+        """SELECT count(*) FROM graphs g WHERE g.num_nodes <> (
+             SELECT count(*) FROM graph_nodes n WHERE n.pass_id = g.pass_id AND n.graph_id = g.graph_id)
+           OR g.num_edges <> (
+             SELECT count(*) FROM graph_edges e WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id)""",
+        "{n} graph(s) whose node or edge count does not match their topology rows",
+    )
+    check(
+        """SELECT count(*) FROM graph_events e WHERE e.graph_id <> 0 AND NOT EXISTS (
+             SELECT 1 FROM graphs g WHERE g.pass_id = e.pass_id AND g.graph_id = e.graph_id)""",
+        "{n} graph lifecycle event(s) name a graph that is not recorded",
+    )
+    dropped_meta = int(trace.meta.get("dropped_records", 0) or 0)
+    dropped_passes = sum(p.dropped_records for p in trace.passes)
+    if dropped_meta != dropped_passes:
+        problems.append(
+            f"meta.dropped_records is {dropped_meta} but the passes add up to {dropped_passes}"
+        )
+    return problems
