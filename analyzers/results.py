@@ -1,0 +1,214 @@
+"""The analyzers' results: frozen, typed dataclasses that hold plain numbers.
+
+Every duration is in nanoseconds (float, because medians of an even count fall between two
+integers). A field that cannot be computed for a trace is `None`, and `TraceAnalysis.cannot_compute`
+says why in a sentence. docs/metrics.md gives each metric's formula. The names here are an
+interface (the HTML and JSON reports read them): add fields, do not rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Spread of one metric over iterations (or replays): never only a mean."""
+
+    n: int
+    median: float
+    p10: float
+    p90: float
+    mean: float
+    min: float
+    max: float
+
+    @staticmethod
+    def of(values: np.ndarray) -> Stat | None:
+        """Median, p10, p90 (linear interpolation), mean, min, max; None for no values."""
+        v = np.asarray(values, dtype=np.float64)
+        if v.size == 0:
+            return None
+        p10, median, p90 = np.percentile(v, [10.0, 50.0, 90.0])
+        return Stat(int(v.size), float(median), float(p10), float(p90), float(v.mean()), float(v.min()), float(v.max()))
+
+
+@dataclass(frozen=True, eq=False)
+class IterationSeries:
+    """Per-iteration values of one mode, aligned by position (index i is one iteration).
+
+    Arrays from the traced pass have the traced pass's iterations; `wall_ns` has the wall pass's.
+    Not in the JSON report (it can be long); for plots.
+    """
+
+    wall_iteration: np.ndarray  # iteration numbers of wall_ns
+    wall_ns: np.ndarray
+    traced_iteration: np.ndarray  # iteration numbers of the arrays below
+    traced_wall_ns: np.ndarray
+    api_launch_ns: np.ndarray
+    api_sync_ns: np.ndarray
+    api_other_ns: np.ndarray
+    gpu_busy_ns: np.ndarray
+    gpu_idle_ns: np.ndarray
+    gpu_gap_ns: np.ndarray
+    kernels: np.ndarray
+
+
+@dataclass(frozen=True)
+class ModeMetrics:
+    """Per-iteration metrics of one mode (`eager`, `eager_sync_each` or `graph`)."""
+
+    mode: str
+    wall_source: str  # 'timing' (undistorted) or 'traced' (no timing pass: includes tracer overhead)
+    iterations: int  # iterations in the pass that gave the wall time
+    wall: Stat | None  # iteration marker span
+    traced_iterations: int  # iterations in the traced pass (0 without one)
+    traced_wall: Stat | None
+    api_launch: Stat | None  # CPU time in outermost kernel_launch + graph_launch calls
+    api_sync: Stat | None  # ... in sync calls
+    api_other: Stat | None  # ... in every other category
+    api_total: Stat | None
+    gpu_busy: Stat | None  # union of GPU spans inside the iteration
+    gpu_idle: Stat | None  # iteration span minus busy
+    gpu_gap: Stat | None  # first GPU start to last GPU end, minus busy: idle between GPU work
+    kernels: Stat | None  # kernel spans per iteration
+    graph_launches: Stat | None  # whole-graph spans per iteration (graph-detail passes)
+    series: IterationSeries | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class OverheadSaved:
+    """Launch overhead saved by graph mode: `baseline` (an eager mode) minus `graph`, medians."""
+
+    baseline: str
+    kernels_per_iteration: float | None  # median kernels of the baseline mode (the work unit)
+    wall_ns: float | None  # per iteration
+    api_ns: float | None  # CPU time in CUDA API calls, per iteration
+    gpu_idle_ns: float | None  # GPU idle inside the iteration, per iteration
+    wall_per_kernel_ns: float | None
+    api_per_kernel_ns: float | None
+    gpu_idle_per_kernel_ns: float | None
+    graph_faster: bool | None  # wall_ns > 0
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    """One-time cost of one graph, from the `op` markers (or graph_events) of one pass."""
+
+    pass_id: int
+    graph_id: int
+    label: str
+    source: str  # 'markers' or 'graph_events'
+    build_ns: float | None  # stream capture (begin..end) or explicit node API calls
+    instantiate_ns: float | None
+    upload_ns: float | None
+    first_launch_ns: float | None  # launch + synchronize of the first launch
+    steady_replay_ns: float | None  # median graph-mode iteration of the same pass
+    first_launch_excess_ns: float | None  # first_launch - steady_replay
+    total_ns: float  # build + instantiate + upload + first_launch_excess (missing parts as 0)
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Smallest n with n*t_eager >= one_time + n*t_graph (n counts replays incl. the first launch)."""
+
+    baseline: str
+    eager_ns: float | None  # median baseline iteration
+    graph_ns: float | None  # median steady graph replay (iteration)
+    one_time_ns: float | None  # sum of GraphCost.total_ns over the pass's graphs
+    saved_per_replay_ns: float | None  # eager_ns - graph_ns
+    replays: int | None  # None: never (never=True) or not computable (never=False); see reason
+    never: bool  # a replay is not faster than the baseline iteration: the graph never pays back
+    reason: str  # why replays is None; '' when it is a number
+    interval_low: int | None  # 95% bootstrap interval of replays (2.5th percentile)
+    interval_high: int | None  # 97.5th percentile; None with interval_high_never
+    interval_high_never: bool  # more than 2.5% of resamples saved nothing: the upper end is "never"
+    run_replays: int  # replays the run did: steady iterations + the first launch
+    amortised_speedup: float | None  # run_replays*t_eager / (one_time + run_replays*t_graph)
+    bootstrap_resamples: int
+    bootstrap_seed: int
+
+
+@dataclass(frozen=True)
+class KernelComparison:
+    """The same kernel (by name) eager vs inside a graph: GPU duration medians over launches."""
+
+    name: str
+    eager_mode: str
+    eager_count: int
+    eager: Stat | None
+    graph_count: int
+    graph: Stat | None
+    difference_ns: float | None  # graph median - eager median (negative: faster in the graph)
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """Critical path of a graph's recorded topology with measured median node durations."""
+
+    pass_id: int
+    graph_id: int
+    label: str
+    nodes: int
+    edges: int
+    has_parallel_branches: bool
+    serial_ns: float  # sum of median node durations: a fully serialised replay
+    critical_path_ns: float  # longest dependency chain: a perfectly parallel replay
+    measured_span: Stat | None  # first node start to last node end, per replay
+    parallelism_delivered: float | None  # (serial - measured) / (serial - critical); 1 = all of it
+    path_node_ids: tuple[int, ...]
+    path_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Distortion:
+    """How much the tracer slowed a mode: traced-pass vs timing-pass median iteration."""
+
+    mode: str
+    timing_median_ns: float
+    traced_median_ns: float
+    slowdown_ns: float
+    ratio: float  # traced / timing
+
+
+@dataclass(frozen=True)
+class TraceAnalysis:
+    """Everything `analyzers.analyze(trace)` computes for one trace."""
+
+    path: str
+    workload: str
+    status: str
+    status_reason: str
+    dropped_records: int
+    timing_pass_id: int | None
+    traced_pass_id: int | None
+    traced_detail: str | None  # 'graph' or 'node'
+    modes: tuple[ModeMetrics, ...]
+    overhead_saved: tuple[OverheadSaved, ...]  # one per eager mode present, when graph mode is present
+    graph_costs: tuple[GraphCost, ...]
+    break_even: tuple[BreakEven, ...]  # one per eager mode present
+    kernels: tuple[KernelComparison, ...]
+    critical_paths: tuple[CriticalPath, ...]
+    distortion: tuple[Distortion, ...]
+    warnings: tuple[str, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
+    cannot_compute: tuple[str, ...]  # what cannot be computed for this trace, and why
+
+    def mode(self, name: str) -> ModeMetrics | None:
+        return next((m for m in self.modes if m.mode == name), None)
+
+    def primary_break_even(self) -> BreakEven | None:
+        """The headline comparison: against `eager` if present, else `eager_sync_each`."""
+        for base in ("eager", "eager_sync_each"):
+            for b in self.break_even:
+                if b.baseline == base:
+                    return b
+        return None
+
+    def primary_overhead_saved(self) -> OverheadSaved | None:
+        for base in ("eager", "eager_sync_each"):
+            for o in self.overhead_saved:
+                if o.baseline == base:
+                    return o
+        return None
