@@ -40,3 +40,44 @@ def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file
 
     trace = _load(trace_file)
     print_info(trace)
+
+
+@app.command()
+def report(
+    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
+    ] = False,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Write the report to this file; a .json name implies --json.")
+    ] = None,
+) -> None:
+    """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
+    from analyzers import analyze
+
+    trace = _load(trace_file)
+    analysis = analyze(trace)
+    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
+    try:
+        if as_json:
+            from reports.json_report import render_json
+
+            text = render_json(analysis)
+            if out is None:
+                typer.echo(text, nl=False)
+            else:
+                out.write_text(text)
+        else:
+            from rich.console import Console
+
+            from reports.terminal import print_report
+
+            if out is None:
+                print_report(analysis)
+            else:
+                with open(out, "w") as f:
+                    print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
+    except OSError as e:
+        _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
+    if out is not None:
+        typer.echo(f"report written to {out}")

@@ -1,0 +1,37 @@
+"""`graphmode report --json`: the analysis as stable, versioned JSON (reports/report.schema.json).
+
+Bump REPORT_SCHEMA_VERSION when a field is renamed or removed or its meaning changes; adding a
+field is compatible. Durations are nanoseconds; a metric that cannot be computed is null and
+`cannot_compute` says why.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from analyzers import TraceAnalysis, analyze, to_dict
+from tracer.store import Trace
+
+REPORT_SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+output_file_extension = "json"
+
+
+def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
+    """The JSON report as builtins: schema_version, tool_version, then every field of the analysis."""
+    from graphmode import __version__
+
+    analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
+    return {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis)}
+
+
+def render_json(trace_or_analysis: Trace | TraceAnalysis) -> str:
+    return json.dumps(report_dict(trace_or_analysis), indent=2, allow_nan=False) + "\n"
+
+
+def load_schema() -> dict[str, Any]:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert isinstance(schema, dict)
+    return schema

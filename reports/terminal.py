@@ -1,0 +1,169 @@
+"""`graphmode report`: the analysis as rich tables, headline first. Computes nothing itself."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from analyzers import BreakEven, ModeMetrics, Stat, TraceAnalysis, analyze
+from tracer.store import Trace
+
+output_file_extension = "txt"
+MAX_KERNEL_ROWS = 20
+
+
+def human_ns(ns: float | None) -> str:
+    """A duration in the unit a person reads best: ns, us, ms or s."""
+    if ns is None:
+        return "—"
+    a = abs(ns)
+    if a < 1e3:
+        return f"{ns:.0f} ns"
+    if a < 1e6:
+        return f"{ns / 1e3:.2f} us" if a < 1e4 else f"{ns / 1e3:.1f} us"
+    if a < 1e9:
+        return f"{ns / 1e6:.2f} ms" if a < 1e7 else f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e9:.2f} s"
+
+
+def _stat(s: Stat | None, count: bool = False) -> str:
+    if s is None:
+        return "—"
+    if count:
+        return f"{s.median:g} [{s.p10:g}–{s.p90:g}]"
+    return f"{human_ns(s.median)} [{human_ns(s.p10)}–{human_ns(s.p90)}]"
+
+
+def _interval(b: BreakEven) -> str:
+    if b.interval_low is None and not b.interval_high_never:
+        return ""
+    low = str(b.interval_low) if b.interval_low is not None else "never"
+    high = "never" if b.interval_high_never else str(b.interval_high)
+    return f"[{low}, {high}]"
+
+
+def headline(a: TraceAnalysis) -> str:
+    """One sentence: what graph mode saves, what it costs, when it pays back."""
+    b = a.primary_break_even()
+    saved = a.primary_overhead_saved()
+    cost = sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None
+    if b is None or saved is None:
+        missing = "no graph replays" if a.mode("graph") is None else "no eager baseline"
+        return f"No eager-vs-graph comparison in this trace ({missing})" + (f"; graphs cost {human_ns(cost)} to build." if cost else ".")
+    if b.never:
+        return (f"Graph mode does not pay off here: a replay takes {human_ns(b.graph_ns)} vs {human_ns(b.eager_ns)} per "
+                f"{b.baseline} iteration (saves {human_ns(saved.wall_ns)} per iteration); it never pays back its "
+                f"{human_ns(cost)} one-time cost.")
+    text = f"Graph mode saves {human_ns(saved.wall_ns)} per iteration vs {b.baseline}"
+    if saved.wall_per_kernel_ns is not None:
+        text += f" ({human_ns(saved.wall_per_kernel_ns)} per kernel)"
+    text += f", costs {human_ns(cost)} to build" if cost is not None else ", build cost unknown"
+    if b.replays is not None:
+        text += f", pays back after {b.replays:,} replays {_interval(b)} (95% interval)."
+    else:
+        text += f"; break-even unknown: {b.reason}."
+    return text
+
+
+def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
+    t = Table(title="Per iteration, median [p10–p90]", title_justify="left")
+    t.add_column("metric", style="bold")
+    for m in modes:
+        t.add_column(m.mode, justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("iterations (wall pass)", [str(m.iterations) for m in modes]),
+        ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else "") for m in modes]),
+        ("wall, traced pass", [_stat(m.traced_wall) for m in modes]),
+        ("CPU in API: launches", [_stat(m.api_launch) for m in modes]),
+        ("CPU in API: syncs", [_stat(m.api_sync) for m in modes]),
+        ("CPU in API: other", [_stat(m.api_other) for m in modes]),
+        ("CPU in API: total", [_stat(m.api_total) for m in modes]),
+        ("GPU busy", [_stat(m.gpu_busy) for m in modes]),
+        ("GPU idle", [_stat(m.gpu_idle) for m in modes]),
+        ("GPU gaps between work", [_stat(m.gpu_gap) for m in modes]),
+        ("kernels", [_stat(m.kernels, count=True) for m in modes]),
+        ("graph launch spans", [_stat(m.graph_launches, count=True) for m in modes]),
+    ]
+    for name, cells in rows:
+        t.add_row(name, *cells)
+    return t
+
+
+def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None) -> TraceAnalysis:
+    """Prints the report (headline, then per graph, per mode); returns the analysis it printed."""
+    console = console or Console()
+    a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
+    console.print(f"[bold]{a.path}[/bold]  workload: {a.workload or '?'}  status: {a.status}")
+    console.print(f"[bold green]{headline(a)}[/bold green]")
+    for w in a.warnings:
+        console.print(f"[bold red]warning:[/bold red] {w}")
+
+    if a.break_even:
+        t = Table(title="Break-even", title_justify="left")
+        for col in ("vs", "eager", "replay", "saved", "one-time", "break-even", "95% interval", "run replays", "speedup"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for b in a.break_even:
+            n = f"{b.replays:,}" if b.replays is not None else ("never" if b.never else "—")
+            speed = f"{b.amortised_speedup:.2f}x" if b.amortised_speedup is not None else "—"
+            t.add_row(b.baseline, human_ns(b.eager_ns), human_ns(b.graph_ns), human_ns(b.saved_per_replay_ns),
+                      human_ns(b.one_time_ns), n, _interval(b), str(b.run_replays), speed)
+        console.print(t)
+        for b in a.break_even:
+            if b.never:
+                console.print(f"  {b.baseline}: never — {b.reason}")
+
+    if a.graph_costs:
+        t = Table(title="One-time cost per graph", title_justify="left")
+        for col in ("graph", "build", "instantiate", "upload", "1st launch", "replay", "1st excess", "total"):
+            t.add_column(col, justify="right", no_wrap=col != "graph")
+        for c in a.graph_costs:
+            t.add_row(f"{c.graph_id} {c.label}".strip(), human_ns(c.build_ns), human_ns(c.instantiate_ns), human_ns(c.upload_ns),
+                      human_ns(c.first_launch_ns), human_ns(c.steady_replay_ns), human_ns(c.first_launch_excess_ns),
+                      human_ns(c.total_ns))
+        console.print(t)
+
+    for p in a.critical_paths:
+        delivered = f"{100 * p.parallelism_delivered:.0f}%" if p.parallelism_delivered is not None else "—"
+        console.print(
+            f"Graph {p.graph_id} {p.label}: {p.nodes} nodes, {p.edges} edges; serial {human_ns(p.serial_ns)}, critical path "
+            f"{human_ns(p.critical_path_ns)} ({' → '.join(p.path_names[:8])}{' …' if len(p.path_names) > 8 else ''}), "
+            f"measured replay span {_stat(p.measured_span)}; parallelism delivered {delivered}"
+            + ("" if p.has_parallel_branches else " (no parallel branches)")
+        )
+
+    if a.overhead_saved:
+        t = Table(title="Launch overhead saved (baseline median − graph median)", title_justify="left")
+        for col in ("vs", "kernels", "wall/iter", "API/iter", "idle/iter", "wall/kernel", "API/kernel", "idle/kernel"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for o in a.overhead_saved:
+            t.add_row(o.baseline, f"{o.kernels_per_iteration:g}" if o.kernels_per_iteration is not None else "—",
+                      human_ns(o.wall_ns), human_ns(o.api_ns), human_ns(o.gpu_idle_ns), human_ns(o.wall_per_kernel_ns),
+                      human_ns(o.api_per_kernel_ns), human_ns(o.gpu_idle_per_kernel_ns))
+        console.print(t)
+
+    if a.modes:
+        console.print(_modes_table(a.modes))
+
+    if a.distortion:
+        t = Table(title="Tracer distortion (median iteration)", title_justify="left")
+        for col in ("mode", "untraced (timing pass)", "traced", "slowdown", "ratio"):
+            t.add_column(col, justify="right")
+        for d in a.distortion:
+            t.add_row(d.mode, human_ns(d.timing_median_ns), human_ns(d.traced_median_ns), human_ns(d.slowdown_ns), f"{d.ratio:.2f}x")
+        console.print(t)
+
+    if a.kernels:
+        t = Table(title=f"Kernels: GPU duration eager vs in graph, median (top {min(MAX_KERNEL_ROWS, len(a.kernels))} by GPU time)",
+                  title_justify="left")
+        for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference"):
+            t.add_column(col, justify="right" if col != "kernel" else "left")
+        for k in a.kernels[:MAX_KERNEL_ROWS]:
+            t.add_row(k.name[:60], str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
+                      human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
+        console.print(t)
+
+    if a.cannot_compute:
+        console.print("[bold]Not computed for this trace:[/bold]")
+        for s in a.cannot_compute:
+            console.print(f"  - {s}")
+    return a
