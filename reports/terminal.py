@@ -65,11 +65,18 @@ def headline(a: TraceAnalysis) -> str:
     return text
 
 
+def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]]) -> Table:
+    """A table with one row per metric and one column per thing compared: fits a narrow terminal."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("", style="bold")
+    for c in columns:
+        t.add_column(c, justify="right")
+    for name, cells in rows:
+        t.add_row(name, *cells)
+    return t
+
+
 def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
-    t = Table(title="Per iteration, median [p10–p90]", title_justify="left")
-    t.add_column("metric", style="bold")
-    for m in modes:
-        t.add_column(m.mode, justify="right")
     rows: list[tuple[str, list[str]]] = [
         ("iterations (wall pass)", [str(m.iterations) for m in modes]),
         ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else "") for m in modes]),
@@ -84,9 +91,7 @@ def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
         ("kernels", [_stat(m.kernels, count=True) for m in modes]),
         ("graph launch spans", [_stat(m.graph_launches, count=True) for m in modes]),
     ]
-    for name, cells in rows:
-        t.add_row(name, *cells)
-    return t
+    return _transposed("Per iteration, median [p10–p90]", [m.mode for m in modes], rows)
 
 
 def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None) -> TraceAnalysis:
@@ -99,28 +104,33 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print(f"[bold red]warning:[/bold red] {w}")
 
     if a.break_even:
-        t = Table(title="Break-even", title_justify="left")
-        for col in ("vs", "eager", "replay", "saved", "one-time", "break-even", "95% interval", "run replays", "speedup"):
-            t.add_column(col, justify="right", no_wrap=True)
-        for b in a.break_even:
-            n = f"{b.replays:,}" if b.replays is not None else ("never" if b.never else "—")
-            speed = f"{b.amortised_speedup:.2f}x" if b.amortised_speedup is not None else "—"
-            t.add_row(b.baseline, human_ns(b.eager_ns), human_ns(b.graph_ns), human_ns(b.saved_per_replay_ns),
-                      human_ns(b.one_time_ns), n, _interval(b), str(b.run_replays), speed)
-        console.print(t)
+        rows: list[tuple[str, list[str]]] = [
+            ("eager iteration (median)", [human_ns(b.eager_ns) for b in a.break_even]),
+            ("graph replay (median)", [human_ns(b.graph_ns) for b in a.break_even]),
+            ("saved per replay", [human_ns(b.saved_per_replay_ns) for b in a.break_even]),
+            ("one-time cost", [human_ns(b.one_time_ns) for b in a.break_even]),
+            ("break-even replays", [f"{b.replays:,}" if b.replays is not None else ("never" if b.never else "—") for b in a.break_even]),
+            ("95% interval", [_interval(b) or "—" for b in a.break_even]),
+            ("replays in this run", [str(b.run_replays) for b in a.break_even]),
+            ("amortised speedup", [f"{b.amortised_speedup:.2f}x" if b.amortised_speedup is not None else "—" for b in a.break_even]),
+        ]
+        console.print(_transposed("Break-even", [f"vs {b.baseline}" for b in a.break_even], rows))
         for b in a.break_even:
             if b.never:
-                console.print(f"  {b.baseline}: never — {b.reason}")
+                console.print(f"  vs {b.baseline}: never — {b.reason}")
 
     if a.graph_costs:
-        t = Table(title="One-time cost per graph", title_justify="left")
-        for col in ("graph", "build", "instantiate", "upload", "1st launch", "replay", "1st excess", "total"):
-            t.add_column(col, justify="right", no_wrap=col != "graph")
-        for c in a.graph_costs:
-            t.add_row(f"{c.graph_id} {c.label}".strip(), human_ns(c.build_ns), human_ns(c.instantiate_ns), human_ns(c.upload_ns),
-                      human_ns(c.first_launch_ns), human_ns(c.steady_replay_ns), human_ns(c.first_launch_excess_ns),
-                      human_ns(c.total_ns))
-        console.print(t)
+        cs = a.graph_costs
+        rows = [
+            ("build (capture / nodes)", [human_ns(c.build_ns) for c in cs]),
+            ("instantiate", [human_ns(c.instantiate_ns) for c in cs]),
+            ("upload", [human_ns(c.upload_ns) for c in cs]),
+            ("first launch", [human_ns(c.first_launch_ns) for c in cs]),
+            ("steady replay", [human_ns(c.steady_replay_ns) for c in cs]),
+            ("first launch excess", [human_ns(c.first_launch_excess_ns) for c in cs]),
+            ("total one-time cost", [human_ns(c.total_ns) for c in cs]),
+        ]
+        console.print(_transposed("One-time cost per graph", [f"graph {c.graph_id} {c.label}".strip() for c in cs], rows))
 
     for p in a.critical_paths:
         delivered = f"{100 * p.parallelism_delivered:.0f}%" if p.parallelism_delivered is not None else "—"
@@ -132,14 +142,17 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         )
 
     if a.overhead_saved:
-        t = Table(title="Launch overhead saved (baseline median − graph median)", title_justify="left")
-        for col in ("vs", "kernels", "wall/iter", "API/iter", "idle/iter", "wall/kernel", "API/kernel", "idle/kernel"):
-            t.add_column(col, justify="right", no_wrap=True)
-        for o in a.overhead_saved:
-            t.add_row(o.baseline, f"{o.kernels_per_iteration:g}" if o.kernels_per_iteration is not None else "—",
-                      human_ns(o.wall_ns), human_ns(o.api_ns), human_ns(o.gpu_idle_ns), human_ns(o.wall_per_kernel_ns),
-                      human_ns(o.api_per_kernel_ns), human_ns(o.gpu_idle_per_kernel_ns))
-        console.print(t)
+        os_ = a.overhead_saved
+        rows = [
+            ("kernels per iteration", [f"{o.kernels_per_iteration:g}" if o.kernels_per_iteration is not None else "—" for o in os_]),
+            ("wall / iteration", [human_ns(o.wall_ns) for o in os_]),
+            ("CPU in API / iteration", [human_ns(o.api_ns) for o in os_]),
+            ("GPU idle / iteration", [human_ns(o.gpu_idle_ns) for o in os_]),
+            ("wall / kernel", [human_ns(o.wall_per_kernel_ns) for o in os_]),
+            ("CPU in API / kernel", [human_ns(o.api_per_kernel_ns) for o in os_]),
+            ("GPU idle / kernel", [human_ns(o.gpu_idle_per_kernel_ns) for o in os_]),
+        ]
+        console.print(_transposed("Launch overhead saved (baseline median − graph median)", [f"vs {o.baseline}" for o in os_], rows))
 
     if a.modes:
         console.print(_modes_table(a.modes))

@@ -1,0 +1,104 @@
+"""`graphmode report` in-process (typer's CliRunner) and as a subprocess, on a SYNTHETIC trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from graphmode.cli import app
+from reports.json_report import REPORT_SCHEMA_VERSION, load_schema
+from reports.terminal import headline, human_ns, print_report
+from synthetic import SyntheticTrace, basic_trace
+from tracer.store import load
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def basic_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return basic_trace(tmp_path_factory.mktemp("cli") / "basic.gmtrace")
+
+
+def test_report_headline_first(basic_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", str(basic_path)], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())  # rich wraps long lines
+    # hand calculation in tests/test_analyzers.py: saves 600 ns, costs 6.5 us, 11 replays [9, 17]
+    assert result.output.splitlines()[1].startswith("Graph mode saves 600 ns per iteration vs eager")
+    assert "costs 6.50 us to build, pays back after 11 replays [9, 17]" in text
+    assert text.index("Graph mode saves") < text.index("Break-even") < text.index("Per iteration")
+    assert "tracer slowed eager iterations by 82%" in result.output  # 2000 / 1100 = 1.82
+
+
+def test_report_json_validates_and_is_versioned(basic_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", str(basic_path), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    assert doc["schema_version"] == REPORT_SCHEMA_VERSION == 1
+    assert doc["break_even"][0]["replays"] == 11 and doc["graph_costs"][0]["total_ns"] == 6500
+
+
+def test_report_to_a_file(basic_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["report", str(basic_path), "-o", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text())["overhead_saved"][0]["wall_ns"] == 600
+    txt = tmp_path / "r.txt"
+    assert CliRunner().invoke(app, ["report", str(basic_path), "-o", str(txt)]).exit_code == 0
+    assert "pays back after 11 replays" in txt.read_text()
+    bad = CliRunner().invoke(app, ["report", str(basic_path), "-o", str(tmp_path / "no" / "such" / "dir.txt")])
+    assert bad.exit_code == 2 and "cannot write the report" in bad.output
+
+
+def test_report_missing_and_bad_files_give_one_line(tmp_path: Path) -> None:
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope.gmtrace")])
+    assert missing.exit_code == 2 and "no such file" in missing.output and "Traceback" not in missing.output
+    junk = tmp_path / "junk.gmtrace"
+    junk.write_text("not a trace")
+    r = CliRunner().invoke(app, ["report", str(junk)])
+    assert r.exit_code == 2 and "not a graphmode trace" in r.output
+
+
+def test_report_as_a_subprocess(basic_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(basic_path), "--json"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    jsonschema.Draft202012Validator(load_schema()).validate(json.loads(proc.stdout))
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(basic_path)],
+                          cwd=REPO, env={**env, "COLUMNS": "120"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Graph mode saves 600 ns" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", "/nonexistent.gmtrace"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such file" in proc.stderr
+
+
+def test_print_report_for_bench_and_one_mode_statements(tmp_path: Path) -> None:
+    t = SyntheticTrace().add_pass(0, "timing")
+    t.iterations(0, "graph", [400, 600], start=1000)  # a script that only replays graphs
+    path = t.write(tmp_path / "graph_only.gmtrace")
+    console = Console(record=True, width=120)
+    with load(path) as trace:
+        analysis = print_report(trace, console)
+    text = console.export_text()
+    assert "No eager-vs-graph comparison in this trace (no eager baseline)" in text
+    assert "no eager iterations" in text and "no traced pass" in text
+    assert headline(analysis).startswith("No eager-vs-graph comparison")
+    # schema-valid even when most metrics are null
+    from reports.json_report import report_dict
+
+    jsonschema.Draft202012Validator(load_schema()).validate(report_dict(analysis))
+
+
+@pytest.mark.parametrize(("ns", "text"), [(None, "—"), (12, "12 ns"), (1500, "1.50 us"), (25_000, "25.0 us"),
+                                          (2_500_000, "2.50 ms"), (3e9, "3.00 s"), (-300, "-300 ns")])
+def test_human_units(ns: float | None, text: str) -> None:
+    assert human_ns(ns) == text
