@@ -75,7 +75,12 @@ class TraceWriter:
         if wal.exists():
             wal.unlink()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = duckdb.connect(str(self.path))
+        # Small blocks: a trace has a dozen tables, and DuckDB's default 256 KiB block per table
+        # would make even a tiny recording ~3 MB.
+        self._con = duckdb.connect()
+        quoted = str(self.path).replace("'", "''")
+        self._con.execute(f"ATTACH '{quoted}' AS trace (BLOCK_SIZE 16384)")
+        self._con.execute("USE trace")
         for stmt in create_statements():
             self._con.execute(stmt)
         self.set_meta(

@@ -1,0 +1,46 @@
+"""Shared test setup: the `gpu` marker skips, with a reason, where no usable GPU is present."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_unavailable_reason() -> str | None:
+    """None when an NVIDIA GPU with CUDA and CUPTI is usable, else why not."""
+    try:
+        from cupti import cupti  # noqa: F401
+    except Exception as e:
+        return f"cupti-python not importable ({type(e).__name__}: {e})"
+    try:
+        from tracer.cuda_util import init_device
+
+        init_device()
+    except Exception as e:
+        return f"no usable NVIDIA GPU ({e})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs a GPU: {reason}")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+def fixture_traces() -> list[Path]:
+    return sorted(DATA.glob("*.gmtrace"))

@@ -1,0 +1,238 @@
+"""A CUPTI activity + resource-callback session through cupti-python.
+
+Design (docs/design.md, 'Tracer'): while the workload runs, the buffer-completed callback only copies
+the buffer's valid bytes (one memmove per buffer, no per-record Python work); decoding into columns
+happens after the run, vectorised with the numpy record dtypes that cupti-python exposes. Graph and
+node ids come from CUPTI *resource* callbacks, subscribed for the graph/node/exec callback ids only:
+a Python callback on a per-launch callback id would cost tens of microseconds per launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+BUFFER_SIZE = 8 * 1024 * 1024
+
+
+def cupti_module() -> Any:
+    from cupti import cupti
+
+    return cupti
+
+
+def timestamp() -> int:
+    """The CUPTI clock, in ns: the clock of every record in a trace."""
+    return int(cupti_module().get_timestamp())
+
+
+@dataclass
+class ResourceEvent:
+    """One graph/node/exec resource callback, with the ids CUPTI assigned."""
+
+    cbid: str
+    ts: int
+    thread_id: int
+    graph_id: int = 0
+    original_graph_id: int = 0
+    node_id: int = 0
+    original_node_id: int = 0
+    dependency_id: int = 0
+    node_type: int = -1
+    exec_id: int = 0
+    graph_handle: int = 0
+    node_handle: int = 0
+    stack: str = ""
+
+
+@dataclass
+class RawActivity:
+    """Bytes of completed CUPTI buffers and everything needed to decode them later."""
+
+    chunks: list[bytes] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)  # char* -> string, resolved before CUPTI lets go
+    dropped: int = 0
+    resource_events: list[ResourceEvent] = field(default_factory=list)
+
+
+_GRAPH_CBIDS = (
+    "GRAPH_CREATED",
+    "GRAPH_CLONED",
+    "GRAPH_DESTROY_STARTING",
+    "GRAPHNODE_CREATED",
+    "GRAPHNODE_CLONED",
+    "GRAPHNODE_DESTROY_STARTING",
+    "GRAPHNODE_DEPENDENCY_CREATED",
+    "GRAPHEXEC_CREATED",
+    "GRAPHEXEC_DESTROY_STARTING",
+)
+
+
+class CuptiSession:
+    """Collects CUDA API, GPU activity and graph resource events between start() and stop().
+
+    detail='graph': a graph launch is one GRAPH_TRACE record; detail='node': every kernel/copy/memset
+    of a replayed graph is its own record with graph and node ids. CUPTI cannot do both at once.
+    """
+
+    def __init__(
+        self,
+        detail: str = "graph",
+        buffer_size: int = BUFFER_SIZE,
+        on_node_created: Callable[[], str] | None = None,
+        nvtx: bool = False,
+    ):
+        if detail not in ("graph", "node"):
+            raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
+        self.detail = detail
+        self.buffer_size = buffer_size
+        self.raw = RawActivity()
+        self._subscriber: int | None = None
+        self._kinds: list[Any] = []
+        self._on_node_created = on_node_created
+        self._nvtx = nvtx
+        self._lock = threading.Lock()
+        self.started = False
+
+    # -- CUPTI callbacks: keep them minimal, they run inside the workload -------------------------
+    def _buffer_requested(self) -> tuple[int, int]:
+        return self.buffer_size, 0
+
+    def _buffer_completed(self, activities: Any) -> None:
+        if not activities:
+            return
+        # Records are laid out back to back in CUPTI's buffer: copy the span from the first record
+        # to the end of the last one in one memmove; decode() walks it after the run.
+        first = int(activities[0].ptr)
+        last = activities[-1]
+        end = int(last.ptr) + record_size(int(last.kind))
+        self.raw.chunks.append(ctypes.string_at(first, end - first))
+
+    def _resource_callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        cupti = cupti_module()
+        try:
+            cb_name = cupti.CallbackIdResource(int(cbid)).name
+        except ValueError:
+            return
+        rd = cbdata if hasattr(cbdata, "resource_descriptor") else cupti.ResourceData.from_ptr(int(cbdata))
+        desc = int(rd.resource_descriptor)
+        if not desc:
+            return
+        gd = cupti.GraphData.from_ptr(desc)
+        ev = ResourceEvent(cbid=cb_name, ts=int(cupti.get_timestamp()), thread_id=threading.get_native_id())
+        graph, node = int(gd.graph), int(gd.node)
+        ev.graph_handle, ev.node_handle = graph, node
+        if graph:
+            ev.graph_id = int(cupti.get_graph_id(graph))
+        if int(gd.original_graph):
+            ev.original_graph_id = int(cupti.get_graph_id(int(gd.original_graph)))
+        if node:
+            ev.node_id = int(cupti.get_graph_node_id(node))
+            ev.node_type = int(gd.node_type)
+        if int(gd.original_node):
+            ev.original_node_id = int(cupti.get_graph_node_id(int(gd.original_node)))
+        if int(gd.dependency):
+            ev.dependency_id = int(cupti.get_graph_node_id(int(gd.dependency)))
+        if int(gd.graph_exec):
+            ev.exec_id = int(cupti.get_graph_exec_id(int(gd.graph_exec)))
+        if cb_name == "GRAPHNODE_CREATED" and self._on_node_created is not None:
+            ev.stack = self._on_node_created()
+        self.raw.resource_events.append(ev)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        cupti = cupti_module()
+        K = cupti.ActivityKind
+        cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+        kinds = [K.DRIVER, K.RUNTIME, K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION]
+        if self.detail == "graph":
+            kinds.append(K.GRAPH_TRACE)
+        if self._nvtx:
+            kinds.append(K.MARKER)
+        for k in kinds:
+            cupti.activity_enable(k)
+        self._kinds = kinds
+        self._subscriber = cupti.subscribe(self._resource_callback, 0)
+        for name in _GRAPH_CBIDS:
+            cbid = getattr(cupti.CallbackIdResource, name, None)
+            if cbid is not None:
+                cupti.enable_callback(1, self._subscriber, cupti.CallbackDomain.RESOURCE, int(cbid))
+        self.started = True
+
+    def stop(self) -> RawActivity:
+        """Flushes every buffer, disables collection, resolves names; safe to call twice."""
+        if not self.started:
+            return self.raw
+        cupti = cupti_module()
+        cupti.activity_flush_all(1)
+        for k in self._kinds:
+            try:
+                cupti.activity_disable(k)
+            except Exception:
+                pass
+        cupti.activity_flush_all(1)
+        dropped = ctypes.c_size_t(0)
+        try:
+            cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
+            self.raw.dropped += int(dropped.value)
+        except Exception:
+            pass
+        if self._subscriber is not None:
+            cupti.unsubscribe(self._subscriber)
+            self._subscriber = None
+        self._resolve_names()
+        self.started = False
+        return self.raw
+
+    def _resolve_names(self) -> None:
+        """Kernel and marker names are char* into CUPTI's memory: read them while it still holds them."""
+        from tracer.decode import name_pointers
+
+        for ptr in name_pointers(self.raw.chunks):
+            if ptr and ptr not in self.raw.names:
+                self.raw.names[ptr] = ctypes.string_at(ptr).decode(errors="replace")
+
+
+_RECORD_DTYPES: dict[int, Any] | None = None
+
+
+def record_dtypes() -> dict[int, Any]:
+    """ActivityKind value -> numpy dtype of its record layout, for the kinds the tracer enables."""
+    global _RECORD_DTYPES
+    if _RECORD_DTYPES is None:
+        cupti = cupti_module()
+        K = cupti.ActivityKind
+        _RECORD_DTYPES = {
+            int(K.DRIVER): cupti.activity_api_dtype,
+            int(K.RUNTIME): cupti.activity_api_dtype,
+            int(K.INTERNAL_LAUNCH_API): cupti.activity_api_dtype,
+            int(K.CONCURRENT_KERNEL): cupti.activity_kernel10_dtype,
+            int(K.KERNEL): cupti.activity_kernel10_dtype,
+            int(K.MEMCPY): cupti.activity_memcpy6_dtype,
+            int(K.MEMSET): cupti.activity_memset4_dtype,
+            int(K.SYNCHRONIZATION): cupti.activity_synchronization2_dtype,
+            int(K.GRAPH_TRACE): cupti.activity_graph_trace2_dtype,
+            int(K.MARKER): cupti.activity_marker2_dtype,
+            int(K.MARKER_DATA): cupti.activity_marker_data_dtype,
+            int(K.NAME): cupti.activity_name_dtype,
+            int(K.OVERHEAD): cupti.activity_overhead3_dtype,
+            int(K.EXTERNAL_CORRELATION): cupti.activity_external_correlation_dtype,
+        }
+    return _RECORD_DTYPES
+
+
+def record_size(kind: int) -> int:
+    dt = record_dtypes().get(kind)
+    if dt is None:
+        raise KeyError(f"CUPTI activity kind {kind} has no known record layout")
+    return int(dt.itemsize)
+
+
+def wait_ns(ns: int) -> None:
+    """Busy-waits on the CUPTI clock (used by tests to create known gaps)."""
+    end = timestamp() + ns
+    while timestamp() < end:
+        time.sleep(0)

@@ -1,0 +1,297 @@
+"""Decodes raw CUPTI activity buffers into the trace's columns, after the run.
+
+A completed buffer is a run of records laid end to end, each starting with its 32-bit kind; the
+record's size follows from the kind (cupti-python's numpy dtypes mirror the C structs, which CUPTI
+packs with 8-byte alignment). We walk the kinds once, then gather all records of one kind with a
+single fancy-index and view them through the dtype: no per-record attribute access.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from tracer.cupti_session import RawActivity, cupti_module, record_dtypes
+
+_COPY_KINDS = {
+    1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP",
+}
+_SYNC_TYPES = {0: "unknown", 1: "event", 2: "stream_wait_event", 3: "stream", 4: "context"}
+
+# Order matters: first match wins.
+_API_CATEGORY_RULES: list[tuple[str, str]] = [
+    ("graph_launch", r"^cu(da)?GraphLaunch"),
+    ("instantiate", r"^cu(da)?GraphInstantiate"),
+    ("upload", r"^cu(da)?GraphUpload"),
+    ("update", r"^cu(da)?GraphExec(Update|.*SetParams|NodeSetParams|.*Set)"),
+    ("graph_destroy", r"^cu(da)?Graph(Exec)?Destroy"),
+    ("capture", r"^cu(da)?(Stream(BeginCapture|EndCapture|IsCapturing|GetCaptureInfo|UpdateCaptureDependencies)|ThreadExchangeStreamCaptureMode)"),
+    ("graph_build", r"^cu(da)?Graph"),
+    ("kernel_launch", r"^cu(da)?Launch|^cudaLaunch|^cuLaunch"),
+    ("sync", r"Synchronize"),
+    ("memset", r"Memset"),
+    ("memcpy", r"Memcpy|Memcpy|MemPrefetch"),
+    ("memory", r"Mem(Alloc|Free|HostAlloc|HostRegister|HostUnregister|Pool|Map|Create|Release|AddressReserve|AddressFree|GetInfo)|^cuda(Malloc|Free|HostAlloc|HostRegister)"),
+    ("event", r"Event"),
+    ("stream", r"Stream"),
+    ("module", r"^cu(Module|Library|Kernel)|^cudaFuncGet|^cuFuncGet"),
+]
+
+
+def api_category(name: str) -> str:
+    for category, pattern in _API_CATEGORY_RULES:
+        if re.search(pattern, name):
+            return category
+    return "other"
+
+
+def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and kinds of the records in one buffer span."""
+    offsets: list[int] = []
+    kinds: list[int] = []
+    n = len(chunk)
+    o = 0
+    mv = memoryview(chunk)
+    while o + 4 <= n:
+        kind = int.from_bytes(mv[o : o + 4], "little")
+        size = sizes.get(kind)
+        if size is None:
+            raise ValueError(f"unknown CUPTI record kind {kind} at offset {o}: cannot continue decoding this buffer")
+        offsets.append(o)
+        kinds.append(kind)
+        o += size
+    return np.asarray(offsets, dtype=np.int64), np.asarray(kinds, dtype=np.int32)
+
+
+def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
+    """kind -> structured array of all records of that kind, in buffer order."""
+    dtypes = record_dtypes()
+    sizes = {k: int(dt.itemsize) for k, dt in dtypes.items()}
+    parts: dict[int, list[np.ndarray]] = {}
+    for chunk in chunks:
+        if not chunk:
+            continue
+        offsets, kinds = _walk(chunk, sizes)
+        raw = np.frombuffer(chunk, dtype=np.uint8)
+        for kind in np.unique(kinds):
+            dt = dtypes[int(kind)]
+            sel = offsets[kinds == kind]
+            idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
+            rows = np.ascontiguousarray(raw[idx]).view(dt).reshape(-1)
+            parts.setdefault(int(kind), []).append(rows)
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def name_pointers(chunks: Iterable[bytes]) -> set[int]:
+    """Every distinct char* name pointer in kernel and marker records (to be read while valid)."""
+    K = cupti_module().ActivityKind
+    recs = records_by_kind(chunks)
+    ptrs: set[int] = set()
+    for kind in (int(K.CONCURRENT_KERNEL), int(K.KERNEL), int(K.MARKER)):
+        if kind in recs:
+            ptrs.update(int(p) for p in np.unique(recs[kind]["name"]))
+        if kind == int(K.MARKER) and kind in recs:
+            ptrs.update(int(p) for p in np.unique(recs[kind]["domain"]))
+    ptrs.discard(0)
+    return ptrs
+
+
+def _names_for(ptrs: np.ndarray, names: dict[int, str]) -> np.ndarray:
+    uniq, inverse = np.unique(ptrs, return_inverse=True)
+    table = np.array([names.get(int(p), "") for p in uniq], dtype=object)
+    return table[inverse]
+
+
+def _api_names(recs: np.ndarray, domain: int) -> np.ndarray:
+    cupti = cupti_module()
+    uniq, inverse = np.unique(recs["cbid"], return_inverse=True)
+    table = []
+    for cbid in uniq:
+        try:
+            table.append(str(cupti.get_callback_name(domain, int(cbid))))
+        except Exception:
+            table.append(f"cbid_{int(cbid)}")
+    return np.array(table, dtype=object)[inverse]
+
+
+def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Turns one pass's raw activity into columns for api_calls, gpu_spans, synchronizations, markers."""
+    cupti = cupti_module()
+    K = cupti.ActivityKind
+    D = cupti.CallbackDomain
+    recs = records_by_kind(raw.chunks)
+    out: dict[str, dict[str, Any]] = {}
+
+    # -- API calls ------------------------------------------------------------------------------
+    api_parts = []
+    for kind, domain, api in ((int(K.DRIVER), int(D.DRIVER_API), "driver"), (int(K.RUNTIME), int(D.RUNTIME_API), "runtime")):
+        if kind not in recs:
+            continue
+        r = recs[kind]
+        names = _api_names(r, domain)
+        uniq, inv = np.unique(names.astype(str), return_inverse=True)
+        cats = np.array([api_category(n) for n in uniq], dtype=object)[inv]
+        api_parts.append(
+            {
+                "correlation_id": r["correlation_id"].astype(np.int64),
+                "api": np.full(len(r), api, dtype=object),
+                "cbid": r["cbid"].astype(np.int32),
+                "name": names,
+                "category": cats,
+                "start_ns": r["start"].astype(np.int64),
+                "end_ns": r["end"].astype(np.int64),
+                "process_id": r["process_id"].astype(np.int32),
+                "thread_id": r["thread_id"].astype(np.int64),
+                "return_code": r["return_value"].astype(np.int32),
+            }
+        )
+    if api_parts:
+        out["api_calls"] = _concat(api_parts, pass_id)
+
+    # -- GPU spans --------------------------------------------------------------------------------
+    spans = []
+    for kind in (int(K.CONCURRENT_KERNEL), int(K.KERNEL)):
+        if kind not in recs:
+            continue
+        r = recs[kind]
+        n = len(r)
+        spans.append(
+            {
+                "kind": np.full(n, "kernel", dtype=object),
+                "name": _names_for(r["name"], raw.names),
+                "start_ns": r["start"].astype(np.int64),
+                "end_ns": r["end"].astype(np.int64),
+                "device_id": r["device_id"].astype(np.int32),
+                "context_id": r["context_id"].astype(np.int32),
+                "stream_id": r["stream_id"].astype(np.int32),
+                "correlation_id": r["correlation_id"].astype(np.int64),
+                "graph_id": r["graph_id"].astype(np.int64),
+                "graph_node_id": r["graph_node_id"].astype(np.int64),
+                "grid_x": r["grid_x"],
+                "grid_y": r["grid_y"],
+                "grid_z": r["grid_z"],
+                "block_x": r["block_x"],
+                "block_y": r["block_y"],
+                "block_z": r["block_z"],
+                "static_shared_memory": r["static_shared_memory"],
+                "dynamic_shared_memory": r["dynamic_shared_memory"],
+                "registers_per_thread": r["registers_per_thread"].astype(np.int32),
+            }
+        )
+    if int(K.MEMCPY) in recs:
+        r = recs[int(K.MEMCPY)]
+        kinds = np.array([_COPY_KINDS.get(int(k), f"kind{int(k)}") for k in r["copy_kind"]], dtype=object)
+        spans.append(
+            {
+                "kind": np.full(len(r), "memcpy", dtype=object),
+                "name": np.array([f"memcpy {k}" for k in kinds], dtype=object),
+                "copy_kind": kinds,
+                "bytes": r["bytes"].astype(np.int64),
+                **_common_span_columns(r),
+                "graph_id": r["graph_id"].astype(np.int64),
+                "graph_node_id": r["graph_node_id"].astype(np.int64),
+            }
+        )
+    if int(K.MEMSET) in recs:
+        r = recs[int(K.MEMSET)]
+        spans.append(
+            {
+                "kind": np.full(len(r), "memset", dtype=object),
+                "name": np.full(len(r), "memset", dtype=object),
+                "bytes": r["bytes"].astype(np.int64),
+                **_common_span_columns(r),
+                "graph_id": r["graph_id"].astype(np.int64),
+                "graph_node_id": r["graph_node_id"].astype(np.int64),
+            }
+        )
+    if int(K.GRAPH_TRACE) in recs:
+        r = recs[int(K.GRAPH_TRACE)]
+        labels = graph_labels or {}
+        gids = r["graph_id"].astype(np.int64)
+        spans.append(
+            {
+                "kind": np.full(len(r), "graph", dtype=object),
+                "name": np.array([labels.get(int(g), f"graph {int(g)}") for g in gids], dtype=object),
+                **_common_span_columns(r),
+                "graph_id": gids,
+            }
+        )
+    if spans:
+        out["gpu_spans"] = _concat(spans, pass_id)
+
+    if int(K.SYNCHRONIZATION) in recs:
+        r = recs[int(K.SYNCHRONIZATION)]
+        out["synchronizations"] = {
+            "pass_id": np.full(len(r), pass_id, dtype=np.int32),
+            "type": np.array([_SYNC_TYPES.get(int(t), str(int(t))) for t in r["type"]], dtype=object),
+            "start_ns": r["start"].astype(np.int64),
+            "end_ns": r["end"].astype(np.int64),
+            "correlation_id": r["correlation_id"].astype(np.int64),
+            "context_id": r["context_id"].astype(np.int32),
+            "stream_id": r["stream_id"].astype(np.int32),
+            "event_id": r["cuda_event_id"].astype(np.int64),
+        }
+
+    if int(K.MARKER) in recs:
+        out["markers"] = _nvtx_ranges(recs[int(K.MARKER)], raw.names, pass_id)
+    return out
+
+
+def _common_span_columns(r: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "start_ns": r["start"].astype(np.int64),
+        "end_ns": r["end"].astype(np.int64),
+        "device_id": r["device_id"].astype(np.int32),
+        "context_id": r["context_id"].astype(np.int32),
+        "stream_id": r["stream_id"].astype(np.int32),
+        "correlation_id": r["correlation_id"].astype(np.int64),
+    }
+
+
+def _concat(parts: list[dict[str, Any]], pass_id: int) -> dict[str, Any]:
+    keys: list[str] = []
+    for p in parts:
+        keys.extend(k for k in p if k not in keys)
+    out: dict[str, Any] = {}
+    lengths = [len(next(iter(p.values()))) for p in parts]
+    for k in keys:
+        cols = []
+        for p, n in zip(parts, lengths):
+            if k in p:
+                cols.append(np.asarray(p[k]))
+            else:
+                sample = next((q[k] for q in parts if k in q), None)
+                is_str = sample is not None and np.asarray(sample).dtype == object
+                cols.append(np.full(n, "" if is_str else 0, dtype=object if is_str else np.int64))
+        out[k] = np.concatenate(cols)
+    out["pass_id"] = np.full(sum(lengths), pass_id, dtype=np.int32)
+    return out
+
+
+def _nvtx_ranges(r: np.ndarray, names: dict[int, str], pass_id: int) -> dict[str, Any]:
+    """Pairs NVTX push/pop (or start/end) MARKER records by id into ranges; instant marks have zero length."""
+    cupti = cupti_module()
+    F = cupti.ActivityFlag
+    start_flag, inst_flag = int(F.MARKER_START), int(F.MARKER_INSTANTANEOUS)
+    flags = r["flags_"].astype(np.int64)
+    ids = r["id"].astype(np.int64)
+    ts = r["timestamp"].astype(np.int64)
+    tids = r["object_id"]["pt"]["thread_id"].astype(np.int64)
+    is_start = (flags & start_flag) != 0
+    is_inst = (flags & inst_flag) != 0
+    end_ts = {int(i): int(t) for i, t, s, inst in zip(ids, ts, is_start, is_inst) if not s and not inst}
+    rows = [(i, t, tid, p) for i, t, tid, p, s, inst in zip(ids, ts, tids, r["name"], is_start, is_inst) if s or inst]
+    return {
+        "pass_id": np.full(len(rows), pass_id, dtype=np.int32),
+        "kind": np.full(len(rows), "nvtx", dtype=object),
+        "name": np.array([names.get(int(p), "") for _, _, _, p in rows], dtype=object),
+        "mode": np.full(len(rows), "", dtype=object),
+        "iteration": np.full(len(rows), -1, dtype=np.int32),
+        "start_ns": np.array([t for _, t, _, _ in rows], dtype=np.int64),
+        "end_ns": np.array([end_ts.get(int(i), int(t)) for i, t, _, _ in rows], dtype=np.int64),
+        "thread_id": np.array([tid for _, _, tid, _ in rows], dtype=np.int64),
+        "graph_id": np.zeros(len(rows), dtype=np.int64),
+    }

@@ -1,0 +1,297 @@
+"""Runs a built-in workload in eager and graph mode, pass by pass, and writes the trace.
+
+Pass 0 ('timing') runs with no CUPTI activity enabled: only host timestamps around each iteration
+and each one-time graph operation, so its figures are those of an untraced run (benchmarks/
+distortion.py measures how close). Pass 1 runs the same sequence under a CUPTI session at the
+requested detail ('graph' or 'node'). Everything recorded is written after each pass, so an
+interrupted run keeps its completed passes and the markers of the pass it was in.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tracer.cuda_util import check
+from tracer.store import PassInfo, TraceWriter
+from tracer.workloads import Workload
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class PassRecorder:
+    """Host-side markers and graph records of one pass, as columns."""
+
+    pass_id: int
+    thread_id: int = field(default_factory=threading.get_native_id)
+    markers: list[dict[str, np.ndarray]] = field(default_factory=list)
+    graphs: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    verified: dict[str, bool] = field(default_factory=dict)
+    verify_notes: dict[str, str] = field(default_factory=dict)
+
+    def mark(self, kind: str, name: str, mode: str, start: int, end: int, graph_id: int = 0) -> None:
+        self.markers.append(
+            {"kind": [kind], "name": [name], "mode": [mode], "iteration": [-1], "start_ns": [start],
+             "end_ns": [end], "thread_id": [self.thread_id], "graph_id": [graph_id]}
+        )
+
+    def iterations(self, mode: str, starts: np.ndarray, ends: np.ndarray, graph_id: int = 0) -> None:
+        n = len(starts)
+        self.markers.append(
+            {"kind": np.full(n, "iteration", dtype=object), "name": np.full(n, mode, dtype=object),
+             "mode": np.full(n, mode, dtype=object), "iteration": np.arange(n, dtype=np.int32),
+             "start_ns": starts, "end_ns": ends, "thread_id": np.full(n, self.thread_id, dtype=np.int64),
+             "graph_id": np.full(n, graph_id, dtype=np.int64)}
+        )
+
+    def event(self, graph_id: int, exec_id: int, event: str, start: int, end: int) -> None:
+        self.events.append({"graph_id": [graph_id], "exec_id": [exec_id], "event": [event], "start_ns": [start],
+                            "end_ns": [end], "correlation_id": [0], "thread_id": [self.thread_id]})
+
+
+def _timed_loop(step: Callable[[], None], n: int, ts: Callable[[], int]) -> tuple[np.ndarray, np.ndarray]:
+    """Runs `step` n times, stamping each iteration; on an exception keeps the completed iterations."""
+    starts = np.zeros(n, dtype=np.int64)
+    ends = np.zeros(n, dtype=np.int64)
+    done = 0
+    try:
+        for i in range(n):
+            s = ts()
+            step()
+            e = ts()
+            starts[i] = s
+            ends[i] = e
+            done = i + 1
+    finally:
+        starts.resize(done, refcheck=False)
+        ends.resize(done, refcheck=False)
+    return starts, ends
+
+
+def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int,
+             progress: Progress | None = None, graph_replays: int | None = None,
+             clock: Callable[[], int] | None = None) -> None:
+    """One complete eager + graph sequence; records markers and topology into `rec`.
+
+    With `clock` given (e.g. time.perf_counter_ns), CUPTI is never touched: no ids, no topology.
+    That is the untraced baseline of benchmarks/fidelity.py.
+    """
+    from cuda.bindings import driver as cu
+
+    from tracer.topology import GraphTopology, read_topology
+
+    if clock is None:
+        from cupti import cupti
+
+        ts = cupti.get_timestamp
+    else:
+        ts = clock
+    replays = iterations if graph_replays is None else graph_replays
+    modes = workload.eager_modes()
+    first = next(iter(modes.values()))
+    note = progress or (lambda *_: None)
+
+    note("warm-up", 0, warmup)
+    t0 = ts()
+    for _ in range(warmup):
+        first()
+    rec.mark("phase", "warmup", "", t0, ts())
+
+    for mode, step in modes.items():
+        workload.reset()
+        note(mode, 0, iterations)
+        p0 = ts()
+        try:
+            starts, ends = _timed_loop(step, iterations, ts)
+        finally:
+            rec.mark("phase", mode, mode, p0, ts())
+        rec.iterations(mode, starts, ends)
+        rec.verified[mode], rec.verify_notes[mode] = workload.verify()
+
+    workload.reset()
+    note("graph build", 0, 1)
+    stream = workload.stream
+    p0 = ts()
+    b0 = ts()
+    graph, origin = workload.build_graph()
+    b1 = ts()
+    topo = read_topology(graph) if clock is None else GraphTopology(graph_id=0)
+    gid = topo.graph_id
+    i0 = ts()
+    gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+    i1 = ts()
+    exec_id = int(cupti.get_graph_exec_id(int(gexec))) if clock is None else 0
+    u0 = ts()
+    check(cu.cuGraphUpload(gexec, stream), "cuGraphUpload")
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    u1 = ts()
+    f0 = ts()
+    check(cu.cuGraphLaunch(gexec, stream), "cuGraphLaunch")
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    f1 = ts()
+    op = "capture" if origin == "capture" else "build"
+    for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1), ("first_launch", f0, f1)):
+        rec.mark("op", name, "graph", s, e, gid)
+    for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1)):
+        rec.event(gid, exec_id, name, s, e)
+    rec.mark("phase", "build", "graph", p0, ts(), gid)
+    rec.graphs.append({"graph_id": [gid], "exec_id": [exec_id], "origin": [origin],
+                       "label": [f"{workload.name} step ({origin})"], "mode": ["graph"],
+                       "num_nodes": [len(topo.nodes)], "num_edges": [len(topo.edges)]})
+    if topo.nodes:
+        rec.nodes.append({"graph_id": [gid] * len(topo.nodes), "node_id": [n[0] for n in topo.nodes],
+                          "node_index": [n[1] for n in topo.nodes], "node_type": [n[2] for n in topo.nodes],
+                          "name": [n[3] for n in topo.nodes]})
+    if topo.edges:
+        rec.edges.append({"graph_id": [gid] * len(topo.edges), "from_node_id": [e[0] for e in topo.edges],
+                          "to_node_id": [e[1] for e in topo.edges]})
+
+    launch, sync = cu.cuGraphLaunch, cu.cuStreamSynchronize
+
+    def replay() -> None:
+        (err,) = launch(gexec, stream)
+        if err:
+            check((err,), "cuGraphLaunch")
+        (err,) = sync(stream)
+        if err:
+            check((err,), "cuStreamSynchronize")
+
+    note("graph replay", 0, replays)
+    p0 = ts()
+    try:
+        starts, ends = _timed_loop(replay, replays, ts)
+    finally:
+        rec.mark("phase", "replay", "graph", p0, ts(), gid)
+    rec.iterations("graph", starts, ends, gid)
+    rec.verified["graph"], rec.verify_notes["graph"] = workload.verify()
+
+    d0 = ts()
+    check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
+    check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
+    rec.event(gid, exec_id, "destroy", d0, ts())
+    rec.topology_handles = topo.handles  # type: ignore[attr-defined]
+
+
+def machine_meta(device: Any) -> dict[str, Any]:
+    from importlib import metadata
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return ""
+
+    meta: dict[str, Any] = {
+        "tool_version": version("graphmode") or "0.1.0",
+        "gpu_name": device.name,
+        "gpu_uuid": device.uuid,
+        "compute_capability": f"{device.compute_capability[0]}.{device.compute_capability[1]}",
+        "cuda_driver_version": device.driver_version,
+        "cupti_version": f"cupti-python {version('cupti-python')}, libcupti {version('nvidia-cuda-cupti')}",
+        "cuda_python_version": version("cuda-bindings") or version("cuda-python"),
+        "hostname": socket.gethostname(),
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "command_line": list(sys.argv),
+        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "pid": os.getpid(),
+    }
+    try:
+        from cuda.bindings import runtime as rt
+
+        meta["cuda_runtime_version"] = int(rt.cudaRuntimeGetVersion()[1])
+    except Exception:
+        meta["cuda_runtime_version"] = 0
+    try:
+        import pynvml  # nvidia-ml-py, present where the driver is; optional
+
+        pynvml.nvmlInit()
+        meta["driver_version"] = pynvml.nvmlSystemGetDriverVersion()
+        pynvml.nvmlShutdown()
+    except Exception:
+        meta["driver_version"] = str(device.driver_version)
+    return meta
+
+
+def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 10, detail: str = "graph",
+           progress: Progress | None = None, graph_replays: int | None = None,
+           extra_meta: dict[str, Any] | None = None) -> Path:
+    """Runs the timing pass and one traced pass of `workload` and writes the trace to `out`."""
+    from cupti import cupti
+
+    from tracer.cuda_util import init_device
+    from tracer.cupti_session import CuptiSession
+    from tracer.passes import write_pass
+
+    if detail not in ("graph", "node"):
+        raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
+    if iterations < 1:
+        raise ValueError("iterations must be at least 1")
+    device = init_device()
+    meta = machine_meta(device)
+    meta.update({"workload": workload.name, "params": {**workload.params, "iterations": iterations,
+                 "warmup": warmup, "graph_replays": iterations if graph_replays is None else graph_replays,
+                 "detail": detail}, "dropped_records": 0})
+    meta.update(extra_meta or {})
+    writer = TraceWriter(out, meta)
+    verified: dict[str, bool] = {}
+    notes: dict[str, str] = {}
+    dropped_total = 0
+    status, reason = "complete", ""
+    try:
+        workload.setup()
+        for pass_id, (name, pdetail) in enumerate((("timing", "timing"), ("traced", detail))):
+            rec = PassRecorder(pass_id)
+            session = CuptiSession(pdetail) if pdetail != "timing" else None
+            start = int(cupti.get_timestamp())
+            pass_status = "complete"
+            try:
+                if session is not None:
+                    session.start()
+
+                def note(phase: str, done: int, total: int, _p: str = name) -> None:
+                    if progress:
+                        progress(f"pass {pass_id} ({_p}): {phase}", done, total)
+
+                run_pass(workload, rec, iterations, warmup, note, graph_replays)
+            except BaseException as e:
+                pass_status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+                raise
+            finally:
+                raw = session.stop() if session is not None else None
+                end = int(cupti.get_timestamp())
+                dropped = raw.dropped if raw is not None else 0
+                dropped_total += dropped
+                write_pass(writer, rec, raw, PassInfo(pass_id, name, pdetail, start, end, dropped, pass_status))
+                writer.set_meta({"dropped_records": dropped_total})
+                for mode, ok in rec.verified.items():
+                    verified[f"{mode} (pass {pass_id})"] = ok
+                    notes[f"{mode} (pass {pass_id})"] = rec.verify_notes[mode]
+                writer.set_meta({"results_verified": verified, "verification": notes})
+        workload.teardown()
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
+        raise
+    except BaseException as e:
+        status, reason = "failed", f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        if status == "complete" and not all(verified.values()):
+            bad = [m for m, ok in verified.items() if not ok]
+            status, reason = "failed", f"results did not verify for {', '.join(bad)}"
+        writer.close(status, reason)
+    return out
