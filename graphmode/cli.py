@@ -42,6 +42,107 @@ def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file
     print_info(trace)
 
 
+DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
+
+
+def _no_gpu_message(reason: str) -> str:
+    return (
+        f"no usable GPU: {reason}. `graphmode bench` needs an NVIDIA GPU with CUDA and CUPTI; "
+        "`graphmode demo` shows the report of a bundled H200 recording instead"
+    )
+
+
+@app.command()
+def bench(
+    workload: Annotated[str, typer.Argument(help="Built-in workload: 'chain' (stream capture) or 'dag' (explicit node API).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file to write.")] = None,
+    iterations: Annotated[int, typer.Option("--iterations", "-n", min=1, help="Eager iterations and graph replays per pass.")] = 1000,
+    warmup: Annotated[int, typer.Option(min=0, help="Warm-up iterations before measuring.")] = 10,
+    detail: Annotated[str, typer.Option(help="Traced pass detail: 'graph' (one span per graph launch) or 'node' (every node).")] = "graph",
+    kernels: Annotated[Optional[int], typer.Option(help="chain: kernels per step (default 20).")] = None,
+    n: Annotated[Optional[int], typer.Option("--elements", help="Elements per buffer (chain 500000, dag 262144).")] = None,
+    width: Annotated[Optional[int], typer.Option(help="dag: parallel branches (default 4).")] = None,
+    depth: Annotated[Optional[int], typer.Option(help="dag: kernels per branch (default 3).")] = None,
+    report: Annotated[bool, typer.Option(help="Print the report when done.")] = True,
+) -> None:
+    """Run a built-in workload eagerly and as a CUDA graph on the GPU, trace it, and report."""
+    from tracer.cuda_util import CudaError, NoGpuError, init_device
+    from tracer.workloads import make_workload
+
+    if detail not in ("graph", "node"):
+        _fail(f"--detail must be 'graph' or 'node', not {detail!r}")
+    params = {k: v for k, v in {"kernels": kernels, "n": n, "width": width, "depth": depth}.items() if v is not None}
+    try:
+        wl = make_workload(workload, **params)
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    try:
+        import cupti  # noqa: F401
+    except ImportError as e:
+        _fail(_no_gpu_message(f"cupti-python is not importable ({e})"), 3)
+    try:
+        init_device()
+    except NoGpuError as e:
+        _fail(_no_gpu_message(str(e)), 3)
+    path = out or Path(str(DEFAULT_OUT).format(workload=workload))
+    from tracer.runner import record
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(phase: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{phase} ({total} iterations)" if total > 1 else phase)
+
+        try:
+            record(wl, path, iterations=iterations, warmup=warmup, detail=detail, progress=progress)
+        except KeyboardInterrupt:
+            typer.secho(f"interrupted: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
+            raise typer.Exit(130)
+        except CudaError as e:
+            _fail(f"{e}; the trace of what ran is in {path}", 1)
+    typer.echo(f"trace written to {path}")
+    trace = _load(path)
+    if trace.meta.get("status") != "complete":
+        _fail(f"run did not complete: {trace.meta.get('status_reason')}; trace in {path}", 1)
+    if report:
+        from reports.terminal import print_report
+
+        print_report(trace)
+
+
+def bundled_recording() -> Path:
+    return Path(__file__).parent / "data" / "chain-h200.gmtrace"
+
+
+@app.command()
+def demo(
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where to write the trace when a GPU is present.")] = None,
+) -> None:
+    """With a GPU: `bench chain`. Without one: the report of a bundled real H200 recording."""
+    from tracer.cuda_util import NoGpuError, init_device
+
+    try:
+        import cupti  # noqa: F401
+
+        init_device()
+    except (ImportError, NoGpuError) as e:
+        rec = bundled_recording()
+        trace = _load(rec)
+        typer.secho(
+            f"No usable GPU here ({str(e).splitlines()[0]}).\nShowing a bundled real recording instead: {rec.name}, "
+            f"workload '{trace.meta.get('workload')}' recorded on an {trace.meta.get('gpu_name')} "
+            f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
+            fg="yellow",
+        )
+        from reports.terminal import print_report
+
+        print_report(trace)
+        return
+    bench("chain", out=out)
+
+
 @app.command()
 def report(
     trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
