@@ -1,0 +1,22 @@
+"""`graphmode export --format parquet`: one Parquet file per trace table, written by DuckDB's COPY."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracer.schema import TABLES
+from tracer.store import Trace
+
+output_file_extension = "parquet"
+
+
+def export_parquet(trace: Trace, out_dir: Path) -> list[Path]:
+    """Writes `<table>.parquet` for every table of the schema into out_dir; returns the files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table in TABLES:
+        path = out_dir / f"{table}.parquet"
+        quoted = str(path).replace("'", "''")  # COPY takes a string literal, not a parameter
+        trace.connection.execute(f"COPY (SELECT * FROM {table}) TO '{quoted}' (FORMAT parquet)")
+        written.append(path)
+    return written

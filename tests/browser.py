@@ -1,0 +1,151 @@
+"""Drives a real headless Chromium over the DevTools protocol (websocket-client, no browser download).
+
+Used by the HTML tests and benchmarks/html_scale.py. `find_chromium()` returns None where no
+browser is installed (Debian: `apt-get install chromium`), and the tests skip with that reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # WebGL without a GPU: Chromium only falls back to its software renderer when told to.
+    "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+    "--allow-file-access-from-files", "--remote-debugging-port=0",
+]
+
+
+def find_chromium() -> str | None:
+    env = os.environ.get("GRAPHMODE_CHROMIUM")
+    if env:
+        return env
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class Chromium:
+    """One headless browser with one page; collects JavaScript errors and dialogs as they happen."""
+
+    def __init__(self, width: int = 1400, height: int = 1000):
+        import websocket
+
+        exe = find_chromium()
+        if exe is None:
+            raise RuntimeError("no Chromium found; install Debian's `chromium` package")
+        self._profile = tempfile.mkdtemp(prefix="gm-chromium-")
+        self._proc = subprocess.Popen(
+            [exe, *FLAGS, f"--user-data-dir={self._profile}", f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        port_file = Path(self._profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                self.close()
+                raise RuntimeError("Chromium did not start its DevTools endpoint within 30 s")
+            time.sleep(0.05)
+        port = int(port_file.read_text().splitlines()[0])
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        page = next(t for t in targets if t.get("type") == "page")
+        self._ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
+        self._next_id = 0
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.events: list[dict[str, Any]] = []
+        for method in ("Page.enable", "Runtime.enable", "Log.enable"):
+            self.send(method)
+        self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
+    def _handle_event(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method", "")
+        params = msg.get("params", {})
+        self.events.append(msg)
+        if method == "Runtime.exceptionThrown":
+            d = params.get("exceptionDetails", {})
+            self.errors.append(str(d.get("exception", {}).get("description") or d.get("text")))
+        elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
+            self.errors.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            self.errors.append(f"{entry.get('source')}: {entry.get('text')}")
+        elif method == "Page.javascriptDialogOpening":
+            self.dialogs.append(str(params.get("message")))
+            # Answer it without blocking on it: the page must go on so the test can see the dialog.
+            self._ws.send(json.dumps({"id": 10**9 + len(self.dialogs), "method": "Page.handleJavaScriptDialog",
+                                      "params": {"accept": True}}))
+
+    def send(self, method: str, **params: Any) -> dict[str, Any]:
+        self._next_id += 1
+        call_id = self._next_id
+        self._ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self._ws.recv())
+            if msg.get("id") == call_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return dict(msg.get("result", {}))
+            if "method" in msg:
+                self._handle_event(msg)
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"evaluating {expression!r}: {result['exceptionDetails'].get('text')}")
+        return result.get("result", {}).get("value")
+
+    def open(self, path: Path, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Loads a file and waits until the report says it has drawn; returns window.graphmode."""
+        self.send("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            state = self.evaluate("window.graphmode ? JSON.stringify(window.graphmode) : null")
+            if state:
+                return dict(json.loads(state))
+            time.sleep(0.05)
+        raise TimeoutError(f"{path} did not finish drawing within {timeout_s} s; errors: {self.errors}")
+
+    def screenshot(self, out: Path, full_page: bool = True) -> Path:
+        params: dict[str, Any] = {"format": "png"}
+        if full_page:
+            params["captureBeyondViewport"] = True
+            metrics = self.send("Page.getLayoutMetrics")
+            size = metrics.get("cssContentSize") or metrics["contentSize"]
+            params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 6000), "scale": 1}
+        data = self.send("Page.captureScreenshot", **params)["data"]
+        out.write_bytes(base64.b64decode(data))
+        return out
+
+    def close(self) -> None:
+        try:
+            if getattr(self, "_ws", None) is not None:
+                self._ws.close()
+        finally:
+            if self._proc.poll() is None:
+                self._proc.terminate()
+                try:
+                    self._proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait(10)
+            shutil.rmtree(self._profile, ignore_errors=True)
+
+    def __enter__(self) -> Chromium:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
