@@ -182,3 +182,69 @@ def report(
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
     if out is not None:
         typer.echo(f"report written to {out}")
+
+
+def _range(text: Optional[str], option: str, cast: type) -> Optional[tuple]:  # type: ignore[type-arg]
+    if text is None:
+        return None
+    try:
+        lo, hi = (cast(p) for p in text.split(":"))
+    except ValueError:
+        _fail(f"{option} wants START:END (like 10:20), not {text!r}")
+    if hi <= lo:
+        _fail(f"{option} {text}: END must be greater than START")
+    return (lo, hi)
+
+
+@app.command()
+def view(
+    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: next to the trace).")] = None,
+    iterations: Annotated[Optional[str], typer.Option(help="Draw iterations A:B of each mode in the full-run timeline.")] = None,
+    window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
+) -> None:
+    """Write one self-contained HTML page (opens offline): timelines, graph topology, break-even."""
+    from reports.html import write_html
+
+    its = _range(iterations, "--iterations", int)
+    win = _range(window, "--window", float)
+    if its is not None and win is not None:
+        _fail("give --iterations or --window, not both")
+    trace = _load(trace_file)
+    path = out or trace_file.with_suffix(".html")
+    try:
+        summary = write_html(trace, path, iterations=its, window_ms=win)
+    except ValueError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
+    typer.echo(f"report written to {summary.path} ({summary.bytes / 1e6:.1f} MB)")
+    if summary.note:
+        typer.echo(summary.note)
+
+
+@app.command()
+def export(
+    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Chrome trace JSON) or 'parquet' (one file per table).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (perfetto) or folder (parquet).")] = None,
+) -> None:
+    """Export a trace for other viewers: Perfetto/Chrome trace JSON, or Parquet tables."""
+    if format not in ("perfetto", "parquet"):
+        _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
+    trace = _load(trace_file)
+    try:
+        if format == "perfetto":
+            from reports.perfetto import export_perfetto
+
+            path = out or trace_file.with_suffix(".perfetto.json")
+            n = export_perfetto(trace, path)
+            typer.echo(f"{n:,} trace events written to {path}; open it at ui.perfetto.dev")
+        else:
+            from reports.parquet import export_parquet
+
+            path = out or trace_file.with_name(trace_file.stem + "_parquet")
+            files = export_parquet(trace, path)
+            typer.echo(f"{len(files)} Parquet files written to {path}/")
+    except OSError as e:
+        _fail(f"cannot write {out or 'the export'}: {e.strerror or e}; choose another --out path")
