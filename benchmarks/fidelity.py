@@ -37,7 +37,7 @@ def baseline(out: Path, iterations: int, warmup: int) -> None:
     wl = make_workload("chain")
     wl.setup()
     rec = PassRecorder(0)
-    run_pass(wl, rec, iterations, warmup, clock=time.perf_counter_ns)
+    run_pass(wl, rec, iterations, warmup, clock=time.perf_counter_ns, ids=False)
     wl.teardown()
     assert "cupti" not in sys.modules, "the baseline must not load CUPTI"
     result: dict[str, object] = {"iterations": {}, "ops": {}, "verified": rec.verified}

@@ -146,6 +146,9 @@ class CuptiSession:
     def start(self) -> None:
         cupti = cupti_module()
         K = cupti.ActivityKind
+        # CUPTI's default thread id is pthread_self(); SYSTEM gives the OS thread id (gettid), the
+        # id that host markers record with threading.get_native_id().
+        cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
         cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
         kinds = [K.DRIVER, K.RUNTIME, K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION]
         if self.detail == "graph":

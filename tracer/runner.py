@@ -15,6 +15,7 @@ import platform
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,12 @@ class PassRecorder:
              "graph_id": np.full(n, graph_id, dtype=np.int64)}
         )
 
+    def shift(self, offset_ns: int) -> None:
+        """Moves every host timestamp by offset_ns (from perf_counter_ns onto the CUPTI clock)."""
+        for part in (*self.markers, *self.events):
+            for key in ("start_ns", "end_ns"):
+                part[key] = np.asarray(part[key], dtype=np.int64) + offset_ns
+
     def event(self, graph_id: int, exec_id: int, event: str, start: int, end: int) -> None:
         self.events.append({"graph_id": [graph_id], "exec_id": [exec_id], "event": [event], "start_ns": [start],
                             "end_ns": [end], "correlation_id": [0], "thread_id": [self.thread_id]})
@@ -84,11 +91,13 @@ def _timed_loop(step: Callable[[], None], n: int, ts: Callable[[], int]) -> tupl
 
 def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int,
              progress: Progress | None = None, graph_replays: int | None = None,
-             clock: Callable[[], int] | None = None) -> None:
+             clock: Callable[[], int] | None = None, ids: bool = True) -> None:
     """One complete eager + graph sequence; records markers and topology into `rec`.
 
-    With `clock` given (e.g. time.perf_counter_ns), CUPTI is never touched: no ids, no topology.
-    That is the untraced baseline of benchmarks/fidelity.py.
+    `clock` stamps the markers (default: the CUPTI clock). With `ids`, the graph's CUPTI ids and
+    topology are read once its replays are over: no CUPTI call happens between the build and the
+    last replay, since CUPTI calls made there were seen to slow later graph launches (H200, CUPTI
+    13.0: +9 us a replay). Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
     """
     from cuda.bindings import driver as cu
 
@@ -129,12 +138,9 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     b0 = ts()
     graph, origin = workload.build_graph()
     b1 = ts()
-    topo = read_topology(graph) if clock is None else GraphTopology(graph_id=0)
-    gid = topo.graph_id
     i0 = ts()
     gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
     i1 = ts()
-    exec_id = int(cupti.get_graph_exec_id(int(gexec))) if clock is None else 0
     u0 = ts()
     check(cu.cuGraphUpload(gexec, stream), "cuGraphUpload")
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
@@ -143,22 +149,7 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     check(cu.cuGraphLaunch(gexec, stream), "cuGraphLaunch")
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
     f1 = ts()
-    op = "capture" if origin == "capture" else "build"
-    for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1), ("first_launch", f0, f1)):
-        rec.mark("op", name, "graph", s, e, gid)
-    for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1)):
-        rec.event(gid, exec_id, name, s, e)
-    rec.mark("phase", "build", "graph", p0, ts(), gid)
-    rec.graphs.append({"graph_id": [gid], "exec_id": [exec_id], "origin": [origin],
-                       "label": [f"{workload.name} step ({origin})"], "mode": ["graph"],
-                       "num_nodes": [len(topo.nodes)], "num_edges": [len(topo.edges)]})
-    if topo.nodes:
-        rec.nodes.append({"graph_id": [gid] * len(topo.nodes), "node_id": [n[0] for n in topo.nodes],
-                          "node_index": [n[1] for n in topo.nodes], "node_type": [n[2] for n in topo.nodes],
-                          "name": [n[3] for n in topo.nodes]})
-    if topo.edges:
-        rec.edges.append({"graph_id": [gid] * len(topo.edges), "from_node_id": [e[0] for e in topo.edges],
-                          "to_node_id": [e[1] for e in topo.edges]})
+    build_end = ts()
 
     launch, sync = cu.cuGraphLaunch, cu.cuStreamSynchronize
 
@@ -171,11 +162,36 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
             check((err,), "cuStreamSynchronize")
 
     note("graph replay", 0, replays)
-    p0 = ts()
+    r0 = ts()
     try:
         starts, ends = _timed_loop(replay, replays, ts)
     finally:
-        rec.mark("phase", "replay", "graph", p0, ts(), gid)
+        r1 = ts()
+        # Ids and topology only now, after the last timed replay (see the docstring).
+        topo = read_topology(graph) if ids else GraphTopology(graph_id=0)
+        gid = topo.graph_id
+        exec_id = 0
+        if ids:
+            from cupti import cupti as _cupti
+
+            exec_id = int(_cupti.get_graph_exec_id(int(gexec)))
+        op = "capture" if origin == "capture" else "build"
+        for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1), ("first_launch", f0, f1)):
+            rec.mark("op", name, "graph", s, e, gid)
+        for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1)):
+            rec.event(gid, exec_id, name, s, e)
+        rec.mark("phase", "build", "graph", p0, build_end, gid)
+        rec.mark("phase", "replay", "graph", r0, r1, gid)
+        rec.graphs.append({"graph_id": [gid], "exec_id": [exec_id], "origin": [origin],
+                           "label": [f"{workload.name} step ({origin})"], "mode": ["graph"],
+                           "num_nodes": [len(topo.nodes)], "num_edges": [len(topo.edges)]})
+        if topo.nodes:
+            rec.nodes.append({"graph_id": [gid] * len(topo.nodes), "node_id": [n[0] for n in topo.nodes],
+                              "node_index": [n[1] for n in topo.nodes], "node_type": [n[2] for n in topo.nodes],
+                              "name": [n[3] for n in topo.nodes]})
+        if topo.edges:
+            rec.edges.append({"graph_id": [gid] * len(topo.edges), "from_node_id": [e[0] for e in topo.edges],
+                              "to_node_id": [e[1] for e in topo.edges]})
     rec.iterations("graph", starts, ends, gid)
     rec.verified["graph"], rec.verify_notes["graph"] = workload.verify()
 
@@ -183,7 +199,6 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
     check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
     rec.event(gid, exec_id, "destroy", d0, ts())
-    rec.topology_handles = topo.handles  # type: ignore[attr-defined]
 
 
 def machine_meta(device: Any) -> dict[str, Any]:
@@ -257,7 +272,10 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
         for pass_id, (name, pdetail) in enumerate((("timing", "timing"), ("traced", detail))):
             rec = PassRecorder(pass_id)
             session = CuptiSession(pdetail) if pdetail != "timing" else None
-            start = int(cupti.get_timestamp())
+            # The timing pass stamps with perf_counter_ns and makes no CUPTI call until it is over;
+            # its stamps are then moved onto the CUPTI clock by the offset between the two clocks.
+            clock = time.perf_counter_ns if session is None else cupti.get_timestamp
+            start = int(clock())
             pass_status = "complete"
             try:
                 if session is not None:
@@ -267,13 +285,17 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                     if progress:
                         progress(f"pass {pass_id} ({_p}): {phase}", done, total)
 
-                run_pass(workload, rec, iterations, warmup, note, graph_replays)
+                run_pass(workload, rec, iterations, warmup, note, graph_replays, clock=clock)
             except BaseException as e:
                 pass_status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
                 raise
             finally:
                 raw = session.stop() if session is not None else None
-                end = int(cupti.get_timestamp())
+                end = int(clock())
+                if session is None:
+                    offset = int(cupti.get_timestamp()) - time.perf_counter_ns()
+                    rec.shift(offset)
+                    start, end = start + offset, end + offset
                 dropped = raw.dropped if raw is not None else 0
                 dropped_total += dropped
                 write_pass(writer, rec, raw, PassInfo(pass_id, name, pdetail, start, end, dropped, pass_status))
