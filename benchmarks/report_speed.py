@@ -45,8 +45,8 @@ def distributions_from(path: Path) -> dict[str, np.ndarray | int]:
         if p is None:
             raise SystemExit(f"{path}: no traced pass to draw distributions from")
         kernels = t.sql("SELECT (end_ns - start_ns) AS d FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' LIMIT 100000", [p.pass_id])["d"]
-        launch = t.sql("SELECT (end_ns - start_ns) AS d FROM api_calls WHERE pass_id = ? AND api = 'runtime' AND category = 'kernel_launch' LIMIT 100000", [p.pass_id])["d"]
-        glaunch = t.sql("SELECT (end_ns - start_ns) AS d FROM api_calls WHERE pass_id = ? AND api = 'runtime' AND category = 'graph_launch' LIMIT 100000", [p.pass_id])["d"]
+        launch = t.sql("SELECT (end_ns - start_ns) AS d FROM api_calls WHERE pass_id = ? AND category = 'kernel_launch' LIMIT 100000", [p.pass_id])["d"]
+        glaunch = t.sql("SELECT (end_ns - start_ns) AS d FROM api_calls WHERE pass_id = ? AND category = 'graph_launch' LIMIT 100000", [p.pass_id])["d"]
         per_iter = t.rows("""WITH i AS (SELECT start_ns s, end_ns e FROM markers WHERE pass_id = ? AND kind='iteration' AND mode='eager')
                              SELECT median(c) FROM (SELECT count(*) c FROM gpu_spans g ASOF JOIN i ON g.start_ns >= i.s
                              WHERE g.pass_id = ? AND g.kind='kernel' AND g.start_ns < i.e GROUP BY i.s)""", [p.pass_id, p.pass_id])[0][0]
