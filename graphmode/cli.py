@@ -248,3 +248,50 @@ def export(
             typer.echo(f"{len(files)} Parquet files written to {path}/")
     except OSError as e:
         _fail(f"cannot write {out or 'the export'}: {e.strerror or e}; choose another --out path")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False})
+def run(
+    ctx: typer.Context,
+    script: Annotated[Path, typer.Argument(help="The Python script to run (its own arguments follow it).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file (default: <script>.gmtrace).")] = None,
+    detail: Annotated[str, typer.Option(help="'graph': one span per graph launch; 'node': every node of every replay.")] = "graph",
+    launch_sources: Annotated[bool, typer.Option(help="Record the Python line of every launch, copy and sync (costs tens of us per call).")] = False,
+    profile: Annotated[bool, typer.Option(help="Sample the CPU side with pyinstrument.")] = True,
+    html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
+    report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
+) -> None:
+    """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
+
+    The script's arguments, output and exit code pass through. If it raises or you press Ctrl-C,
+    the trace of what ran is still written and the report says the run was cut short.
+    """
+    if detail not in ("graph", "node"):
+        _fail(f"--detail must be 'graph' or 'node', not {detail!r}")
+    if not script.is_file():
+        _fail(f"no such script: {script}")
+    from tracer.cuda_util import NoGpuError
+
+    try:
+        import cupti  # noqa: F401
+    except ImportError as e:
+        _fail(_no_gpu_message(f"cupti-python is not importable ({e})"), 3)
+    from tracer.script import run_script
+
+    path = out or Path(script.with_suffix(".gmtrace").name)
+    try:
+        code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
+    except NoGpuError as e:
+        _fail(_no_gpu_message(str(e)), 3)
+    typer.secho(f"graphmode: trace written to {path}", err=True)
+    trace = _load(path)
+    if report:
+        from reports.terminal import print_report
+
+        print_report(trace)
+    from reports.html import write_html
+
+    page = html or path.with_suffix(".html")
+    write_html(trace, page)
+    typer.secho(f"graphmode: interactive report in {page}", err=True)
+    raise typer.Exit(code)

@@ -10,6 +10,8 @@ a Python callback on a per-launch callback id would cost tens of microseconds pe
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,6 +58,11 @@ class RawActivity:
     names: dict[int, str] = field(default_factory=dict)  # char* -> string, resolved before CUPTI lets go
     dropped: int = 0
     resource_events: list[ResourceEvent] = field(default_factory=list)
+    # (api, correlation id) -> 'file:line function' of the user line that made the call
+    api_sources: dict[tuple[str, int], str] = field(default_factory=dict)
+    # graph id -> topology read when the graph was instantiated (script runs)
+    topologies: dict[int, Any] = field(default_factory=dict)
+    callback_errors: list[str] = field(default_factory=list)
 
 
 _GRAPH_CBIDS = (
@@ -66,9 +73,28 @@ _GRAPH_CBIDS = (
     "GRAPHNODE_CLONED",
     "GRAPHNODE_DESTROY_STARTING",
     "GRAPHNODE_DEPENDENCY_CREATED",
+    "GRAPHEXEC_CREATE_STARTING",
     "GRAPHEXEC_CREATED",
     "GRAPHEXEC_DESTROY_STARTING",
 )
+
+# API calls whose Python call site is recorded: the graph lifecycle (rare, so a Python callback on
+# them costs nothing that matters) and, with launch_sources=True, every launch, copy and
+# synchronization (tens of microseconds each: opt-in, and the report says so).
+LIFECYCLE_API = r"^(cu|cuda)(Stream(BeginCapture|EndCapture)|Graph(Instantiate|Upload|ExecUpdate|Create|Destroy|ExecDestroy))"
+LAUNCH_API = r"^(cu|cuda)(Launch|GraphLaunch|.*Synchronize|Memcpy|Memset)"
+
+
+def api_cbids(pattern: str) -> dict[str, list[int]]:
+    """'driver'/'runtime' -> CUPTI callback ids whose function name matches `pattern`."""
+    import re
+
+    cupti = cupti_module()
+    rx = re.compile(pattern)
+    out: dict[str, list[int]] = {}
+    for api, enum in (("driver", cupti.driver_api_trace_cbid), ("runtime", cupti.runtime_api_trace_cbid)):
+        out[api] = sorted({int(v) for name, v in enum.__members__.items() if rx.match(name)})
+    return out
 
 
 class CuptiSession:
@@ -84,6 +110,8 @@ class CuptiSession:
         buffer_size: int = BUFFER_SIZE,
         on_node_created: Callable[[], str] | None = None,
         nvtx: bool = False,
+        source_api: str | None = None,
+        snapshot_on_instantiate: bool = False,
     ):
         if detail not in ("graph", "node"):
             raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
@@ -94,6 +122,8 @@ class CuptiSession:
         self._kinds: list[Any] = []
         self._on_node_created = on_node_created
         self._nvtx = nvtx
+        self._source_api = source_api
+        self._snapshot = snapshot_on_instantiate
         self._lock = threading.Lock()
         self.started = False
 
@@ -111,7 +141,28 @@ class CuptiSession:
         end = int(last.ptr) + record_size(int(last.kind))
         self.raw.chunks.append(ctypes.string_at(first, end - first))
 
-    def _resource_callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+    def _callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        # An exception must not escape into CUPTI (it would be printed and lost): keep a note.
+        try:
+            d = int(domain)
+            if d == self._domain_resource:
+                self._resource_callback(cbid, cbdata)
+            elif d in self._domain_api:
+                self._api_callback(self._domain_api[d], cbdata)
+        except Exception as e:  # pragma: no cover - defensive
+            if len(self.raw.callback_errors) < 20:
+                self.raw.callback_errors.append(f"{type(e).__name__}: {e}")
+
+    def _api_callback(self, api: str, cbdata: Any) -> None:
+        cupti = cupti_module()
+        cd = cbdata if hasattr(cbdata, "callback_site") else cupti.CallbackData.from_ptr(int(cbdata))
+        if int(cd.callback_site) != int(cupti.ApiCallbackSite.API_ENTER):
+            return
+        from tracer.sources import user_source
+
+        self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
+
+    def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
         try:
             cb_name = cupti.CallbackIdResource(int(cbid)).name
@@ -140,6 +191,14 @@ class CuptiSession:
             ev.exec_id = int(cupti.get_graph_exec_id(int(gd.graph_exec)))
         if cb_name == "GRAPHNODE_CREATED" and self._on_node_created is not None:
             ev.stack = self._on_node_created()
+        if cb_name == "GRAPHEXEC_CREATE_STARTING" and self._snapshot and graph:
+            # Capture is over and the graph is complete: read its nodes, edges and kernel names.
+            from tracer.topology import read_topology
+
+            try:
+                self.raw.topologies[ev.graph_id] = read_topology(graph)
+            except Exception as e:
+                self.raw.callback_errors.append(f"topology of graph {ev.graph_id}: {e}")
         self.raw.resource_events.append(ev)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -158,11 +217,19 @@ class CuptiSession:
         for k in kinds:
             cupti.activity_enable(k)
         self._kinds = kinds
-        self._subscriber = cupti.subscribe(self._resource_callback, 0)
+        D = cupti.CallbackDomain
+        self._domain_resource = int(D.RESOURCE)
+        self._domain_api = {int(D.DRIVER_API): "driver", int(D.RUNTIME_API): "runtime"}
+        self._subscriber = cupti.subscribe(self._callback, 0)
         for name in _GRAPH_CBIDS:
             cbid = getattr(cupti.CallbackIdResource, name, None)
             if cbid is not None:
-                cupti.enable_callback(1, self._subscriber, cupti.CallbackDomain.RESOURCE, int(cbid))
+                cupti.enable_callback(1, self._subscriber, D.RESOURCE, int(cbid))
+        if self._source_api:
+            for api, cbids in api_cbids(self._source_api).items():
+                domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
+                for cbid in cbids:
+                    cupti.enable_callback(1, self._subscriber, domain, cbid)
         self.started = True
 
     def stop(self) -> RawActivity:
@@ -232,6 +299,24 @@ def record_size(kind: int) -> int:
     if dt is None:
         raise KeyError(f"CUPTI activity kind {kind} has no known record layout")
     return int(dt.itemsize)
+
+
+def loaded_cupti_library() -> str:
+    """Path of the libcupti that cupti-python loaded in this process ('' if not found).
+
+    NVTX forwards ranges to the library named by NVTX_INJECTION64_PATH; it has to be this very file:
+    a second copy of libcupti loaded from another path has its own state and records nothing here.
+    """
+    cupti_module().get_timestamp()  # make sure the library is loaded
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if line.strip() else ""
+                if "libcupti" in os.path.basename(path):
+                    return path
+    except OSError:
+        pass
+    return ""
 
 
 def wait_ns(ns: int) -> None:

@@ -99,6 +99,20 @@ def name_pointers(chunks: Iterable[bytes]) -> set[int]:
     return ptrs
 
 
+def _sources_for(sources: dict[tuple[str, int], str], api: str, corr: np.ndarray) -> np.ndarray:
+    """Call sites recorded by API callbacks, joined on correlation id (sorted search, no loop per call)."""
+    out = np.full(len(corr), "", dtype=object)
+    items = sorted((c, s) for (a, c), s in sources.items() if a == api)
+    if not items or not len(corr):
+        return out
+    keys = np.array([c for c, _ in items], dtype=np.int64)
+    vals = np.array([s for _, s in items], dtype=object)
+    pos = np.clip(np.searchsorted(keys, corr), 0, len(keys) - 1)
+    hit = keys[pos] == corr
+    out[hit] = vals[pos[hit]]
+    return out
+
+
 def _names_for(ptrs: np.ndarray, names: dict[int, str]) -> np.ndarray:
     uniq, inverse = np.unique(ptrs, return_inverse=True)
     table = np.array([names.get(int(p), "") for p in uniq], dtype=object)
@@ -146,6 +160,7 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
                 "process_id": r["process_id"].astype(np.int32),
                 "thread_id": r["thread_id"].astype(np.int64),
                 "return_code": r["return_value"].astype(np.int32),
+                "source": _sources_for(raw.api_sources, api, r["correlation_id"].astype(np.int64)),
             }
         )
     if api_parts:

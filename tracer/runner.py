@@ -89,6 +89,56 @@ def _timed_loop(step: Callable[[], None], n: int, ts: Callable[[], int]) -> tupl
     return starts, ends
 
 
+class DriverGraphOps:
+    """Instantiate, upload, launch and destroy a CUgraph with the driver API on one stream.
+
+    A workload whose graphs are owned by a framework (torch.cuda.CUDAGraph) provides its own object
+    with these methods as `workload.graph_ops`.
+    """
+
+    def __init__(self, stream: Any):
+        from cuda.bindings import driver as cu
+
+        self.cu, self.stream = cu, stream
+
+    def instantiate(self, graph: Any) -> Any:
+        return check(self.cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+    def upload(self, gexec: Any) -> bool:
+        check(self.cu.cuGraphUpload(gexec, self.stream), "cuGraphUpload")
+        check(self.cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+        return True
+
+    def launch(self, gexec: Any) -> None:
+        check(self.cu.cuGraphLaunch(gexec, self.stream), "cuGraphLaunch")
+
+    def sync(self) -> None:
+        check(self.cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def replay_step(self, gexec: Any) -> Callable[[], None]:
+        launch, sync, stream = self.cu.cuGraphLaunch, self.cu.cuStreamSynchronize, self.stream
+
+        def replay() -> None:
+            (err,) = launch(gexec, stream)
+            if err:
+                check((err,), "cuGraphLaunch")
+            (err,) = sync(stream)
+            if err:
+                check((err,), "cuStreamSynchronize")
+
+        return replay
+
+    def graph_handle(self, graph: Any) -> Any:
+        return graph
+
+    def exec_handle(self, gexec: Any) -> int:
+        return int(gexec)
+
+    def destroy(self, graph: Any, gexec: Any) -> None:
+        check(self.cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
+        check(self.cu.cuGraphDestroy(graph), "cuGraphDestroy")
+
+
 def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int,
              progress: Progress | None = None, graph_replays: int | None = None,
              clock: Callable[[], int] | None = None, ids: bool = True) -> None:
@@ -99,8 +149,6 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     last replay, since CUPTI calls made there were seen to slow later graph launches (H200, CUPTI
     13.0: +9 us a replay). Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
     """
-    from cuda.bindings import driver as cu
-
     from tracer.topology import GraphTopology, read_topology
 
     if clock is None:
@@ -133,33 +181,24 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
 
     workload.reset()
     note("graph build", 0, 1)
-    stream = workload.stream
+    ops = getattr(workload, "graph_ops", None) or DriverGraphOps(workload.stream)
     p0 = ts()
     b0 = ts()
     graph, origin = workload.build_graph()
     b1 = ts()
     i0 = ts()
-    gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+    gexec = ops.instantiate(graph)
     i1 = ts()
     u0 = ts()
-    check(cu.cuGraphUpload(gexec, stream), "cuGraphUpload")
-    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    uploaded = ops.upload(gexec)
     u1 = ts()
     f0 = ts()
-    check(cu.cuGraphLaunch(gexec, stream), "cuGraphLaunch")
-    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    ops.launch(gexec)
+    ops.sync()
     f1 = ts()
     build_end = ts()
 
-    launch, sync = cu.cuGraphLaunch, cu.cuStreamSynchronize
-
-    def replay() -> None:
-        (err,) = launch(gexec, stream)
-        if err:
-            check((err,), "cuGraphLaunch")
-        (err,) = sync(stream)
-        if err:
-            check((err,), "cuStreamSynchronize")
+    replay = ops.replay_step(gexec)
 
     note("graph replay", 0, replays)
     r0 = ts()
@@ -168,17 +207,20 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     finally:
         r1 = ts()
         # Ids and topology only now, after the last timed replay (see the docstring).
-        topo = read_topology(graph) if ids else GraphTopology(graph_id=0)
+        handle = ops.graph_handle(graph) if ids else None
+        topo = read_topology(handle) if handle is not None else GraphTopology(graph_id=0)
         gid = topo.graph_id
         exec_id = 0
-        if ids:
+        exec_handle = ops.exec_handle(gexec)
+        if ids and exec_handle:
             from cupti import cupti as _cupti
 
-            exec_id = int(_cupti.get_graph_exec_id(int(gexec)))
+            exec_id = int(_cupti.get_graph_exec_id(exec_handle))
         op = "capture" if origin == "capture" else "build"
-        for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1), ("first_launch", f0, f1)):
+        timed = [(op, b0, b1), ("instantiate", i0, i1)] + ([("upload", u0, u1)] if uploaded else [])
+        for name, s, e in (*timed, ("first_launch", f0, f1)):
             rec.mark("op", name, "graph", s, e, gid)
-        for name, s, e in ((op, b0, b1), ("instantiate", i0, i1), ("upload", u0, u1)):
+        for name, s, e in timed:
             rec.event(gid, exec_id, name, s, e)
         rec.mark("phase", "build", "graph", p0, build_end, gid)
         rec.mark("phase", "replay", "graph", r0, r1, gid)
@@ -196,8 +238,7 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     rec.verified["graph"], rec.verify_notes["graph"] = workload.verify()
 
     d0 = ts()
-    check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
-    check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
+    ops.destroy(graph, gexec)
     rec.event(gid, exec_id, "destroy", d0, ts())
 
 

@@ -34,6 +34,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("process_id", "INTEGER"),
         ("thread_id", "BIGINT"),
         ("return_code", "INTEGER"),
+        ("source", "VARCHAR"),  # 'file:line function' of the user's line, '' where not recorded
     ],
     "gpu_spans": [
         ("pass_id", "INTEGER"),

@@ -129,6 +129,11 @@ class TraceWriter:
             },
         )
 
+    def as_trace(self) -> Trace:
+        """A read view of what has been written so far (same connection; do not close it)."""
+        meta = {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta").fetchall()}
+        return Trace(self.path, self._con, meta)
+
     def close(self, status: str = "complete", reason: str = "") -> None:
         if self._con is None:
             return

@@ -1,0 +1,92 @@
+"""The Python API: `graphmode.trace`, `graphmode.compare`. Glue only; the work is in tracer/ and analyzers/."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzers.comparison import Comparison, comparison
+
+
+@dataclass
+class TraceHandle:
+    """What `with graphmode.trace(...) as t:` gives: the file, then its analysis once the block ends."""
+
+    path: Path
+    _analysis: Any = field(default=None, repr=False)
+
+    def load(self) -> Any:
+        from tracer.store import load
+
+        return load(self.path)
+
+    @property
+    def analysis(self) -> Any:
+        if self._analysis is None:
+            from analyzers import analyze
+
+            with self.load() as t:
+                self._analysis = analyze(t)
+        return self._analysis
+
+    def report(self) -> None:
+        from reports.terminal import print_report
+
+        print_report(self.analysis)
+
+    def _repr_html_(self) -> str:
+        from reports.notebook import analysis_html
+
+        return analysis_html(self.analysis)
+
+
+@contextmanager
+def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str = "graph",
+          launch_sources: bool = False, profile: bool = True) -> Iterator[TraceHandle]:
+    """Traces the CUDA work of a region of your program into `out`.
+
+        with graphmode.trace("step.gmtrace") as t:
+            for _ in range(100):
+                g.replay()
+        t.report()
+
+    An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
+    """
+    from tracer.script import ScriptTracer, _exception_info
+
+    tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile, workload="region")
+    handle = TraceHandle(Path(out))
+    tracer.start()
+    try:
+        yield handle
+    except KeyboardInterrupt as e:
+        tracer.stop("interrupted", "interrupted by the user (Ctrl-C)", {"script": {"exception": _exception_info(e)}})
+        raise
+    except BaseException as e:
+        tracer.stop("failed", f"the traced block raised {type(e).__name__}: {e}", {"script": {"exception": _exception_info(e)}})
+        raise
+    else:
+        tracer.stop("complete")
+
+
+def compare(step: Callable[..., Any], iters: int = 200, warmup: int = 10, out: str | os.PathLike[str] | None = None,
+            detail: str = "graph", framework: str = "auto", outputs: Callable[[], Any] | None = None) -> Comparison:
+    """Runs `step` eagerly and as a captured CUDA graph, checks both compute the same, and says what the graph buys.
+
+    PyTorch: `step()` takes no argument and returns its output tensors (captured with torch.cuda.graph).
+    Raw CUDA: `step(stream)` launches its work into the CUstream it is given (captured with
+    cuStreamBeginCapture); pass `outputs=lambda: [...]` (host arrays) to have the outputs compared.
+    The trace is written to `out` (default: graphmode-compare.gmtrace).
+    """
+    from analyzers import analyze
+    from tracer.compare import record_comparison
+    from tracer.store import load
+
+    path = Path(out or "graphmode-compare.gmtrace")
+    record_comparison(step, path, iters=iters, warmup=warmup, detail=detail, framework=framework, outputs=outputs)
+    with load(path) as t:
+        return comparison(analyze(t), t.meta.get("results_verified", {}), t.meta.get("verification", {}), path)

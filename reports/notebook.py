@@ -1,0 +1,30 @@
+"""Inline results in Jupyter: the report and the interactive page, in one cell's output."""
+
+from __future__ import annotations
+
+import html
+import io
+
+from analyzers.results import TraceAnalysis
+
+
+def analysis_html(analysis: TraceAnalysis, height: int = 900) -> str:
+    """The terminal report as HTML, then the full interactive page in a sandboxed iframe."""
+    from rich.console import Console
+
+    from reports.terminal import print_report
+    from tracer.store import load
+
+    console = Console(record=True, width=110, file=io.StringIO())
+    print_report(analysis, console=console)
+    report = console.export_html(inline_styles=True, code_format="<pre style='font-size:12px'>{code}</pre>")
+    page = ""
+    try:
+        from reports.html import render_html
+
+        with load(analysis.path) as trace:
+            page = render_html(trace)
+    except Exception as e:  # the report alone is still worth showing
+        page = f"<p>timeline unavailable: {html.escape(str(e))}</p>"
+    frame = f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:{height}px;border:0" sandbox="allow-scripts"></iframe>'
+    return report + frame

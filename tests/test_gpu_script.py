@@ -1,0 +1,204 @@
+"""`graphmode run` and the Python API on the examples, on a real GPU (marker `gpu`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tracer.store import Trace, load
+from tracer.validate import validate_trace
+
+pytestmark = pytest.mark.gpu
+EXAMPLES = ROOT / "examples"
+
+
+def _marked_lines(example: str, tag: str) -> set[int]:
+    lines = (EXAMPLES / example).read_text().splitlines()
+    return {i + 1 for i, line in enumerate(lines) if f"# {tag}" in line}
+
+
+def _graphmode_run(tmp: Path, example: str, *args: str, expect: int = 0) -> tuple[Trace, subprocess.CompletedProcess[str]]:
+    out = tmp / (Path(example).stem + ".gmtrace")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), str(EXAMPLES / example), *args],
+                          cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert out.exists() and out.with_suffix(".html").exists()
+    return load(out), proc
+
+
+def _has(module: str) -> bool:
+    try:
+        __import__(module)
+        return True
+    except Exception:
+        return False
+
+
+needs_torch = pytest.mark.skipif(not _has("torch"), reason="PyTorch is not installed")
+
+
+@pytest.fixture(scope="module")
+def torch_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, subprocess.CompletedProcess[str]]:
+    if not _has("torch"):
+        pytest.skip("PyTorch is not installed")
+    return _graphmode_run(tmp_path_factory.mktemp("torch"), "torch_cudagraph.py", "--steps", "50")
+
+
+@needs_torch
+def test_torch_graph_found_with_its_lifecycle(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
+    t, proc = torch_graph
+    assert "ok: 50 eager steps and 50 replays" in proc.stdout  # the script's output passes through
+    assert t.meta["status"] == "complete" and t.meta["script"]["exit_code"] == 0
+    assert validate_trace(t) == []
+    graphs = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE origin <> 'unknown'")
+    assert len(graphs) == 1 and graphs[0][1] == "capture" and graphs[0][2] >= 3
+    gid = graphs[0][0]
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
+    assert ev["capture"] == 1 and ev["instantiate"] == 1 and ev["launch"] == 50
+
+
+@needs_torch
+def test_torch_graph_nodes_attributed_to_source_lines(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
+    t, _ = torch_graph
+    lines = _marked_lines("torch_cudagraph.py", "LINE")
+    rows = t.rows("SELECT source FROM graph_nodes n JOIN graphs g USING (pass_id, graph_id) WHERE n.node_type='kernel'")
+    assert rows
+    for (source,) in rows:
+        m = re.match(r"(.*):(\d+) (\w+)$", source)
+        assert m and m.group(1).endswith("torch_cudagraph.py") and int(m.group(2)) in lines, source
+    assert {int(re.match(r".*:(\d+) ", s).group(1)) for (s,) in rows} == lines  # every marked line made a node
+
+
+@needs_torch
+def test_nvtx_ranges_recorded(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
+    t, _ = torch_graph
+    names = {n for (n,) in t.rows("SELECT name FROM markers WHERE kind='nvtx'")}
+    assert {"eager loop", "replay loop"} <= names
+
+
+@needs_torch
+def test_iterations_inferred(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
+    t, _ = torch_graph
+    counts = dict(t.rows("SELECT mode, count(*) FROM markers WHERE kind='iteration' GROUP BY 1"))
+    assert counts.get("graph") == 50
+    assert counts.get("eager", 0) >= 50  # + the side-stream warm-up steps when they match the sequence
+
+
+@needs_torch
+def test_broken_capture_diagnosed(tmp_path: Path) -> None:
+    t, proc = _graphmode_run(tmp_path, "broken_capture.py", expect=1)
+    assert t.meta["status"] == "failed"
+    exc = t.meta["script"]["exception"]
+    broken = _marked_lines("broken_capture.py", "BREAKS")
+    assert any(f.endswith("broken_capture.py") and line in broken for f, line, _ in exc["frames"])
+    failed = t.rows("SELECT name, return_code FROM api_calls WHERE return_code IN (900, 901, 904, 905, 906, 907, 908)")
+    assert failed, "the capture error code should be on the failing API call"
+    from analyzers.pitfalls import find_pitfalls
+
+    kinds = {p.kind for p in find_pitfalls(t)}
+    assert any("capture" in k for k in kinds), kinds
+
+
+@needs_torch
+def test_torch_compile_records_graphs_again_on_new_shape(tmp_path: Path) -> None:
+    t, _ = _graphmode_run(tmp_path, "torch_compile.py")
+    n_graphs = t.rows("SELECT count(*) FROM graphs WHERE origin = 'capture'")[0][0]
+    inst = t.rows("SELECT count(*) FROM graph_events WHERE event = 'instantiate'")[0][0]
+    assert n_graphs >= 2 and inst >= 2
+
+
+@pytest.mark.skipif(not _has("cupy"), reason="CuPy is not installed")
+def test_cupy_capture(tmp_path: Path) -> None:
+    t, _ = _graphmode_run(tmp_path, "cupy_graph.py")
+    graphs = t.rows("SELECT graph_id FROM graphs WHERE origin='capture'")
+    assert len(graphs) == 1
+    launches = t.rows("SELECT count(*) FROM graph_events WHERE event='launch' AND graph_id=?", [graphs[0][0]])
+    assert launches[0][0] == 100
+    assert validate_trace(t) == []
+
+
+def test_cuda_python_capture_run(tmp_path: Path) -> None:
+    t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", "--detail", "node")
+    (gid, n_nodes), = t.rows("SELECT graph_id, num_nodes FROM graphs WHERE origin='capture'")
+    assert n_nodes == 16
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
+    assert ev["launch"] == 200 and ev["upload"] == 1 and ev["instantiate"] == 1 and ev["capture"] == 1
+    line = _marked_lines("cuda_python_capture.py", "LINE").pop()
+    sources = {s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE graph_id=?", [gid])}
+    assert sources == {f"{EXAMPLES / 'cuda_python_capture.py'}:{line} step"}
+    # node detail: every replayed kernel carries a node id of the recorded topology
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel'", [gid])[0][0] == 16 * 200
+    assert validate_trace(t) == []
+
+
+def test_exception_in_script_keeps_trace(tmp_path: Path) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text("import sys\nprint('before', flush=True)\nraise ValueError('boom at step 3')\n")
+    out = tmp_path / "boom.gmtrace"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "before" in proc.stdout and "ValueError: boom at step 3" in proc.stderr
+    t = load(out)
+    assert t.meta["status"] == "failed" and "boom at step 3" in t.meta["status_reason"]
+    assert t.meta["script"]["exception"]["frames"][-1][1] == 3
+
+
+@needs_torch
+def test_compare_torch_step(tmp_path: Path) -> None:
+    import torch
+
+    import graphmode
+
+    w = torch.randn(256, 256, device="cuda") / 16
+    x = torch.randn(16, 256, device="cuda")
+
+    def step() -> torch.Tensor:
+        h = x
+        for _ in range(6):
+            h = torch.relu(h @ w)
+        return h
+
+    c = graphmode.compare(step, iters=100, out=tmp_path / "cmp.gmtrace")
+    assert c.outputs_match, c.verification
+    assert c.eager_ns and c.graph_ns and c.one_time_ns and c.one_time_ns > 0
+    assert c.saved_per_iteration_ns == pytest.approx(c.eager_ns - c.graph_ns)
+    t = load(c.path)
+    assert validate_trace(t) == []
+    assert t.rows("SELECT count(*) FROM graphs")[0][0] == 2  # one per pass
+    if c.break_even.replays is not None:
+        be = c.break_even
+        assert be.replays * be.eager_ns >= be.one_time_ns + be.replays * be.graph_ns
+
+
+def test_compare_cuda_step_detects_wrong_graph(tmp_path: Path) -> None:
+    """A step whose captured form computes something else must not be reported as equal."""
+    import numpy as np
+
+    import graphmode
+    from tracer import cuda_util
+
+    cuda_util.init_device()
+    from cuda.bindings import driver as cu
+
+    n = 1024
+    d = cuda_util.alloc(n * 4)
+    calls = {"n": 0}
+
+    def step(stream) -> None:  # eager calls write 1.0; the call made during capture writes 2.0
+        calls["n"] += 1
+        value = 2.0 if calls["n"] == 1 + 5 + 50 else 1.0
+        cuda_util.check(cu.cuMemsetD32Async(d, int(np.float32(value).view(np.uint32)), n, stream))
+
+    def outputs() -> list:
+        return [cuda_util.dtoh(np.empty(n, dtype=np.float32), d)]
+
+    c = graphmode.compare(step, iters=50, warmup=5, out=tmp_path / "wrong.gmtrace", outputs=outputs)
+    assert not c.outputs_match

@@ -1,0 +1,172 @@
+"""Graphs and their lifecycle in a user's program, from CUPTI resource callbacks and API records.
+
+The built-in workloads know their graph; a user's script does not tell us. What CUPTI shows
+(H200, CUPTI 13.0):
+- GRAPH_CREATED for every graph, including the ones the driver creates *inside* an instantiation
+  (between GRAPHEXEC_CREATE_STARTING and GRAPHEXEC_CREATED on the same thread): those are internal
+  and not the user's;
+- a graph made by stream capture is created inside the cuStreamBeginCapture call;
+- GRAPHEXEC_CREATED carries the graph and the new exec's ids; GRAPH_TRACE records carry the exec id.
+Lifecycle calls (capture, instantiate, upload, update, destroy) are tied to a graph by the resource
+event that fired inside them on the same thread; launches by correlation with their GPU records.
+cuGraphUpload and cuGraphExecUpdate fire no resource event: they are given to the executable graph
+most recently instantiated on the calling thread, which is right for the usual
+instantiate-then-upload pattern and stated as such in docs/trace-format.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracer.cupti_session import RawActivity, ResourceEvent
+
+
+@dataclass
+class ScriptGraphs:
+    graphs: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "graph_id", "exec_id", "origin", "label", "mode", "num_nodes", "num_edges")})
+    nodes: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "graph_id", "node_id", "node_index", "node_type", "name", "source")})
+    edges: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("graph_id", "from_node_id", "to_node_id")})
+    events: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "graph_id", "exec_id", "event", "start_ns", "end_ns", "correlation_id", "thread_id")})
+    exec_to_graph: dict[int, int] = field(default_factory=dict)
+
+
+def _node_type_name(value: int) -> str:
+    try:
+        from cuda.bindings import driver as cu
+
+        from tracer.topology import node_type_name
+
+        return node_type_name(cu.CUgraphNodeType(value))
+    except Exception:
+        return f"type{value}"
+
+
+def _inside(ev: ResourceEvent, start: np.ndarray, end: np.ndarray, tid: np.ndarray) -> int:
+    """Index of the call (on the event's thread) whose span holds the event, -1 if none."""
+    hit = np.nonzero((tid == ev.thread_id) & (start <= ev.ts) & (end >= ev.ts))[0]
+    return int(hit[0]) if len(hit) else -1
+
+
+def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> ScriptGraphs:
+    out = ScriptGraphs()
+    evs = raw.resource_events
+    # Instantiation windows: graphs created inside them are the driver's, not the user's.
+    windows: list[tuple[int, int, int]] = []  # (thread, start, end)
+    open_: dict[int, ResourceEvent] = {}
+    for e in evs:
+        if e.cbid == "GRAPHEXEC_CREATE_STARTING":
+            open_[e.thread_id] = e
+        elif e.cbid == "GRAPHEXEC_CREATED":
+            s = open_.pop(e.thread_id, None)
+            windows.append((e.thread_id, s.ts if s else e.ts, e.ts))
+            if e.exec_id and e.graph_id:
+                out.exec_to_graph[e.exec_id] = e.graph_id
+
+    def internal(e: ResourceEvent) -> bool:
+        return any(t == e.thread_id and s <= e.ts <= en for t, s, en in windows)
+
+    user_graphs = [e for e in evs if e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED") and e.graph_id and not internal(e)]
+    user_ids = {e.graph_id for e in user_graphs}
+
+    drv = None
+    if api is not None and len(api["name"]):
+        is_drv = api["api"] == "driver"
+        drv = {k: v[is_drv] for k, v in api.items()}
+
+    def calls(category: str) -> dict[str, np.ndarray] | None:
+        if drv is None:
+            return None
+        m = drv["category"] == category
+        return {k: v[m] for k, v in drv.items()}
+
+    capture_calls = calls("capture")
+    begins = None
+    if capture_calls is not None:
+        b = np.array(["BeginCapture" in str(n) for n in capture_calls["name"]], dtype=bool)
+        begins = {k: v[b] for k, v in capture_calls.items()}
+
+    node_sources = {e.node_id: e.stack for e in evs if e.cbid == "GRAPHNODE_CREATED" and e.stack}
+    for g in user_graphs:
+        gid = g.graph_id
+        origin = "explicit"
+        if begins is not None and _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"]) >= 0:
+            origin = "capture"
+        topo = raw.topologies.get(gid)
+        if topo is not None:
+            nodes = [(nid, idx, t, name) for nid, idx, t, name in topo.nodes]
+            edges = list(topo.edges)
+        else:
+            created = [e for e in evs if e.cbid == "GRAPHNODE_CREATED" and e.graph_id == gid]
+            nodes = [(e.node_id, i, _node_type_name(e.node_type), "") for i, e in enumerate(created)]
+            edges = [(e.dependency_id, e.node_id) for e in evs
+                     if e.cbid == "GRAPHNODE_DEPENDENCY_CREATED" and e.graph_id == gid and e.dependency_id]
+        first_src = next((node_sources.get(n[0], "") for n in nodes if node_sources.get(n[0])), "")
+        exec_ids = [x for x, gg in out.exec_to_graph.items() if gg == gid]
+        where = f" at {first_src.split(' ')[0]}" if first_src else ""
+        label = f"graph {gid} ({'captured' if origin == 'capture' else 'built'}{where})"
+        for key, val in (("graph_id", gid), ("exec_id", exec_ids[-1] if exec_ids else 0), ("origin", origin),
+                         ("label", label), ("mode", "graph"), ("num_nodes", len(nodes)), ("num_edges", len(edges))):
+            out.graphs[key].append(val)
+        for nid, idx, t, name in nodes:
+            for key, val in (("graph_id", gid), ("node_id", nid), ("node_index", idx), ("node_type", t),
+                             ("name", name or t), ("source", node_sources.get(nid, ""))):
+                out.nodes[key].append(val)
+        for a, b2 in edges:
+            for key, val in (("graph_id", gid), ("from_node_id", a), ("to_node_id", b2)):
+                out.edges[key].append(val)
+
+    if drv is not None:
+        _lifecycle_events(out, evs, drv, begins, user_ids)
+    return out
+
+
+def _add_event(out: ScriptGraphs, gid: int, xid: int, event: str, start: int, end: int, corr: int, tid: int) -> None:
+    for key, val in (("graph_id", gid), ("exec_id", xid), ("event", event), ("start_ns", start), ("end_ns", end),
+                     ("correlation_id", corr), ("thread_id", tid)):
+        out.events[key].append(val)
+
+
+def _lifecycle_events(out: ScriptGraphs, evs: list[ResourceEvent], drv: dict[str, np.ndarray],
+                      begins: dict[str, np.ndarray] | None, user_ids: set[int]) -> None:
+    cat = drv["category"]
+    # Stream capture: each begin is closed by the next end on the same thread.
+    if begins is not None and len(begins["start_ns"]):
+        ends_m = (cat == "capture") & np.array(["EndCapture" in str(n) for n in drv["name"]], dtype=bool)
+        for i in range(len(begins["start_ns"])):
+            tid, s = int(begins["thread_id"][i]), int(begins["start_ns"][i])
+            cand = np.nonzero(ends_m & (drv["thread_id"] == tid) & (drv["start_ns"] >= s))[0]
+            e = int(drv["end_ns"][cand[np.argmin(drv["start_ns"][cand])]]) if len(cand) else s
+            created = [ev for ev in evs if ev.cbid == "GRAPH_CREATED" and ev.thread_id == tid
+                       and s <= ev.ts <= int(begins["end_ns"][i])]
+            gid = created[0].graph_id if created else 0
+            if gid in user_ids:
+                _add_event(out, gid, 0, "capture", s, e, int(begins["correlation_id"][i]), tid)
+    # Instantiate / destroy: the resource event inside the call names the graph.
+    last_exec: dict[int, tuple[int, int]] = {}  # thread -> (graph, exec), for upload/update
+    sel = np.nonzero(np.isin(cat, ["instantiate", "upload", "update", "graph_destroy"]))[0]
+    for i in sel[np.argsort(drv["start_ns"][sel], kind="stable")]:
+        c = str(cat[i])
+        tid, s, e = int(drv["thread_id"][i]), int(drv["start_ns"][i]), int(drv["end_ns"][i])
+        corr = int(drv["correlation_id"][i])
+        inside = [ev for ev in evs if ev.thread_id == tid and s <= ev.ts <= e]
+        if c == "instantiate":
+            made = [ev for ev in inside if ev.cbid == "GRAPHEXEC_CREATED"]
+            if made and made[0].graph_id in user_ids:
+                last_exec[tid] = (made[0].graph_id, made[0].exec_id)
+                _add_event(out, made[0].graph_id, made[0].exec_id, "instantiate", s, e, corr, tid)
+        elif c in ("upload", "update"):
+            gid, xid = last_exec.get(tid, (0, 0))
+            if gid:
+                _add_event(out, gid, xid, c, s, e, corr, tid)
+        else:
+            gone = [ev for ev in inside if ev.cbid in ("GRAPH_DESTROY_STARTING", "GRAPHEXEC_DESTROY_STARTING")]
+            for ev in gone[:1]:
+                gid = ev.graph_id if ev.cbid == "GRAPH_DESTROY_STARTING" else out.exec_to_graph.get(ev.exec_id, 0)
+                if gid in user_ids:
+                    _add_event(out, gid, ev.exec_id, "destroy", s, e, corr, tid)

@@ -1,0 +1,65 @@
+"""Which line of the user's Python code made a CUDA call.
+
+Called from CUPTI callbacks, which run on the thread that made the call: the Python frames above the
+callback are the caller's. We skip frames of graphmode itself, of installed libraries (PyTorch,
+CuPy, cuda-python) and of the standard library, and report the innermost remaining frame: the line
+in the user's script. When every frame is library code (a library's own warm-up, say), the
+innermost non-graphmode frame is reported instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+
+_OWN = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
+    for pkg in ("tracer", "graphmode", "analyzers", "reports")
+)
+_LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+_STDLIB = tuple(
+    p + os.sep for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p
+)
+
+
+def _is_own(filename: str) -> bool:
+    return filename.startswith(_OWN)
+
+
+def _is_library(filename: str) -> bool:
+    return (
+        filename.startswith("<")
+        or any(m in filename for m in _LIB_MARKERS)
+        or filename.startswith(_STDLIB)
+    )
+
+
+def format_frame(frame: FrameType) -> str:
+    code = frame.f_code
+    return f"{code.co_filename}:{frame.f_lineno} {code.co_name}"
+
+
+def user_source(start: FrameType | None = None) -> str:
+    """'file:line function' of the innermost user frame above `start` (default: the caller)."""
+    frame = start if start is not None else sys._getframe(1)
+    fallback = ""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_own(filename):
+            if not _is_library(filename):
+                return format_frame(frame)
+            if not fallback:
+                fallback = format_frame(frame)
+        frame = frame.f_back
+    return fallback
+
+
+def split_source(source: str) -> tuple[str, int, str]:
+    """'file:line function' -> (file, line, function); ('', 0, '') for ''."""
+    if not source:
+        return "", 0, ""
+    loc, _, func = source.partition(" ")
+    file, _, line = loc.rpartition(":")
+    return file, int(line) if line.isdigit() else 0, func
