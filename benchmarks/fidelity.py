@@ -50,16 +50,27 @@ def baseline(out: Path, iterations: int, warmup: int) -> None:
     out.write_text(json.dumps(result))
 
 
-def record(directory: Path, reps: int, iterations: int, warmup: int) -> None:
+def record(directory: Path, reps: int, iterations: int, warmup: int, cpu: int) -> None:
+    """Alternates baseline and graphmode processes, both pinned to one CPU core.
+
+    Eager launch loops are CPU-bound: unpinned, the per-process median of the same code moved by up
+    to 30% between processes on the H200 machine (scheduler placement), which swamps a 3% target.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    def pin() -> None:
+        if cpu >= 0:
+            os.sched_setaffinity(0, {cpu})
+
     for r in range(reps):
         t0 = time.time()
         subprocess.run([sys.executable, __file__, "baseline", str(directory / f"baseline-{r}.json"),
-                        "--iterations", str(iterations), "--warmup", str(warmup)], check=True, env=env, cwd=ROOT)
+                        "--iterations", str(iterations), "--warmup", str(warmup)], check=True, env=env, cwd=ROOT,
+                       preexec_fn=pin)
         subprocess.run([sys.executable, "-m", "graphmode", "bench", "chain", "-n", str(iterations), "--warmup", str(warmup),
                         "--out", str(directory / f"traced-{r}.gmtrace"), "--no-report"], check=True, env=env, cwd=ROOT,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, preexec_fn=pin)
         print(f"rep {r}: {time.time() - t0:.1f} s", flush=True)
 
 
@@ -79,8 +90,10 @@ def analyze(directory: Path) -> str:
     if not base or not traces:
         raise SystemExit(f"{directory}: needs baseline-*.json and traced-*.gmtrace from `record`")
     modes = ["eager", "eager_sync_each", "graph"]
+    spread = [_median(r["iterations"]["eager"]) / 1e3 for r in base]
     lines = [f"Runs: {len(base)} baseline and {len(traces)} graphmode processes, alternated; "
              f"{len(base[0]['iterations']['eager'])} iterations per mode; median over runs of each run's median.", "",
+             f"Run-to-run spread of the baseline's own eager median: {min(spread):.1f} to {max(spread):.1f} us.", "",
              "| mode | untraced baseline | graphmode timing pass | diff | traced pass | diff (tracer overhead) |",
              "|---|---|---|---|---|---|"]
     for mode in modes:
@@ -136,7 +149,8 @@ def main() -> None:
     r.add_argument("dir", type=Path)
     r.add_argument("--reps", type=int, default=5)
     r.add_argument("--iterations", type=int, default=1000)
-    r.add_argument("--warmup", type=int, default=20)
+    r.add_argument("--warmup", type=int, default=100)
+    r.add_argument("--cpu", type=int, default=2, help="CPU core to pin both processes to; -1: no pinning")
     b = sub.add_parser("baseline")
     b.add_argument("out", type=Path)
     b.add_argument("--iterations", type=int, default=1000)
@@ -145,7 +159,7 @@ def main() -> None:
     a.add_argument("dir", type=Path)
     args = ap.parse_args()
     if args.cmd == "record":
-        record(args.dir, args.reps, args.iterations, args.warmup)
+        record(args.dir, args.reps, args.iterations, args.warmup, args.cpu)
     elif args.cmd == "baseline":
         baseline(args.out, args.iterations, args.warmup)
     else:
