@@ -19,7 +19,7 @@ from typing import Any
 from analyzers.break_even import break_even, overhead_saved
 from analyzers.critical_path import critical_paths
 from analyzers.graph_cost import graph_costs, has_cost_records
-from analyzers.iterations import mode_metrics
+from analyzers.iterations import mode_metrics, place_gpu_spans
 from analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from analyzers.results import (
     BreakEven,
@@ -81,7 +81,10 @@ def analyze(trace: Trace) -> TraceAnalysis:
     if traced is None:
         cannot.append("no traced pass (graph or node detail): CPU time in CUDA API calls, GPU busy/idle time, kernel counts, per-kernel durations and critical paths need CUDA activity")
 
-    modes = mode_metrics(trace, wall_id, traced_id, wall_source) if wall_id is not None or traced_id is not None else []
+    # The traced pass's GPU spans are fetched and placed in iterations once, for the per-iteration GPU
+    # metrics and the per-kernel comparison.
+    spans = place_gpu_spans(trace, traced_id) if traced_id is not None else None
+    modes = mode_metrics(trace, wall_id, traced_id, wall_source, spans) if wall_id is not None or traced_id is not None else []
     by_mode = {m.mode: m for m in modes}
     if not modes:
         cannot.append("no iteration markers (markers.kind = 'iteration'): per-iteration metrics, overhead saved and break-even need the runner's iterations (record with `graphmode bench`)")
@@ -125,7 +128,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
         if traced.detail == "node":
             if eager_modes or graph is not None:
                 base = eager_modes[0].mode if eager_modes else "eager"
-                kernels, truncated = kernel_comparisons(trace, traced.pass_id, base)
+                kernels, truncated = kernel_comparisons(trace, traced.pass_id, base, spans)
                 if truncated:
                     cannot.append(f"more than {MAX_KERNELS} kernel names: the per-kernel table keeps the {MAX_KERNELS} with the most GPU time")
             paths, notes = critical_paths(trace, traced.pass_id)
@@ -133,7 +136,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
         else:
             cannot.append("graph-detail trace: kernels inside a graph launch are recorded as one 'graph' span, so per-kernel eager-vs-graph durations and the critical path need a node-detail recording (`--detail node`)")
             if eager_modes:
-                kernels, _ = kernel_comparisons(trace, traced.pass_id, eager_modes[0].mode)
+                kernels, _ = kernel_comparisons(trace, traced.pass_id, eager_modes[0].mode, spans)
 
     distortion: list[Distortion] = []
     if wall_source == "timing" and traced is not None:

@@ -1,8 +1,10 @@
 """Per-iteration metrics of each mode: wall time, CPU time in CUDA API calls, GPU busy/idle, kernels.
 
-Events leave DuckDB as numeric columns only (categories folded to small codes in SQL); numpy then
-places them in iterations with searchsorted and sums with bincount: no Python loop per event.
-See docs/metrics.md.
+Events leave DuckDB as numeric columns only (categories folded to small codes, kernel names to integer
+codes in SQL); numpy then sorts them by start (CUPTI delivers them nearly in that order, which a stable
+sort handles in about linear time), places them in iterations with one cumulative count and sums with
+bincount: no Python loop per event. The GPU spans placed here (`PlacedGpuSpans`) also feed the
+per-kernel comparison, so they are fetched and placed once. See docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -31,16 +33,54 @@ SELECT start_ns, end_ns, thread_id, api = 'runtime' AS is_runtime,
        CASE WHEN category IN ('kernel_launch', 'graph_launch') THEN 0 WHEN category = 'sync' THEN 1 ELSE 2 END::UTINYINT AS cat
 FROM api_calls WHERE pass_id = ?
 """
-_GPU_COLUMNS_SQL = """
-SELECT start_ns, end_ns, kind = 'kernel' AS is_kernel, kind = 'graph' AS is_graph FROM gpu_spans WHERE pass_id = ?
+# Names leave DuckDB as codes into _GPU_NAMES_SQL's list (the join costs far less than 4.6 M Python
+# strings would). Schema v1 writes '' rather than NULL, so the inner join keeps every span.
+_GPU_NAMES = "SELECT name, (row_number() OVER (ORDER BY name) - 1)::INTEGER AS code FROM (SELECT DISTINCT name FROM gpu_spans WHERE pass_id = $1)"
+_GPU_NAMES_SQL = f"SELECT name FROM ({_GPU_NAMES}) ORDER BY code"
+_GPU_COLUMNS_SQL = f"""
+WITH names AS ({_GPU_NAMES})
+SELECT s.start_ns, s.end_ns, s.kind = 'kernel' AS is_kernel, s.kind = 'graph' AS is_graph,
+       s.graph_id <> 0 AS in_graph, n.code AS name_code
+FROM gpu_spans s JOIN names n ON s.name = n.name WHERE s.pass_id = $1
 """
 
 
+def _order_by_start(starts: np.ndarray) -> np.ndarray | None:
+    """Stable order by start; None when the starts are already in order (no copy needed)."""
+    if starts.size < 2 or bool(np.all(starts[1:] >= starts[:-1])):
+        return None
+    return np.argsort(starts, kind="stable")  # timsort: near-linear on the long sorted runs CUPTI buffers give
+
+
 def _place(starts: np.ndarray, it_start: np.ndarray, it_end: np.ndarray) -> np.ndarray:
-    """Index (into it_start, sorted) of the iteration each start falls in; -1 outside every iteration."""
-    j = np.searchsorted(it_start, starts, side="right") - 1
+    """Index (into it_start, sorted) of the iteration each start falls in; -1 outside every iteration.
+
+    `starts` must be sorted: then the iteration index is the number of iterations that began at or
+    before each start, less one, which one cumulative count over the first span of each iteration gives.
+    """
+    first = np.searchsorted(starts, it_start, side="left")  # first start at or after each iteration's start
+    j = np.cumsum(np.bincount(first, minlength=starts.size + 1)[: starts.size]) - 1
     inside = (j >= 0) & (starts < it_end[np.maximum(j, 0)]) if it_start.size else np.zeros(starts.size, dtype=bool)
     return np.where(inside, j, -1)
+
+
+def _outermost_first(start: np.ndarray, end: np.ndarray, is_runtime: np.ndarray) -> np.ndarray:
+    """Order by start, then longer first, then runtime before driver (docs/metrics.md, outermost calls).
+
+    The same order as np.lexsort((~is_runtime, -end, start)), but the full three-key sort runs only
+    on calls that share a start with another call; the rest need only the (near-linear) stable sort.
+    """
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    equal = s[1:] == s[:-1]
+    tied = np.zeros(s.size, dtype=bool)
+    tied[1:] |= equal
+    tied[:-1] |= equal
+    if tied.any():
+        at = np.flatnonzero(tied)  # whole runs of equal starts, so sorting them in place keeps the rest in order
+        sub = order[at]
+        order[at] = sub[np.lexsort((~is_runtime[sub], -end[sub], start[sub]))]
+    return order
 
 
 def _api_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str, np.ndarray]:
@@ -56,45 +96,79 @@ def _api_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str,
     a = trace.sql(_API_COLUMNS_SQL, [pass_id])
     for thread in np.unique(it.thread):  # iteration threads: a handful, not per event
         on_thread = a["thread_id"] == thread
-        rows = slice(None) if on_thread.all() else np.flatnonzero(on_thread)
-        mine = np.flatnonzero(it.thread == thread)
-        order_it = np.argsort(it.start[mine], kind="stable")
-        its, ite, idx = it.start[mine][order_it], it.end[mine][order_it], mine[order_it]
-        st, en, rt, cat = a["start_ns"][rows], a["end_ns"][rows], a["is_runtime"][rows], a["cat"][rows]
-        j = _place(st, its, ite)
+        rows = np.flatnonzero(on_thread)
+        st, en, rt, cat = (a[c] if on_thread.all() else a[c][rows] for c in ("start_ns", "end_ns", "is_runtime", "cat"))
+        order = _outermost_first(st, en, rt)
+        st, en, cat = st[order], en[order], cat[order]
+        mine = np.flatnonzero(it.thread == thread)  # iterations are in start order (_ITERS)
+        ite = it.end[mine]
+        j = _place(st, it.start[mine], ite)
         keep = j >= 0
-        st, en, rt, cat, j = st[keep], en[keep], rt[keep], cat[keep], j[keep]
-        order = np.lexsort((~rt, -en, st))  # by start; the longer (then the runtime) call first
-        st, en, cat, j = st[order], en[order], cat[order], j[order]
+        st, en, cat, j = st[keep], en[keep], cat[keep], j[keep]
         covered = np.maximum.accumulate(en)
         nested = np.zeros(st.size, dtype=bool)
         nested[1:] = en[1:] <= covered[:-1]
         dur = np.minimum(en, ite[j]) - st
         for code, key in ((0, "launch"), (1, "sync"), (2, "other")):
             sel = (~nested) & (cat == code)
-            out[key] += np.bincount(idx[j[sel]], weights=dur[sel], minlength=n).astype(np.int64)
+            out[key] += np.bincount(mine[j[sel]], weights=dur[sel], minlength=n).astype(np.int64)
     return out
 
 
-def _gpu_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class PlacedGpuSpans:
+    """The GPU spans of a traced pass that start inside one of its iterations, in start order.
+
+    Shared by the per-iteration GPU metrics and the per-kernel comparison, so that 4.6 M spans are
+    fetched and placed once. `iteration` indexes `iterations`; `end` is not clipped; `names[name_code]`
+    is the span's name.
+    """
+
+    pass_id: int
+    iterations: _Iterations
+    iteration: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    is_kernel: np.ndarray
+    is_graph: np.ndarray
+    in_graph: np.ndarray
+    name_code: np.ndarray
+    names: np.ndarray
+
+
+def place_gpu_spans(trace: Trace, pass_id: int) -> PlacedGpuSpans:
+    """Places the pass's GPU spans in its iterations: the span belongs to the iteration whose span holds
+    its start (any thread: the GPU is shared)."""
+    it = _iterations(trace, pass_id)
+    if it.start.size == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return PlacedGpuSpans(pass_id, it, none, none, none, none.astype(bool), none.astype(bool), none.astype(bool),
+                              none.astype(np.int32), np.zeros(0, dtype=object))
+    g = trace.sql(_GPU_COLUMNS_SQL, [pass_id])
+    names = trace.sql(_GPU_NAMES_SQL, [pass_id])["name"].astype(object)
+    order = _order_by_start(g["start_ns"])  # the join does not keep the table's order
+    start = g["start_ns"] if order is None else g["start_ns"][order]
+    j = _place(start, it.start, it.end)
+    keep = np.flatnonzero(j >= 0)
+    rows = keep if order is None else order[keep]
+    return PlacedGpuSpans(
+        pass_id=pass_id, iterations=it, iteration=j[keep], start=start[keep], end=g["end_ns"][rows],
+        is_kernel=g["is_kernel"][rows], is_graph=g["is_graph"][rows], in_graph=g["in_graph"][rows],
+        name_code=g["name_code"][rows], names=names,
+    )
+
+
+def _gpu_per_iteration(spans: PlacedGpuSpans) -> dict[str, np.ndarray]:
     """GPU busy (union over streams), gaps and span counts per iteration.
 
-    A span belongs to the iteration whose span holds its start (any thread: the GPU is shared) and is
-    clipped to the iteration's end. Iterations of one pass do not overlap, so after sorting by start
-    the running maximum of clipped ends never reaches into the next iteration: each span adds only
-    the part that ends after every earlier span ended, which counts overlapping streams once.
+    Each span is clipped to its iteration's end. Iterations of one pass do not overlap, so with spans in
+    start order the running maximum of clipped ends never reaches into the next iteration: each span
+    adds only the part that ends after every earlier span ended, which counts overlapping streams once.
     """
-    n = it.wall_ns.size
-    g = trace.sql(_GPU_COLUMNS_SQL, [pass_id])
-    order_it = np.argsort(it.start, kind="stable")
-    its, ite = it.start[order_it], it.end[order_it]
-    j = _place(g["start_ns"], its, ite)
-    keep = j >= 0
-    st, j = g["start_ns"][keep], j[keep]
-    en = np.minimum(g["end_ns"][keep], ite[j])
-    kern, graph = g["is_kernel"][keep], g["is_graph"][keep]
-    order = np.argsort(st, kind="stable")
-    st, en, j, kern, graph = st[order], en[order], j[order], kern[order], graph[order]
+    its, ite = spans.iterations.start, spans.iterations.end
+    n = its.size
+    st, j = spans.start, spans.iteration
+    en = np.minimum(spans.end, ite[j])
     covered = np.empty_like(en)
     if en.size:
         covered[0] = its[j[0]]
@@ -105,20 +179,19 @@ def _gpu_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str,
     bounds = np.flatnonzero(np.diff(j)) + 1
     group_first = np.concatenate([[0], bounds]) if j.size else np.zeros(0, dtype=np.int64)
     group_last = np.concatenate([bounds - 1, [j.size - 1]]) if j.size else np.zeros(0, dtype=np.int64)
-    idx = order_it[j]
-    busy = np.bincount(idx, weights=added, minlength=n).astype(np.int64)
+    busy = np.bincount(j, weights=added, minlength=n).astype(np.int64)
     running_end = np.maximum.accumulate(en) if en.size else en
     first = np.zeros(n, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)
     has = np.zeros(n, dtype=bool)
-    first[idx[group_first]] = st[group_first]
-    last[idx[group_last]] = running_end[group_last]  # earlier iterations' ends never exceed this one's
-    has[idx[group_first]] = True
+    first[j[group_first]] = st[group_first]
+    last[j[group_last]] = running_end[group_last]  # earlier iterations' ends never exceed this one's
+    has[j[group_first]] = True
     gap = np.where(has, (last - first) - busy, 0)
     return {
         "busy": busy, "gap": gap,
-        "kernels": np.bincount(idx, weights=kern, minlength=n).astype(np.int64),
-        "graphs": np.bincount(idx, weights=graph, minlength=n).astype(np.int64),
+        "kernels": np.bincount(j, weights=spans.is_kernel, minlength=n).astype(np.int64),
+        "graphs": np.bincount(j, weights=spans.is_graph, minlength=n).astype(np.int64),
     }
 
 
@@ -145,14 +218,23 @@ def iteration_modes(trace: Trace, pass_id: int) -> list[str]:
     return [m for m in MODES if m in present]
 
 
-def mode_metrics(trace: Trace, wall_pass_id: int | None, traced_pass_id: int | None, wall_source: str) -> list[ModeMetrics]:
-    """One ModeMetrics per mode with iterations in the wall pass or the traced pass."""
-    wall = _iterations(trace, wall_pass_id) if wall_pass_id is not None else None
-    traced = _iterations(trace, traced_pass_id) if traced_pass_id is not None else None
+def mode_metrics(trace: Trace, wall_pass_id: int | None, traced_pass_id: int | None, wall_source: str,
+                 gpu_spans: PlacedGpuSpans | None = None) -> list[ModeMetrics]:
+    """One ModeMetrics per mode with iterations in the wall pass or the traced pass.
+
+    `gpu_spans`: the traced pass's spans from place_gpu_spans, when the caller already has them.
+    """
+    if traced_pass_id is None:
+        gpu_spans = None
+    elif gpu_spans is None or gpu_spans.pass_id != traced_pass_id:
+        gpu_spans = place_gpu_spans(trace, traced_pass_id)
+    traced = gpu_spans.iterations if gpu_spans is not None else None
+    wall = traced if wall_pass_id is not None and wall_pass_id == traced_pass_id else (
+        _iterations(trace, wall_pass_id) if wall_pass_id is not None else None)
     per_iter: dict[str, np.ndarray] = {}
-    if traced is not None and traced.mode.size:
+    if gpu_spans is not None and traced is not None and traced_pass_id is not None and traced.mode.size:
         api = _api_per_iteration(trace, traced_pass_id, traced)
-        gpu = _gpu_per_iteration(trace, traced_pass_id, traced)
+        gpu = _gpu_per_iteration(gpu_spans)
         per_iter = {
             "launch": api["launch"], "sync": api["sync"], "other": api["other"],
             "busy": gpu["busy"], "idle": traced.wall_ns - gpu["busy"], "gap": gpu["gap"],

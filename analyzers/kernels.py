@@ -3,40 +3,75 @@
 Kernels are matched by (mangled) name. Only node-detail passes record graph kernels one by one;
 graph-detail passes record a graph launch as one `graph` span (CUPTI GRAPH_TRACE excludes
 node-level kernel records), so they have no graph side to compare.
+
+The spans come already placed in iterations (`iterations.place_gpu_spans`, shared with the
+per-iteration GPU metrics); the statistics are computed per (name, graph/eager) group on one sort of
+the durations, interpolated as `Stat.of` (numpy 'linear', the same definition as DuckDB's quantile_cont;
+DuckDB's own arithmetic can differ from it in the last bit).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from analyzers.iterations import PlacedGpuSpans, place_gpu_spans
 from analyzers.results import KernelComparison, Stat
 from tracer.store import Trace
 
 MAX_KERNELS = 500  # names kept, by total GPU time: a page of comparisons, not a dump
-
-_KERNEL_SQL = """
-WITH iters AS (
-  SELECT mode, start_ns AS it_start, end_ns AS it_end FROM markers
-  WHERE pass_id = $1 AND kind = 'iteration' AND mode IN ('eager', 'eager_sync_each', 'graph')
-),
-placed AS (
-  SELECT i.mode, s.name, s.graph_id <> 0 AS in_graph, (s.end_ns - s.start_ns)::DOUBLE AS dur
-  FROM gpu_spans s ASOF JOIN iters i ON s.start_ns >= i.it_start
-  WHERE s.pass_id = $1 AND s.kind = 'kernel' AND s.start_ns < i.it_end
-)
-SELECT mode, name, in_graph, count(*) AS n, quantile_cont(dur, [0.1, 0.5, 0.9]) AS q,
-       avg(dur) AS mean, min(dur) AS lo, max(dur) AS hi, sum(dur) AS total
-FROM placed GROUP BY mode, name, in_graph
-"""
+QUANTILES = (0.1, 0.5, 0.9)
+_DUR_BITS = 40  # durations below 2**40 ns (18 minutes) pack with the group key into one int64 sort key
 
 
-def kernel_comparisons(trace: Trace, traced_pass_id: int, eager_mode: str) -> tuple[list[KernelComparison], bool]:
-    """Comparisons for every kernel name seen in `eager_mode` or in graph replays; (list, truncated)."""
+def _sorted_by_group(key: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(key, dur) sorted by key, then duration."""
+    if key.size and dur.min() >= 0 and dur.max() < 2**_DUR_BITS and key.max() < 2 ** (62 - _DUR_BITS):
+        packed = np.sort((key << _DUR_BITS) | dur)
+        return packed >> _DUR_BITS, packed & (2**_DUR_BITS - 1)
+    order = np.lexsort((dur, key))
+    return key[order], dur[order]
+
+
+def _quantile_linear(d: np.ndarray, first: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
+    """Per group (sorted values d[first:first+n]) the q-quantile with linear interpolation at (n - 1) * q,
+    with numpy's arithmetic, so that it equals `Stat.of` (np.percentile) on the group's values bit for bit."""
+    rn = (n - 1).astype(np.float64) * q
+    below = np.floor(rn)
+    t = rn - below
+    a = d[first + below.astype(np.int64)].astype(np.float64)
+    b = d[first + np.minimum(below.astype(np.int64) + 1, n - 1)].astype(np.float64)
+    diff = b - a
+    return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp: exact at both ends
+
+
+def kernel_comparisons(trace: Trace, traced_pass_id: int, eager_mode: str,
+                       spans: PlacedGpuSpans | None = None) -> tuple[list[KernelComparison], bool]:
+    """Comparisons for every kernel name seen in `eager_mode` or in graph replays; (list, truncated).
+
+    `spans`: the pass's spans from place_gpu_spans, when the caller already has them.
+    """
+    if spans is None or spans.pass_id != traced_pass_id:
+        spans = place_gpu_spans(trace, traced_pass_id)
+    it_mode = spans.iterations.mode
+    eager_it, graph_it = it_mode == eager_mode, it_mode == "graph"
+    in_graph = spans.in_graph
+    # eager side: kernels launched outside graphs in eager_mode iterations; graph side: graph nodes in replays
+    sel = spans.is_kernel & np.where(in_graph, graph_it[spans.iteration], eager_it[spans.iteration])
+    key, dur = _sorted_by_group(spans.name_code[sel].astype(np.int64) * 2 + in_graph[sel], (spans.end - spans.start)[sel])
+    bounds = np.flatnonzero(np.diff(key)) + 1
+    first = np.concatenate([[0], bounds]).astype(np.int64) if key.size else np.zeros(0, dtype=np.int64)
+    n = np.diff(np.concatenate([first, [key.size]])).astype(np.int64)
+    total = np.add.reduceat(dur, first).astype(np.float64) if key.size else np.zeros(0)
+    lo, hi = dur[first].astype(np.float64), dur[first + n - 1].astype(np.float64)
+    q10, q50, q90 = (_quantile_linear(dur, first, n, q) for q in QUANTILES)
+
     stats: dict[tuple[str, bool], Stat] = {}
     totals: dict[str, float] = {}
-    for mode, name, in_graph, n, q, mean, lo, hi, total in trace.rows(_KERNEL_SQL, [traced_pass_id]):
-        # one row per (mode, kernel name): aggregated in SQL
-        if (mode == eager_mode and not in_graph) or (mode == "graph" and in_graph):
-            stats[(name, bool(in_graph))] = Stat(int(n), float(q[1]), float(q[0]), float(q[2]), float(mean), float(lo), float(hi))
-            totals[name] = totals.get(name, 0.0) + float(total)
+    for g, k in enumerate(key[first].tolist()):  # one pass per (kernel name, side): a few hundred at most
+        name, graph_side = str(spans.names[k >> 1]), bool(k & 1)
+        stats[(name, graph_side)] = Stat(int(n[g]), float(q50[g]), float(q10[g]), float(q90[g]),
+                                         float(total[g] / n[g]), float(lo[g]), float(hi[g]))
+        totals[name] = totals.get(name, 0.0) + float(total[g])
     names = sorted(totals, key=lambda k: (-totals[k], k))
     truncated = len(names) > MAX_KERNELS
     out: list[KernelComparison] = []
