@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import jsonschema
 import pytest
+
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra: pip install -e '.[test]'")
 
 from analyzers import analyze
 from reports.json_report import load_schema, report_dict

@@ -107,6 +107,15 @@ class TorchStepWorkload:
         self.torch = torch
         self.stream = torch.cuda.current_stream()
         self.graph_ops = TorchGraphOps(torch)
+        # PyTorch asks for warm-up iterations on a side stream before capture (lazy initialisation
+        # of cuBLAS handles, autograd state ...). Done here, outside the timed graph build.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self.step()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
 
     def eager_modes(self) -> dict[str, Callable[[], None]]:
         step, sync = self.step, self.torch.cuda.synchronize
@@ -119,14 +128,6 @@ class TorchStepWorkload:
 
     def build_graph(self) -> tuple[Any, str]:
         torch = self.torch
-        # PyTorch asks for warm-up iterations on a side stream before capture (lazy initialisation
-        # of cuBLAS handles, autograd state ...); the runner's warm-up ran on the current stream.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                self.step()
-        torch.cuda.current_stream().wait_stream(side)
         try:
             g = torch.cuda.CUDAGraph(keep_graph=True)
             g._graphmode_keep_graph = True

@@ -53,43 +53,54 @@ def _inside(ev: ResourceEvent, start: np.ndarray, end: np.ndarray, tid: np.ndarr
     return int(hit[0]) if len(hit) else -1
 
 
+LIFECYCLE_CATEGORIES = ("capture", "instantiate", "upload", "update", "graph_destroy")
+
+
+def lifecycle_calls(api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Graph lifecycle calls of both APIs, outermost only.
+
+    PyTorch and CuPy call the runtime; with CUDA 13 the runtime mostly enters the driver through
+    internal entry points that CUPTI does not record as driver calls, so the runtime record is often
+    the only one. Where a driver call is recorded inside a runtime call of the same kind on the same
+    thread, the runtime call stands for both.
+    """
+    m = np.isin(api["category"], LIFECYCLE_CATEGORIES)
+    calls = {k: v[m] for k, v in api.items()}
+    is_rt = calls["api"] == "runtime"
+    keep = np.ones(len(is_rt), dtype=bool)
+    rt_idx = np.nonzero(is_rt)[0]
+    for i in np.nonzero(~is_rt)[0]:
+        nested = rt_idx[(calls["thread_id"][rt_idx] == calls["thread_id"][i])
+                        & (calls["category"][rt_idx] == calls["category"][i])
+                        & (calls["start_ns"][rt_idx] <= calls["start_ns"][i])
+                        & (calls["end_ns"][rt_idx] >= calls["end_ns"][i])]
+        keep[i] = len(nested) == 0
+    return {k: v[keep] for k, v in calls.items()}
+
+
 def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> ScriptGraphs:
     out = ScriptGraphs()
     evs = raw.resource_events
-    # Instantiation windows: graphs created inside them are the driver's, not the user's.
-    windows: list[tuple[int, int, int]] = []  # (thread, start, end)
-    open_: dict[int, ResourceEvent] = {}
     for e in evs:
-        if e.cbid == "GRAPHEXEC_CREATE_STARTING":
-            open_[e.thread_id] = e
-        elif e.cbid == "GRAPHEXEC_CREATED":
-            s = open_.pop(e.thread_id, None)
-            windows.append((e.thread_id, s.ts if s else e.ts, e.ts))
-            if e.exec_id and e.graph_id:
-                out.exec_to_graph[e.exec_id] = e.graph_id
+        if e.cbid == "GRAPHEXEC_CREATED" and e.exec_id and e.graph_id:
+            out.exec_to_graph[e.exec_id] = e.graph_id
+    calls = lifecycle_calls(api) if api is not None and len(api["name"]) else None
+
+    def sub(mask: np.ndarray) -> dict[str, np.ndarray]:
+        assert calls is not None
+        return {k: v[mask] for k, v in calls.items()}
+
+    inst = begins = None
+    if calls is not None:
+        inst = sub(calls["category"] == "instantiate")
+        begins = sub(np.array(["BeginCapture" in str(n) for n in calls["name"]], dtype=bool))
 
     def internal(e: ResourceEvent) -> bool:
-        return any(t == e.thread_id and s <= e.ts <= en for t, s, en in windows)
+        # Instantiation creates graphs of its own (the executable's); they are not the user's.
+        return inst is not None and _inside(e, inst["start_ns"], inst["end_ns"], inst["thread_id"]) >= 0
 
     user_graphs = [e for e in evs if e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED") and e.graph_id and not internal(e)]
     user_ids = {e.graph_id for e in user_graphs}
-
-    drv = None
-    if api is not None and len(api["name"]):
-        is_drv = api["api"] == "driver"
-        drv = {k: v[is_drv] for k, v in api.items()}
-
-    def calls(category: str) -> dict[str, np.ndarray] | None:
-        if drv is None:
-            return None
-        m = drv["category"] == category
-        return {k: v[m] for k, v in drv.items()}
-
-    capture_calls = calls("capture")
-    begins = None
-    if capture_calls is not None:
-        b = np.array(["BeginCapture" in str(n) for n in capture_calls["name"]], dtype=bool)
-        begins = {k: v[b] for k, v in capture_calls.items()}
 
     node_sources = {e.node_id: e.stack for e in evs if e.cbid == "GRAPHNODE_CREATED" and e.stack}
     for g in user_graphs:
@@ -121,8 +132,8 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
             for key, val in (("graph_id", gid), ("from_node_id", a), ("to_node_id", b2)):
                 out.edges[key].append(val)
 
-    if drv is not None:
-        _lifecycle_events(out, evs, drv, begins, user_ids)
+    if calls is not None:
+        _lifecycle_events(out, evs, calls, begins, user_ids)
     return out
 
 
@@ -132,16 +143,17 @@ def _add_event(out: ScriptGraphs, gid: int, xid: int, event: str, start: int, en
         out.events[key].append(val)
 
 
-def _lifecycle_events(out: ScriptGraphs, evs: list[ResourceEvent], drv: dict[str, np.ndarray],
+def _lifecycle_events(out: ScriptGraphs, evs: list[ResourceEvent], calls: dict[str, np.ndarray],
                       begins: dict[str, np.ndarray] | None, user_ids: set[int]) -> None:
-    cat = drv["category"]
+    """`calls`: the outermost lifecycle calls (lifecycle_calls)."""
+    cat = calls["category"]
     # Stream capture: each begin is closed by the next end on the same thread.
     if begins is not None and len(begins["start_ns"]):
-        ends_m = (cat == "capture") & np.array(["EndCapture" in str(n) for n in drv["name"]], dtype=bool)
+        ends_m = (cat == "capture") & np.array(["EndCapture" in str(n) for n in calls["name"]], dtype=bool)
         for i in range(len(begins["start_ns"])):
             tid, s = int(begins["thread_id"][i]), int(begins["start_ns"][i])
-            cand = np.nonzero(ends_m & (drv["thread_id"] == tid) & (drv["start_ns"] >= s))[0]
-            e = int(drv["end_ns"][cand[np.argmin(drv["start_ns"][cand])]]) if len(cand) else s
+            cand = np.nonzero(ends_m & (calls["thread_id"] == tid) & (calls["start_ns"] >= s))[0]
+            e = int(calls["end_ns"][cand[np.argmin(calls["start_ns"][cand])]]) if len(cand) else s
             created = [ev for ev in evs if ev.cbid == "GRAPH_CREATED" and ev.thread_id == tid
                        and s <= ev.ts <= int(begins["end_ns"][i])]
             gid = created[0].graph_id if created else 0
@@ -150,10 +162,10 @@ def _lifecycle_events(out: ScriptGraphs, evs: list[ResourceEvent], drv: dict[str
     # Instantiate / destroy: the resource event inside the call names the graph.
     last_exec: dict[int, tuple[int, int]] = {}  # thread -> (graph, exec), for upload/update
     sel = np.nonzero(np.isin(cat, ["instantiate", "upload", "update", "graph_destroy"]))[0]
-    for i in sel[np.argsort(drv["start_ns"][sel], kind="stable")]:
+    for i in sel[np.argsort(calls["start_ns"][sel], kind="stable")]:
         c = str(cat[i])
-        tid, s, e = int(drv["thread_id"][i]), int(drv["start_ns"][i]), int(drv["end_ns"][i])
-        corr = int(drv["correlation_id"][i])
+        tid, s, e = int(calls["thread_id"][i]), int(calls["start_ns"][i]), int(calls["end_ns"][i])
+        corr = int(calls["correlation_id"][i])
         inside = [ev for ev in evs if ev.thread_id == tid and s <= ev.ts <= e]
         if c == "instantiate":
             made = [ev for ev in inside if ev.cbid == "GRAPHEXEC_CREATED"]

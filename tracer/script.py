@@ -10,6 +10,7 @@ raises, calls sys.exit, or the user presses Ctrl-C — the trace of what ran is 
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import sys
@@ -86,9 +87,8 @@ class ScriptTracer:
         if self._profiler is not None:
             try:
                 session = self._profiler.stop()
-                import json
-
-                profile_json = json.loads(session.to_json()) if hasattr(session, "to_json") else None
+                data = session.to_json()  # a dict in pyinstrument 5, a string in older releases
+                profile_json = data if isinstance(data, dict) else json.loads(data)
             except Exception:
                 profile_json = None
         try:
@@ -154,6 +154,10 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
             writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
     writer.add_pass(info)
     _append_inferred_iterations(writer, pid)
+    debug_dir = os.environ.get("GRAPHMODE_DEBUG_DIR")
+    if debug_dir:  # raw resource callbacks, to study what a framework does with graphs
+        with open(os.path.join(debug_dir, f"resource_events_{writer.path.stem}.json"), "w") as f:
+            json.dump([e.__dict__ for e in raw.resource_events], f)
 
 
 def _append_inferred_iterations(writer: TraceWriter, pass_id: int) -> None:

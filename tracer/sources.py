@@ -18,7 +18,8 @@ _OWN = tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
     for pkg in ("tracer", "graphmode", "analyzers", "reports")
 )
-_LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# torch.compile runs code that Inductor generated under /tmp/torchinductor_<user>: not the user's.
+_LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "torchinductor_")
 _STDLIB = tuple(
     p + os.sep for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p
 )
