@@ -7,7 +7,8 @@ Entry points (stable names; the reports call them):
   under reports/report.schema.json, without the per-iteration series).
 
 Result types (analyzers.results): `TraceAnalysis`, `ModeMetrics`, `Stat`, `IterationSeries`,
-`OverheadSaved`, `GraphCost`, `BreakEven`, `KernelComparison`, `CriticalPath`, `Distortion`.
+`OverheadSaved`, `GraphCost`, `BreakEven`, `KernelComparison`, `CriticalPath`, `Distortion`, `Pitfall`
+(diagnostics, analyzers.pitfalls), `CpuProfile` (analyzers.cpu_profile).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ import math
 from typing import Any
 
 from analyzers.break_even import break_even, overhead_saved
+from analyzers.cpu_profile import cpu_profile_summary
 from analyzers.critical_path import critical_paths
 from analyzers.graph_cost import graph_costs, has_cost_records
 from analyzers.iterations import mode_metrics, place_gpu_spans
 from analyzers.kernels import MAX_KERNELS, kernel_comparisons
+from analyzers.pitfalls import find_pitfalls
 from analyzers.results import (
     BreakEven,
+    CpuProfile,
     CriticalPath,
     Distortion,
     GraphCost,
@@ -30,6 +34,7 @@ from analyzers.results import (
     KernelComparison,
     ModeMetrics,
     OverheadSaved,
+    Pitfall,
     Stat,
     TraceAnalysis,
 )
@@ -40,7 +45,7 @@ DISTORTION_WARNING_RATIO = 1.05
 
 __all__ = [
     "BreakEven", "CriticalPath", "Distortion", "GraphCost", "IterationSeries", "KernelComparison",
-    "ModeMetrics", "OverheadSaved", "Stat", "TraceAnalysis", "analyze", "to_dict",
+    "ModeMetrics", "OverheadSaved", "Stat", "TraceAnalysis", "analyze", "to_dict", "Pitfall", "CpuProfile",
 ]
 
 
@@ -150,13 +155,16 @@ def analyze(trace: Trace) -> TraceAnalysis:
                         f"vs {m.wall.median / 1e3:.1f} us untraced): CPU and GPU figures come from the slowed pass"
                     )
 
-    return TraceAnalysis(
+    result = TraceAnalysis(
         path=str(trace.path), workload=str(trace.meta.get("workload", "")), status=status, status_reason=reason,
         dropped_records=dropped, timing_pass_id=timing_id, traced_pass_id=traced_id,
         traced_detail=traced.detail if traced else None, modes=tuple(modes), overhead_saved=tuple(saved),
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot),
     )
+    # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
+    return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result),
+                               cpu_profile=cpu_profile_summary(trace, traced_id))
 
 
 def _plain(value: Any) -> Any:

@@ -174,6 +174,53 @@ class Distortion:
 
 
 @dataclass(frozen=True)
+class Pitfall:
+    """A problem people hit with CUDA Graphs, found in the trace (analyzers.pitfalls, docs/metrics.md)."""
+
+    kind: str  # capture_failed | repeated_instantiation | never_paid_back | gaps_between_replays | graph_slower
+    severity: str  # 'error' (something broke) or 'warning' (savings lost)
+    title: str
+    evidence: str  # one or two plain sentences with the measured numbers
+    where: str  # user source 'file:line function', '' when not known
+    advice: str
+    graph_id: int = 0  # 0: not about one graph (or all of them)
+    cost_ns: float | None = None  # time the problem cost in this run, when measurable
+
+
+@dataclass(frozen=True)
+class CpuCategory:
+    """Sampled CPU time of one kind of code (innermost frame of each sample)."""
+
+    name: str  # user | framework | cuda_binding | tracer | other
+    ns: float
+    fraction: float  # of the sampled time
+
+
+@dataclass(frozen=True)
+class CpuFrame:
+    """One function or user line with its sampled time."""
+
+    function: str
+    location: str  # 'file:line'
+    category: str
+    ns: float
+
+
+@dataclass(frozen=True)
+class CpuProfile:
+    """Summary of the pyinstrument session stored in meta.cpu_profile (analyzers.cpu_profile)."""
+
+    duration_ns: float  # wall time the profiler ran
+    sampled_ns: float  # time covered by samples
+    samples: int
+    interval_ns: float
+    categories: tuple[CpuCategory, ...]
+    top_frames: tuple[CpuFrame, ...]  # innermost frames by self time
+    top_user_lines: tuple[CpuFrame, ...]  # innermost user line of each sample, by time including callees
+    cuda_api_ns: float | None  # CPU time in outermost CUDA API calls (CUPTI), same run; None: no traced pass
+
+
+@dataclass(frozen=True)
 class TraceAnalysis:
     """Everything `analyzers.analyze(trace)` computes for one trace."""
 
@@ -194,6 +241,8 @@ class TraceAnalysis:
     distortion: tuple[Distortion, ...]
     warnings: tuple[str, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
     cannot_compute: tuple[str, ...]  # what cannot be computed for this trace, and why
+    pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
+    cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
 
     def mode(self, name: str) -> ModeMetrics | None:
         return next((m for m in self.modes if m.mode == name), None)

@@ -18,6 +18,7 @@ from typing import Any
 
 from analyzers import TraceAnalysis, analyze
 from reports import html_charts
+from reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
@@ -118,6 +119,9 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         if items:
             body += f"<ul class='{cls}'>" + "".join(f"<li>{html.escape(s)}</li>" for s in items) + "</ul>"
     parts.append(_section("Headline numbers", body))
+    diagnostics = diagnostics_html(a.pitfalls)
+    if diagnostics:
+        parts.append(_section("Diagnostics", diagnostics))
 
     selection: Selection | None = None
     tp = traced_pass(trace)
@@ -184,6 +188,9 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         plots.append({"div": "gm-iteration-times", "figure": fig_d, "hover": None, "sync": None})
         charts.append(_section("Iteration times", "<div id='gm-iteration-times' class='plot'></div>"))
     parts.extend(charts)
+    profile = cpu_profile_html(a.cpu_profile, meta.get("cpu_profile"))
+    if profile:
+        parts.append(_section("CPU profile", profile))
     return _page(title, "".join(parts), {"plots": plots}), selection
 
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analyzers import BreakEven, ModeMetrics, Stat, TraceAnalysis, analyze
+from reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from tracer.store import Trace
 
 output_file_extension = "txt"
@@ -102,6 +103,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
     console.print(f"[bold green]{headline(a)}[/bold green]")
     for w in a.warnings:
         console.print(f"[bold red]warning:[/bold red] {w}")
+    print_pitfalls(console, a.pitfalls)
 
     if a.break_even:
         rows: list[tuple[str, list[str]]] = [
@@ -174,6 +176,8 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             t.add_row(k.name[:60], str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
                       human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
         console.print(t)
+
+    print_cpu_profile(console, a.cpu_profile)
 
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")
