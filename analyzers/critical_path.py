@@ -29,9 +29,19 @@ ORDER BY s.graph_id
 
 _NODE_SQL = """
 SELECT graph_id, graph_node_id, median(end_ns - start_ns)::DOUBLE AS dur
-FROM gpu_spans WHERE pass_id = ? AND graph_id <> 0 AND graph_node_id <> 0
+FROM gpu_spans WHERE pass_id = ? AND graph_id <> 0 AND graph_node_id <> 0 AND (graph_id = ? OR ? IS NULL)
 GROUP BY graph_id, graph_node_id
 """
+
+
+def node_durations(trace: Trace, pass_id: int, graph_id: int | None = None) -> dict[tuple[int, int], float]:
+    """Median GPU duration (ns) over replays of each graph node that has spans, keyed by (graph_id, node_id).
+
+    Node-detail passes only (graph-detail passes record no node spans: the result is empty). Nodes with
+    no GPU work (empty, event, host) have no entry; the critical path weighs them 0. `graph_id`: only
+    that graph's nodes.
+    """
+    return {(int(g), int(n)): float(d) for g, n, d in trace.rows(_NODE_SQL, [pass_id, graph_id, graph_id])}
 
 
 def longest_path(weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -53,9 +63,7 @@ def longest_path(weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple
 def critical_paths(trace: Trace, pass_id: int) -> tuple[list[CriticalPath], list[str]]:
     """Critical paths of the pass's graphs that have nodes; also statements of what was skipped."""
     notes: list[str] = []
-    node_dur: dict[tuple[int, int], float] = {
-        (int(g), int(n)): float(d) for g, n, d in trace.rows(_NODE_SQL, [pass_id])
-    }
+    node_dur = node_durations(trace, pass_id)
     replay = trace.sql(_REPLAY_SQL, [pass_id])
     labels = dict(trace.rows("SELECT graph_id, label FROM graphs WHERE pass_id = ?", [pass_id]))
     out: list[CriticalPath] = []

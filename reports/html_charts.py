@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.critical_path import _NODE_SQL as NODE_MEDIAN_SQL  # same node durations as the critical path
-from analyzers.critical_path import longest_path
+from analyzers.critical_path import longest_path, node_durations  # the critical path's own node durations
 from analyzers.results import BreakEven, CriticalPath, ModeMetrics
 from reports.timeline_plot import typed_array
 from tracer.store import Trace
@@ -46,7 +45,7 @@ def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPat
     for lv in np.unique(level):
         members = np.flatnonzero(level == lv)
         row[members] = np.arange(members.size) - (members.size - 1) / 2
-    medians = {int(n): float(d) for g, n, d in trace.rows(NODE_MEDIAN_SQL, [pass_id]) if int(g) == graph_id}
+    medians = {n: d for (_, n), d in node_durations(trace, pass_id, graph_id).items()}
     dur = np.array([medians.get(int(i), np.nan) for i in ids])
     on_path = np.isin(ids, np.array(path.path_node_ids if path else (), np.int64))
     path_edge = on_path[src] & on_path[dst] if src.size else np.zeros(0, bool)

@@ -9,7 +9,7 @@ import pytest
 
 from analyzers import TraceAnalysis, analyze
 from analyzers.break_even import bootstrap_medians, smallest_replays
-from analyzers.critical_path import longest_path
+from analyzers.critical_path import longest_path, node_durations
 from synthetic import SyntheticTrace, basic_trace
 from tracer.store import load
 from tracer.validate import validate_trace
@@ -250,6 +250,32 @@ def test_dag_with_known_critical_path(tmp_path: Path) -> None:
     assert p.path_node_ids == (7, 1, 3, 4, 5)
     assert p.measured_span is not None and p.measured_span.median == 800
     assert p.parallelism_delivered == pytest.approx((1350 - 800) / (1350 - 550))
+
+
+def test_node_durations_are_medians_over_replays(tmp_path: Path) -> None:
+    # SYNTHETIC: graph 1 replayed three times, graph 2 twice; durations chosen by hand.
+    t = SyntheticTrace().add_pass(0, "node")
+    t.graph(0, 1, "g1", [(1, "kernel", "a"), (2, "kernel", "b"), (3, "empty", "")], [(1, 2), (3, 1)])
+    t.graph(0, 2, "g2", [(1, "kernel", "c")], [])
+    start = 10_000
+    for replay, (a, b) in enumerate([(100, 40), (300, 50), (200, 90)]):  # a: median 200; b: median 50
+        t.iteration(0, "graph", replay, start, start + 1_000)
+        c = t.api(0, "cudaGraphLaunch", "graph_launch", start, start + 10)
+        t.span(0, "a", start + 20, start + 20 + a, c, graph_id=1, node_id=1)
+        t.span(0, "b", start + 20 + a, start + 20 + a + b, c, graph_id=1, node_id=2)
+        start += 2_000
+    for replay, d in enumerate([70, 80]):  # c: median of two = 75
+        t.iteration(0, "graph", 3 + replay, start, start + 1_000)
+        c = t.api(0, "cudaGraphLaunch", "graph_launch", start, start + 10)
+        t.span(0, "c", start + 20, start + 20 + d, c, graph_id=2, node_id=1)
+        start += 2_000
+    path = t.write(tmp_path / "nodes.gmtrace")
+    with load(path) as trace:
+        assert node_durations(trace, 0) == {(1, 1): 200.0, (1, 2): 50.0, (2, 1): 75.0}  # empty node 3: no entry
+        assert node_durations(trace, 0, graph_id=2) == {(2, 1): 75.0}
+        assert node_durations(trace, 0, graph_id=3) == {}
+        (p1, p2) = analyze(trace).critical_paths
+    assert (p1.serial_ns, p1.critical_path_ns, p2.serial_ns) == (250, 250, 75)  # the same weights
 
 
 def test_a_chain_has_no_parallel_branches() -> None:
