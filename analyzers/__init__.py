@@ -73,6 +73,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
     if dropped:
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
 
+    wall_id: int | None  # the pass that gives wall times: timing if it has iterations, else traced
     if timing is not None and _has_iterations(trace, timing.pass_id):
         wall_id, wall_source = timing.pass_id, "timing"
     elif traced is not None:

@@ -27,7 +27,8 @@ def bootstrap_medians(values: np.ndarray, resamples: int, rng: np.random.Generat
         raise ValueError("cannot bootstrap an empty sample")
 
     def empirical_quantile(u: np.ndarray) -> np.ndarray:
-        return x[np.clip(np.ceil(u * n).astype(np.int64) - 1, 0, n - 1)]
+        q: np.ndarray = x[np.clip(np.ceil(u * n).astype(np.int64) - 1, 0, n - 1)]
+        return q
 
     if n % 2 == 1:
         m = (n + 1) // 2
@@ -36,7 +37,8 @@ def bootstrap_medians(values: np.ndarray, resamples: int, rng: np.random.Generat
     u_m = rng.beta(m, n - m + 1, resamples)
     # Given the m-th smallest uniform, the other n-m lie uniformly above it: the next is their minimum.
     u_next = u_m + (1.0 - u_m) * rng.beta(1, n - m, resamples)
-    return 0.5 * (empirical_quantile(u_m) + empirical_quantile(u_next))
+    medians: np.ndarray = 0.5 * (empirical_quantile(u_m) + empirical_quantile(u_next))
+    return medians
 
 
 def smallest_replays(one_time_ns: float, saved_per_replay_ns: float) -> int:

@@ -41,7 +41,8 @@ def _quantile_linear(d: np.ndarray, first: np.ndarray, n: np.ndarray, q: float) 
     a = d[first + below.astype(np.int64)].astype(np.float64)
     b = d[first + np.minimum(below.astype(np.int64) + 1, n - 1)].astype(np.float64)
     diff = b - a
-    return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp: exact at both ends
+    value: np.ndarray = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp: exact at both ends
+    return value
 
 
 def kernel_comparisons(trace: Trace, traced_pass_id: int, eager_mode: str,

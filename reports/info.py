@@ -48,7 +48,7 @@ def print_info(trace: Trace, console: Console | None = None) -> None:
     problems = validate_trace(trace)
     if problems:
         console.print("[red]invariants broken:[/red]")
-        for p in problems:
-            console.print(f"  - {p}")
+        for problem in problems:
+            console.print(f"  - {problem}")
     else:
         console.print("[green]trace passes the validator[/green]")

@@ -23,7 +23,7 @@ def analysis_html(analysis: TraceAnalysis, height: int = 900) -> str:
         from reports.html import render_html
 
         with load(analysis.path) as trace:
-            page = render_html(trace)
+            page, _ = render_html(trace)  # (page, the window it shows)
     except Exception as e:  # the report alone is still worth showing
         page = f"<p>timeline unavailable: {html.escape(str(e))}</p>"
     frame = f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:{height}px;border:0" sandbox="allow-scripts"></iframe>'
