@@ -192,8 +192,9 @@ def _subjects(trace: Trace, a: TraceAnalysis) -> list[_Subject]:
     b = a.primary_break_even()
     if (not paired or len(per) == 1) and b is not None and b.eager_ns is not None and b.graph_ns is not None:
         # bench traces (eager iterations carry no graph id) and single-graph scripts: the analysis's own break-even
-        e, g_ = a.mode(b.baseline), a.mode("graph")
-        return [_Subject(next(iter(paired), 0), b.eager_ns, b.graph_ns, e.iterations if e else 0, g_.iterations if g_ else 0,
+        base_mode, graph_mode = a.mode(b.baseline), a.mode("graph")
+        return [_Subject(next(iter(paired), 0), b.eager_ns, b.graph_ns, base_mode.iterations if base_mode else 0,
+                         graph_mode.iterations if graph_mode else 0,
                          b.one_time_ns, b.run_replays, b.replays, "break-even from the analysis")]
     out = []
     launches = dict(trace.rows("SELECT graph_id, count(*) FROM graph_events WHERE pass_id = ? AND event = 'launch' GROUP BY graph_id",
@@ -294,7 +295,7 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
         j = np.searchsorted(a0, s_start, side="right") - 1
         inside = (j >= 0) & (s_start < a1[np.maximum(j, 0)])
         with_sync = int(np.unique(j[inside]).size)
-        cited = Counter()
+        cited: Counter[tuple[Any, Any]] = Counter()
         for name, source, dur in zip(s_name[inside], s_src[inside], s_dur[inside]):  # noqa: B905
             cited[(name, source)] += int(dur)
         calls = Counter(zip(s_name[inside], s_src[inside]))
