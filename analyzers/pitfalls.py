@@ -127,9 +127,12 @@ def _repeated_instantiation(trace: Trace, pass_id: int, t_run: float) -> list[Pi
     src = _source_column(trace)
     events = trace.rows(
         f"SELECT e.graph_id, e.event, e.end_ns - e.start_ns, coalesce(a.source, '') FROM graph_events e "
-        f"LEFT JOIN (SELECT correlation_id, max({src}) AS source FROM api_calls WHERE pass_id = ? GROUP BY correlation_id) a "
+        # only the calls of lifecycle events: grouping all of a 5 M-call pass by correlation id cost ~0.7 s
+        f"LEFT JOIN (SELECT correlation_id, max({src}) AS source FROM api_calls WHERE pass_id = ? AND correlation_id IN "
+        "(SELECT correlation_id FROM graph_events WHERE pass_id = ? AND correlation_id <> 0) GROUP BY correlation_id) a "
         "ON e.correlation_id <> 0 AND a.correlation_id = e.correlation_id "
-        "WHERE e.pass_id = ? AND e.event IN ('capture', 'build', 'instantiate', 'upload') ORDER BY e.start_ns", [pass_id, pass_id])
+        "WHERE e.pass_id = ? AND e.event IN ('capture', 'build', 'instantiate', 'upload') ORDER BY e.start_ns",
+        [pass_id, pass_id, pass_id])
     by_sig: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     for row in events:  # lifecycle rows: a few per graph
         key = tuple(sigs.get(row[0]) or ()) or (f"graph {row[0]}",)

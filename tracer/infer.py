@@ -42,7 +42,10 @@ NVTX_MODES = ("eager_sync_each", "eager", "graph")
 MARKER_COLUMNS = ("pass_id", "kind", "name", "mode", "iteration", "start_ns", "end_ns", "thread_id", "graph_id")
 
 _LAUNCHES_SQL = """
-WITH gpu AS (SELECT correlation_id, max(end_ns) AS gpu_end FROM gpu_spans WHERE pass_id = $1 GROUP BY correlation_id)
+WITH gpu AS (  -- only the launches' spans: grouping every span of the pass by correlation id is most of the cost
+  SELECT correlation_id, max(end_ns) AS gpu_end FROM gpu_spans WHERE pass_id = $1 AND correlation_id IN
+    (SELECT correlation_id FROM graph_events WHERE pass_id = $1 AND event = 'launch' AND correlation_id <> 0)
+  GROUP BY correlation_id)
 SELECT e.graph_id, e.start_ns, e.end_ns, e.thread_id, e.correlation_id, coalesce(g.gpu_end, 0)::BIGINT AS gpu_end
 FROM graph_events e LEFT JOIN gpu g ON e.correlation_id <> 0 AND g.correlation_id = e.correlation_id
 WHERE e.pass_id = $1 AND e.event = 'launch' ORDER BY e.graph_id, e.start_ns
