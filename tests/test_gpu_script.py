@@ -23,10 +23,13 @@ def _marked_lines(example: str, tag: str) -> set[int]:
     return {i + 1 for i, line in enumerate(lines) if f"# {tag}" in line}
 
 
-def _graphmode_run(tmp: Path, example: str, *args: str, expect: int = 0) -> tuple[Trace, subprocess.CompletedProcess[str]]:
+def _graphmode_run(tmp: Path, example: str, *args: str, expect: int = 0,
+                   options: tuple[str, ...] = ()) -> tuple[Trace, subprocess.CompletedProcess[str]]:
+    """`graphmode run [options] examples/<example> [args]`: args after the script are the script's."""
     out = tmp / (Path(example).stem + ".gmtrace")
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), str(EXAMPLES / example), *args],
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), *options,
+                           str(EXAMPLES / example), *args],
                           cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert out.exists() and out.with_suffix(".html").exists()
@@ -96,6 +99,7 @@ def test_broken_capture_diagnosed(tmp_path: Path) -> None:
     t, proc = _graphmode_run(tmp_path, "broken_capture.py", expect=1)
     assert t.meta["status"] == "failed"
     exc = t.meta["script"]["exception"]
+    assert any("capturing" in c["message"] or "capture" in c["message"] for c in exc["chain"])
     broken = _marked_lines("broken_capture.py", "BREAKS")
     assert any(f.endswith("broken_capture.py") and line in broken for f, line, _ in exc["frames"])
     failed = t.rows("SELECT name, return_code FROM api_calls WHERE return_code IN (900, 901, 904, 905, 906, 907, 908)")
@@ -125,7 +129,8 @@ def test_cupy_capture(tmp_path: Path) -> None:
 
 
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
-    t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", "--detail", "node")
+    t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--detail", "node"))
+    assert t.meta["params"]["detail"] == "node"
     (gid, n_nodes), = t.rows("SELECT graph_id, num_nodes FROM graphs WHERE origin='capture'")
     assert n_nodes == 16
     ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))

@@ -25,9 +25,24 @@ from tracer.store import PassInfo, TraceWriter
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
-    frames = [[f.filename, f.lineno or 0, f.name] for f in traceback.extract_tb(exc.__traceback__)]
-    return {"type": type(exc).__name__, "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "",
-            "frames": frames}
+    """Type, message and frames of an exception and of the exceptions it was raised while handling.
+
+    PyTorch reports a broken capture twice: the offending call raises, then leaving the
+    torch.cuda.graph block raises again from capture_end. The user's line is in the first one, so
+    `frames` runs from the last exception raised to the root cause: the root cause's frames come last.
+    """
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+
+    def one(x: BaseException) -> dict[str, Any]:
+        text = str(x).strip()
+        return {"type": type(x).__name__, "message": text.splitlines()[0] if text else ""}
+
+    frames = [[f.filename, f.lineno or 0, f.name] for x in chain for f in traceback.extract_tb(x.__traceback__)]
+    return {**one(exc), "frames": frames, "chain": [one(x) for x in chain]}
 
 
 class ScriptTracer:
