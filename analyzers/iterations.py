@@ -56,19 +56,35 @@ def _place(starts: np.ndarray, it_start: np.ndarray, it_end: np.ndarray) -> np.n
     """Index (into it_start, sorted) of the iteration each start falls in; -1 outside every iteration.
 
     `starts` must be sorted: then the iteration index is the number of iterations that began at or
-    before each start, less one, which one cumulative count over the first span of each iteration gives.
+    before each start, less one (one cumulative count over the first start of each iteration), and the
+    starts an iteration holds are a prefix of those placed in it. One array of the events' size is
+    allocated: fresh memory costs page faults, which dominate on some VMs.
     """
+    n = starts.size
     first = np.searchsorted(starts, it_start, side="left")  # first start at or after each iteration's start
-    j = np.cumsum(np.bincount(first, minlength=starts.size + 1)[: starts.size]) - 1
-    inside = (j >= 0) & (starts < it_end[np.maximum(j, 0)]) if it_start.size else np.zeros(starts.size, dtype=bool)
-    return np.where(inside, j, -1)
+    j = np.bincount(first, minlength=n + 1)[:n]
+    np.cumsum(j, out=j)
+    j -= 1
+    if it_start.size == 0:
+        return j
+    # iteration k's starts are [first_k, first_k+1); those at or after its end are outside: [lo_k, hi_k)
+    hi = np.append(first[1:], n)
+    lo = np.clip(np.searchsorted(starts, it_end, side="left"), first, hi)
+    outside = lo < hi
+    if outside.any():
+        edge = np.zeros(n + 1, dtype=np.int8)
+        edge[lo[outside]] = 1  # the ranges are disjoint: their starts are distinct, and so are their ends
+        edge[hi[outside]] -= 1
+        j[np.cumsum(edge[:n], dtype=np.int8).view(bool)] = -1
+    return j
 
 
-def _outermost_first(start: np.ndarray, end: np.ndarray, is_runtime: np.ndarray) -> np.ndarray:
+def _outermost_first(start: np.ndarray, end: np.ndarray, is_runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Order by start, then longer first, then runtime before driver (docs/metrics.md, outermost calls).
 
     The same order as np.lexsort((~is_runtime, -end, start)), but the full three-key sort runs only
     on calls that share a start with another call; the rest need only the (near-linear) stable sort.
+    Returns (order, start[order]).
     """
     order = np.argsort(start, kind="stable")
     s = start[order]
@@ -79,8 +95,8 @@ def _outermost_first(start: np.ndarray, end: np.ndarray, is_runtime: np.ndarray)
     if tied.any():
         at = np.flatnonzero(tied)  # whole runs of equal starts, so sorting them in place keeps the rest in order
         sub = order[at]
-        order[at] = sub[np.lexsort((~is_runtime[sub], -end[sub], start[sub]))]
-    return order
+        order[at] = sub[np.lexsort((~is_runtime[sub], -end[sub], start[sub]))]  # equal starts: s stays valid
+    return order, s
 
 
 def _api_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str, np.ndarray]:
@@ -98,30 +114,38 @@ def _api_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str,
         on_thread = a["thread_id"] == thread
         rows = np.flatnonzero(on_thread)
         st, en, rt, cat = (a[c] if on_thread.all() else a[c][rows] for c in ("start_ns", "end_ns", "is_runtime", "cat"))
-        order = _outermost_first(st, en, rt)
-        st, en, cat = st[order], en[order], cat[order]
+        order, st = _outermost_first(st, en, rt)
+        en, cat = en[order], cat[order]
         mine = np.flatnonzero(it.thread == thread)  # iterations are in start order (_ITERS)
         ite = it.end[mine]
         j = _place(st, it.start[mine], ite)
         keep = j >= 0
-        st, en, cat, j = st[keep], en[keep], cat[keep], j[keep]
+        if not keep.all():
+            st, en, cat, j = st[keep], en[keep], cat[keep], j[keep]
         covered = np.maximum.accumulate(en)
         nested = np.zeros(st.size, dtype=bool)
         nested[1:] = en[1:] <= covered[:-1]
-        dur = np.minimum(en, ite[j]) - st
+        dur = np.take(ite, j, out=covered)  # reuses the buffer: fresh memory costs page faults
+        np.minimum(dur, en, out=dur)  # clipped to the iteration's end
+        dur -= st
+        # one bincount over (iteration, category); nested calls go to a bin past the end
+        j *= 3
+        j += cat
+        j[nested] = 3 * mine.size
+        sums = np.bincount(j, weights=dur, minlength=3 * mine.size + 1)[:-1].astype(np.int64).reshape(-1, 3)
         for code, key in ((0, "launch"), (1, "sync"), (2, "other")):
-            sel = (~nested) & (cat == code)
-            out[key] += np.bincount(mine[j[sel]], weights=dur[sel], minlength=n).astype(np.int64)
+            out[key][mine] += sums[:, code]
     return out
 
 
 @dataclass(frozen=True)
 class PlacedGpuSpans:
-    """The GPU spans of a traced pass that start inside one of its iterations, in start order.
+    """The GPU spans of a traced pass, each with the iteration it starts in (`iteration`, -1: none).
 
-    Shared by the per-iteration GPU metrics and the per-kernel comparison, so that 4.6 M spans are
-    fetched and placed once. `iteration` indexes `iterations`; `end` is not clipped; `names[name_code]`
-    is the span's name.
+    Shared by the per-iteration GPU metrics and the per-kernel comparison, so that millions of spans are
+    fetched and placed once. The columns stay in the order DuckDB returned them (no copies); `order`
+    sorts them by start (None: they already are) and `sorted_start` / `sorted_iteration` are in that
+    order. `iteration` indexes `iterations`; `end` is not clipped; `names[name_code]` is the span's name.
     """
 
     pass_id: int
@@ -134,28 +158,42 @@ class PlacedGpuSpans:
     in_graph: np.ndarray
     name_code: np.ndarray
     names: np.ndarray
+    order: np.ndarray | None
+    sorted_start: np.ndarray
+    sorted_iteration: np.ndarray
 
 
 def place_gpu_spans(trace: Trace, pass_id: int) -> PlacedGpuSpans:
     """Places the pass's GPU spans in its iterations: the span belongs to the iteration whose span holds
     its start (any thread: the GPU is shared)."""
     it = _iterations(trace, pass_id)
-    if it.start.size == 0:
+    if it.start.size == 0:  # nothing to place in
         none = np.zeros(0, dtype=np.int64)
         return PlacedGpuSpans(pass_id, it, none, none, none, none.astype(bool), none.astype(bool), none.astype(bool),
-                              none.astype(np.int32), np.zeros(0, dtype=object))
+                              none.astype(np.int32), np.zeros(0, dtype=object), None, none, none)
     g = trace.sql(_GPU_COLUMNS_SQL, [pass_id])
     names = trace.sql(_GPU_NAMES_SQL, [pass_id])["name"].astype(object)
     order = _order_by_start(g["start_ns"])  # the join does not keep the table's order
-    start = g["start_ns"] if order is None else g["start_ns"][order]
-    j = _place(start, it.start, it.end)
-    keep = np.flatnonzero(j >= 0)
-    rows = keep if order is None else order[keep]
+    sorted_start = g["start_ns"] if order is None else g["start_ns"][order]
+    sorted_j = _place(sorted_start, it.start, it.end)
+    if order is None:
+        j = sorted_j
+    else:
+        j = np.empty_like(sorted_j)
+        j[order] = sorted_j
     return PlacedGpuSpans(
-        pass_id=pass_id, iterations=it, iteration=j[keep], start=start[keep], end=g["end_ns"][rows],
-        is_kernel=g["is_kernel"][rows], is_graph=g["is_graph"][rows], in_graph=g["in_graph"][rows],
-        name_code=g["name_code"][rows], names=names,
+        pass_id=pass_id, iterations=it, iteration=j, start=g["start_ns"], end=g["end_ns"],
+        is_kernel=g["is_kernel"], is_graph=g["is_graph"], in_graph=g["in_graph"], name_code=g["name_code"],
+        names=names, order=order, sorted_start=sorted_start, sorted_iteration=sorted_j,
     )
+
+
+def _count_per_iteration(iteration: np.ndarray, which: np.ndarray, n: int) -> np.ndarray:
+    """Number of spans with `which` set in each of n iterations (spans outside every iteration: none)."""
+    j = iteration[which]
+    if j.size and j.min() < 0:
+        j = j[j >= 0]
+    return np.bincount(j, minlength=n).astype(np.int64)
 
 
 def _gpu_per_iteration(spans: PlacedGpuSpans) -> dict[str, np.ndarray]:
@@ -164,23 +202,29 @@ def _gpu_per_iteration(spans: PlacedGpuSpans) -> dict[str, np.ndarray]:
     Each span is clipped to its iteration's end. Iterations of one pass do not overlap, so with spans in
     start order the running maximum of clipped ends never reaches into the next iteration: each span
     adds only the part that ends after every earlier span ended, which counts overlapping streams once.
+    Large temporaries are reused in place (fresh memory costs page faults).
     """
     its, ite = spans.iterations.start, spans.iterations.end
     n = its.size
-    st, j = spans.start, spans.iteration
-    en = np.minimum(spans.end, ite[j])
-    covered = np.empty_like(en)
+    st, j = spans.sorted_start, spans.sorted_iteration
+    end = spans.end if spans.order is None else spans.end[spans.order]
+    placed = j >= 0
+    if not placed.all():
+        st, j, end = st[placed], j[placed], end[placed]
+    en = ite[j]
+    np.minimum(en, end, out=en)  # clipped to the iteration's end
+    running_end = np.maximum.accumulate(en)
+    covered = its[j]  # nothing of an earlier iteration reaches into this one
     if en.size:
-        covered[0] = its[j[0]]
-        covered[1:] = np.maximum.accumulate(en)[:-1]
-    covered = np.maximum(covered, its[j])  # nothing of an earlier iteration reaches into this one
-    added = np.maximum(en - np.maximum(st, covered), 0)
+        np.maximum(covered[1:], running_end[:-1], out=covered[1:])
+    np.maximum(covered, st, out=covered)
+    added = np.subtract(en, covered, out=covered)
+    np.maximum(added, 0, out=added)
     # j is non-decreasing (spans by start, iterations by start, no overlap): groups are runs of j
-    bounds = np.flatnonzero(np.diff(j)) + 1
+    bounds = np.flatnonzero(j[1:] != j[:-1]) + 1
     group_first = np.concatenate([[0], bounds]) if j.size else np.zeros(0, dtype=np.int64)
     group_last = np.concatenate([bounds - 1, [j.size - 1]]) if j.size else np.zeros(0, dtype=np.int64)
     busy = np.bincount(j, weights=added, minlength=n).astype(np.int64)
-    running_end = np.maximum.accumulate(en) if en.size else en
     first = np.zeros(n, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)
     has = np.zeros(n, dtype=bool)
@@ -190,8 +234,8 @@ def _gpu_per_iteration(spans: PlacedGpuSpans) -> dict[str, np.ndarray]:
     gap = np.where(has, (last - first) - busy, 0)
     return {
         "busy": busy, "gap": gap,
-        "kernels": np.bincount(j, weights=spans.is_kernel, minlength=n).astype(np.int64),
-        "graphs": np.bincount(j, weights=spans.is_graph, minlength=n).astype(np.int64),
+        "kernels": _count_per_iteration(spans.iteration, spans.is_kernel, n),
+        "graphs": _count_per_iteration(spans.iteration, spans.is_graph, n),
     }
 
 
