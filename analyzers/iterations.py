@@ -125,7 +125,7 @@ def _api_per_iteration(trace: Trace, pass_id: int, it: _Iterations) -> dict[str,
         covered = np.maximum.accumulate(en)
         nested = np.zeros(st.size, dtype=bool)
         nested[1:] = en[1:] <= covered[:-1]
-        dur = np.take(ite, j, out=covered)  # reuses the buffer: fresh memory costs page faults
+        dur = np.take(ite, j, out=covered, mode="clip")  # reuses the buffer (mode='raise' would buffer); j is in range
         np.minimum(dur, en, out=dur)  # clipped to the iteration's end
         dur -= st
         # one bincount over (iteration, category); nested calls go to a bin past the end
