@@ -207,3 +207,53 @@ def test_compare_cuda_step_detects_wrong_graph(tmp_path: Path) -> None:
 
     c = graphmode.compare(step, iters=50, warmup=5, out=tmp_path / "wrong.gmtrace", outputs=outputs)
     assert not c.outputs_match
+
+
+def test_launch_sources_attribute_eager_kernels(tmp_path: Path) -> None:
+    t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--launch-sources",))
+    line = _marked_lines("cuda_python_capture.py", "LINE").pop()
+    rows = t.rows("""SELECT a.source, count(*) FROM gpu_spans s JOIN api_calls a USING (pass_id, correlation_id)
+                     WHERE s.kind = 'kernel' AND s.graph_id = 0 GROUP BY 1""")
+    assert rows == [(f"{EXAMPLES / 'cuda_python_capture.py'}:{line} step", 16 * 200)]
+
+
+def test_ctrl_c_keeps_the_trace(tmp_path: Path) -> None:
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "from tracer import cuda_util\nfrom cuda.bindings import driver as cu\n"
+        "cuda_util.init_device()\nd = cuda_util.alloc(4096)\n"
+        "for _ in range(10):\n    cuda_util.check(cu.cuMemsetD32(d, 1, 1024))\n"
+        "raise KeyboardInterrupt\n")
+    out = tmp_path / "int.gmtrace"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 130
+    t = load(out)
+    assert t.meta["status"] == "interrupted"
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind='memset'")[0][0] == 10
+    from analyzers import analyze
+
+    assert analyze(t).status == "interrupted"
+
+
+def test_trace_context_manager_records_a_region(tmp_path: Path) -> None:
+    import graphmode
+    from tracer.workloads import make_workload
+
+    wl = make_workload("chain", n=10_000, kernels=4)
+    wl.setup()
+    step = wl.eager_modes()["eager"]
+    with graphmode.trace(tmp_path / "region.gmtrace") as t:
+        for _ in range(5):
+            step()
+    tr = t.load()
+    assert tr.meta["workload"] == "region" and tr.meta["status"] == "complete"
+    assert tr.rows("SELECT count(*) FROM gpu_spans WHERE kind='kernel'")[0][0] == 20
+    assert validate_trace(tr) == []
+    with pytest.raises(ZeroDivisionError):
+        with graphmode.trace(tmp_path / "boom.gmtrace"):
+            step()
+            1 / 0
+    assert load(tmp_path / "boom.gmtrace").meta["status"] == "failed"
+    wl.teardown()
