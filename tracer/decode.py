@@ -177,12 +177,7 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
             {
                 "kind": np.full(n, "kernel", dtype=object),
                 "name": _names_for(r["name"], raw.names),
-                "start_ns": r["start"].astype(np.int64),
-                "end_ns": r["end"].astype(np.int64),
-                "device_id": r["device_id"].astype(np.int32),
-                "context_id": r["context_id"].astype(np.int32),
-                "stream_id": r["stream_id"].astype(np.int32),
-                "correlation_id": r["correlation_id"].astype(np.int64),
+                **_common_span_columns(r),
                 "graph_id": r["graph_id"].astype(np.int64),
                 "graph_node_id": r["graph_node_id"].astype(np.int64),
                 "grid_x": r["grid_x"],
