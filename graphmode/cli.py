@@ -87,13 +87,15 @@ def bench(
     path = out or Path(str(DEFAULT_OUT).format(workload=workload))
     from tracer.runner import record
 
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True) as bar:
+    # Updated between phases only: nothing runs inside the timed loops.
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("starting", total=None)
 
         def progress(phase: str, done: int, total: int) -> None:
-            bar.update(task, description=f"{phase} ({total} iterations)" if total > 1 else phase)
+            bar.update(task, description=phase, completed=done, total=total)
 
         try:
             record(wl, path, iterations=iterations, warmup=warmup, detail=detail, progress=progress)

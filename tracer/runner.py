@@ -27,7 +27,7 @@ from tracer.cuda_util import check
 from tracer.store import PassInfo, TraceWriter
 from tracer.workloads import Workload
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, int, int], None]  # (what runs now, phases done, phases in all)
 
 
 @dataclass
@@ -162,15 +162,16 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     first = next(iter(modes.values()))
     note = progress or (lambda *_: None)
 
-    note("warm-up", 0, warmup)
+    n_phases = len(modes) + 3  # warm-up, each eager mode, graph build, graph replay
+    note("warm-up", 0, n_phases)
     t0 = ts()
     for _ in range(warmup):
         first()
     rec.mark("phase", "warmup", "", t0, ts())
 
-    for mode, step in modes.items():
+    for index, (mode, step) in enumerate(modes.items(), start=1):
         workload.reset()
-        note(mode, 0, iterations)
+        note(f"{mode} ({iterations} iterations)", index, n_phases)
         p0 = ts()
         try:
             starts, ends = _timed_loop(step, iterations, ts)
@@ -180,7 +181,7 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
         rec.verified[mode], rec.verify_notes[mode] = workload.verify()
 
     workload.reset()
-    note("graph build", 0, 1)
+    note("graph build", n_phases - 2, n_phases)
     ops = getattr(workload, "graph_ops", None) or DriverGraphOps(workload.stream)
     p0 = ts()
     b0 = ts()
@@ -200,7 +201,7 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
 
     replay = ops.replay_step(gexec)
 
-    note("graph replay", 0, replays)
+    note(f"graph replay ({replays} replays)", n_phases - 1, n_phases)
     r0 = ts()
     try:
         starts, ends = _timed_loop(replay, replays, ts)
@@ -322,9 +323,10 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                 if session is not None:
                     session.start()
 
-                def note(phase: str, done: int, total: int, _p: str = name) -> None:
+                def note(phase: str, index: int, n_phases: int, _p: str = name, _i: int = pass_id) -> None:
+                    # progress(description, phases done, phases in the run): two passes
                     if progress:
-                        progress(f"pass {pass_id} ({_p}): {phase}", done, total)
+                        progress(f"pass {_i} ({_p}): {phase}", _i * n_phases + index, 2 * n_phases)
 
                 run_pass(workload, rec, iterations, warmup, note, graph_replays, clock=clock)
             except BaseException as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import signal
 import sys
 import threading
 import traceback
@@ -198,20 +199,26 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         raise FileNotFoundError(f"no such script: {path}")
     tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile,
                           meta={"params": {"detail": detail, "launch_sources": launch_sources}})
+    tracer.start()  # raises NoGpuError before anything of the user's runs
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(path.resolve().parent))
     status, reason, code = "complete", "", 0
     info: dict[str, Any] = {"path": str(path), "argv": [str(path), *args], "exception": None}
-    tracer.start()
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() else None
     try:
         runpy.run_path(str(path), run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code != 0:
             status, reason = "failed", f"the script exited with status {code}"
-    except KeyboardInterrupt as e:
-        status, reason, code = "interrupted", "interrupted by the user (Ctrl-C)", 130
+    except (KeyboardInterrupt, _Terminated) as e:
+        what = "interrupted by the user (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else "terminated (SIGTERM)"
+        status, reason, code = "interrupted", what, 130 if isinstance(e, KeyboardInterrupt) else 143
         info["exception"] = _exception_info(e)
     except BaseException as e:
         traceback.print_exc()
@@ -219,7 +226,13 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         info["exception"] = _exception_info(e)
         reason = f"the script raised {type(e).__name__}: {info['exception']['message']}"
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         sys.argv, sys.path[:] = saved_argv, saved_path
         info["exit_code"] = code
         tracer.stop(status, reason, {"script": info})
     return code, Path(out)
+
+
+class _Terminated(BaseException):
+    """SIGTERM while the script runs: stop it like Ctrl-C, so the trace is written."""
