@@ -89,13 +89,14 @@ def bench(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    # Updated between phases only: nothing runs inside the timed loops.
+    # Redrawn between phases only, with no refresh thread: nothing wakes up inside the timed loops.
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=True) as bar:
+                  TimeElapsedColumn(), transient=True, auto_refresh=False) as bar:
         task = bar.add_task("starting", total=None)
 
         def progress(phase: str, done: int, total: int) -> None:
             bar.update(task, description=phase, completed=done, total=total)
+            bar.refresh()
 
         try:
             record(wl, path, iterations=iterations, warmup=warmup, detail=detail, progress=progress)
