@@ -8,7 +8,7 @@ Entry points (stable names; the reports call them):
 
 Result types (analyzers.results): `TraceAnalysis`, `ModeMetrics`, `Stat`, `IterationSeries`,
 `OverheadSaved`, `GraphCost`, `BreakEven`, `KernelComparison`, `CriticalPath`, `Distortion`, `Pitfall`
-(diagnostics, analyzers.pitfalls), `CpuProfile` (analyzers.cpu_profile).
+(diagnostics, analyzers.pitfalls), `CpuProfile` (analyzers.cpu_profile), `SourceLine` (analyzers.sources).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from analyzers.results import (
     ModeMetrics,
     OverheadSaved,
     Pitfall,
+    SourceLine,
     Stat,
     TraceAnalysis,
 )
+from analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
 from tracer.store import Trace
 
 # A traced pass this much slower than the timing pass earns a warning in the report.
@@ -46,6 +48,7 @@ DISTORTION_WARNING_RATIO = 1.05
 __all__ = [
     "BreakEven", "CriticalPath", "Distortion", "GraphCost", "IterationSeries", "KernelComparison",
     "ModeMetrics", "OverheadSaved", "Stat", "TraceAnalysis", "analyze", "to_dict", "Pitfall", "CpuProfile",
+    "SourceLine",
 ]
 
 
@@ -144,6 +147,18 @@ def analyze(trace: Trace) -> TraceAnalysis:
             if eager_modes:
                 kernels, _ = kernel_comparisons(trace, traced.pass_id, eager_modes[0].mode, spans)
 
+    # Source lines come from the pass with CUDA activity; a trace with only a timing pass still has its
+    # graph nodes' lines (without GPU time).
+    lines: tuple[SourceLine, ...] = ()
+    source_pass = traced_id if traced_id is not None else timing_id
+    if source_pass is not None:
+        lines, lines_truncated = source_lines(trace, source_pass)
+        if lines_truncated:
+            cannot.append(f"more than {MAX_SOURCE_LINES} source lines launched GPU work: the table keeps the {MAX_SOURCE_LINES} with the most GPU time")
+        if lines and kernels:
+            by_name = kernel_sources(trace, source_pass)
+            kernels = [dataclasses.replace(k, sources=by_name.get(k.name, ())) for k in kernels]
+
     distortion: list[Distortion] = []
     if wall_source == "timing" and traced is not None:
         for m in modes:
@@ -161,7 +176,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
         dropped_records=dropped, timing_pass_id=timing_id, traced_pass_id=traced_id,
         traced_detail=traced.detail if traced else None, modes=tuple(modes), overhead_saved=tuple(saved),
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
-        distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot),
+        distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
     )
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
     return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result),

@@ -142,6 +142,23 @@ class KernelComparison:
     graph_count: int
     graph: Stat | None
     difference_ns: float | None  # graph median - eager median (negative: faster in the graph)
+    sources: tuple[str, ...] = ()  # 'file:line function' lines that launched it (analyzers.sources), where recorded
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """GPU work attributed to one user Python line: the graph nodes it created in one graph during
+    capture, or the kernels/copies it launched eagerly (recorded with `--launch-sources`)."""
+
+    source: str  # 'file:line function'
+    kind: str  # 'graph node' or 'eager launch'
+    graph_id: int  # the graph of the nodes; 0 for eager launches
+    kernels: tuple[str, ...]  # kernel (or memcpy/memset) names, most GPU time first, at most MAX_KERNELS_PER_LINE
+    distinct_kernels: int  # names in all, kernels may list fewer
+    count: int  # graph nodes created by the line, or eager launches made by it
+    gpu_spans: int  # GPU spans measured: node spans over all replays (node detail), or eager kernels
+    gpu_median_ns: float | None  # median span duration; None without measured spans (graph-detail pass)
+    gpu_total_ns: float | None  # GPU time of all those spans
 
 
 @dataclass(frozen=True)
@@ -243,6 +260,7 @@ class TraceAnalysis:
     cannot_compute: tuple[str, ...]  # what cannot be computed for this trace, and why
     pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
     cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
+    source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
 
     def mode(self, name: str) -> ModeMetrics | None:
         return next((m for m in self.modes if m.mode == name), None)
