@@ -96,13 +96,13 @@ class Occurrences:
 def _ends(starts: np.ndarray, own_end: np.ndarray, breaks: np.ndarray) -> np.ndarray:
     """Each start's iteration ends at the next start, unless a break lies between (then at its own end)."""
     if starts.size == 0:
-        return starts.copy()
+        return np.asarray(starts.copy())
     end = own_end.copy()
     nxt = starts[1:]
     # a break b with starts[i] < b < starts[i+1] ends the stretch after i
     broken = np.searchsorted(breaks, starts[:-1], side="right") != np.searchsorted(breaks, nxt, side="left")
     end[:-1] = np.where(broken, own_end[:-1], nxt)
-    return np.maximum(end, starts)
+    return np.asarray(np.maximum(end, starts))
 
 
 def find_sequence(codes: np.ndarray, pattern: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from tracer.store import PassInfo, TraceWriter
 
 def _resolve(mapping: dict[int, int], ids: np.ndarray) -> np.ndarray:
     """Follows clone -> original links (possibly several deep) for every id in `ids`."""
-    out = ids.copy()
+    out: np.ndarray = np.asarray(ids.copy())
     for _ in range(8):
         nxt = np.array([mapping.get(int(i), int(i)) for i in out], dtype=np.int64) if len(out) else out
         if np.array_equal(nxt, out):

@@ -36,7 +36,7 @@ class PassRecorder:
 
     pass_id: int
     thread_id: int = field(default_factory=threading.get_native_id)
-    markers: list[dict[str, np.ndarray]] = field(default_factory=list)
+    markers: list[dict[str, Any]] = field(default_factory=list)
     graphs: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)

@@ -44,7 +44,7 @@ def format_frame(frame: FrameType) -> str:
 
 def user_source(start: FrameType | None = None) -> str:
     """'file:line function' of the innermost user frame above `start` (default: the caller)."""
-    frame = start if start is not None else sys._getframe(1)
+    frame: FrameType | None = start if start is not None else sys._getframe(1)
     fallback = ""
     while frame is not None:
         filename = frame.f_code.co_filename

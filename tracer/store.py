@@ -168,10 +168,12 @@ class Trace:
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> dict[str, np.ndarray]:
         """Runs SQL over the trace's tables; returns named numpy columns."""
-        return self._con.execute(query, params or []).fetchnumpy()
+        result: dict[str, np.ndarray] = self._con.execute(query, params or []).fetchnumpy()
+        return result
 
     def rows(self, query: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
-        return self._con.execute(query, params or []).fetchall()
+        rows: list[tuple[Any, ...]] = self._con.execute(query, params or []).fetchall()
+        return rows
 
     def table(self, name: str, pass_id: int | None = None) -> dict[str, np.ndarray]:
         if name not in TABLES:
