@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from analyzers import BreakEven, ModeMetrics, Stat, TraceAnalysis, analyze
+from analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from tracer.store import Trace
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
+MAX_SOURCE_ROWS = 20
 
 
 def human_ns(ns: float | None) -> str:
@@ -95,6 +100,30 @@ def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
     return _transposed("Per iteration, median [p10–p90]", [m.mode for m in modes], rows)
 
 
+def short_source(source: str) -> str:
+    """'/long/path/train.py:42 step' -> 'train.py:42 step': the file's name is enough to find the line."""
+    m = re.fullmatch(r"(.*):(\d+)( .*)?", source)
+    return f"{PurePath(m.group(1)).name}:{m.group(2)}{m.group(3) or ''}" if m else source
+
+
+def _source_table(lines: tuple[SourceLine, ...], traced_detail: str | None) -> Table:
+    """Where the GPU work comes from; user strings go in as Text so rich reads no markup in them."""
+    shown = lines[:MAX_SOURCE_ROWS]
+    t = Table(title=f"Where the GPU work comes from (top {len(shown)} of {len(lines)} source lines by GPU time)",
+              title_justify="left")
+    for col in ("source line", "what", "kernels", "count", "GPU median", "GPU total"):
+        t.add_column(col, justify="right" if col in ("count", "GPU median", "GPU total") else "left")
+    for s in shown:
+        names = ", ".join(k[:60] for k in s.kernels[:2]) + (f" +{s.distinct_kernels - 2} more" if s.distinct_kernels > 2 else "")
+        what = f"graph {s.graph_id} nodes" if s.kind == "graph node" else "eager launches"
+        unit = "node" if s.kind == "graph node" else "launch"
+        t.add_row(Text(short_source(s.source)), what, Text(names), f"{s.count:,} {unit}{'s' if s.count != 1 else ''}",
+                  human_ns(s.gpu_median_ns), human_ns(s.gpu_total_ns))
+    if traced_detail == "graph" and any(s.kind == "graph node" and s.gpu_spans == 0 for s in shown):
+        t.caption = "graph-detail trace: a replay is one span, so graph nodes are counted, not timed (record with --detail node)"
+    return t
+
+
 def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None) -> TraceAnalysis:
     """Prints the report (headline, then per graph, per mode); returns the analysis it printed."""
     console = console or Console()
@@ -176,6 +205,9 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             t.add_row(k.name[:60], str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
                       human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
         console.print(t)
+
+    if a.source_lines:
+        console.print(_source_table(a.source_lines, a.traced_detail))
 
     print_cpu_profile(console, a.cpu_profile)
 
