@@ -200,13 +200,23 @@ def load_view(trace: Trace, pass_id: int, lanes: list[Lane], intervals: list[tup
     where, params = _overlap(intervals)
     raw: list[tuple[str, str, dict[str, np.ndarray]]] = []
     api = trace.sql(
-        f"SELECT {_API_LANE} AS lane, category AS label, name, start_ns, end_ns, correlation_id, api, return_code "
+        f"SELECT {_API_LANE} AS lane, category AS label, name, start_ns, end_ns, correlation_id, api, return_code, source "
         f"FROM api_calls WHERE pass_id = ? AND {where} ORDER BY start_ns", [pass_id, *params])
     raw.append(("api", "category", api))
+    # A span's source line: a graph node's is the line that created it during capture; eager work's is
+    # its launch call's (same correlation id), recorded with --launch-sources. '' where neither is known.
     gpu = trace.sql(
-        f"SELECT {_GPU_LANE} AS lane, kind AS label, name, start_ns, end_ns, correlation_id, stream_id, graph_id, "
-        f"graph_node_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, bytes "
-        f"FROM gpu_spans WHERE pass_id = ? AND {where} ORDER BY start_ns", [pass_id, *params])
+        f"""SELECT {_GPU_LANE} AS lane, g.kind AS label, g.name, g.start_ns, g.end_ns, g.correlation_id, g.stream_id, g.graph_id,
+                   g.graph_node_id, g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z, g.bytes,
+                   coalesce(nullif(n.source, ''), c.source, '') AS source
+            FROM (SELECT * FROM gpu_spans WHERE pass_id = ? AND {where}) g
+            LEFT JOIN (SELECT node_id, max(source) AS source FROM graph_nodes
+                       WHERE pass_id = ? AND source <> '' GROUP BY node_id) n
+                   ON g.graph_node_id <> 0 AND n.node_id = g.graph_node_id
+            LEFT JOIN (SELECT correlation_id, max(source) AS source FROM api_calls
+                       WHERE pass_id = ? AND source <> '' GROUP BY correlation_id) c
+                   ON g.graph_node_id = 0 AND c.correlation_id = g.correlation_id
+            ORDER BY g.start_ns""", [pass_id, *params, pass_id, pass_id])
     raw.append(("gpu", "kind", gpu))
     markers = trace.sql(
         f"SELECT {_MARKER_LANE} AS lane, kind AS label, "

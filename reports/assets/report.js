@@ -53,7 +53,11 @@
     for (const k of ["stream_id", "graph_id", "graph_node_id", "bytes", "return_code"]) {
       if (f[k] && at(f[k], row)) out.push([k.replace(/_/g, " "), String(at(f[k], row))]);
     }
-    for (const k of Object.keys(g.textCols)) out.push([k, g.text_fields[k][at(g.textCols[k], row)]]);
+    for (const k of Object.keys(g.textCols)) {
+      const v = g.text_fields[k][at(g.textCols[k], row)];
+      // source: the user's line that launched the work (or created its graph node); '' when not recorded
+      if (v !== undefined && v !== "") out.push([k === "source" ? "source line" : k, v]);
+    }
     return { fields: out, start: start, corr: corr, lane: at(g.cols.lane, row), source: g.source };
   }
 
