@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -50,18 +52,19 @@ def baseline(out: Path, iterations: int, warmup: int) -> None:
     out.write_text(json.dumps(result))
 
 
-def record(directory: Path, reps: int, iterations: int, warmup: int, cpu: int) -> None:
+def record(directory: Path, reps: int, iterations: int, warmup: int, cpus: set[int]) -> None:
     """Alternates baseline and graphmode processes, both pinned to one CPU core.
 
     Eager launch loops are CPU-bound: unpinned, the per-process median of the same code moved by up
     to 30% between processes on the H200 machine (scheduler placement), which swamps a 3% target.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    # A fixed hash seed: dict layouts (and with them the interpreter's speed) then do not vary by process.
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "PYTHONHASHSEED": "0"}
 
     def pin() -> None:
-        if cpu >= 0:
-            os.sched_setaffinity(0, {cpu})
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     for r in range(reps):
         t0 = time.time()
@@ -109,6 +112,18 @@ def analyze(directory: Path) -> str:
             per_pass.append(_median(vals) / 1e3)
         lines.append(f"| {mode} | {b:.2f} us | {per_pass[0]:.2f} us | {_pct(per_pass[0], b)} | {per_pass[1]:.2f} us | {_pct(per_pass[1], b)} |")
 
+    lines += ["", "Per pair (a baseline process and the graphmode process right after it): median of the ratios "
+              "timing pass / baseline, with the 25th–75th percentile of the ratios (the process-to-process noise):", "",
+              "| mode | median ratio | 25th–75th percentile |", "|---|---|---|"]
+    for mode in modes:
+        ratios = []
+        for r, t in zip(base, traces):
+            p = t.pass_by_detail("timing")
+            (v,) = t.rows("SELECT median(end_ns - start_ns) FROM markers WHERE pass_id=? AND kind='iteration' AND mode=?",
+                          [p.pass_id, mode])[0]
+            ratios.append(float(v) / _median(r["iterations"][mode]))
+        q25, q50, q75 = (float(x) for x in np.percentile(ratios, [25, 50, 75]))
+        lines.append(f"| {mode} | {100 * (q50 - 1):+.1f}% | {100 * (q25 - 1):+.1f}% to {100 * (q75 - 1):+.1f}% |")
     lines += ["", accuracy_table(base, traces)]
     return "\n".join(lines)
 
@@ -150,7 +165,7 @@ def main() -> None:
     r.add_argument("--reps", type=int, default=5)
     r.add_argument("--iterations", type=int, default=1000)
     r.add_argument("--warmup", type=int, default=100)
-    r.add_argument("--cpu", type=int, default=2, help="CPU core to pin both processes to; -1: no pinning")
+    r.add_argument("--cpus", default="2", help="CPU cores to pin both processes to, comma-separated ('' for none)")
     b = sub.add_parser("baseline")
     b.add_argument("out", type=Path)
     b.add_argument("--iterations", type=int, default=1000)
@@ -159,7 +174,7 @@ def main() -> None:
     a.add_argument("dir", type=Path)
     args = ap.parse_args()
     if args.cmd == "record":
-        record(args.dir, args.reps, args.iterations, args.warmup, args.cpu)
+        record(args.dir, args.reps, args.iterations, args.warmup, {int(c) for c in args.cpus.split(',') if c.strip()})
     elif args.cmd == "baseline":
         baseline(args.out, args.iterations, args.warmup)
     else:
