@@ -138,6 +138,12 @@ def test_cuda_python_capture_run(tmp_path: Path) -> None:
     line = _marked_lines("cuda_python_capture.py", "LINE").pop()
     sources = {s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE graph_id=?", [gid])}
     assert sources == {f"{EXAMPLES / 'cuda_python_capture.py'}:{line} step"}
+    assert {n for (n,) in t.rows("SELECT DISTINCT name FROM graph_nodes WHERE graph_id=?", [gid])} == {"axpb"}
+    # the topology is read outside the program's calls (not inside its cuGraphInstantiate), and
+    # graphmode's own reads are not reported as the program's calls
+    own = t.rows("SELECT count(*) FROM api_calls WHERE name IN ('cuGraphGetNodes', 'cuGraphGetEdges', "
+                 "'cuGraphNodeGetType', 'cuGraphKernelNodeGetParams', 'cuFuncGetName')")
+    assert own[0][0] == 0
     # node detail: every replayed kernel carries a node id of the recorded topology
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel'", [gid])[0][0] == 16 * 200
     assert validate_trace(t) == []

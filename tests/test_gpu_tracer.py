@@ -114,6 +114,10 @@ def test_lifecycle_once_per_graph(chain: Trace) -> None:
     assert api["graph_launch"] == ITERS + 1
     launches = chain.rows("SELECT count(*) FROM graph_events WHERE pass_id=? AND event='launch'", [traced])
     assert launches[0][0] == ITERS + 1
+    # graphmode's own topology reads are not reported as the program's calls
+    own = chain.rows("SELECT count(*) FROM api_calls WHERE name IN ('cuGraphGetNodes', 'cuGraphGetEdges', "
+                     "'cuGraphNodeGetType', 'cuGraphKernelNodeGetParams', 'cuFuncGetName')")
+    assert own[0][0] == 0
 
 
 def test_dag_topology_equals_the_one_built(dag: Trace) -> None:

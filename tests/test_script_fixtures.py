@@ -127,3 +127,22 @@ def test_torch_compile_records_a_graph_per_shape() -> None:
     sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE source <> ''")]
     # Inductor's generated code is skipped: the nodes point at the user's function
     assert sources and all(Path(s.split(":")[0]).name == "torch_compile.py" for s in sources)
+
+
+def test_launch_sources_attribute_eager_kernels_to_their_line() -> None:
+    """Recorded with `graphmode run --launch-sources --detail node examples/cuda_python_capture.py`."""
+    t = load(SCRIPTS / "cuda_python_launch_sources.gmtrace")
+    assert t.meta["params"]["launch_sources"] is True
+    line = _marked_lines("cuda_python_capture.py", "LINE")
+    rows = t.rows("""SELECT a.source, count(*) FROM gpu_spans s JOIN api_calls a USING (pass_id, correlation_id)
+                     WHERE s.kind = 'kernel' AND s.graph_id = 0 GROUP BY 1""")
+    assert len(rows) == 1 and _lines_of([rows[0][0]], "cuda_python_capture.py") == line and rows[0][1] == 16 * 200
+    eager = [s for s in analyze(t).source_lines if s.kind == "eager launch" and s.count == 16 * 200]
+    assert len(eager) == 1 and _lines_of([eager[0].source], "cuda_python_capture.py") == line
+
+
+def test_graphmode_own_calls_are_not_in_the_recordings(recording: Trace) -> None:
+    """The topology is read by graphmode itself; those driver calls are not the program's."""
+    own = recording.rows("SELECT count(*) FROM api_calls WHERE name IN ('cuGraphGetNodes', 'cuGraphGetEdges', "
+                         "'cuGraphNodeGetType', 'cuGraphKernelNodeGetParams', 'cuFuncGetName')")
+    assert own[0][0] == 0

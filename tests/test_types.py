@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install -e '.[test]')")
 def test_mypy_strict_passes_on_the_packages() -> None:
-    # A subprocess, as a developer runs it: the config (strict, the packages, tracer/ left out) comes
+    # A subprocess, as a developer runs it: the config (strict, the packages) comes
     # from pyproject.toml alone; no cache, so a stale one cannot hide an error.
     proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", "/dev/null"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)

@@ -62,6 +62,9 @@ class RawActivity:
     api_sources: dict[tuple[str, int], str] = field(default_factory=dict)
     # graph id -> topology read when the graph was instantiated (script runs)
     topologies: dict[int, Any] = field(default_factory=dict)
+    # (thread, start, end) of graphmode's own CUDA calls made while tracing (topology reads): the
+    # decoder drops the API records inside them, they are not the program's
+    own_spans: list[tuple[int, int, int]] = field(default_factory=list)
     callback_errors: list[str] = field(default_factory=list)
 
 
@@ -111,7 +114,7 @@ class CuptiSession:
         on_node_created: Callable[[], str] | None = None,
         nvtx: bool = False,
         source_api: str | None = None,
-        snapshot_on_instantiate: bool = False,
+        snapshot_topology: bool = False,
     ):
         if detail not in ("graph", "node"):
             raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
@@ -123,7 +126,8 @@ class CuptiSession:
         self._on_node_created = on_node_created
         self._nvtx = nvtx
         self._source_api = source_api
-        self._snapshot = snapshot_on_instantiate
+        self._snapshot = snapshot_topology
+        self._graph_handles: dict[int, int] = {}  # graph id -> handle, for graphs alive now
         self._lock = threading.Lock()
         self.started = False
 
@@ -191,15 +195,30 @@ class CuptiSession:
             ev.exec_id = int(cupti.get_graph_exec_id(int(gd.graph_exec)))
         if cb_name == "GRAPHNODE_CREATED" and self._on_node_created is not None:
             ev.stack = self._on_node_created()
-        if cb_name == "GRAPHEXEC_CREATE_STARTING" and self._snapshot and graph:
-            # Capture is over and the graph is complete: read its nodes, edges and kernel names.
-            from tracer.topology import read_topology
-
-            try:
-                self.raw.topologies[ev.graph_id] = read_topology(graph)
-            except Exception as e:
-                self.raw.callback_errors.append(f"topology of graph {ev.graph_id}: {e}")
+        if self._snapshot and graph:
+            if cb_name in ("GRAPH_CREATED", "GRAPH_CLONED"):
+                self._graph_handles[ev.graph_id] = graph
+            elif cb_name == "GRAPH_DESTROY_STARTING":
+                # Last chance to read the graph's nodes, edges and kernel names. Not at instantiation:
+                # that would run inside the program's cuGraphInstantiate and inflate its measured cost.
+                self._graph_handles.pop(ev.graph_id, None)
+                self._read_topology(ev.graph_id, graph)
         self.raw.resource_events.append(ev)
+
+    def _read_topology(self, graph_id: int, graph: int) -> None:
+        from cuda.bindings import driver as cu
+
+        from tracer.topology import read_topology
+
+        if graph_id in self.raw.topologies:
+            return
+        t0 = int(cupti_module().get_timestamp())
+        try:
+            self.raw.topologies[graph_id] = read_topology(cu.CUgraph(graph))
+        except Exception as e:
+            self.raw.callback_errors.append(f"topology of graph {graph_id}: {e}")
+        finally:
+            self.raw.own_spans.append((threading.get_native_id(), t0, int(cupti_module().get_timestamp())))
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -253,6 +272,10 @@ class CuptiSession:
         if self._subscriber is not None:
             cupti.unsubscribe(self._subscriber)
             self._subscriber = None
+        # Graphs still alive: read them now, with API recording already off.
+        for graph_id, handle in list(self._graph_handles.items()):
+            self._read_topology(graph_id, handle)
+        self._graph_handles.clear()
         self._resolve_names()
         self.started = False
         return self.raw

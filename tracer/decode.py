@@ -164,7 +164,7 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
             }
         )
     if api_parts:
-        out["api_calls"] = _concat(api_parts, pass_id)
+        out["api_calls"] = _drop_own_calls(_concat(api_parts, pass_id), raw.own_spans)
 
     # -- GPU spans --------------------------------------------------------------------------------
     spans = []
@@ -248,6 +248,16 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
     if int(K.MARKER) in recs:
         out["markers"] = _nvtx_ranges(recs[int(K.MARKER)], raw.names, pass_id)
     return out
+
+
+def _drop_own_calls(api: dict[str, Any], own: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """Removes the API records of graphmode's own calls (topology reads) made while tracing."""
+    if not own:
+        return api
+    mine = np.zeros(len(api["start_ns"]), dtype=bool)
+    for tid, t0, t1 in own:  # one bracket per graph read: few
+        mine |= (api["thread_id"] == tid) & (api["start_ns"] >= t0) & (api["end_ns"] <= t1)
+    return {k: v[~mine] for k, v in api.items()}
 
 
 def _common_span_columns(r: np.ndarray) -> dict[str, np.ndarray]:

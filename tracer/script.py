@@ -85,7 +85,7 @@ class ScriptTracer:
         self._writer = TraceWriter(self.out, meta)
         source_api = LIFECYCLE_API if not self.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
         self._session = CuptiSession(self.detail, on_node_created=user_source, nvtx=self.nvtx,
-                                     source_api=source_api, snapshot_on_instantiate=True)
+                                     source_api=source_api, snapshot_topology=True)
         self._session.start()
         self.start_ns = timestamp()
         if self.profile:
