@@ -9,7 +9,7 @@ single fancy-index and view them through the dtype: no per-record attribute acce
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -113,6 +113,13 @@ def _sources_for(sources: dict[tuple[str, int], str], api: str, corr: np.ndarray
     return out
 
 
+def lookup(values: np.ndarray, table: Mapping[int, Any], default: Callable[[int], Any], dtype: Any = object) -> np.ndarray:
+    """table[v] (or default(v)) for every v: one dict access per distinct value, not per record."""
+    uniq, inverse = np.unique(np.asarray(values), return_inverse=True)
+    mapped = np.array([table[int(u)] if int(u) in table else default(int(u)) for u in uniq], dtype=dtype)
+    return np.asarray(mapped[inverse.reshape(-1)]) if len(uniq) else np.zeros(0, dtype=dtype)
+
+
 def _names_for(ptrs: np.ndarray, names: dict[int, str]) -> np.ndarray:
     uniq, inverse = np.unique(ptrs, return_inverse=True)
     table = np.array([names.get(int(p), "") for p in uniq], dtype=object)
@@ -193,11 +200,11 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
         )
     if int(K.MEMCPY) in recs:
         r = recs[int(K.MEMCPY)]
-        kinds = np.array([_COPY_KINDS.get(int(k), f"kind{int(k)}") for k in r["copy_kind"]], dtype=object)
+        kinds = lookup(r["copy_kind"], _COPY_KINDS, lambda k: f"kind{k}")
         spans.append(
             {
                 "kind": np.full(len(r), "memcpy", dtype=object),
-                "name": np.array([f"memcpy {k}" for k in kinds], dtype=object),
+                "name": lookup(r["copy_kind"], {k: f"memcpy {v}" for k, v in _COPY_KINDS.items()}, lambda k: f"memcpy kind{k}"),
                 "copy_kind": kinds,
                 "bytes": r["bytes"].astype(np.int64),
                 **_common_span_columns(r),
@@ -224,7 +231,7 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
         spans.append(
             {
                 "kind": np.full(len(r), "graph", dtype=object),
-                "name": np.array([labels.get(int(g), f"graph {int(g)}") for g in gids], dtype=object),
+                "name": lookup(gids, labels, lambda g: f"graph {g}"),
                 **_common_span_columns(r),
                 "graph_id": gids,
             }
@@ -236,7 +243,7 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
         r = recs[int(K.SYNCHRONIZATION)]
         out["synchronizations"] = {
             "pass_id": np.full(len(r), pass_id, dtype=np.int32),
-            "type": np.array([_SYNC_TYPES.get(int(t), str(int(t))) for t in r["type"]], dtype=object),
+            "type": lookup(r["type"], _SYNC_TYPES, str),
             "start_ns": r["start"].astype(np.int64),
             "end_ns": r["end"].astype(np.int64),
             "correlation_id": r["correlation_id"].astype(np.int64),
@@ -302,16 +309,23 @@ def _nvtx_ranges(r: np.ndarray, names: dict[int, str], pass_id: int) -> dict[str
     tids = r["object_id"]["pt"]["thread_id"].astype(np.int64)
     is_start = (flags & start_flag) != 0
     is_inst = (flags & inst_flag) != 0
-    end_ts = {int(i): int(t) for i, t, s, inst in zip(ids, ts, is_start, is_inst) if not s and not inst}
-    rows = [(i, t, tid, p) for i, t, tid, p, s, inst in zip(ids, ts, tids, r["name"], is_start, is_inst) if s or inst]
+    opens = is_start | is_inst
+    # An end record carries its range's id: find each start's end by id (sorted search).
+    end_ids, end_ts = ids[~opens], ts[~opens]
+    order = np.argsort(end_ids, kind="stable")
+    end_ids, end_ts = end_ids[order], end_ts[order]
+    pos = np.clip(np.searchsorted(end_ids, ids[opens]), 0, max(len(end_ids) - 1, 0))
+    found = (end_ids[pos] == ids[opens]) & is_start[opens] if len(end_ids) else np.zeros(int(opens.sum()), dtype=bool)
+    starts = ts[opens]
+    n = len(starts)
     return {
-        "pass_id": np.full(len(rows), pass_id, dtype=np.int32),
-        "kind": np.full(len(rows), "nvtx", dtype=object),
-        "name": np.array([names.get(int(p), "") for _, _, _, p in rows], dtype=object),
-        "mode": np.full(len(rows), "", dtype=object),
-        "iteration": np.full(len(rows), -1, dtype=np.int32),
-        "start_ns": np.array([t for _, t, _, _ in rows], dtype=np.int64),
-        "end_ns": np.array([end_ts.get(int(i), int(t)) for i, t, _, _ in rows], dtype=np.int64),
-        "thread_id": np.array([tid for _, _, tid, _ in rows], dtype=np.int64),
-        "graph_id": np.zeros(len(rows), dtype=np.int64),
+        "pass_id": np.full(n, pass_id, dtype=np.int32),
+        "kind": np.full(n, "nvtx", dtype=object),
+        "name": _names_for(r["name"][opens], names),
+        "mode": np.full(n, "", dtype=object),
+        "iteration": np.full(n, -1, dtype=np.int32),
+        "start_ns": starts,
+        "end_ns": np.where(found, end_ts[pos] if len(end_ids) else starts, starts),
+        "thread_id": tids[opens],
+        "graph_id": np.zeros(n, dtype=np.int64),
     }

@@ -60,9 +60,12 @@ def _launch_events(api: dict[str, Any], spans: dict[str, Any] | None, thread_def
     if not is_launch.any() or spans is None:
         return None
     with_graph = spans["graph_id"] != 0
-    corr_to_graph = dict(zip(spans["correlation_id"][with_graph].tolist(), spans["graph_id"][with_graph].tolist()))
+    # correlation id -> graph id of the work it launched (sorted search, no loop per span)
+    keys, first = np.unique(spans["correlation_id"][with_graph], return_index=True)
+    values = spans["graph_id"][with_graph][first]
     corr = api["correlation_id"][is_launch]
-    graphs = np.array([corr_to_graph.get(int(c), 0) for c in corr], dtype=np.int64)
+    pos = np.clip(np.searchsorted(keys, corr), 0, max(len(keys) - 1, 0))
+    graphs = np.where(keys[pos] == corr, values[pos], 0).astype(np.int64) if len(keys) else np.zeros(len(corr), dtype=np.int64)
     keep = graphs != 0  # the runtime wrapper of a driver launch has no GPU work of its own
     n = int(keep.sum())
     return {
@@ -85,7 +88,7 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
     put("graph_nodes", rec.nodes)
     put("graph_edges", rec.edges)
     if raw is not None:
-        from tracer.decode import decode
+        from tracer.decode import decode, lookup
 
         labels = {int(g["graph_id"][0]): str(g["label"][0]) for g in rec.graphs}
         tables = decode(raw, pid, labels)
@@ -98,7 +101,7 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
             _map_graph_ids(spans, raw, known_nodes, exec_to_graph)
             if (spans["kind"] == "graph").any():
                 gl = spans["kind"] == "graph"
-                spans["name"][gl] = [labels.get(int(g), f"graph {int(g)}") for g in spans["graph_id"][gl]]
+                spans["name"][gl] = lookup(spans["graph_id"][gl], labels, lambda g: f"graph {g}")
         for table, cols in tables.items():
             writer.append(table, cols)
         if "api_calls" in tables:

@@ -130,7 +130,7 @@ class ScriptTracer:
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
-    from tracer.decode import decode
+    from tracer.decode import decode, lookup
     from tracer.lifecycle import derive_graphs
     from tracer.passes import _launch_events, _map_graph_ids
 
@@ -145,7 +145,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
         _map_graph_ids(spans, raw, known, graphs.exec_to_graph)
         gl = spans["kind"] == "graph"
         if gl.any():
-            spans["name"][gl] = [labels.get(int(g), f"graph {int(g)}") for g in spans["graph_id"][gl]]
+            spans["name"][gl] = lookup(spans["graph_id"][gl], labels, lambda g: f"graph {g}")
         # Work of graphs we did not see built (created before tracing started) keeps its ids but
         # would dangle: record such graphs as 'unknown' so every id resolves.
         seen = set(graphs.graphs["graph_id"])
