@@ -137,13 +137,13 @@ def test_api_categories(name: str, category: str) -> None:
 
 def test_graph_launches_find_their_graph_by_correlation() -> None:
     """Synthetic: three launch calls; two launched graph work (ids 5 and 9), one launched nothing traced."""
-    from tracer.passes import _launch_events
+    from tracer.passes import launch_events
 
     api = {"category": np.array(["graph_launch", "kernel_launch", "graph_launch", "graph_launch"], dtype=object),
            "correlation_id": np.array([10, 11, 12, 13]), "start_ns": np.array([1, 2, 3, 4]), "end_ns": np.array([5, 6, 7, 8]),
            "thread_id": np.array([42, 42, 42, 42])}
     spans = {"graph_id": np.array([0, 5, 5, 9]), "correlation_id": np.array([11, 10, 10, 13])}
-    ev = _launch_events(api, spans, 42)
+    ev = launch_events(api, spans, 42)
     assert ev is not None
     assert list(ev["graph_id"]) == [5, 9] and list(ev["correlation_id"]) == [10, 13]
     assert list(ev["start_ns"]) == [1, 4] and list(ev["event"]) == ["launch", "launch"]

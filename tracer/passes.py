@@ -23,7 +23,7 @@ def _resolve(mapping: dict[int, int], ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _map_graph_ids(spans: dict[str, Any], raw: RawActivity, known_nodes: dict[int, int],
+def map_graph_ids(spans: dict[str, Any], raw: RawActivity, known_nodes: dict[int, int],
                    exec_to_graph: dict[int, int]) -> None:
     """Rewrites activity graph/node ids to the ids of the recorded topology.
 
@@ -54,7 +54,7 @@ def _map_graph_ids(spans: dict[str, Any], raw: RawActivity, known_nodes: dict[in
     spans["graph_id"] = gid
 
 
-def _launch_events(api: dict[str, Any], spans: dict[str, Any] | None, thread_default: int) -> dict[str, Any] | None:
+def launch_events(api: dict[str, Any], spans: dict[str, Any] | None, thread_default: int) -> dict[str, Any] | None:
     """One 'launch' lifecycle row per graph launch call, its graph found through correlation."""
     is_launch = api["category"] == "graph_launch"
     if not is_launch.any() or spans is None:
@@ -98,14 +98,14 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
             exec_to_graph = {int(g["exec_id"][0]): int(g["graph_id"][0]) for g in rec.graphs}
             exec_to_graph.update({e.exec_id: e.graph_id for e in raw.resource_events
                                   if e.cbid == "GRAPHEXEC_CREATED" and e.exec_id and e.graph_id})
-            _map_graph_ids(spans, raw, known_nodes, exec_to_graph)
+            map_graph_ids(spans, raw, known_nodes, exec_to_graph)
             if (spans["kind"] == "graph").any():
                 gl = spans["kind"] == "graph"
                 spans["name"][gl] = lookup(spans["graph_id"][gl], labels, lambda g: f"graph {g}")
         for table, cols in tables.items():
             writer.append(table, cols)
         if "api_calls" in tables:
-            launches = _launch_events(tables["api_calls"], spans, rec.thread_id)
+            launches = launch_events(tables["api_calls"], spans, rec.thread_id)
             if launches is not None:
                 writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
         debug_dir = os.environ.get("GRAPHMODE_DEBUG_DIR")

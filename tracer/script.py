@@ -132,7 +132,7 @@ class ScriptTracer:
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
     from tracer.decode import decode, lookup
     from tracer.lifecycle import derive_graphs
-    from tracer.passes import _launch_events, _map_graph_ids
+    from tracer.passes import launch_events, map_graph_ids
 
     pid = info.pass_id
     tables = decode(raw, pid)
@@ -142,7 +142,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
     spans = tables.get("gpu_spans")
     if spans is not None:
         known = dict(zip(graphs.nodes["node_id"], graphs.nodes["graph_id"]))
-        _map_graph_ids(spans, raw, known, graphs.exec_to_graph)
+        map_graph_ids(spans, raw, known, graphs.exec_to_graph)
         gl = spans["kind"] == "graph"
         if gl.any():
             spans["name"][gl] = lookup(spans["graph_id"][gl], labels, lambda g: f"graph {g}")
@@ -165,7 +165,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
         if cols and len(next(iter(cols.values()))):
             writer.append(table, {**cols, "pass_id": [pid] * len(next(iter(cols.values())))})
     if api is not None:
-        launches = _launch_events(api, spans, threading.get_native_id())
+        launches = launch_events(api, spans, threading.get_native_id())
         if launches is not None:
             writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
     writer.add_pass(info)
