@@ -143,7 +143,7 @@ def test_graph_launches_find_their_graph_by_correlation() -> None:
            "correlation_id": np.array([10, 11, 12, 13]), "start_ns": np.array([1, 2, 3, 4]), "end_ns": np.array([5, 6, 7, 8]),
            "thread_id": np.array([42, 42, 42, 42])}
     spans = {"graph_id": np.array([0, 5, 5, 9]), "correlation_id": np.array([11, 10, 10, 13])}
-    ev = launch_events(api, spans, 42)
+    ev = launch_events(api, spans)
     assert ev is not None
     assert list(ev["graph_id"]) == [5, 9] and list(ev["correlation_id"]) == [10, 13]
     assert list(ev["start_ns"]) == [1, 4] and list(ev["event"]) == ["launch", "launch"]

@@ -54,7 +54,7 @@ def map_graph_ids(spans: dict[str, Any], raw: RawActivity, known_nodes: dict[int
     spans["graph_id"] = gid
 
 
-def launch_events(api: dict[str, Any], spans: dict[str, Any] | None, thread_default: int) -> dict[str, Any] | None:
+def launch_events(api: dict[str, Any], spans: dict[str, Any] | None) -> dict[str, Any] | None:
     """One 'launch' lifecycle row per graph launch call, its graph found through correlation."""
     is_launch = api["category"] == "graph_launch"
     if not is_launch.any() or spans is None:
@@ -105,7 +105,7 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
         for table, cols in tables.items():
             writer.append(table, cols)
         if "api_calls" in tables:
-            launches = launch_events(tables["api_calls"], spans, rec.thread_id)
+            launches = launch_events(tables["api_calls"], spans)
             if launches is not None:
                 writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
         debug_dir = os.environ.get("GRAPHMODE_DEBUG_DIR")

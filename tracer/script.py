@@ -165,7 +165,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
         if cols and len(next(iter(cols.values()))):
             writer.append(table, {**cols, "pass_id": [pid] * len(next(iter(cols.values())))})
     if api is not None:
-        launches = launch_events(api, spans, threading.get_native_id())
+        launches = launch_events(api, spans)
         if launches is not None:
             writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
     writer.add_pass(info)
