@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Re-records the CI fixtures on a GPU machine (they were recorded on an H200 with exactly this).
+#   bash tests/data/record.sh            # from the repository root
+set -eu
+d=tests/data; s=$d/scripts; mkdir -p $s
+for w in chain dag; do for detail in graph node; do
+  python3 -m graphmode bench $w -n 40 --warmup 5 --detail $detail --out $d/$w-$detail.gmtrace --no-report
+done; done
+python3 -m graphmode bench chain -n 300 --warmup 20 --detail node --out graphmode/data/chain-h200.gmtrace --no-report
+run() { python3 -m graphmode run --no-report "$@" || true; rm -f $s/*.html; }
+run --out $s/torch_cudagraph.gmtrace examples/torch_cudagraph.py --steps 20
+run --out $s/broken_capture.gmtrace examples/broken_capture.py          # exits 1 on purpose
+run --out $s/cupy_graph.gmtrace examples/cupy_graph.py
+run --out $s/torch_compile.gmtrace examples/torch_compile.py
+run --detail node --out $s/cuda_python_capture.gmtrace examples/cuda_python_capture.py
+run --launch-sources --detail node --out $s/cuda_python_launch_sources.gmtrace examples/cuda_python_capture.py
