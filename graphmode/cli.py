@@ -45,6 +45,26 @@ def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file
 DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 
 
+def _gpu_unavailable() -> str | None:
+    """None when cupti-python loads and a GPU is usable, else why not (one line)."""
+    from tracer.cuda_util import NoGpuError, init_device
+
+    try:
+        import cupti  # noqa: F401
+    except ImportError as e:
+        return f"cupti-python is not importable ({e})"
+    try:
+        init_device()
+    except NoGpuError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def _check_detail(detail: str) -> None:
+    if detail not in ("graph", "node"):
+        _fail(f"--detail must be 'graph' or 'node', not {detail!r}")
+
+
 def _no_gpu_message(reason: str) -> str:
     return (
         f"no usable GPU: {reason}. `graphmode bench` needs an NVIDIA GPU with CUDA and CUPTI; "
@@ -66,24 +86,18 @@ def bench(
     report: Annotated[bool, typer.Option(help="Print the report when done.")] = True,
 ) -> None:
     """Run a built-in workload eagerly and as a CUDA graph on the GPU, trace it, and report."""
-    from tracer.cuda_util import CudaError, NoGpuError, init_device
+    from tracer.cuda_util import CudaError
     from tracer.workloads import make_workload
 
-    if detail not in ("graph", "node"):
-        _fail(f"--detail must be 'graph' or 'node', not {detail!r}")
+    _check_detail(detail)
     params = {k: v for k, v in {"kernels": kernels, "n": n, "width": width, "depth": depth}.items() if v is not None}
     try:
         wl = make_workload(workload, **params)
     except (ValueError, TypeError) as e:
         _fail(str(e))
-    try:
-        import cupti  # noqa: F401
-    except ImportError as e:
-        _fail(_no_gpu_message(f"cupti-python is not importable ({e})"), 3)
-    try:
-        init_device()
-    except NoGpuError as e:
-        _fail(_no_gpu_message(str(e)), 3)
+    reason = _gpu_unavailable()
+    if reason is not None:
+        _fail(_no_gpu_message(reason), 3)
     path = out or Path(str(DEFAULT_OUT).format(workload=workload))
     from tracer.runner import record
 
@@ -124,17 +138,12 @@ def demo(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where to write the trace when a GPU is present.")] = None,
 ) -> None:
     """With a GPU: `bench chain`. Without one: the report of a bundled real H200 recording."""
-    from tracer.cuda_util import NoGpuError, init_device
-
-    try:
-        import cupti  # noqa: F401
-
-        init_device()
-    except (ImportError, NoGpuError) as e:
+    reason = _gpu_unavailable()
+    if reason is not None:
         rec = bundled_recording()
         trace = _load(rec)
         typer.secho(
-            f"No usable GPU here ({str(e).splitlines()[0]}).\nShowing a bundled real recording instead: {rec.name}, "
+            f"No usable GPU here ({reason}).\nShowing a bundled real recording instead: {rec.name}, "
             f"workload '{trace.meta.get('workload')}' recorded on an {trace.meta.get('gpu_name')} "
             f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
             fg="yellow",
@@ -269,23 +278,16 @@ def run(
     The script's arguments, output and exit code pass through. If it raises or you press Ctrl-C,
     the trace of what ran is still written and the report says the run was cut short.
     """
-    if detail not in ("graph", "node"):
-        _fail(f"--detail must be 'graph' or 'node', not {detail!r}")
+    _check_detail(detail)
     if not script.is_file():
         _fail(f"no such script: {script}")
-    from tracer.cuda_util import NoGpuError
-
-    try:
-        import cupti  # noqa: F401
-    except ImportError as e:
-        _fail(_no_gpu_message(f"cupti-python is not importable ({e})"), 3)
+    reason = _gpu_unavailable()
+    if reason is not None:
+        _fail(_no_gpu_message(reason), 3)
     from tracer.script import run_script
 
     path = out or Path(script.with_suffix(".gmtrace").name)
-    try:
-        code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
-    except NoGpuError as e:
-        _fail(_no_gpu_message(str(e)), 3)
+    code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
     typer.secho(f"graphmode: trace written to {path}", err=True)
     trace = _load(path)
     if report:

@@ -13,7 +13,6 @@ import ctypes
 import os
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -340,10 +339,3 @@ def loaded_cupti_library() -> str:
     except OSError:
         pass
     return ""
-
-
-def wait_ns(ns: int) -> None:
-    """Busy-waits on the CUPTI clock (used by tests to create known gaps)."""
-    end = timestamp() + ns
-    while timestamp() < end:
-        time.sleep(0)
