@@ -147,3 +147,24 @@ def test_graph_launches_find_their_graph_by_correlation() -> None:
     assert ev is not None
     assert list(ev["graph_id"]) == [5, 9] and list(ev["correlation_id"]) == [10, 13]
     assert list(ev["start_ns"]) == [1, 4] and list(ev["event"]) == ["launch", "launch"]
+
+
+def test_api_names_need_no_cupti_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoding runs after the session detached CUPTI (cuptiFinalize); a CUPTI call would attach it
+    again, so names come from cupti-python's callback-id enums. Synthetic driver + runtime records."""
+    def attach(*_: object) -> str:
+        raise AssertionError("decode called cuptiGetCallbackName")
+
+    monkeypatch.setattr(cupti_mod, "get_callback_name", attach)
+    api = cupti_mod.activity_api_dtype
+    launch = int(cupti_mod.driver_api_trace_cbid.cuLaunchKernel)
+    rt_launch = int(cupti_mod.runtime_api_trace_cbid.cudaLaunchKernel_v7000)
+    chunk = b"".join([
+        _record(api, int(K.DRIVER), cbid=launch, start=10, end=20, correlation_id=1, thread_id=42),
+        _record(api, int(K.RUNTIME), cbid=rt_launch, start=5, end=25, correlation_id=1, thread_id=42),
+        _record(api, int(K.DRIVER), cbid=1, start=30, end=31, correlation_id=2, thread_id=42),
+    ])
+    calls = decode(RawActivity(chunks=[chunk]), 0)["api_calls"]
+    got = sorted(zip(calls["start_ns"], calls["name"], calls["category"]))
+    assert got == [(5, "cudaLaunchKernel_v7000", "kernel_launch"), (10, "cuLaunchKernel", "kernel_launch"),
+                   (30, "cuInit", "other")]

@@ -127,14 +127,21 @@ def _names_for(ptrs: np.ndarray, names: dict[int, str]) -> np.ndarray:
 
 
 def _api_names(recs: np.ndarray, domain: int) -> np.ndarray:
+    """API names from cupti-python's callback-id enums (the names cuptiGetCallbackName returns):
+    decoding runs after the session detached CUPTI, and a CUPTI call would attach it again."""
     cupti = cupti_module()
+    D = cupti.CallbackDomain
+    enum = cupti.driver_api_trace_cbid if domain == int(D.DRIVER_API) else cupti.runtime_api_trace_cbid
     uniq, inverse = np.unique(recs["cbid"], return_inverse=True)
     table = []
     for cbid in uniq:
         try:
-            table.append(str(cupti.get_callback_name(domain, int(cbid))))
-        except Exception:
-            table.append(f"cbid_{int(cbid)}")
+            table.append(enum(int(cbid)).name)
+        except ValueError:  # an id newer than this cupti-python's enum
+            try:
+                table.append(str(cupti.get_callback_name(domain, int(cbid))))
+            except Exception:
+                table.append(f"cbid_{int(cbid)}")
     return np.array(table, dtype=object)[inverse]
 
 

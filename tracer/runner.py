@@ -336,10 +336,10 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                 pass_status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
                 raise
             finally:
+                end = int(clock())  # before stop(): a CUPTI call after it would attach CUPTI again
                 raw = session.stop() if session is not None else None
                 if raw is not None:
                     raw.own_spans.extend(rec.own_spans)
-                end = int(clock())
                 if session is None:
                     offset = int(cupti.get_timestamp()) - time.perf_counter_ns()
                     rec.shift(offset)
