@@ -1,0 +1,58 @@
+"""benchmarks/fidelity.py without a GPU: its formulas on a synthetic case computed by hand, and its
+analysis of the per-process summaries recorded on the H200 (benchmarks/results/2026-11-30)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "2026-11-30"
+
+
+def _fidelity():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_ground_truth_formulas_by_hand() -> None:
+    """Synthetic: eager 90 us, graph 40 us, capture 100 + instantiate 200 + upload 50 us, first launch
+    70 us (30 us over a replay): one-time 380 us, saved 50 us, break-even 7.6 -> 8 replays."""
+    it = {"eager": {"median": 90_000.0}, "graph": {"median": 40_000.0}}
+    d = _fidelity()._derived(it, {"capture": 100_000.0, "instantiate": 200_000.0, "upload": 50_000.0,
+                                  "first_launch": 70_000.0})
+    assert d == {"saved_ns": 50_000.0, "one_time_ns": 380_000.0, "break_even_exact": 7.6, "break_even": 8.0}
+    slower = _fidelity()._derived({"eager": {"median": 40_000.0}, "graph": {"median": 45_000.0}}, {"capture": 1.0})
+    assert slower["break_even"] == math.inf and slower["saved_ns"] == -5_000.0
+
+
+def test_recorded_accuracy_within_five_percent() -> None:
+    """The H200 recording of the final protocol (fid4): graphmode's saved, one-time and break-even
+    medians against the ground truth's, recomputed here from the per-process summaries."""
+    fid = _fidelity()
+    runs = [json.loads(p.read_text()) for p in sorted((RESULTS / "fid4").glob("proc-*.json"))]
+    assert len(runs) == 52
+    for key in ("saved_ns", "one_time_ns", "break_even_exact"):
+        truth = np.median([fid._derived(r["T1"]["iterations"], r["T1"]["ops"])[key] for r in runs])
+        graphmode = np.median([r["graphmode"][key] for r in runs])
+        assert abs(graphmode / truth - 1) < 0.05, (key, truth, graphmode)
+    for mode in fid.MODES:  # the timing pass against the ground truth, per process
+        ratio = np.median([r["graphmode"]["timing"][mode] / r["T1"]["iterations"][mode]["median"] for r in runs])
+        assert abs(ratio - 1) < 0.02, (mode, ratio)
+
+
+def test_analyze_prints_every_set() -> None:
+    fid = _fidelity()
+    text = fid.analyze([RESULTS / "fid4"])
+    assert "52 processes (52 with graphmode)" in text and "| launch overhead saved per iteration | 43.80 us | 44.69 us | +2.0%" in text
+    for name in ("fid1", "fid2", "fid3", "sp-aslr", "sp-noaslr"):
+        assert "processes" in fid.analyze([RESULTS / name])
+    residue = fid.analyze([RESULTS / "residue"])
+    assert "4 processes" in residue and "after cupti.finalize()" in residue
