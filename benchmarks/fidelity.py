@@ -149,7 +149,7 @@ def _derived(it: dict[str, Any], once_parts: dict[str, float]) -> dict[str, floa
     """Saved, one-time and break-even by the formulas of docs/metrics.md."""
     e, g = it["eager"]["median"], it["graph"]["median"]
     once = (once_parts.get("capture", 0.0) + once_parts.get("instantiate", 0.0) + once_parts.get("upload", 0.0)
-            + max(0.0, once_parts.get("first_launch", g) - g))
+            + once_parts.get("first_launch", g) - g)  # not clamped at 0, as in analyzers/graph_cost.py
     saved = e - g
     return {"saved_ns": saved, "one_time_ns": once, "break_even_exact": once / saved if saved > 0 else math.inf,
             "break_even": float(math.ceil(once / saved)) if saved > 0 else math.inf}
