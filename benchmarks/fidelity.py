@@ -88,7 +88,7 @@ class Truth:
         cu, check, s, clock = self.cu, self.check, self.wl.stream, time.perf_counter_ns
         self.wl.reset()
         b0 = clock()
-        self.g, origin = self.wl.build_graph()
+        self.g, _ = self.wl.build_graph()
         b1 = clock()
         self.gexec = check(cu.cuGraphInstantiate(self.g, 0), "cuGraphInstantiate")
         i1 = clock()
@@ -118,7 +118,7 @@ class Truth:
             out[i] = float(check(cu.cuEventElapsedTime(self.ev0, self.ev1), "cuEventElapsedTime")) * 1e6
         return out
 
-    def block(self, iterations: int, warmup: int, events: bool = True) -> dict[str, Any]:
+    def block(self, iterations: int, warmup: int) -> dict[str, Any]:
         """One ground-truth measurement: every mode's iterations, the graph's one-time operations."""
         cu, check, s = self.cu, self.check, self.wl.stream
         modes = self.wl.eager_modes()
@@ -139,8 +139,6 @@ class Truth:
 
         res["iterations"]["graph"] = _stats(_timed(replay, iterations))
         res["verified"]["graph"] = self.wl.verify()[0]
-        if events:
-            res["graph_gpu_events"] = _stats(self.graph_gpu_span(200))
         self.destroy_graph()
         return res
 
@@ -213,7 +211,7 @@ def worker(out: Path, iterations: int, warmup: int, truth_only: bool) -> None:
         next(iter(wl.eager_modes().values()))()
     summary["first_graph_ops"] = truth.graph()
     truth.destroy_graph()
-    summary["T1"] = truth.block(iterations, warmup, events=False)
+    summary["T1"] = truth.block(iterations, warmup)
     assert "cupti" not in sys.modules, "the ground truth must not load CUPTI"
     if not truth_only:
         from tracer.runner import record
@@ -224,8 +222,8 @@ def worker(out: Path, iterations: int, warmup: int, truth_only: bool) -> None:
         # workload used in the process slowed every later graph replay by ~3 us (`residue`).
         record(_Prepared(wl), trace, iterations=iterations, warmup=warmup, detail="graph")
         summary["graphmode_seconds"] = time.perf_counter() - t0
-        summary["T2"] = truth.block(iterations, warmup, events=False)
-    # Last: CUDA events were seen to slow later graph launches in the process (`residue`).
+        summary["T2"] = truth.block(iterations, warmup)
+    # Last, so that nothing compared runs after the spin kernel and the events (`residue`: no effect seen).
     truth.graph()
     summary["graph_gpu_events"] = _stats(truth.graph_gpu_span(200))
     truth.destroy_graph()
@@ -247,7 +245,7 @@ def residue(out: Path, iterations: int, warmup: int) -> None:
     steps: list[dict[str, Any]] = []
 
     def measure(step: str, t: Truth = truth) -> None:
-        b = t.block(iterations, warmup, events=False)
+        b = t.block(iterations, warmup)
         steps.append({"step": step, **{m: b["iterations"][m]["median"] for m in MODES}})
         print(f"{step:55s} " + "  ".join(f"{m} {steps[-1][m] / 1e3:7.2f}" for m in MODES), flush=True)
 
@@ -291,14 +289,14 @@ def residue(out: Path, iterations: int, warmup: int) -> None:
     measure("after an empty CUPTI session (started, stopped)")
     session = CuptiSession("graph", detach=False)
     session.start()
-    truth.block(iterations, warmup, events=False)
+    truth.block(iterations, warmup)
     raw = session.stop()
     measure(f"after a traced block ({sum(len(c) for c in raw.chunks)} B recorded)")
     cupti.finalize()
     measure("after cupti.finalize()")
     session = CuptiSession("graph")  # detaches at stop
     session.start()
-    truth.block(iterations, warmup, events=False)
+    truth.block(iterations, warmup)
     raw = session.stop()
     measure(f"after a traced block, detached ({sum(len(c) for c in raw.chunks)} B recorded)")
     writer.close("complete", "")

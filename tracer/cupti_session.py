@@ -279,9 +279,9 @@ class CuptiSession:
         self._graph_handles.clear()
         self._resolve_names()
         if self._detach:
-            # Disabling the activity kinds is not enough: with CUPTI still attached, later launches
-            # in the process stayed slower (H200: eager +14-23%, graph replays +22-31%, measured by
-            # benchmarks/fidelity.py). cuptiFinalize detaches it; the next session attaches again.
+            # Disabling the activity kinds is not enough: with CUPTI still attached, every later graph
+            # replay in the process stayed 10-25% slower (H200, `benchmarks/fidelity.py residue`).
+            # cuptiFinalize detaches it; the next session attaches again.
             try:
                 cupti.finalize()
             except Exception as e:
