@@ -17,14 +17,14 @@ import dataclasses
 import math
 from typing import Any
 
-from analyzers.break_even import break_even, overhead_saved
-from analyzers.cpu_profile import cpu_profile_summary
-from analyzers.critical_path import critical_paths
-from analyzers.graph_cost import graph_costs, has_cost_records
-from analyzers.iterations import mode_metrics, place_gpu_spans
-from analyzers.kernels import MAX_KERNELS, kernel_comparisons
-from analyzers.pitfalls import find_pitfalls
-from analyzers.results import (
+from graphmode.analyzers.break_even import break_even, overhead_saved
+from graphmode.analyzers.cpu_profile import cpu_profile_summary
+from graphmode.analyzers.critical_path import critical_paths
+from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
+from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
+from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
+from graphmode.analyzers.pitfalls import find_pitfalls
+from graphmode.analyzers.results import (
     BreakEven,
     CpuProfile,
     CriticalPath,
@@ -39,8 +39,8 @@ from analyzers.results import (
     Stat,
     TraceAnalysis,
 )
-from analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
-from tracer.store import Trace
+from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
+from graphmode.tracer.store import Trace
 
 # A traced pass this much slower than the timing pass earns a warning in the report.
 DISTORTION_WARNING_RATIO = 1.05

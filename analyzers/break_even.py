@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from analyzers.results import BreakEven, ModeMetrics, OverheadSaved
+from graphmode.analyzers.results import BreakEven, ModeMetrics, OverheadSaved
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611

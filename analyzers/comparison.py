@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.results import BreakEven, TraceAnalysis
+from graphmode.analyzers.results import BreakEven, TraceAnalysis
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Comparison:
         return bool(self.outputs_match and be is not None and be.replays is not None and be.replays <= be.run_replays)
 
     def _repr_html_(self) -> str:  # Jupyter
-        from reports.notebook import analysis_html
+        from graphmode.reports.notebook import analysis_html
 
         return analysis_html(self.analysis)
 

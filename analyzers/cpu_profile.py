@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.results import CpuCategory, CpuFrame, CpuProfile
-from tracer.store import Trace
+from graphmode.analyzers.results import CpuCategory, CpuFrame, CpuProfile
+from graphmode.tracer.sources import own_dirs
+from graphmode.tracer.store import Trace
 
 CATEGORIES = ("user", "framework", "cuda_binding", "tracer", "other")
 TOP = 15
@@ -32,8 +33,7 @@ _CUDA_BINDING = ("/cuda/bindings/", "/cuda/core/", "/cuda/cudart", "/cuda/cuda."
                  "/torch/cuda/", "/pycuda/")
 _FRAMEWORK = ("/torch/", "/cupy/", "/jax/", "/jaxlib/", "/triton/", "/numba/", "/tensorflow/", "/warp/", "/nvmath/",
               "/cuda/")
-_TOOL_ROOT = str(Path(__file__).resolve().parent.parent)
-_TOOL_DIRS = tuple(f"{_TOOL_ROOT}/{d}/" for d in ("tracer", "graphmode", "analyzers", "reports"))
+_TOOL_DIRS = tuple(d.replace("\\", "/") for d in own_dirs())
 
 
 def classify(file: str, prefixes: list[str]) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.results import CriticalPath, Stat
-from tracer.store import Trace
+from graphmode.analyzers.results import CriticalPath, Stat
+from graphmode.tracer.store import Trace
 
 # One replay = the node spans of one graph inside one graph-mode iteration with one correlation id
 # (a kernel launched from a graph carries the correlation id of the cudaGraphLaunch that ran it).

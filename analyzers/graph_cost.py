@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.results import GraphCost
-from tracer.store import Trace
+from graphmode.analyzers.results import GraphCost
+from graphmode.tracer.store import Trace
 
 _OP_SQL = """
 SELECT graph_id, name, sum(end_ns - start_ns)::BIGINT AS dur

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.results import IterationSeries, ModeMetrics, Stat
-from tracer.store import Trace
+from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
+from graphmode.tracer.store import Trace
 
 MODES = ("eager", "eager_sync_each", "graph")
 LAUNCH_CATEGORIES = ("kernel_launch", "graph_launch")

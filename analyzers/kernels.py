@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.iterations import PlacedGpuSpans, place_gpu_spans
-from analyzers.results import KernelComparison, Stat
-from tracer.store import Trace
+from graphmode.analyzers.iterations import PlacedGpuSpans, place_gpu_spans
+from graphmode.analyzers.results import KernelComparison, Stat
+from graphmode.tracer.store import Trace
 
 MAX_KERNELS = 500  # names kept, by total GPU time: a page of comparisons, not a dump
 QUANTILES = (0.1, 0.5, 0.9)

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.break_even import smallest_replays
-from analyzers.results import Pitfall, TraceAnalysis
-from tracer.infer import graph_replays, stretch_breaks
-from tracer.store import Trace
+from graphmode.analyzers.break_even import smallest_replays
+from graphmode.analyzers.results import Pitfall, TraceAnalysis
+from graphmode.tracer.infer import graph_replays, stretch_breaks
+from graphmode.tracer.store import Trace
 
 # CUresult / cudaError_t values of a broken stream capture (identical in the driver and the runtime).
 CAPTURE_ERRORS: dict[int, str] = {
@@ -320,7 +320,7 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
 def find_pitfalls(trace: Trace, analysis: TraceAnalysis | None = None) -> tuple[Pitfall, ...]:
     """Every diagnostic the trace supports, errors first. `analysis` saves recomputing analyze(trace)."""
     if analysis is None:
-        from analyzers import analyze
+        from graphmode.analyzers import analyze
 
         return analyze(trace).pitfalls
     pid = analysis.traced_pass_id

@@ -14,8 +14,8 @@ Everything is aggregated in SQL; Python sees one row per (line, graph) and per (
 
 from __future__ import annotations
 
-from analyzers.results import SourceLine
-from tracer.store import Trace
+from graphmode.analyzers.results import SourceLine
+from graphmode.tracer.store import Trace
 
 MAX_SOURCE_LINES = 500  # rows kept, by GPU time: a page of lines, not a dump
 MAX_KERNELS_PER_LINE = 20  # one line (`model(x)`) can launch hundreds of kernels; the report lists the top ones

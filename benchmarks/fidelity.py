@@ -73,7 +73,7 @@ class Truth:
     def __init__(self, wl: Any):
         from cuda.bindings import driver as cu
 
-        from tracer.cuda_util import check, compile_module, get_function, init_device
+        from graphmode.tracer.cuda_util import check, compile_module, get_function, init_device
 
         self.cu, self.check, self.wl = cu, check, wl
         self.module = compile_module(SPIN, "spin.cu", init_device())
@@ -155,8 +155,8 @@ def _derived(it: dict[str, Any], once_parts: dict[str, float]) -> dict[str, floa
 
 def graphmode_summary(path: Path) -> dict[str, Any]:
     """What graphmode reports from its own trace (the analyzers' numbers), plus the raw pass medians."""
-    from analyzers import analyze as analyze_trace
-    from tracer.store import load
+    from graphmode.analyzers import analyze as analyze_trace
+    from graphmode.tracer.store import load
 
     t = load(path)
     a = analyze_trace(t)
@@ -198,7 +198,7 @@ class _Prepared:
 
 
 def worker(out: Path, iterations: int, warmup: int, truth_only: bool) -> None:
-    from tracer.workloads import make_workload
+    from graphmode.tracer.workloads import make_workload
 
     assert "cupti" not in sys.modules
     wl = make_workload("chain")
@@ -214,7 +214,7 @@ def worker(out: Path, iterations: int, warmup: int, truth_only: bool) -> None:
     summary["T1"] = truth.block(iterations, warmup)
     assert "cupti" not in sys.modules, "the ground truth must not load CUPTI"
     if not truth_only:
-        from tracer.runner import record
+        from graphmode.tracer.runner import record
 
         trace = out.with_suffix(".gmtrace")
         t0 = time.perf_counter()
@@ -237,7 +237,7 @@ def worker(out: Path, iterations: int, warmup: int, truth_only: bool) -> None:
 def residue(out: Path, iterations: int, warmup: int) -> None:
     """What changes the speed of later CUDA calls in a process: the ground truth's block measured
     again after each step of what graphmode (and this benchmark) does in a process."""
-    from tracer.workloads import make_workload
+    from graphmode.tracer.workloads import make_workload
 
     wl = make_workload("chain")
     wl.setup()
@@ -259,9 +259,9 @@ def residue(out: Path, iterations: int, warmup: int) -> None:
     other.setup()
     measure("after a second workload (B) was set up")
     measure("workload B's own block", Truth(other))
-    from tracer.runner import PassRecorder, machine_meta, run_pass
-    from tracer.store import TraceWriter
-    from tracer.cuda_util import init_device
+    from graphmode.tracer.runner import PassRecorder, machine_meta, run_pass
+    from graphmode.tracer.store import TraceWriter
+    from graphmode.tracer.cuda_util import init_device
 
     writer = TraceWriter(out.with_suffix(".gmtrace"), machine_meta(init_device()))
     measure("after NVML (machine_meta) and a TraceWriter (DuckDB)")
@@ -281,7 +281,7 @@ def residue(out: Path, iterations: int, warmup: int) -> None:
     measure("after import cupti")
     cupti.get_timestamp()
     measure("after cupti.get_timestamp()")
-    from tracer.cupti_session import CuptiSession
+    from graphmode.tracer.cupti_session import CuptiSession
 
     session = CuptiSession("graph", detach=False)
     session.start()

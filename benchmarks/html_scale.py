@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import Chromium, find_chromium  # noqa: E402
 from synthetic_timeline import write_synthetic_trace  # noqa: E402
 
-from reports.html import write_html  # noqa: E402
-from tracer.store import load  # noqa: E402
+from graphmode.reports.html import write_html  # noqa: E402
+from graphmode.tracer.store import load  # noqa: E402
 
 KERNELS_PER_ITERATION = 100
 

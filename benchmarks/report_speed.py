@@ -38,7 +38,7 @@ SYNTHETIC = {
 
 def distributions_from(path: Path) -> dict[str, np.ndarray | int]:
     """Empirical samples from a real recording's traced pass."""
-    from tracer.store import load
+    from graphmode.tracer.store import load
 
     with load(path) as t:
         p = t.pass_by_detail("node", "graph")
@@ -67,7 +67,7 @@ def _sample(rng: np.random.Generator, dist: object, n: int) -> np.ndarray:
 
 def generate(path: Path, events: int, dists: dict[str, object], source: str) -> dict[str, int]:
     """Writes the trace; returns its row counts. Vectorised: every table is built as numpy columns."""
-    from tracer.store import PassInfo, TraceWriter
+    from graphmode.tracer.store import PassInfo, TraceWriter
 
     rng = np.random.default_rng(7)
     k = int(dists["kernels_per_iteration"])  # type: ignore[call-overload]
@@ -165,9 +165,9 @@ def _peak_rss_mb() -> float:
 
 def measure(path: Path, runs: int) -> dict[str, float]:
     """Run in a fresh process: median seconds of analyze() + JSON report, and peak RSS."""
-    from analyzers import analyze
-    from reports.json_report import render_json
-    from tracer.store import load
+    from graphmode.analyzers import analyze
+    from graphmode.reports.json_report import render_json
+    from graphmode.tracer.store import load
 
     times = []
     for _ in range(runs):

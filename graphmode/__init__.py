@@ -1,8 +1,8 @@
 """graphmode: what CUDA Graphs buy you. The public Python API; logic lives in tracer/, analyzers/, reports/."""
 
 from graphmode.api import TraceHandle, compare, trace
-from tracer.store import PassInfo, Trace, TraceError, load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import PassInfo, Trace, TraceError, load
+from graphmode.tracer.validate import validate_trace
 
 __version__ = "0.1.0"
 

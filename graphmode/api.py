@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzers.comparison import Comparison, comparison
+from graphmode.analyzers.comparison import Comparison, comparison
 
 
 @dataclass
@@ -20,26 +20,26 @@ class TraceHandle:
     _analysis: Any = field(default=None, repr=False)
 
     def load(self) -> Any:
-        from tracer.store import load
+        from graphmode.tracer.store import load
 
         return load(self.path)
 
     @property
     def analysis(self) -> Any:
         if self._analysis is None:
-            from analyzers import analyze
+            from graphmode.analyzers import analyze
 
             with self.load() as t:
                 self._analysis = analyze(t)
         return self._analysis
 
     def report(self) -> None:
-        from reports.terminal import print_report
+        from graphmode.reports.terminal import print_report
 
         print_report(self.analysis)
 
     def _repr_html_(self) -> str:
-        from reports.notebook import analysis_html
+        from graphmode.reports.notebook import analysis_html
 
         return analysis_html(self.analysis)
 
@@ -56,7 +56,7 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
 
     An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
     """
-    from tracer.script import ScriptTracer, _exception_info
+    from graphmode.tracer.script import ScriptTracer, _exception_info
 
     tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile, workload="region")
     handle = TraceHandle(Path(out))
@@ -82,9 +82,9 @@ def compare(step: Callable[..., Any], iters: int = 200, warmup: int = 10, out: s
     cuStreamBeginCapture); pass `outputs=lambda: [...]` (host arrays) to have the outputs compared.
     The trace is written to `out` (default: graphmode-compare.gmtrace).
     """
-    from analyzers import analyze
-    from tracer.compare import record_comparison
-    from tracer.store import load
+    from graphmode.analyzers import analyze
+    from graphmode.tracer.compare import record_comparison
+    from graphmode.tracer.store import load
 
     path = Path(out or "graphmode-compare.gmtrace")
     record_comparison(step, path, iters=iters, warmup=warmup, detail=detail, framework=framework, outputs=outputs)

@@ -25,7 +25,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _load(path: Path):  # type: ignore[no-untyped-def]
-    from tracer.store import TraceError, load
+    from graphmode.tracer.store import TraceError, load
 
     try:
         return load(path)
@@ -36,7 +36,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
 @app.command()
 def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")]) -> None:
     """Metadata and table counts of a trace."""
-    from reports.info import print_info
+    from graphmode.reports.info import print_info
 
     trace = _load(trace_file)
     print_info(trace)
@@ -47,7 +47,7 @@ DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 
 def _gpu_unavailable() -> str | None:
     """None when cupti-python loads and a GPU is usable, else why not (one line)."""
-    from tracer.cuda_util import NoGpuError, init_device
+    from graphmode.tracer.cuda_util import NoGpuError, init_device
 
     try:
         import cupti  # noqa: F401
@@ -86,8 +86,8 @@ def bench(
     report: Annotated[bool, typer.Option(help="Print the report when done.")] = True,
 ) -> None:
     """Run a built-in workload eagerly and as a CUDA graph on the GPU, trace it, and report."""
-    from tracer.cuda_util import CudaError
-    from tracer.workloads import make_workload
+    from graphmode.tracer.cuda_util import CudaError
+    from graphmode.tracer.workloads import make_workload
 
     _check_detail(detail)
     params = {k: v for k, v in {"kernels": kernels, "n": n, "width": width, "depth": depth}.items() if v is not None}
@@ -99,7 +99,7 @@ def bench(
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
     path = out or Path(str(DEFAULT_OUT).format(workload=workload))
-    from tracer.runner import record
+    from graphmode.tracer.runner import record
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -124,7 +124,7 @@ def bench(
     if trace.meta.get("status") != "complete":
         _fail(f"run did not complete: {trace.meta.get('status_reason')}; trace in {path}", 1)
     if report:
-        from reports.terminal import print_report
+        from graphmode.reports.terminal import print_report
 
         print_report(trace)
 
@@ -148,7 +148,7 @@ def demo(
             f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
             fg="yellow",
         )
-        from reports.terminal import print_report
+        from graphmode.reports.terminal import print_report
 
         print_report(trace)
         return
@@ -166,14 +166,14 @@ def report(
     ] = None,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
-    from analyzers import analyze
+    from graphmode.analyzers import analyze
 
     trace = _load(trace_file)
     analysis = analyze(trace)
     as_json = json_output or (out is not None and out.suffix.lower() == ".json")
     try:
         if as_json:
-            from reports.json_report import render_json
+            from graphmode.reports.json_report import render_json
 
             text = render_json(analysis)
             if out is None:
@@ -183,7 +183,7 @@ def report(
         else:
             from rich.console import Console
 
-            from reports.terminal import print_report
+            from graphmode.reports.terminal import print_report
 
             if out is None:
                 print_report(analysis)
@@ -216,7 +216,7 @@ def view(
     window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
 ) -> None:
     """Write one self-contained HTML page (opens offline): timelines, graph topology, break-even."""
-    from reports.html import write_html
+    from graphmode.reports.html import write_html
 
     its = _range(iterations, "--iterations", int)
     win = _range(window, "--window", float)
@@ -247,13 +247,13 @@ def export(
     trace = _load(trace_file)
     try:
         if format == "perfetto":
-            from reports.perfetto import export_perfetto
+            from graphmode.reports.perfetto import export_perfetto
 
             path = out or trace_file.with_suffix(".perfetto.json")
             n = export_perfetto(trace, path)
             typer.echo(f"{n:,} trace events written to {path}; open it at ui.perfetto.dev")
         else:
-            from reports.parquet import export_parquet
+            from graphmode.reports.parquet import export_parquet
 
             path = out or trace_file.with_name(trace_file.stem + "_parquet")
             files = export_parquet(trace, path)
@@ -284,17 +284,17 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
-    from tracer.script import run_script
+    from graphmode.tracer.script import run_script
 
     path = out or Path(script.with_suffix(".gmtrace").name)
     code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
     typer.secho(f"graphmode: trace written to {path}", err=True)
     trace = _load(path)
     if report:
-        from reports.terminal import print_report
+        from graphmode.reports.terminal import print_report
 
         print_report(trace)
-    from reports.html import write_html
+    from graphmode.reports.html import write_html
 
     page = html or path.with_suffix(".html")
     write_html(trace, page)

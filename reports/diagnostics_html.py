@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from analyzers.results import CpuProfile, Pitfall
-from reports.diagnostics_text import CATEGORY_LABELS
+from graphmode.analyzers.results import CpuProfile, Pitfall
+from graphmode.reports.diagnostics_text import CATEGORY_LABELS
 
 
 def _us(ns: float | None) -> str:

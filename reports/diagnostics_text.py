@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analyzers.results import CpuProfile, Pitfall
+from graphmode.analyzers.results import CpuProfile, Pitfall
 
 CATEGORY_LABELS = {
     "user": "your Python code",
@@ -18,7 +18,7 @@ CATEGORY_LABELS = {
 
 
 def _ns(ns: float | None) -> str:
-    from reports.terminal import human_ns
+    from graphmode.reports.terminal import human_ns
 
     return human_ns(ns)
 

@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from analyzers import TraceAnalysis, analyze
-from reports import html_charts
-from reports.diagnostics_html import cpu_profile_html, diagnostics_html
-from reports.timeline_data import (
+from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.reports import html_charts
+from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
+from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
     iteration_views,
@@ -29,8 +29,8 @@ from reports.timeline_data import (
     select_spans,
     traced_pass,
 )
-from reports.timeline_plot import overview_figure, timeline_figure
-from tracer.store import Trace
+from graphmode.reports.timeline_plot import overview_figure, timeline_figure
+from graphmode.tracer.store import Trace
 
 output_file_extension = "html"
 MAX_TOPOLOGIES = 6
@@ -197,7 +197,7 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
 def _page(title: str, body: str, data: dict[str, Any]) -> str:
     from plotly.offline import get_plotlyjs
 
-    assets = resources.files("reports") / "assets"
+    assets = resources.files("graphmode.reports") / "assets"
     script = (assets / "report.js").read_text(encoding="utf-8")
     css = (assets / "report.css").read_text(encoding="utf-8")
     return (

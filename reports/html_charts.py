@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.critical_path import longest_path, node_durations  # the critical path's own node durations
-from analyzers.results import BreakEven, CriticalPath, ModeMetrics
-from reports.timeline_plot import typed_array
-from tracer.store import Trace
+from graphmode.analyzers.critical_path import longest_path, node_durations  # the critical path's own node durations
+from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics
+from graphmode.reports.timeline_plot import typed_array
+from graphmode.tracer.store import Trace
 
 MAX_TOPOLOGY_NODES = 3000
 MODE_COLOURS = {"eager": "#1f77b4", "eager_sync_each": "#8c564b", "graph": "#9467bd"}

@@ -7,9 +7,9 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from tracer.schema import TABLES
-from tracer.store import Trace
-from tracer.validate import validate_trace
+from graphmode.tracer.schema import TABLES
+from graphmode.tracer.store import Trace
+from graphmode.tracer.validate import validate_trace
 
 
 def print_info(trace: Trace, console: Console | None = None) -> None:

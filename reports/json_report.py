@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analyzers import TraceAnalysis, analyze, to_dict
-from tracer.store import Trace
+from graphmode.analyzers import TraceAnalysis, analyze, to_dict
+from graphmode.tracer.store import Trace
 
 REPORT_SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")

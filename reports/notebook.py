@@ -5,22 +5,22 @@ from __future__ import annotations
 import html
 import io
 
-from analyzers.results import TraceAnalysis
+from graphmode.analyzers.results import TraceAnalysis
 
 
 def analysis_html(analysis: TraceAnalysis, height: int = 900) -> str:
     """The terminal report as HTML, then the full interactive page in a sandboxed iframe."""
     from rich.console import Console
 
-    from reports.terminal import print_report
-    from tracer.store import load
+    from graphmode.reports.terminal import print_report
+    from graphmode.tracer.store import load
 
     console = Console(record=True, width=110, file=io.StringIO())
     print_report(analysis, console=console)
     report = console.export_html(inline_styles=True, code_format="<pre style='font-size:12px'>{code}</pre>")
     page = ""
     try:
-        from reports.html import render_html
+        from graphmode.reports.html import render_html
 
         with load(analysis.path) as trace:
             page, _ = render_html(trace)  # (page, the window it shows)

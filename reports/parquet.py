@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracer.schema import TABLES
-from tracer.store import Trace
+from graphmode.tracer.schema import TABLES
+from graphmode.tracer.store import Trace
 
 output_file_extension = "parquet"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.store import Trace
+from graphmode.tracer.store import Trace
 
 output_file_extension = "json"
 HOST_PID = 1

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
-from reports.diagnostics_text import print_cpu_profile, print_pitfalls
-from tracer.store import Trace
+from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
+from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
+from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.store import PassInfo, Trace
+from graphmode.tracer.store import PassInfo, Trace
 
 MAX_DRAWN_SPANS = 120_000
 ITERATION_MODES = ("eager", "eager_sync_each", "graph")

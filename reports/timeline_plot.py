@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from reports.timeline_data import SpanGroup, TimelineView
+from graphmode.reports.timeline_data import SpanGroup, TimelineView
 
 # Colours by API category, GPU span kind and marker kind (Okabe-Ito and Tableau hues).
 COLOURS: dict[tuple[str, str], str] = {

@@ -22,7 +22,7 @@ def gpu_unavailable_reason() -> str | None:
     except Exception as e:
         return f"cupti-python not importable ({type(e).__name__}: {e})"
     try:
-        from tracer.cuda_util import init_device
+        from graphmode.tracer.cuda_util import init_device
 
         init_device()
     except Exception as e:

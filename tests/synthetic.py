@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracer.schema import DEFAULTS, TABLES
-from tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.schema import DEFAULTS, TABLES
+from graphmode.tracer.store import PassInfo, TraceWriter
 
 
 @dataclass

@@ -96,9 +96,9 @@ def add_inferred_iterations(path: Path) -> dict[str, Any]:
 
     import duckdb
 
-    from tracer.infer import infer_iterations
-    from tracer.schema import TABLES
-    from tracer.store import Trace
+    from graphmode.tracer.infer import infer_iterations
+    from graphmode.tracer.schema import TABLES
+    from graphmode.tracer.store import Trace
 
     con = duckdb.connect(str(path))
     try:

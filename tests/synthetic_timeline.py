@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.store import PassInfo, TraceWriter
 
 THREAD_ID = 4242
 PROCESS_ID = 100

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers import TraceAnalysis, analyze
-from analyzers.break_even import bootstrap_medians, smallest_replays
-from analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.break_even import bootstrap_medians, smallest_replays
+from graphmode.analyzers.critical_path import longest_path, node_durations
 from synthetic import SyntheticTrace, basic_trace
-from tracer.store import load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import load
+from graphmode.tracer.validate import validate_trace
 
 
 def _analyze(path: Path) -> TraceAnalysis:

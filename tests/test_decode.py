@@ -11,8 +11,8 @@ import pytest
 
 cupti_mod = pytest.importorskip("cupti.cupti", reason="cupti-python is a dependency: pip install -e '.[test]'")
 
-from tracer.cupti_session import RawActivity  # noqa: E402
-from tracer.decode import api_category, decode, lookup, records_by_kind  # noqa: E402
+from graphmode.tracer.cupti_session import RawActivity  # noqa: E402
+from graphmode.tracer.decode import api_category, decode, lookup, records_by_kind  # noqa: E402
 
 K = cupti_mod.ActivityKind
 F = cupti_mod.ActivityFlag
@@ -137,7 +137,7 @@ def test_api_categories(name: str, category: str) -> None:
 
 def test_graph_launches_find_their_graph_by_correlation() -> None:
     """Synthetic: three launch calls; two launched graph work (ids 5 and 9), one launched nothing traced."""
-    from tracer.passes import launch_events
+    from graphmode.tracer.passes import launch_events
 
     api = {"category": np.array(["graph_launch", "kernel_launch", "graph_launch", "graph_launch"], dtype=object),
            "correlation_id": np.array([10, 11, 12, 13]), "start_ns": np.array([1, 2, 3, 4]), "end_ns": np.array([5, 6, 7, 8]),

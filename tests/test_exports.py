@@ -18,10 +18,10 @@ from trace_event_rules import check_trace_events
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from reports.parquet import export_parquet
-from reports.perfetto import export_perfetto, nesting_tracks
-from tracer.schema import TABLES
-from tracer.store import PassInfo, TraceWriter, load
+from graphmode.reports.parquet import export_parquet
+from graphmode.reports.perfetto import export_perfetto, nesting_tracks
+from graphmode.tracer.schema import TABLES
+from graphmode.tracer.store import PassInfo, TraceWriter, load
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "tests" / "data").glob("*.gmtrace"))

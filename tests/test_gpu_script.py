@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tracer.store import Trace, load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import Trace, load
+from graphmode.tracer.validate import validate_trace
 
 pytestmark = pytest.mark.gpu
 EXAMPLES = ROOT / "examples"
@@ -104,7 +104,7 @@ def test_broken_capture_diagnosed(tmp_path: Path) -> None:
     assert any(f.endswith("broken_capture.py") and line in broken for f, line, _ in exc["frames"])
     failed = t.rows("SELECT name, return_code FROM api_calls WHERE return_code IN (900, 901, 904, 905, 906, 907, 908)")
     assert failed, "the capture error code should be on the failing API call"
-    from analyzers.pitfalls import find_pitfalls
+    from graphmode.analyzers.pitfalls import find_pitfalls
 
     kinds = {p.kind for p in find_pitfalls(t)}
     assert any("capture" in k for k in kinds), kinds
@@ -194,7 +194,7 @@ def test_compare_cuda_step_detects_wrong_graph(tmp_path: Path) -> None:
     import numpy as np
 
     import graphmode
-    from tracer import cuda_util
+    from graphmode.tracer import cuda_util
 
     cuda_util.init_device()
     from cuda.bindings import driver as cu
@@ -238,14 +238,14 @@ def test_ctrl_c_keeps_the_trace(tmp_path: Path) -> None:
     t = load(out)
     assert t.meta["status"] == "interrupted"
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind='memset'")[0][0] == 10
-    from analyzers import analyze
+    from graphmode.analyzers import analyze
 
     assert analyze(t).status == "interrupted"
 
 
 def test_trace_context_manager_records_a_region(tmp_path: Path) -> None:
     import graphmode
-    from tracer.workloads import make_workload
+    from graphmode.tracer.workloads import make_workload
 
     wl = make_workload("chain", n=10_000, kernels=4)
     wl.setup()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tracer.store import Trace, load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import Trace, load
+from graphmode.tracer.validate import validate_trace
 
 pytestmark = pytest.mark.gpu
 
@@ -25,8 +25,8 @@ DAG_WIDTH, DAG_DEPTH = 4, 3
 
 
 def _record(tmp_path_factory: pytest.TempPathFactory, workload: str, detail: str, **params: int) -> Trace:
-    from tracer.runner import record
-    from tracer.workloads import make_workload
+    from graphmode.tracer.runner import record
+    from graphmode.tracer.workloads import make_workload
 
     out = tmp_path_factory.mktemp(f"{workload}-{detail}") / "trace.gmtrace"
     record(make_workload(workload, **params), out, iterations=ITERS, warmup=3, detail=detail)

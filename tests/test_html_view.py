@@ -18,8 +18,8 @@ from synthetic_timeline import write_synthetic_trace
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from reports.html import write_html
-from tracer.store import load
+from graphmode.reports.html import write_html
+from graphmode.tracer.store import load
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "tests" / "data").glob("*.gmtrace"))

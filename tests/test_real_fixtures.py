@@ -9,9 +9,9 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra: pip install -e '.[test]'")
 
-from analyzers import analyze
-from reports.json_report import load_schema, report_dict
-from tracer.store import load
+from graphmode.analyzers import analyze
+from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.tracer.store import load
 
 FIXTURES = sorted((Path(__file__).parent / "data").glob("*.gmtrace"))
 params = [pytest.param(p, id=p.name) for p in FIXTURES] or [

@@ -14,10 +14,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from reports.json_report import REPORT_SCHEMA_VERSION, load_schema
-from reports.terminal import headline, human_ns, print_report
+from graphmode.reports.json_report import REPORT_SCHEMA_VERSION, load_schema
+from graphmode.reports.terminal import headline, human_ns, print_report
 from synthetic import SyntheticTrace, basic_trace
-from tracer.store import load
+from graphmode.tracer.store import load
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -93,7 +93,7 @@ def test_print_report_for_bench_and_one_mode_statements(tmp_path: Path) -> None:
     assert "no eager iterations" in text and "no traced pass" in text
     assert headline(analysis).startswith("No eager-vs-graph comparison")
     # schema-valid even when most metrics are null
-    from reports.json_report import report_dict
+    from graphmode.reports.json_report import report_dict
 
     jsonschema.Draft202012Validator(load_schema()).validate(report_dict(analysis))
 

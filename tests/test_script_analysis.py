@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from analyzers import TraceAnalysis, analyze
-from analyzers.cpu_profile import classify, summarise
-from reports.json_report import load_schema, report_dict
-from reports.terminal import print_report
+from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.cpu_profile import classify, summarise
+from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.reports.terminal import print_report
 from synthetic_script import SYNC_LINE, ScriptTrace, add_inferred_iterations, eager_then_graph
-from tracer.infer import find_sequence, infer_iterations
-from tracer.store import load
-from tracer.validate import validate_trace
+from graphmode.tracer.infer import find_sequence, infer_iterations
+from graphmode.tracer.store import load
+from graphmode.tracer.validate import validate_trace
 
 FIXTURES = sorted((Path(__file__).parent / "data").glob("*.gmtrace"))
 
@@ -222,7 +222,7 @@ def test_classify_frames() -> None:
 
 
 def test_reports_carry_diagnostics_and_profile(tmp_path: Path, session: dict) -> None:
-    from reports.html import render_html
+    from graphmode.reports.html import render_html
 
     path = _failed_capture(tmp_path / "broken.gmtrace", "<script>alert(1)</script> while capturing")
     import duckdb

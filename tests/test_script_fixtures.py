@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzers import analyze
+from graphmode.analyzers import analyze
 from graphmode.cli import app
 from tests.conftest import DATA, ROOT
-from tracer.store import Trace, load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import Trace, load
+from graphmode.tracer.validate import validate_trace
 
 SCRIPTS = DATA / "scripts"
 ALL = sorted(SCRIPTS.glob("*.gmtrace"))

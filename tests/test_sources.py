@@ -17,14 +17,14 @@ import pytest
 from browser import Chromium, find_chromium
 from rich.console import Console
 
-from analyzers import analyze, to_dict
-from analyzers.sources import kernel_sources, source_lines
-from reports.html import render_html, write_html
-from reports.terminal import print_report
+from graphmode.analyzers import analyze, to_dict
+from graphmode.analyzers.sources import kernel_sources, source_lines
+from graphmode.reports.html import render_html, write_html
+from graphmode.reports.terminal import print_report
 from tests.conftest import DATA, ROOT
 from tests.synthetic import SyntheticTrace
-from tracer.store import load
-from tracer.validate import validate_trace
+from graphmode.tracer.store import load
+from graphmode.tracer.validate import validate_trace
 
 SCRIPTS = DATA / "scripts"
 
@@ -233,7 +233,7 @@ def test_hover_box_shows_the_source_line_in_a_browser(tmp_path: Path) -> None:
 def test_json_report_with_source_lines_follows_the_schema(which: str, tmp_path: Path) -> None:
     import jsonschema
 
-    from reports.json_report import load_schema, render_json
+    from graphmode.reports.json_report import load_schema, render_json
 
     path = synthetic_sources(tmp_path / "s.gmtrace") if which == "synthetic" else SCRIPTS / f"{which}.gmtrace"
     doc = json.loads(render_json(load(path)))

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from graphmode.cli import app, bundled_recording
 from tests.conftest import DATA, ROOT, gpu_unavailable_reason
-from tracer.schema import SCHEMA_VERSION, TABLES
-from tracer.store import PassInfo, TraceError, TraceWriter, load
-from tracer.validate import validate_trace
+from graphmode.tracer.schema import SCHEMA_VERSION, TABLES
+from graphmode.tracer.store import PassInfo, TraceError, TraceWriter, load
+from graphmode.tracer.validate import validate_trace
 
 runner = CliRunner()
 

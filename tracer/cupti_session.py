@@ -163,7 +163,7 @@ class CuptiSession:
         cd = cbdata if hasattr(cbdata, "callback_site") else cupti.CallbackData.from_ptr(int(cbdata))
         if int(cd.callback_site) != int(cupti.ApiCallbackSite.API_ENTER):
             return
-        from tracer.sources import user_source
+        from graphmode.tracer.sources import user_source
 
         self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
 
@@ -209,7 +209,7 @@ class CuptiSession:
     def _read_topology(self, graph_id: int, graph: int) -> None:
         from cuda.bindings import driver as cu
 
-        from tracer.topology import read_topology
+        from graphmode.tracer.topology import read_topology
 
         if graph_id in self.raw.topologies:
             return
@@ -291,7 +291,7 @@ class CuptiSession:
 
     def _resolve_names(self) -> None:
         """Kernel and marker names are char* into CUPTI's memory: read them while it still holds them."""
-        from tracer.decode import name_pointers
+        from graphmode.tracer.decode import name_pointers
 
         for ptr in name_pointers(self.raw.chunks):
             if ptr and ptr not in self.raw.names:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cupti_session import RawActivity, cupti_module, record_dtypes
+from graphmode.tracer.cupti_session import RawActivity, cupti_module, record_dtypes
 
 _COPY_KINDS = {
     1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracer.store import Trace
+from graphmode.tracer.store import Trace
 
 NVTX_PREFIX = "graphmode:"
 # longest prefix first: 'graphmode:eager_sync_each' must not be read as 'eager'

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cupti_session import RawActivity, ResourceEvent
+from graphmode.tracer.cupti_session import RawActivity, ResourceEvent
 
 
 @dataclass
@@ -40,7 +40,7 @@ def _node_type_name(value: int) -> str:
     try:
         from cuda.bindings import driver as cu
 
-        from tracer.topology import node_type_name
+        from graphmode.tracer.topology import node_type_name
 
         return node_type_name(cu.CUgraphNodeType(value))
     except Exception:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cupti_session import RawActivity
-from tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.cupti_session import RawActivity
+from graphmode.tracer.store import PassInfo, TraceWriter
 
 
 def _resolve(mapping: dict[int, int], ids: np.ndarray) -> np.ndarray:
@@ -88,7 +88,7 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
     put("graph_nodes", rec.nodes)
     put("graph_edges", rec.edges)
     if raw is not None:
-        from tracer.decode import decode, lookup
+        from graphmode.tracer.decode import decode, lookup
 
         labels = {int(g["graph_id"][0]): str(g["label"][0]) for g in rec.graphs}
         tables = decode(raw, pid, labels)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cuda_util import check
-from tracer.store import PassInfo, TraceWriter
-from tracer.workloads import Workload
+from graphmode.tracer.cuda_util import check
+from graphmode.tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.workloads import Workload
 
 Progress = Callable[[str, int, int], None]  # (what runs now, phases done, phases in all)
 
@@ -150,7 +150,7 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     last replay, since CUPTI calls made there were seen to slow later graph launches (H200, CUPTI
     13.0: +9 us a replay). Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
     """
-    from tracer.topology import GraphTopology, read_topology
+    from graphmode.tracer.topology import GraphTopology, read_topology
 
     if clock is None:
         from cupti import cupti
@@ -293,9 +293,9 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
     """Runs the timing pass and one traced pass of `workload` and writes the trace to `out`."""
     from cupti import cupti
 
-    from tracer.cuda_util import init_device
-    from tracer.cupti_session import CuptiSession
-    from tracer.passes import write_pass
+    from graphmode.tracer.cuda_util import init_device
+    from graphmode.tracer.cupti_session import CuptiSession
+    from graphmode.tracer.passes import write_pass
 
     if detail not in ("graph", "node"):
         raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")

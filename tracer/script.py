@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.store import PassInfo, TraceWriter
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -66,10 +66,10 @@ class ScriptTracer:
         self.start_ns = 0
 
     def start(self) -> None:
-        from tracer.cuda_util import init_device
-        from tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
-        from tracer.runner import machine_meta
-        from tracer.sources import user_source
+        from graphmode.tracer.cuda_util import init_device
+        from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
+        from graphmode.tracer.runner import machine_meta
+        from graphmode.tracer.sources import user_source
 
         device = init_device()
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
@@ -95,7 +95,7 @@ class ScriptTracer:
             self._profiler.start()
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
-        from tracer.cupti_session import timestamp
+        from graphmode.tracer.cupti_session import timestamp
 
         assert self._writer is not None and self._session is not None, "start() first"
         writer = self._writer
@@ -130,9 +130,9 @@ class ScriptTracer:
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
-    from tracer.decode import decode, lookup
-    from tracer.lifecycle import derive_graphs
-    from tracer.passes import launch_events, map_graph_ids
+    from graphmode.tracer.decode import decode, lookup
+    from graphmode.tracer.lifecycle import derive_graphs
+    from graphmode.tracer.passes import launch_events, map_graph_ids
 
     pid = info.pass_id
     tables = decode(raw, pid)
@@ -179,7 +179,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
 def _append_inferred_iterations(writer: TraceWriter, pass_id: int) -> None:
     """Eager stretches and graph replays found in the recorded calls (tracer/infer.py)."""
     try:
-        from tracer.infer import infer_iterations
+        from graphmode.tracer.infer import infer_iterations
     except ImportError:
         return
     cols = infer_iterations(writer.as_trace(), pass_id)

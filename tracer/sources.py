@@ -14,10 +14,21 @@ import sys
 import sysconfig
 from types import FrameType
 
-_OWN = tuple(
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), pkg) + os.sep
-    for pkg in ("tracer", "graphmode", "analyzers", "reports")
-)
+def own_dirs() -> tuple[str, ...]:
+    """Folders of graphmode's own code (with a trailing separator), in a source checkout or installed.
+
+    The packages install as graphmode.tracer, graphmode.analyzers and graphmode.reports; in a source
+    checkout (editable install) they are the top-level folders tracer/, analyzers/, reports/ beside
+    graphmode/. Both layouts: the three folders are siblings, and graphmode/ is the parent package.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    siblings = os.path.dirname(here)
+    package = os.path.dirname(os.path.abspath(sys.modules["graphmode"].__file__ or here))
+    dirs = {os.path.join(siblings, pkg) for pkg in ("tracer", "analyzers", "reports")} | {package}
+    return tuple(sorted(d + os.sep for d in dirs))
+
+
+_OWN = own_dirs()
 # torch.compile runs code that Inductor generated under /tmp/torchinductor_<user>: not the user's.
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "torchinductor_")
 _STDLIB = tuple(

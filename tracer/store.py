@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.schema import DEFAULTS, FORMAT_NAME, SCHEMA_VERSION, TABLES, create_statements
+from graphmode.tracer.schema import DEFAULTS, FORMAT_NAME, SCHEMA_VERSION, TABLES, create_statements
 
 
 class TraceError(ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.cuda_util import check
+from graphmode.tracer.cuda_util import check
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracer.store import Trace
+from graphmode.tracer.store import Trace
 
 SPAN_TABLES = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events")
 

@@ -33,11 +33,11 @@ class Workload(Protocol):
 
 def make_workload(name: str, **params: Any) -> Workload:
     if name == "chain":
-        from tracer.workloads.chain import ChainWorkload
+        from graphmode.tracer.workloads.chain import ChainWorkload
 
         return ChainWorkload(**params)
     if name == "dag":
-        from tracer.workloads.dag import DagWorkload
+        from graphmode.tracer.workloads.dag import DagWorkload
 
         return DagWorkload(**params)
     raise ValueError(f"unknown workload {name!r}; built-in workloads are 'chain' and 'dag'")

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tracer import cuda_util as cu_util
-from tracer.cuda_util import KernelArgs, check
+from graphmode.tracer import cuda_util as cu_util
+from graphmode.tracer.cuda_util import KernelArgs, check
 
 SOURCE = r"""
 extern "C" __global__ void branch_step(float *y, const float *x, float c, int n) {
