@@ -46,7 +46,7 @@ class TraceHandle:
 
 @contextmanager
 def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str = "graph",
-          launch_sources: bool = False, profile: bool = True) -> Iterator[TraceHandle]:
+          launch_sources: bool = False, profile: bool = False, sources: bool = False) -> Iterator[TraceHandle]:
     """Traces the CUDA work of a region of your program into `out`.
 
         with graphmode.trace("step.gmtrace") as t:
@@ -54,11 +54,16 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
                 g.replay()
         t.report()
 
+    By default the region is recorded as `graphmode run`'s measuring run (what the headline needs, at
+    little cost). `detail='node'`, `launch_sources`, `profile` or `sources` (the line that created each
+    graph node) record more in the same run, which slows it; the report says which figures that affects.
     An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
     """
-    from graphmode.tracer.script import ScriptTracer, _exception_info
+    from graphmode.tracer.script import MEASURE, ScriptTracer, _exception_info, detail_config
 
-    tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile, workload="region")
+    costly = detail == "node" or launch_sources or profile or sources
+    config = detail_config(detail, launch_sources, profile, name="single") if costly else MEASURE
+    tracer = ScriptTracer(out, config, workload="region")
     handle = TraceHandle(Path(out))
     tracer.start()
     try:

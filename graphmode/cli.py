@@ -267,36 +267,53 @@ def run(
     ctx: typer.Context,
     script: Annotated[Path, typer.Argument(help="The Python script to run (its own arguments follow it).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file (default: <script>.gmtrace).")] = None,
-    detail: Annotated[str, typer.Option(help="'graph': one span per graph launch; 'node': every node of every replay.")] = "graph",
-    launch_sources: Annotated[bool, typer.Option(help="Record the Python line of every launch, copy and sync (costs tens of us per call).")] = False,
-    profile: Annotated[bool, typer.Option(help="Sample the CPU side with pyinstrument.")] = True,
+    detail: Annotated[str, typer.Option(help="Detail run: 'graph' (one span per graph launch) or 'node' (every node of every replay).")] = "graph",
+    sources: Annotated[bool, typer.Option(help="Detail run: record the Python line that created each graph node.")] = True,
+    launch_sources: Annotated[bool, typer.Option(help="Detail run: record the Python line of every launch, copy and sync.")] = False,
+    profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
+    runs: Annotated[str, typer.Option(help="'auto' or '2': a measuring run (the numbers), then a detail run (graph names, "
+                                            "topology, lines, what the options above ask for); '1': the detail run alone, for a "
+                                            "script that cannot run twice (its timings are slowed; the report says so).")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
+    no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
 ) -> None:
     """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
 
-    The script's arguments, output and exit code pass through. If it raises or you press Ctrl-C,
-    the trace of what ran is still written and the report says the run was cut short.
+    The script runs twice, each time in a fresh process: a measuring run that records only what the
+    numbers need (no Python callback, few API records), so the script runs at nearly its own speed, then
+    a detail run that names the graphs and reads their topology and source lines. The script's
+    arguments, output and exit code pass through. If it raises or you press Ctrl-C, the trace of what
+    ran is still written and the report says so.
     """
     _check_detail(detail)
+    if runs not in ("auto", "1", "2"):
+        _fail(f"--runs must be 'auto', '1' or '2', not {runs!r}")
     if not script.is_file():
         _fail(f"no such script: {script}")
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
-    from graphmode.tracer.script import run_script
+    from graphmode.tracer.script import plan_runs, run_script
 
     path = out or Path(script.with_suffix(".gmtrace").name)
-    code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
-    typer.secho(f"graphmode: trace written to {path}", err=True)
+    plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs)
+    done = run_script(script, list(ctx.args), path, plan)
+    if not path.exists():
+        _fail(f"the script's run wrote no trace at {path} (exit status {done.exit_code})", 1)
+    typer.secho(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
+    if done.note:
+        typer.secho(f"graphmode: {done.note}", err=True, fg="yellow")
     trace = _load(path)
     if report:
         from graphmode.reports.terminal import print_report
 
         print_report(trace)
-    from graphmode.reports.html import write_html
+    if not no_html:
+        from graphmode.reports.html import write_html
 
-    page = html or path.with_suffix(".html")
-    write_html(trace, page)
-    typer.secho(f"graphmode: interactive report in {page}", err=True)
-    raise typer.Exit(code)
+        page = html or path.with_suffix(".html")
+        write_html(trace, page)
+        typer.secho(f"graphmode: interactive report in {page}", err=True)
+    code = done.exit_code
+    raise typer.Exit(code if code >= 0 else 128 - code)  # killed by signal N: 128 + N, as a shell says

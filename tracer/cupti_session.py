@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -46,7 +47,9 @@ class ResourceEvent:
     exec_id: int = 0
     graph_handle: int = 0
     node_handle: int = 0
-    stack: str = ""
+    # 'file:line function' of the user line that created the node; during the run a cheap
+    # (code object, line) pair, turned into text after the run (tracer.sources.resolve_location)
+    stack: Any = ""
 
 
 @dataclass
@@ -65,19 +68,27 @@ class RawActivity:
     # decoder drops the API records inside them, they are not the program's
     own_spans: list[tuple[int, int, int]] = field(default_factory=list)
     callback_errors: list[str] = field(default_factory=list)
+    # with api_filter='needed': callback ids recorded and switched off, per API
+    api_filter: dict[str, int] = field(default_factory=dict)
 
 
+# One callback per graph or executable: rare, so a Python callback on them costs nothing that matters.
 _GRAPH_CBIDS = (
     "GRAPH_CREATED",
     "GRAPH_CLONED",
     "GRAPH_DESTROY_STARTING",
+    "GRAPHEXEC_CREATE_STARTING",
+    "GRAPHEXEC_CREATED",
+    "GRAPHEXEC_DESTROY_STARTING",
+)
+# One callback per node (and per edge): a few microseconds each in Python, which adds up during the
+# capture of a graph of hundreds of nodes. Needed for node-detail passes (the clone ids that replayed
+# nodes carry) and for the line that created each node; the measuring run leaves them off.
+_NODE_CBIDS = (
     "GRAPHNODE_CREATED",
     "GRAPHNODE_CLONED",
     "GRAPHNODE_DESTROY_STARTING",
     "GRAPHNODE_DEPENDENCY_CREATED",
-    "GRAPHEXEC_CREATE_STARTING",
-    "GRAPHEXEC_CREATED",
-    "GRAPHEXEC_DESTROY_STARTING",
 )
 
 # API calls whose Python call site is recorded: the graph lifecycle (rare, so a Python callback on
@@ -85,6 +96,47 @@ _GRAPH_CBIDS = (
 # synchronization (tens of microseconds each: opt-in, and the report says so).
 LIFECYCLE_API = r"^(cu|cuda)(Stream(BeginCapture|EndCapture)|Graph(Instantiate|Upload|ExecUpdate|Create|Destroy|ExecDestroy))"
 LAUNCH_API = r"^(cu|cuda)(Launch|GraphLaunch|.*Synchronize|Memcpy|Memset)"
+
+
+# API calls the analysis never reads and that frameworks make thousands of times per step (PyTorch
+# calls cudaGetDevice ~2,700 times in a ResNet-18 training step; its allocator asks
+# cudaStreamGetCaptureInfo on every allocation; XLA polls cuStreamQuery): getters, queries and
+# context switches. Recording them slows exactly the launch-bound code graphmode measures.
+_UNNEEDED_API = re.compile(r"Get|Query|IsCapturing|Peek|UpdateCaptureDependencies|ThreadExchangeStreamCaptureMode")
+
+
+def api_needed(name: str) -> bool:
+    """Whether the measuring run records this API (by name): launches, graph lifecycle, capture begin
+    and end, synchronizations, copies, memsets, allocations, events, streams and module loads; not
+    getters, queries or the categories nothing reads ('other': device/context bookkeeping)."""
+    from graphmode.tracer.decode import api_category
+
+    category = api_category(name)
+    if category == "other":
+        return False
+    if category == "capture":
+        return "BeginCapture" in name or "EndCapture" in name
+    return not _UNNEEDED_API.search(name)
+
+
+# The sparse filter of the measuring run: graph launches, the graph lifecycle (capture begin and end,
+# explicit node building, instantiate, upload, whole-graph update, destroy) and synchronizations. Not
+# kernel launches, copies, allocations or per-node parameter updates (XLA sets node parameters ~20
+# times a step): their GPU records carry the work, and recording the calls measurably slowed
+# launch-bound code on the H200 (benchmarks/tracer_costs.py, docs/benchmarks.md).
+_SPARSE_CATEGORIES = ("graph_launch", "instantiate", "upload", "graph_destroy", "graph_build", "sync")
+
+
+def api_sparse(name: str) -> bool:
+    """Whether the sparse filter records this API (see _SPARSE_CATEGORIES)."""
+    from graphmode.tracer.decode import api_category
+
+    category = api_category(name)
+    if category == "capture":
+        return "BeginCapture" in name or "EndCapture" in name
+    if category == "update":
+        return "ExecUpdate" in name
+    return category in _SPARSE_CATEGORIES and not _UNNEEDED_API.search(name)
 
 
 def api_cbids(pattern: str) -> dict[str, list[int]]:
@@ -110,14 +162,23 @@ class CuptiSession:
         self,
         detail: str = "graph",
         buffer_size: int = BUFFER_SIZE,
-        on_node_created: Callable[[], str] | None = None,
+        on_node_created: Callable[[], Any] | None = None,
         nvtx: bool = False,
         source_api: str | None = None,
         snapshot_topology: bool = False,
         detach: bool = True,
+        api_filter: str = "all",
+        node_events: bool | None = None,
+        callbacks: bool = True,
+        gpu_kinds: bool = True,
     ):
+        """`api_filter`: 'all' records every driver and runtime call; 'needed' only those api_needed()
+        names. `node_events`: per-node resource callbacks (default: on, and always on at node detail,
+        whose replayed kernels carry clone ids only those callbacks map back)."""
         if detail not in ("graph", "node"):
             raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
+        if api_filter not in ("all", "needed", "sparse", "none"):
+            raise ValueError(f"api_filter must be 'all', 'needed', 'sparse' or 'none', not {api_filter!r}")
         self.detail = detail
         self.buffer_size = buffer_size
         self.raw = RawActivity()
@@ -128,7 +189,17 @@ class CuptiSession:
         self._source_api = source_api
         self._snapshot = snapshot_topology
         self._detach = detach
-        self._graph_handles: dict[int, int] = {}  # graph id -> handle, for graphs alive now
+        self.api_filter = api_filter
+        self.node_events = True if node_events is None or detail == "node" else node_events
+        # callbacks=False: no Python callback at all (no graph ids from resource callbacks, no call
+        # sites); the activity records alone, for a run that must not be slowed
+        self.callbacks = callbacks
+        self.gpu_kinds = gpu_kinds  # kernel, copy, memset, synchronization records (graph launches always)
+        self._graph_handles: dict[int, int] = {}  # graph id -> handle, for the program's graphs alive now
+        self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
+        self._instantiate_cbids: set[tuple[str, int]] = set()
+        self._source_cbids: set[tuple[str, int]] = set()
+        self._cb_names: dict[int, str] = {}
         self._lock = threading.Lock()
         self.started = False
 
@@ -153,15 +224,23 @@ class CuptiSession:
             if d == self._domain_resource:
                 self._resource_callback(cbid, cbdata)
             elif d in self._domain_api:
-                self._api_callback(self._domain_api[d], cbdata)
+                self._api_callback(self._domain_api[d], int(cbid), cbdata)
         except Exception as e:  # pragma: no cover - defensive
             if len(self.raw.callback_errors) < 20:
                 self.raw.callback_errors.append(f"{type(e).__name__}: {e}")
 
-    def _api_callback(self, api: str, cbdata: Any) -> None:
+    def _api_callback(self, api: str, cbid: int, cbdata: Any) -> None:
         cupti = cupti_module()
         cd = cbdata if hasattr(cbdata, "callback_site") else cupti.CallbackData.from_ptr(int(cbdata))
-        if int(cd.callback_site) != int(cupti.ApiCallbackSite.API_ENTER):
+        enter = int(cd.callback_site) == int(cupti.ApiCallbackSite.API_ENTER)
+        if (api, cbid) in self._instantiate_cbids:
+            # Graphs the driver creates inside an instantiation are its own (the executable's copy):
+            # not the program's, and cuGraphGetNodes refuses them (CUDA_ERROR_INVALID_VALUE). Resource
+            # callbacks fire inside the call, between its enter and exit.
+            tid = threading.get_native_id()
+            depth = self._instantiating.get(tid, 0) + (1 if enter else -1)
+            self._instantiating[tid] = max(depth, 0)
+        if not enter or (api, cbid) not in self._source_cbids:
             return
         from graphmode.tracer.sources import user_source
 
@@ -169,16 +248,16 @@ class CuptiSession:
 
     def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
-        try:
-            cb_name = cupti.CallbackIdResource(int(cbid)).name
-        except ValueError:
+        cb_name = self._cb_names.get(int(cbid))
+        if cb_name is None:
             return
         rd = cbdata if hasattr(cbdata, "resource_descriptor") else cupti.ResourceData.from_ptr(int(cbdata))
         desc = int(rd.resource_descriptor)
         if not desc:
             return
         gd = cupti.GraphData.from_ptr(desc)
-        ev = ResourceEvent(cbid=cb_name, ts=int(cupti.get_timestamp()), thread_id=threading.get_native_id())
+        tid = threading.get_native_id()
+        ev = ResourceEvent(cbid=cb_name, ts=int(cupti.get_timestamp()), thread_id=tid)
         graph, node = int(gd.graph), int(gd.node)
         ev.graph_handle, ev.node_handle = graph, node
         if graph:
@@ -198,11 +277,13 @@ class CuptiSession:
             ev.stack = self._on_node_created()
         if self._snapshot and graph:
             if cb_name in ("GRAPH_CREATED", "GRAPH_CLONED"):
-                self._graph_handles[ev.graph_id] = graph
-            elif cb_name == "GRAPH_DESTROY_STARTING":
+                # Graphs the driver creates inside an instantiation are its own (the executable's
+                # copy): not the program's, and cuGraphGetNodes refuses them (CUDA_ERROR_INVALID_VALUE).
+                if not self._instantiating.get(tid):
+                    self._graph_handles[ev.graph_id] = graph
+            elif cb_name == "GRAPH_DESTROY_STARTING" and self._graph_handles.pop(ev.graph_id, None) is not None:
                 # Last chance to read the graph's nodes, edges and kernel names. Not at instantiation:
                 # that would run inside the program's cuGraphInstantiate and inflate its measured cost.
-                self._graph_handles.pop(ev.graph_id, None)
                 self._read_topology(ev.graph_id, graph)
         self.raw.resource_events.append(ev)
 
@@ -229,7 +310,8 @@ class CuptiSession:
         # id that host markers record with threading.get_native_id().
         cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
         cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
-        kinds = [K.DRIVER, K.RUNTIME, K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION]
+        kinds = [K.DRIVER, K.RUNTIME] if self.api_filter != "none" else []
+        kinds += [K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION] if self.gpu_kinds else []
         if self.detail == "graph":
             kinds.append(K.GRAPH_TRACE)
         if self._nvtx:
@@ -237,20 +319,49 @@ class CuptiSession:
         for k in kinds:
             cupti.activity_enable(k)
         self._kinds = kinds
+        if self.api_filter in ("needed", "sparse"):
+            self.raw.api_filter = self._filter_api(cupti, api_sparse if self.api_filter == "sparse" else api_needed)
         D = cupti.CallbackDomain
         self._domain_resource = int(D.RESOURCE)
         self._domain_api = {int(D.DRIVER_API): "driver", int(D.RUNTIME_API): "runtime"}
+        if not self.callbacks:
+            self.started = True
+            return
         self._subscriber = cupti.subscribe(self._callback, 0)
-        for name in _GRAPH_CBIDS:
+        names = _GRAPH_CBIDS + (_NODE_CBIDS if self.node_events else ())
+        for name in names:
             cbid = getattr(cupti.CallbackIdResource, name, None)
             if cbid is not None:
+                self._cb_names[int(cbid)] = name
                 cupti.enable_callback(1, self._subscriber, D.RESOURCE, int(cbid))
-        if self._source_api:
-            for api, cbids in api_cbids(self._source_api).items():
-                domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
-                for cbid in cbids:
-                    cupti.enable_callback(1, self._subscriber, domain, cbid)
+        for api, cbids in (api_cbids(self._source_api) if self._source_api else {}).items():
+            self._source_cbids.update((api, c) for c in cbids)
+        if self._snapshot:
+            for api, cbids in api_cbids(r"^(cu|cuda)GraphInstantiate").items():
+                self._instantiate_cbids.update((api, c) for c in cbids)
+        for api, cbid in self._source_cbids | self._instantiate_cbids:
+            domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
+            cupti.enable_callback(1, self._subscriber, domain, cbid)
         self.started = True
+
+    @staticmethod
+    def _filter_api(cupti: Any, keep_api: Callable[[str], bool] | None = None) -> dict[str, int]:
+        """Switches off the activity records of every API call the analysis does not read; returns how
+        many callback ids stay recorded and how many were switched off, per API."""
+        counts = {"driver_recorded": 0, "driver_off": 0, "runtime_recorded": 0, "runtime_off": 0}
+        for api, enum, switch in (("driver", cupti.driver_api_trace_cbid, cupti.activity_enable_driver_api),
+                                  ("runtime", cupti.runtime_api_trace_cbid, cupti.activity_enable_runtime_api)):
+            for name, value in enum.__members__.items():
+                cbid = int(value)
+                if cbid <= 0 or name.endswith(("INVALID", "SIZE", "FORCE_INT")):
+                    continue
+                keep = (keep_api or api_needed)(name)
+                try:
+                    switch(cbid, 1 if keep else 0)
+                except Exception:
+                    continue  # an id this driver does not know
+                counts[f"{api}_{'recorded' if keep else 'off'}"] += 1
+        return counts
 
     def stop(self) -> RawActivity:
         """Flushes every buffer, disables collection, resolves names; safe to call twice."""
@@ -278,6 +389,11 @@ class CuptiSession:
             self._read_topology(graph_id, handle)
         self._graph_handles.clear()
         self._resolve_names()
+        from graphmode.tracer.sources import location_text
+
+        for ev in self.raw.resource_events:
+            if ev.stack:
+                ev.stack = location_text(ev.stack)
         if self._detach:
             # Disabling the activity kinds is not enough: with CUPTI still attached, every later graph
             # replay in the process stayed 10-25% slower (H200, `benchmarks/fidelity.py residue`).

@@ -1,11 +1,20 @@
 """Trace a user's own code: a whole script (`graphmode run`) or a region (`graphmode.trace`).
 
-One traced pass (there is no untraced twin of a user's script to compare with, so the report says
-that wall times include the tracer's overhead). What is recorded: CUDA API calls, GPU work, NVTX
-ranges, the graphs the code built with their topology and the Python line that created each node
-(a CUPTI resource callback at node creation, during capture only), the call sites of graph
-lifecycle calls, and a pyinstrument profile of the CPU side. Whatever happens to the code — it
-raises, calls sys.exit, or the user presses Ctrl-C — the trace of what ran is written.
+A script has no untraced twin to compare with, so the numbers must come from a run that the tracer
+barely slows: the **measuring run** records only what the headline needs (launches, graph lifecycle,
+synchronizations, copies, allocations and events among the API calls; kernels, copies and whole-graph
+spans on the GPU; graph and executable resource callbacks; the call sites of the rare lifecycle calls)
+and leaves out what costs the most: getters and queries that frameworks call thousands of times a step,
+a callback per graph node, and the pyinstrument profiler. When the user asks for more (node-level
+spans, the line of every launch, a CPU profile, the line that created each node), a **detail run**
+of the script follows in a fresh process and appends its pass to the same trace; the analysis takes
+periods and one-time costs from the measuring run and the rest from the detail run
+(docs/design.md, "Scripts").
+
+Each run executes the script as `__main__` in a child process (`python -m graphmode.tracer.script_child`),
+so the two runs start alike and the script's arguments, output and exit code pass through. Whatever
+happens to the code (it raises, calls sys.exit, the user presses Ctrl-C or the process is killed) the
+trace of what ran is written or left readable.
 """
 
 from __future__ import annotations
@@ -14,15 +23,58 @@ import json
 import os
 import runpy
 import signal
+import subprocess
 import sys
 import threading
 import traceback
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphmode.tracer.store import PassInfo, TraceWriter
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one run of a script records."""
+
+    name: str  # 'measure', 'detail' or 'single' (everything in one run)
+    detail: str = "graph"  # 'graph': a graph launch is one span; 'node': every node of every replay
+    api_filter: str = "needed"  # 'sparse', 'needed' (tracer.cupti_session.api_sparse / api_needed), 'all' or 'none'
+    node_events: bool = False  # per-node resource callbacks
+    node_sources: bool = False  # the Python line that created each graph node (needs node_events)
+    launch_sources: bool = False  # the Python line of every launch, copy and synchronization
+    profile: bool = False  # pyinstrument samples of the CPU side
+    callbacks: bool = True  # Python CUPTI callbacks (graph ids, call sites); False: activity records only
+    gpu_kinds: bool = True  # kernel, copy, memset and synchronization records
+
+    def __post_init__(self) -> None:
+        if self.detail not in ("graph", "node"):
+            raise ValueError(f"detail must be 'graph' or 'node', not {self.detail!r}")
+        if self.api_filter not in ("needed", "all", "sparse", "none"):
+            raise ValueError(f"api_filter must be 'needed', 'all', 'sparse' or 'none', not {self.api_filter!r}")
+
+    @property
+    def costly(self) -> bool:
+        """Whether this run records what slows the program (so its wall times are not the measure)."""
+        return (self.detail == "node" or self.api_filter in ("all", "needed") or self.node_events or self.launch_sources
+                or self.profile or self.callbacks)
+
+
+# The measuring run: activity records only (no Python callback: one costs 20-300 us inside the
+# program's call, benchmarks/tracer_costs.py), API records for the graph lifecycle and synchronizations
+# only. Its graphs are named from the detail run (analyzers/script_graphs.py).
+MEASURE = RunConfig("measure", api_filter="sparse", callbacks=False)
+
+
+def detail_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False, name: str = "detail",
+                  sources: bool = True) -> RunConfig:
+    """The run that names the graphs and records everything asked for: every API call, node events
+    and (`sources`) the line that created each node."""
+    return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
+                     launch_sources=launch_sources, profile=profile)
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -47,48 +99,59 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
 
 
 class ScriptTracer:
-    """Start/stop a CUPTI session around user code and write what it recorded to one trace file."""
+    """Start/stop a CUPTI session around user code and write what it recorded as one pass of a trace.
 
-    def __init__(self, out: str | os.PathLike[str], detail: str = "graph", launch_sources: bool = False,
-                 profile: bool = True, nvtx: bool = True, workload: str = "script", meta: dict[str, Any] | None = None):
-        if detail not in ("graph", "node"):
-            raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
+    `append=True` adds the pass to an existing trace (the detail run after the measuring run).
+    """
+
+    def __init__(self, out: str | os.PathLike[str], config: RunConfig = MEASURE, nvtx: bool = True,
+                 workload: str = "script", meta: dict[str, Any] | None = None, append: bool = False, pass_id: int = 0):
         self.out = Path(out)
-        self.detail = detail
-        self.launch_sources = launch_sources
-        self.profile = profile
+        self.config = config
         self.nvtx = nvtx
         self.workload = workload
         self.extra_meta = meta or {}
+        self.append = append
+        self.pass_id = pass_id
         self._session: Any = None
         self._profiler: Any = None
         self._writer: TraceWriter | None = None
         self.start_ns = 0
 
+    @property
+    def detail(self) -> str:
+        return self.config.detail
+
     def start(self) -> None:
         from graphmode.tracer.cuda_util import init_device
         from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
         from graphmode.tracer.runner import machine_meta
-        from graphmode.tracer.sources import user_source
+        from graphmode.tracer.sources import user_location
 
+        cfg = self.config
         device = init_device()
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
             # Must name the libcupti loaded here, and be set before the code's first NVTX call.
             lib = loaded_cupti_library()
             if lib:
                 os.environ["NVTX_INJECTION64_PATH"] = lib
-        meta = machine_meta(device)
-        meta.update({"workload": self.workload, "dropped_records": 0,
-                     "params": {"detail": self.detail, "launch_sources": self.launch_sources},
-                     "nvtx_injection": os.environ.get("NVTX_INJECTION64_PATH", "")})
-        meta.update(self.extra_meta)
-        self._writer = TraceWriter(self.out, meta)
-        source_api = LIFECYCLE_API if not self.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
-        self._session = CuptiSession(self.detail, on_node_created=user_source, nvtx=self.nvtx,
-                                     source_api=source_api, snapshot_topology=True)
+        if self.append:
+            self._writer = TraceWriter(self.out, append=True)
+        else:
+            meta = machine_meta(device)
+            meta.update({"workload": self.workload, "dropped_records": 0,
+                         "params": {"detail": cfg.detail, "launch_sources": cfg.launch_sources, "runs": [cfg.name]},
+                         "nvtx_injection": os.environ.get("NVTX_INJECTION64_PATH", "")})
+            meta.update(self.extra_meta)
+            self._writer = TraceWriter(self.out, meta)
+        source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
+        self._session = CuptiSession(cfg.detail, on_node_created=user_location if cfg.node_sources else None, nvtx=self.nvtx,
+                                     source_api=source_api, snapshot_topology=True, api_filter=cfg.api_filter,
+                                     node_events=cfg.node_events, callbacks=cfg.callbacks,
+                                     gpu_kinds=cfg.gpu_kinds)
         self._session.start()
         self.start_ns = timestamp()
-        if self.profile:
+        if cfg.profile:
             from pyinstrument import Profiler
 
             self._profiler = Profiler(interval=0.001, async_mode="disabled")
@@ -100,13 +163,14 @@ class ScriptTracer:
         assert self._writer is not None and self._session is not None, "start() first"
         writer = self._writer
         profile_json = None
+        profile_note = ""
         if self._profiler is not None:
             try:
                 session = self._profiler.stop()
                 data = session.to_json()  # a dict in pyinstrument 5, a string in older releases
                 profile_json = data if isinstance(data, dict) else json.loads(data)
-            except Exception:
-                profile_json = None
+            except Exception as e:
+                profile_note = f"the CPU profile could not be saved: {type(e).__name__}: {e}"
         try:
             from cuda.bindings import driver as cu
 
@@ -115,17 +179,33 @@ class ScriptTracer:
             pass
         end = timestamp()
         raw = self._session.stop()
+        cfg = self.config
+        run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
+                                     "api_filter": raw.api_filter, "dropped_records": raw.dropped}
         try:
-            write_script_pass(writer, raw, PassInfo(0, "script", self.detail, self.start_ns, end, raw.dropped, status))
+            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
         finally:
-            meta: dict[str, Any] = {"dropped_records": raw.dropped}
-            if raw.callback_errors:
-                meta["callback_errors"] = raw.callback_errors
+            existing = writer.get_meta()
+            meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
+            errors = list(existing.get("callback_errors", []) or []) + list(raw.callback_errors)
+            if profile_note:
+                errors.append(profile_note)
+            if errors:
+                meta["callback_errors"] = errors
             if profile_json is not None:
                 meta["cpu_profile"] = profile_json
-            meta.update(extra_meta or {})
+            extra = dict(extra_meta or {})
+            if self.append:
+                # The first run's status and script record stand for the trace; this run is listed.
+                run_entry.update({k: v for k, v in extra.items() if k == "script"})
+                extra.pop("script", None)
+            meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
+            meta.update(extra)
             writer.set_meta(meta)
-            writer.close(status, reason)
+            if self.append:
+                writer.close(keep_status=True)
+            else:
+                writer.close(status, reason)
         return self.out
 
 
@@ -169,36 +249,28 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
         if launches is not None:
             writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
     writer.add_pass(info)
-    _append_inferred_iterations(writer, pid)
     debug_dir = os.environ.get("GRAPHMODE_DEBUG_DIR")
     if debug_dir:  # raw resource callbacks, to study what a framework does with graphs
-        with open(os.path.join(debug_dir, f"resource_events_{writer.path.stem}.json"), "w") as f:
-            json.dump([e.__dict__ for e in raw.resource_events], f)
+        with open(os.path.join(debug_dir, f"resource_events_{writer.path.stem}_pass{pid}.json"), "w") as f:
+            json.dump([e.__dict__ for e in raw.resource_events], f, default=str)
 
 
-def _append_inferred_iterations(writer: TraceWriter, pass_id: int) -> None:
-    """Eager stretches and graph replays found in the recorded calls (tracer/infer.py)."""
-    try:
-        from graphmode.tracer.infer import infer_iterations
-    except ImportError:
-        return
-    cols = infer_iterations(writer.as_trace(), pass_id)
-    if cols and len(next(iter(cols.values()))):
-        writer.append("markers", cols)
+class _Terminated(BaseException):
+    """SIGTERM while the script runs: stop it like Ctrl-C, so the trace is written."""
 
 
-def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str], detail: str = "graph",
-               launch_sources: bool = False, profile: bool = True) -> tuple[int, Path]:
-    """Runs a Python script as __main__ under the tracer; returns (its exit code, trace path).
+def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
+                        config: RunConfig = MEASURE, append: bool = False, pass_id: int = 0) -> int:
+    """Runs a Python script as __main__ in this process under one traced run; returns its exit code.
 
-    The script's arguments, stdout and stderr pass through; an exception it raises is printed as
-    Python would print it and recorded in the trace (status 'failed'); Ctrl-C gives 'interrupted'.
+    An exception it raises is printed as Python would print it and recorded in the trace (status
+    'failed'); Ctrl-C or SIGTERM give 'interrupted'.
     """
     path = Path(script)
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
-    tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile,
-                          meta={"params": {"detail": detail, "launch_sources": launch_sources}})
+    tracer = ScriptTracer(out, config, append=append, pass_id=pass_id,
+                          meta={"params": {"detail": config.detail, "launch_sources": config.launch_sources}})
     tracer.start()  # raises NoGpuError before anything of the user's runs
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(path), *args]
@@ -231,8 +303,75 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         sys.argv, sys.path[:] = saved_argv, saved_path
         info["exit_code"] = code
         tracer.stop(status, reason, {"script": info})
-    return code, Path(out)
+    return code
 
 
-class _Terminated(BaseException):
-    """SIGTERM while the script runs: stop it like Ctrl-C, so the trace is written."""
+def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, append: bool, pass_id: int) -> int:
+    """One run in a fresh Python process; Ctrl-C reaches it through the terminal, SIGTERM is passed on."""
+    spec = json.dumps({"config": asdict(config), "out": str(out), "append": append, "pass_id": pass_id})
+    proc = subprocess.Popen([sys.executable, "-m", "graphmode.tracer.script_child", spec, str(script), *args])
+    on_main = threading.current_thread() is threading.main_thread()
+    forward = lambda signum, frame: proc.send_signal(signum)  # noqa: E731
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if on_main else None  # the child handles Ctrl-C
+    old_term = signal.signal(signal.SIGTERM, forward) if on_main else None
+    try:
+        return proc.wait()
+    finally:
+        if on_main:
+            signal.signal(signal.SIGINT, old_int)
+            signal.signal(signal.SIGTERM, old_term)
+
+
+@dataclass(frozen=True)
+class ScriptRuns:
+    """What `run_script` did: the exit code the user sees, the trace, and the runs made."""
+
+    exit_code: int
+    path: Path
+    runs: tuple[str, ...]
+    note: str  # why a planned run was not made ('' when all were)
+
+
+def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
+              runs: str = "auto") -> list[RunConfig]:
+    """The runs `graphmode run` makes. 'auto' (= '2'): the measuring run, then the detail run, which names
+    the graphs (CUPTI callbacks), reads their topology and records whatever else was asked for; '1':
+    the detail run alone (for a script that cannot run twice: its timings are slowed by the callbacks,
+    and the report says so)."""
+    if runs == "1":
+        return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
+    if runs in ("2", "auto"):
+        return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
+    raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
+
+
+def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
+               plan: list[RunConfig] | None = None) -> ScriptRuns:
+    """Runs the script once per planned run, each in a fresh process, all into one trace file."""
+    path, out = Path(script), Path(out)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such script: {path}")
+    plan = plan or [MEASURE]
+    code = 0
+    made: list[str] = []
+    note = ""
+    for pass_id, config in enumerate(plan):
+        status = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
+        made.append(config.name)
+        if pass_id == 0:
+            code = status
+        # A run that failed still gets its detail run (it names the failing graph and lines); one that
+        # was interrupted or killed (Ctrl-C 130, SIGTERM 143, a signal: negative) ends here.
+        if (status in (130, 143) or status < 0) and pass_id + 1 < len(plan):
+            skipped = ", ".join(c.name for c in plan[pass_id + 1:])
+            note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
+            break
+    return ScriptRuns(code, out, tuple(made), note)
+
+
+def child_main(argv: list[str]) -> int:
+    """`python -m graphmode.tracer.script_child SPEC SCRIPT ARGS...`: one run, as _run_child starts it."""
+    spec = json.loads(argv[0])
+    config = replace(RunConfig(spec["config"]["name"]), **spec["config"])
+    return run_in_this_process(argv[1], argv[2:], spec["out"], config, append=bool(spec["append"]),
+                               pass_id=int(spec["pass_id"]))

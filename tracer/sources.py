@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from types import FrameType
+from types import CodeType, FrameType
 
 def own_dirs() -> tuple[str, ...]:
     """Folders of graphmode's own code (with a trailing separator), in a source checkout or installed.
@@ -75,3 +75,45 @@ def split_source(source: str) -> tuple[str, int, str]:
     loc, _, func = source.partition(" ")
     file, _, line = loc.rpartition(":")
     return file, int(line) if line.isdigit() else 0, func
+
+
+# Cheap call sites for callbacks that fire often (one per graph node during capture): classify each
+# code object once, walk the frames with one dict lookup each, and keep (code, line); the text is made
+# after the run. 0: graphmode's own code, 1: a library, 2: the user's.
+_CODE_KIND: dict[CodeType, int] = {}
+
+
+def _code_kind(code: CodeType) -> int:
+    kind = _CODE_KIND.get(code)
+    if kind is None:
+        filename = code.co_filename
+        kind = 0 if _is_own(filename) else 1 if _is_library(filename) else 2
+        _CODE_KIND[code] = kind
+    return kind
+
+
+def user_location(start: FrameType | None = None) -> tuple[CodeType, int] | None:
+    """(code, line) of the innermost user frame above `start` (default: the caller), falling back to
+    the innermost library frame; None outside Python code. The same frame user_source() reports."""
+    frame: FrameType | None = start if start is not None else sys._getframe(1)
+    fallback: tuple[CodeType, int] | None = None
+    kinds = _CODE_KIND
+    while frame is not None:
+        code = frame.f_code
+        kind = kinds.get(code)
+        if kind is None:
+            kind = _code_kind(code)
+        if kind == 2:
+            return code, frame.f_lineno
+        if kind == 1 and fallback is None:
+            fallback = code, frame.f_lineno
+        frame = frame.f_back
+    return fallback
+
+
+def location_text(location: object) -> str:
+    """'file:line function' of a user_location() result; strings pass through, None gives ''."""
+    if isinstance(location, tuple) and len(location) == 2 and isinstance(location[0], CodeType):
+        code, line = location
+        return f"{code.co_filename}:{line} {code.co_name}"
+    return location if isinstance(location, str) else ""

@@ -65,10 +65,20 @@ def _as_columns(table: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -
 class TraceWriter:
     """Appends columns to a new trace file. Use as a context manager or call close()."""
 
-    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None):
+    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None, append: bool = False):
+        """`append=True` opens an existing trace to add a pass (a script's detail run after its
+        measuring run); otherwise the file is created anew."""
         import duckdb
 
         self.path = Path(path)
+        if append:
+            self._con = duckdb.connect()
+            quoted = str(self.path).replace("'", "''")
+            self._con.execute(f"ATTACH '{quoted}' AS trace")
+            self._con.execute("USE trace")
+            if meta:
+                self.set_meta(meta)
+            return
         if self.path.exists():
             self.path.unlink()
         wal = Path(str(self.path) + ".wal")
@@ -97,6 +107,9 @@ class TraceWriter:
         for key, value in items.items():
             self._con.execute("DELETE FROM meta WHERE key = ?", [key])
             self._con.execute("INSERT INTO meta VALUES (?, ?)", [key, json.dumps(value, default=str)])
+
+    def get_meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta").fetchall()}
 
     def append(self, table: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> int:
         """Appends rows given as named columns; returns the number of rows written."""
@@ -134,10 +147,12 @@ class TraceWriter:
         meta = {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta").fetchall()}
         return Trace(self.path, self._con, meta)
 
-    def close(self, status: str = "complete", reason: str = "") -> None:
+    def close(self, status: str = "complete", reason: str = "", keep_status: bool = False) -> None:
+        """Records how the run ended (`keep_status`: leave the trace's status as it is) and closes."""
         if self._con is None:
             return
-        self.set_meta({"status": status, "status_reason": reason})
+        if not keep_status:
+            self.set_meta({"status": status, "status_reason": reason})
         self._con.execute("CHECKPOINT")
         self._con.close()
         self._con = None  # type: ignore[assignment]
