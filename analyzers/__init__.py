@@ -24,6 +24,7 @@ from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
+from graphmode.analyzers.script_analysis import analyze_script
 from graphmode.analyzers.results import (
     BreakEven,
     CpuProfile,
@@ -52,6 +53,11 @@ __all__ = [
 ]
 
 
+def _has_runner_iterations(trace: Trace) -> bool:
+    """Whether a runner (graphmode bench, graphmode.compare) marked the iterations: not a script trace."""
+    return bool(trace.rows("SELECT count(*) FROM markers WHERE kind = 'iteration' AND name <> 'inferred'")[0][0])
+
+
 def _has_iterations(trace: Trace, pass_id: int) -> bool:
     return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
@@ -76,60 +82,81 @@ def analyze(trace: Trace) -> TraceAnalysis:
     if dropped:
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
 
-    wall_id: int | None  # the pass that gives wall times: timing if it has iterations, else traced
-    if timing is not None and _has_iterations(trace, timing.pass_id):
-        wall_id, wall_source = timing.pass_id, "timing"
-    elif traced is not None:
-        wall_id, wall_source = traced.pass_id, "traced"
-        if timing is None:
-            cannot.append("no timing pass: wall times come from the traced pass and include the tracer's overhead; the tracer distortion cannot be measured")
-        else:
-            cannot.append("the timing pass has no iteration markers: wall times come from the traced pass and include the tracer's overhead")
+    script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace)
+    if script is not None:
+        # A user's script: periods and one-time costs from the measuring run, the rest from the run that
+        # recorded the graphs (analyzers.script_analysis); one answer per graph.
+        traced = next(p for p in trace.passes if p.pass_id == script.structure_pass)
+        traced_id = traced.pass_id
+        wall_source = script.timing_run
+        modes, spans = list(script.modes), script.spans
+        costs, breaks, saved = list(script.costs), list(script.break_even), list(script.overhead_saved)
+        graph = next((m for m in modes if m.mode == "graph"), None)
+        eager_modes = [m for m in modes if m.mode == "eager"]
+        cannot.extend(script.notes)
+        if not script.graphs:
+            cannot.append("no CUDA graph was built or replayed in this run: nothing to compare (graphmode answers what graphs buy)")
+        elif not any(g.status == "replayed" for g in script.graphs):
+            cannot.append("no graph was replayed: savings and break-even need replays")
+        for g in script.graphs:
+            if g.status == "replayed" and g.eager is None:
+                cannot.append(f"graph {g.graph_id}: no eager run of its work was found (its kernel sequence never ran outside a graph), "
+                              "so what it saves is unknown")
     else:
-        wall_id, wall_source = timing_id, "timing"
-    if traced is None:
-        cannot.append("no traced pass (graph or node detail): CPU time in CUDA API calls, GPU busy/idle time, kernel counts, per-kernel durations and critical paths need CUDA activity")
+        wall_id: int | None  # the pass that gives wall times: timing if it has iterations, else traced
+        if timing is not None and _has_iterations(trace, timing.pass_id):
+            wall_id, wall_source = timing.pass_id, "timing"
+        elif traced is not None:
+            wall_id, wall_source = traced.pass_id, "traced"
+            if timing is None:
+                cannot.append("no timing pass: wall times come from the traced pass and include the tracer's overhead; the tracer distortion cannot be measured")
+            else:
+                cannot.append("the timing pass has no iteration markers: wall times come from the traced pass and include the tracer's overhead")
+        else:
+            wall_id, wall_source = timing_id, "timing"
+        if traced is None:
+            cannot.append("no traced pass (graph or node detail): CPU time in CUDA API calls, GPU busy/idle time, kernel counts, per-kernel durations and critical paths need CUDA activity")
 
-    # The traced pass's GPU spans are fetched and placed in iterations once, for the per-iteration GPU
-    # metrics and the per-kernel comparison.
-    spans = place_gpu_spans(trace, traced_id) if traced_id is not None else None
-    modes = mode_metrics(trace, wall_id, traced_id, wall_source, spans) if wall_id is not None or traced_id is not None else []
-    by_mode = {m.mode: m for m in modes}
-    if not modes:
-        cannot.append("no iteration markers (markers.kind = 'iteration'): per-iteration metrics, overhead saved and break-even need the runner's iterations (record with `graphmode bench`)")
-    for m in modes:
-        if m.iterations == 1:
-            cannot.append(f"{m.mode} has one iteration: its p10/p90 equal the median and give no spread")
-    graph = by_mode.get("graph")
-    eager_modes = [by_mode[m] for m in ("eager", "eager_sync_each") if m in by_mode]
-    if modes and graph is None:
-        cannot.append("no graph-mode iterations (zero steady replays): launch overhead saved and break-even need graph replays")
-    if modes and not eager_modes:
-        cannot.append("no eager iterations: launch overhead saved and break-even need an eager baseline")
+        # The traced pass's GPU spans are fetched and placed in iterations once, for the per-iteration GPU
+        # metrics and the per-kernel comparison.
+        spans = place_gpu_spans(trace, traced_id) if traced_id is not None else None
+        modes = mode_metrics(trace, wall_id, traced_id, wall_source, spans) if wall_id is not None or traced_id is not None else []
+        by_mode = {m.mode: m for m in modes}
+        if not modes:
+            cannot.append("no iteration markers (markers.kind = 'iteration'): per-iteration metrics, overhead saved and break-even need the runner's iterations (record with `graphmode bench`)")
+        for m in modes:
+            if m.iterations == 1:
+                cannot.append(f"{m.mode} has one iteration: its p10/p90 equal the median and give no spread")
+        graph = by_mode.get("graph")
+        eager_modes = [by_mode[m] for m in ("eager", "eager_sync_each") if m in by_mode]
+        if modes and graph is None:
+            cannot.append("no graph-mode iterations (zero steady replays): launch overhead saved and break-even need graph replays")
+        if modes and not eager_modes:
+            cannot.append("no eager iterations: launch overhead saved and break-even need an eager baseline")
 
-    # One-time costs: from the wall pass when it has them, so break-even compares like with like.
-    cost_id = next((p for p in (wall_id, traced_id) if p is not None and has_cost_records(trace, p)), None)
-    costs: list[GraphCost] = []
-    if cost_id is not None:
-        steady = None
-        if graph is not None:
-            steady_stat = graph.wall if cost_id == wall_id else graph.traced_wall
-            steady = steady_stat.median if steady_stat else None
-        costs = graph_costs(trace, cost_id, steady)
-        if cost_id != wall_id:
-            cannot.append(f"one-time graph costs come from pass {cost_id} (traced): the wall pass recorded none")
-        if any(c.first_launch_ns is None for c in costs):
-            cannot.append("some graphs have no first_launch op marker: their first launch's excess is not included in the one-time cost")
-    elif traced is not None or timing is not None:
-        cannot.append("no graph was built (no op markers or graph lifecycle events): no one-time graph cost")
-    one_time = sum(c.total_ns for c in costs) if costs else None
-    run_replays = (graph.iterations if graph else 0) + (1 if any(c.first_launch_ns is not None for c in costs) else 0)
+        # One-time costs: from the wall pass when it has them, so break-even compares like with like.
+        cost_id = next((p for p in (wall_id, traced_id) if p is not None and has_cost_records(trace, p)), None)
+        costs: list[GraphCost] = []
+        if cost_id is not None:
+            steady = None
+            if graph is not None:
+                steady_stat = graph.wall if cost_id == wall_id else graph.traced_wall
+                steady = steady_stat.median if steady_stat else None
+            costs = graph_costs(trace, cost_id, steady)
+            if cost_id != wall_id:
+                cannot.append(f"one-time graph costs come from pass {cost_id} (traced): the wall pass recorded none")
+            if any(c.first_launch_ns is None for c in costs):
+                cannot.append("some graphs have no first_launch op marker: their first launch's excess is not included in the one-time cost")
+        elif traced is not None or timing is not None:
+            cannot.append("no graph was built (no op markers or graph lifecycle events): no one-time graph cost")
+        one_time = sum(c.total_ns for c in costs) if costs else None
+        run_replays = (graph.iterations if graph else 0) + (1 if any(c.first_launch_ns is not None for c in costs) else 0)
 
-    saved = [overhead_saved(e, graph) for e in eager_modes] if graph is not None else []
-    breaks = [break_even(e, graph, one_time, run_replays) for e in eager_modes]
-    for b in breaks:
-        if b.replays is None and not b.never and graph is not None:
-            cannot.append(f"break-even against {b.baseline}: {b.reason}")
+        saved = [overhead_saved(e, graph) for e in eager_modes] if graph is not None else []
+        breaks = [break_even(e, graph, one_time, run_replays) for e in eager_modes]
+        for b in breaks:
+            if b.replays is None and not b.never and graph is not None:
+                cannot.append(f"break-even against {b.baseline}: {b.reason}")
 
     kernels: list[KernelComparison] = []
     paths: list[CriticalPath] = []
@@ -177,6 +204,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
         traced_detail=traced.detail if traced else None, modes=tuple(modes), overhead_saved=tuple(saved),
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
+        graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
     )
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
     return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result),

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from graphmode.analyzers.results import BreakEven, ModeMetrics, OverheadSaved
+from graphmode.analyzers.results import BreakEven, ModeMetrics, OverheadSaved, trimmed_mean
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611
@@ -134,4 +134,78 @@ def overhead_saved(baseline: ModeMetrics, graph: ModeMetrics) -> OverheadSaved:
         baseline=baseline.mode, kernels_per_iteration=kernels, wall_ns=wall, api_ns=api, gpu_idle_ns=idle,
         wall_per_kernel_ns=per_kernel(wall), api_per_kernel_ns=per_kernel(api), gpu_idle_per_kernel_ns=per_kernel(idle),
         graph_faster=(wall > 0) if wall is not None else None,
+    )
+
+
+# CPU-bound iterations in a traced run are slowed by the tracer: with CUPTI's API records switched on,
+# every CUDA call the program makes costs more, recorded or not. On the H200, the measuring run slowed
+# CPU-bound loops of the third-party set by up to 68% (ResNet-18's eager training step 1.64x, a JAX
+# jitted call 1.68x; docs/benchmarks.md), while GPU-bound periods stayed within 1%. A period measured
+# CPU-bound may therefore be up to this much too long, and the break-even interval allows for it.
+CPU_BOUND_SLOWDOWN_BOUND = 0.7
+
+
+def break_even_series(
+    baseline: str,
+    eager_values: np.ndarray,
+    graph_values: np.ndarray,
+    units_per_replay: int,
+    one_time_ns: float | None,
+    run_replays: int,
+    eager_inflation: float = 0.0,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    graph_inflation: float = 0.0,
+) -> BreakEven:
+    """Break-even of one graph of a script from per-iteration periods: an eager iteration's (one unit of
+    work) and a replay's (units_per_replay units), each summarised by its trimmed mean (results.trimmed_mean).
+
+    The interval draws both trimmed means from their normal sampling distributions (standard errors
+    as results.trimmed_mean) `resamples` times. `eager_inflation` / `graph_inflation`: how much longer
+    than untraced the eager / replay periods may be (0: trusted); the interval's upper end then also
+    allows an eager period that much shorter, its lower end a replay period that much shorter."""
+    e = np.asarray(eager_values, dtype=np.float64)
+    g = np.asarray(graph_values, dtype=np.float64)
+    e, g = e[np.isfinite(e)], g[np.isfinite(g)]
+    te, se_e = trimmed_mean(e)
+    tg, se_g = trimmed_mean(g)
+    t_eager = te * units_per_replay if e.size else None
+    t_graph = tg if g.size else None
+    saved = t_eager - t_graph if t_eager is not None and t_graph is not None else None
+    common = dict(baseline=baseline, eager_ns=t_eager, graph_ns=t_graph, one_time_ns=one_time_ns, saved_per_replay_ns=saved,
+                  run_replays=run_replays, bootstrap_resamples=resamples, bootstrap_seed=seed)
+    speedup = None
+    if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
+        speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)
+
+    def unknown(reason: str, never: bool = False) -> BreakEven:
+        return BreakEven(**common, replays=None, never=never, reason=reason, interval_low=None,  # type: ignore[arg-type]
+                         interval_high=None, interval_high_never=never, amortised_speedup=speedup)
+
+    if t_eager is None:
+        return unknown(f"no {baseline} iterations of this graph's work were found")
+    if t_graph is None:
+        return unknown("no steady replays of this graph: the replay time is unknown")
+    if one_time_ns is None:
+        return unknown("no one-time cost was recorded for this graph")
+    assert saved is not None
+    if saved <= 0:
+        return unknown(f"a replay ({t_graph / 1e3:,.1f} us) is not faster than the eager work it replaces "
+                       f"({t_eager / 1e3:,.1f} us), so the one-time cost is never paid back", never=True)
+    replays = smallest_replays(one_time_ns, saved)
+    rng = np.random.default_rng(seed)
+    boot_saved = rng.normal(te, se_e, resamples) * units_per_replay - rng.normal(tg, se_g, resamples)
+    boot = np.sort(_replays_vector(one_time_ns, boot_saved))
+    low = float(boot[int(math.floor(0.025 * resamples))])
+    high = float(boot[int(math.ceil(0.975 * resamples)) - 1])
+    if eager_inflation > 0 and np.isfinite(high):
+        deflated = t_eager / (1 + eager_inflation) - t_graph
+        high = max(high, float(smallest_replays(one_time_ns, deflated)) if deflated > 0 else np.inf)
+    if graph_inflation > 0 and np.isfinite(low):
+        low = min(low, float(smallest_replays(one_time_ns, t_eager - t_graph / (1 + graph_inflation))))
+    return BreakEven(
+        **common,  # type: ignore[arg-type]
+        replays=replays, never=False, reason="", interval_low=int(min(low, replays)) if np.isfinite(low) else None,
+        interval_high=int(max(high, replays)) if np.isfinite(high) else None, interval_high_never=not np.isfinite(high),
+        amortised_speedup=speedup,
     )

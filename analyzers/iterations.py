@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphmode.analyzers.periods import IterationTable, empty_table
 from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
 from graphmode.tracer.store import Trace
 
@@ -163,10 +164,10 @@ class PlacedGpuSpans:
     sorted_iteration: np.ndarray
 
 
-def place_gpu_spans(trace: Trace, pass_id: int) -> PlacedGpuSpans:
-    """Places the pass's GPU spans in its iterations: the span belongs to the iteration whose span holds
-    its start (any thread: the GPU is shared)."""
-    it = _iterations(trace, pass_id)
+def place_gpu_spans(trace: Trace, pass_id: int, iterations: _Iterations | None = None) -> PlacedGpuSpans:
+    """Places the pass's GPU spans in its iterations (the runner's markers, or `iterations`): the span
+    belongs to the iteration whose span holds its start (any thread: the GPU is shared)."""
+    it = iterations if iterations is not None else _iterations(trace, pass_id)
     if it.start.size == 0:  # nothing to place in
         none = np.zeros(0, dtype=np.int64)
         return PlacedGpuSpans(pass_id, it, none, none, none, none.astype(bool), none.astype(bool), none.astype(bool),
@@ -249,6 +250,44 @@ class _Iterations:
     thread: np.ndarray
 
 
+def iterations_of(table: IterationTable, wall: np.ndarray | None = None) -> _Iterations:
+    """An iteration table's rows (sorted by start, not overlapping) as the per-iteration metrics take
+    them; `wall` (default: the span) is what ModeMetrics.wall reports for each."""
+    order = np.argsort(table.start_ns, kind="stable")
+    modes = table.mode[order].astype(object)
+    number = np.zeros(order.size, dtype=np.int64)
+    for m in np.unique(modes.astype(str)):  # per mode
+        sel = modes == m
+        number[sel] = np.arange(int(sel.sum()))
+    start, end = table.start_ns[order].astype(np.int64), table.end_ns[order].astype(np.int64)
+    w = (end - start) if wall is None else np.asarray(wall)[order]
+    return _Iterations(modes, number, w, start, end, table.thread_id[order].astype(np.int64))
+
+
+def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
+    """The iterations of a pass, with their periods: the runner's markers in bench traces, those
+    inferred from the recorded work in script traces (analyzers.inference, analyzers.periods).
+
+    `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
+    measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
+    """
+    from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges
+    from graphmode.analyzers.periods import runner_iterations, script_iterations
+    from graphmode.analyzers.script_graphs import script_graphs
+
+    if pass_id is None:
+        runner = trace.rows("SELECT pass_id FROM markers WHERE kind = 'iteration' AND name <> 'inferred' ORDER BY pass_id LIMIT 1")
+        if runner:
+            pass_id = int(runner[0][0])
+    if pass_id is not None and trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND "
+                                          "name <> 'inferred'", [pass_id])[0][0]:
+        return runner_iterations(trace, pass_id)
+    sg = script_graphs(trace, timing_pass=pass_id)
+    if sg is None:
+        return empty_table(pass_id if pass_id is not None else 0)
+    return script_iterations(trace, sg, graph_replays(trace, sg), eager_occurrences(trace, sg), nvtx_ranges(trace, sg.timing_pass))
+
+
 def _iterations(trace: Trace, pass_id: int) -> _Iterations:
     cols = trace.sql(f"WITH {_ITERS} SELECT mode, iteration, it_start, it_end, it_thread FROM iters ORDER BY idx", [pass_id])
     start, end = cols["it_start"].astype(np.int64), cols["it_end"].astype(np.int64)
@@ -263,18 +302,23 @@ def iteration_modes(trace: Trace, pass_id: int) -> list[str]:
 
 
 def mode_metrics(trace: Trace, wall_pass_id: int | None, traced_pass_id: int | None, wall_source: str,
-                 gpu_spans: PlacedGpuSpans | None = None) -> list[ModeMetrics]:
+                 gpu_spans: PlacedGpuSpans | None = None, wall_iterations: _Iterations | None = None) -> list[ModeMetrics]:
     """One ModeMetrics per mode with iterations in the wall pass or the traced pass.
 
-    `gpu_spans`: the traced pass's spans from place_gpu_spans, when the caller already has them.
+    `gpu_spans`: the traced pass's spans from place_gpu_spans, when the caller already has them (with
+    the iterations they were placed in). `wall_iterations`: the wall pass's iterations, when they are
+    not the runner's markers.
     """
     if traced_pass_id is None:
         gpu_spans = None
     elif gpu_spans is None or gpu_spans.pass_id != traced_pass_id:
         gpu_spans = place_gpu_spans(trace, traced_pass_id)
     traced = gpu_spans.iterations if gpu_spans is not None else None
-    wall = traced if wall_pass_id is not None and wall_pass_id == traced_pass_id else (
-        _iterations(trace, wall_pass_id) if wall_pass_id is not None else None)
+    if wall_iterations is not None:
+        wall: _Iterations | None = wall_iterations
+    else:
+        wall = traced if wall_pass_id is not None and wall_pass_id == traced_pass_id else (
+            _iterations(trace, wall_pass_id) if wall_pass_id is not None else None)
     per_iter: dict[str, np.ndarray] = {}
     if gpu_spans is not None and traced is not None and traced_pass_id is not None and traced.mode.size:
         api = _api_per_iteration(trace, traced_pass_id, traced)

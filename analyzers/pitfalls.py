@@ -14,7 +14,6 @@ import numpy as np
 
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
-from graphmode.tracer.infer import graph_replays, stretch_breaks
 from graphmode.tracer.store import Trace
 
 # CUresult / cudaError_t values of a broken stream capture (identical in the driver and the runtime).
@@ -182,34 +181,24 @@ class _Subject:
 
 
 def _subjects(trace: Trace, a: TraceAnalysis) -> list[_Subject]:
-    wall_id = a.timing_pass_id if any(m.wall_source == "timing" for m in a.modes) else a.traced_pass_id
-    if wall_id is None:
-        return []
-    rows = trace.rows(
-        "SELECT graph_id, mode, median(end_ns - start_ns)::DOUBLE, count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' "
-        "AND graph_id <> 0 AND mode IN ('eager', 'graph') GROUP BY graph_id, mode", [wall_id])
-    per: dict[int, dict[str, tuple[float, int]]] = {}
-    for g, mode, med, n in rows:
-        per.setdefault(int(g), {})[str(mode)] = (float(med), int(n))
-    paired = {g: v for g, v in per.items() if "eager" in v and "graph" in v}
+    """Script traces: each replayed graph with an eager baseline (analysis.graphs). Bench traces: the
+    analysis's own break-even (their eager iterations carry no graph id)."""
+    if a.graphs:
+        out = []
+        for g in a.graphs:  # per graph
+            b = g.break_even
+            if g.status != "replayed" or b is None or b.eager_ns is None or b.graph_ns is None:
+                continue
+            out.append(_Subject(g.graph_id, b.eager_ns, b.graph_ns, g.eager.iterations if g.eager else 0,
+                                g.graph.iterations if g.graph else 0, b.one_time_ns, g.replays, b.replays,
+                                "this graph's own eager and replay periods"))
+        return out
     b = a.primary_break_even()
-    if (not paired or len(per) == 1) and b is not None and b.eager_ns is not None and b.graph_ns is not None:
-        # bench traces (eager iterations carry no graph id) and single-graph scripts: the analysis's own break-even
-        base_mode, graph_mode = a.mode(b.baseline), a.mode("graph")
-        return [_Subject(next(iter(paired), 0), b.eager_ns, b.graph_ns, base_mode.iterations if base_mode else 0,
-                         graph_mode.iterations if graph_mode else 0,
-                         b.one_time_ns, b.run_replays, b.replays, "break-even from the analysis")]
-    out = []
-    launches = dict(trace.rows("SELECT graph_id, count(*) FROM graph_events WHERE pass_id = ? AND event = 'launch' GROUP BY graph_id",
-                               [a.traced_pass_id if a.traced_pass_id is not None else wall_id]))
-    costs = {c.graph_id: c.total_ns for c in a.graph_costs}
-    for g, v in sorted(paired.items()):  # per graph
-        (e, ne), (gr, ng) = v["eager"], v["graph"]
-        one_time = costs.get(g)
-        needed = smallest_replays(one_time, e - gr) if one_time is not None and e > gr else None
-        out.append(_Subject(g, e, gr, ne, ng, one_time, int(launches.get(g, ng)), needed,
-                            "an estimate from this graph's own median eager and replay times"))
-    return out
+    if b is None or b.eager_ns is None or b.graph_ns is None:
+        return []
+    base_mode, graph_mode = a.mode(b.baseline), a.mode("graph")
+    return [_Subject(0, b.eager_ns, b.graph_ns, base_mode.iterations if base_mode else 0, graph_mode.iterations if graph_mode else 0,
+                     b.one_time_ns, b.run_replays, b.replays, "break-even from the analysis")]
 
 
 def _who(g: int) -> str:
@@ -242,25 +231,17 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
     return out
 
 
-def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Length of the union of [starts, ends) before each time t (spans sorted by start)."""
-    if starts.size == 0:
-        return np.zeros(t.size)
-    run_end = np.maximum.accumulate(ends)
-    new = np.ones(starts.size, dtype=bool)
-    new[1:] = starts[1:] > run_end[:-1]
-    us, ue = starts[new], np.maximum.reduceat(ends, np.flatnonzero(new))
-    before = np.concatenate([[0], np.cumsum(ue - us)])
-    k = np.searchsorted(us, t, side="right") - 1
-    part = np.clip(t - us[np.maximum(k, 0)], 0, (ue - us)[np.maximum(k, 0)])
-    return np.where(k >= 0, before[np.maximum(k, 0)] + part, 0).astype(np.float64)
-
-
 def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
-    pid = a.traced_pass_id
-    if pid is None:
+    """Replays of a graph in a row (analyzers.periods: one stretch), and the GPU idle time between them."""
+    from graphmode.analyzers.inference import graph_replays
+    from graphmode.analyzers.periods import _split
+    from graphmode.analyzers.script_graphs import script_graphs
+
+    sg = script_graphs(trace) if a.graphs else script_graphs(trace, timing_pass=a.traced_pass_id)
+    if sg is None:
         return []
-    breaks = stretch_breaks(trace, pid)
+    pid = sg.timing_pass
+    breaks = np.array([c.start_ns for c in sg.lifecycle if c.event in ("capture", "build", "instantiate")], dtype=np.int64)
     src = _source_column(trace)
     sync = trace.sql(
         f"SELECT start_ns, end_ns, name, {src} AS source, api = 'runtime' AS rt FROM api_calls WHERE pass_id = ? AND "
@@ -271,18 +252,16 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     s_name, s_src = sync["name"][keep].astype(str), sync["source"][keep].astype(str)
     by_graph = {s.graph_id: s for s in subjects}
     out = []
-    for o in graph_replays(trace, pid):  # per graph
-        if o.start.size < 2:
+    for o in graph_replays(trace, sg):  # per graph and stream
+        if o.gpu_start.size < 2 or (o.launch < 0).any():
             continue
-        a0, a1 = o.start[:-1], o.start[1:]
-        ok = np.searchsorted(breaks, a0, side="right") == np.searchsorted(breaks, a1, side="left")
-        a0, a1 = a0[ok], a1[ok]
+        stretch = _split(o, breaks)
+        ok = stretch[1:] == stretch[:-1]
+        a0, a1 = o.launch[:-1][ok], o.launch[1:][ok]
         if a0.size == 0:
             continue
-        spans = trace.sql("SELECT start_ns, end_ns FROM gpu_spans WHERE pass_id = ? AND graph_id = ? ORDER BY start_ns", [pid, o.graph_id])
-        busy = _covered(spans["start_ns"].astype(np.int64), spans["end_ns"].astype(np.int64), a1) - \
-            _covered(spans["start_ns"].astype(np.int64), spans["end_ns"].astype(np.int64), a0)
-        idle = (a1 - a0) - busy
+        busy = o.gpu_busy[:-1][ok].astype(np.float64)  # the replay's own GPU work, by correlation
+        idle = np.clip((a1 - a0) - busy, 0, None)
         idle_med, busy_med = float(np.median(idle)), float(np.median(busy))
         subject = by_graph.get(o.graph_id) or by_graph.get(0)
         saved = subject.eager_ns - subject.graph_ns if subject is not None else None

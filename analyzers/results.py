@@ -24,15 +24,39 @@ class Stat:
     mean: float
     min: float
     max: float
+    trimmed_mean: float = float("nan")  # mean of the middle 80% (TRIM cut from each end)
 
     @staticmethod
     def of(values: np.ndarray) -> Stat | None:
-        """Median, p10, p90 (linear interpolation), mean, min, max; None for no values."""
+        """Median, p10, p90 (linear interpolation), mean, min, max, trimmed mean; None for no values."""
         v = np.asarray(values, dtype=np.float64)
         if v.size == 0:
             return None
         p10, median, p90 = np.percentile(v, [10.0, 50.0, 90.0])
-        return Stat(int(v.size), float(median), float(p10), float(p90), float(v.mean()), float(v.min()), float(v.max()))
+        return Stat(int(v.size), float(median), float(p10), float(p90), float(v.mean()), float(v.min()), float(v.max()),
+                    trimmed_mean(v)[0])
+
+
+TRIM = 0.10
+
+
+def trimmed_mean(values: np.ndarray) -> tuple[float, float]:
+    """(mean of the values with the lowest and highest TRIM share cut off, its standard error).
+
+    The standard error is Tukey and McLaughlin's: the winsorized standard deviation over
+    (1 - 2 TRIM) sqrt(n). A period's throughput is a mean (n iterations take n times it), but one-off
+    iterations (autotuning in the first steps, a garbage collection) would dominate a plain mean and
+    skewed ones (a dispatcher that stalls every few calls) are missed by the median."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    n = v.size
+    if n == 0:
+        return float("nan"), float("nan")
+    g = int(np.floor(TRIM * n))
+    tm = float(v[g:n - g].mean())
+    if n < 3:
+        return tm, 0.0
+    w = np.clip(v, v[g], v[n - g - 1])
+    return tm, float(w.std(ddof=1) / ((1 - 2 * TRIM) * np.sqrt(n)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +285,12 @@ class TraceAnalysis:
     pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
     cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
+    graphs: tuple[GraphResult, ...] = ()  # one per graph of a script trace, the headline's graph first
+    totals: GraphTotals | None = None  # all graphs of a script trace together
+
+    def primary_graph(self) -> GraphResult | None:
+        """The graph the headline names (the first of `graphs`), when the trace has per-graph results."""
+        return self.graphs[0] if self.graphs else None
 
     def mode(self, name: str) -> ModeMetrics | None:
         return next((m for m in self.modes if m.mode == name), None)
@@ -279,3 +309,57 @@ class TraceAnalysis:
                 if o.baseline == base:
                     return o
         return None
+
+
+@dataclass(frozen=True)
+class Period:
+    """Steady-state period of one mode of one graph's work (analyzers.periods, docs/metrics.md)."""
+
+    mode: str  # 'eager' | 'graph'
+    iterations: int  # steady iterations with a period (warm-ups and first launches excluded)
+    period: Stat | None  # GPU start to the next iteration's GPU start: the time an iteration takes
+    work: Stat | None  # the period less other GPU work inside it when GPU-bound: what savings use
+    cpu_period: Stat | None  # launch call to the next iteration's launch call (where recorded)
+    gpu_busy: Stat | None  # GPU time of the iteration's own work
+    other_gpu: Stat | None  # other GPU work inside the period (a harness's cache flush, eager work between replays)
+    bound: str  # 'gpu' | 'cpu' | 'mixed' (neither side in 80% of iterations) | 'single' | 'unknown'
+    gpu_bound_share: float | None  # share of iterations launched before the previous one's GPU work ended
+    pass_id: int
+    run: str  # the pass it comes from: 'measure', 'detail', 'single', 'timing', ...
+    streams: int  # CUDA streams its iterations ran on
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    """One graph of the run: what it cost, what a replay saves against the eager work it replaces, and
+    after how many replays it pays back (analyzers.per_graph)."""
+
+    graph_id: int
+    label: str
+    site: str  # 'file:line function' of the line that captured or built it ('' unknown)
+    origin: str  # 'capture' | 'explicit' | 'unknown'
+    status: str  # 'replayed' | 'never_replayed' | 'never_instantiated' | 'built_before_tracing'
+    replays: int  # replays in the run, the first launch included
+    units_per_replay: int  # eager iterations one replay does the work of (N for an unrolled loop)
+    nodes: int
+    eager: Period | None
+    graph: Period | None
+    eager_basis: str  # how its eager iterations were found
+    warmup_iterations: int  # eager iterations right before its capture, reported as warm-up
+    cost: GraphCost | None
+    break_even: BreakEven | None
+    saved_in_run_ns: float | None  # steady replays x saved per replay
+    notes: tuple[str, ...]  # small samples, distortion, how eager was matched
+
+
+@dataclass(frozen=True)
+class GraphTotals:
+    """All graphs of the run together."""
+
+    graphs_built: int
+    graphs_replayed: int
+    replays: int
+    build_ns: float  # capture/build + instantiate + upload of every graph
+    one_time_ns: float  # sum of their one-time costs (first-launch excess included)
+    saved_ns: float | None  # sum over replayed graphs with an eager baseline of replays x saved per replay
+    net_ns: float | None  # saved - one-time cost of those graphs

@@ -1,0 +1,211 @@
+"""Iterations of a user's script, found in what CUPTI recorded (a script writes no iteration markers).
+
+The rules (docs/metrics.md, "Iterations of a user script"), on the timing pass:
+
+- **graph**: each GPU execution of a graph (a `graph` span, or a replay's node spans grouped by
+  correlation id) is one replay of the graph it maps to (analyzers.script_graphs). The first launch
+  of a graph in the run is its first launch (its excess over a steady replay is a one-time cost).
+- **eager**: the graph's *unit* (its kernel sequence, or the body it repeats when it is an unrolled
+  loop) is looked for among the eager kernels of each stream, in GPU order; each non-overlapping
+  occurrence, leftmost first, is one eager iteration. Kernels of other work between occurrences (a
+  benchmark harness's cache flush, an optimizer left eager) do not break them: they are the other
+  GPU work of that iteration. Graphs with the same unit share its occurrences; each stretch of them
+  goes to the graph captured next after it (else the last one before it).
+- **stretches**: iterations of one graph, mode and stream in a row; a capture, explicit build or
+  instantiation, a replay of the graph (for eager work) or eager work of the graph (for replays)
+  between two of them ends a stretch. An eager stretch of at most WARMUP_MAX iterations that runs
+  right before the graph's capture (no other eager iteration of it in between) is its **warm-up**.
+- **NVTX**: ranges named `graphmode:eager`, `graphmode:eager_sync_each` or `graphmode:graph` are
+  explicit iterations of that mode and replace the inferred ones of that mode.
+
+Everything is vectorised over events; the Python loops run per graph, per unit, per stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.tracer.store import Trace
+
+# An eager stretch this short, right before its graph's capture, is a warm-up: PyTorch's documentation
+# warms up 3 steps on a side stream, make_graphed_callables 3, torch.compile's cudagraph trees 1.
+WARMUP_MAX = 11
+NVTX_PREFIX = "graphmode:"
+NVTX_MODES = ("eager_sync_each", "eager", "graph")  # longest prefix first
+
+
+@dataclass(frozen=True)
+class Occurrences:
+    """Iterations of one mode for one graph on one stream, sorted by GPU start. Times in ns; -1: unknown."""
+
+    mode: str
+    graph_id: int
+    stream_id: int
+    source: str  # 'inferred' | 'nvtx'
+    launch: np.ndarray  # CPU start of the first launch call (-1 when the pass has no record of it)
+    thread: np.ndarray  # thread of that call (0 unknown)
+    gpu_start: np.ndarray
+    gpu_end: np.ndarray
+    gpu_busy: np.ndarray  # GPU time of the iteration's own work
+    launch_call_ns: np.ndarray  # duration of the first launch call (-1 unknown)
+    units: int = 1  # eager iterations (of this unit) one replay of the graph does the work of
+
+
+def find_sequence(codes: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    """Start positions of the non-overlapping occurrences of `pattern` in `codes`, leftmost first.
+
+    Candidates shrink one pattern position at a time (a loop over the pattern, not the events).
+    """
+    n, m = codes.size, pattern.size
+    if m == 0 or n < m:
+        return np.zeros(0, dtype=np.int64)
+    cand = np.flatnonzero(codes[: n - m + 1] == pattern[0])
+    for k in range(1, m):
+        if cand.size == 0:
+            break
+        cand = cand[codes[cand + k] == pattern[k]]
+    if cand.size <= 1 or np.all(np.diff(cand) >= m):
+        return cand.astype(np.int64)
+    # A self-overlapping pattern (e.g. one kernel repeated): keep the leftmost, skip what overlaps it.
+    nxt = np.searchsorted(cand, cand + m, side="left")
+    keep, i = [], 0
+    while i < cand.size:  # one step per occurrence kept (per iteration), not per event
+        keep.append(i)
+        i = int(nxt[i])
+    return cand[np.asarray(keep, dtype=np.int64)].astype(np.int64)
+
+
+_LAUNCH_SQL = """
+WITH launch AS (  -- the earliest call with a correlation id is the launch (a runtime call wraps its driver call)
+  SELECT correlation_id, min(start_ns) AS launch_ns, arg_min(end_ns - start_ns, start_ns) AS call_ns,
+         arg_min(thread_id, start_ns) AS thread_id
+  FROM api_calls WHERE pass_id = $1 AND category IN ('kernel_launch', 'graph_launch') GROUP BY correlation_id
+)
+"""
+
+_REPLAYS_SQL = _LAUNCH_SQL + """
+SELECT s.graph_id, s.stream_id, min(s.start_ns) AS gpu_start, max(s.end_ns) AS gpu_end,
+       sum(s.end_ns - s.start_ns) AS busy, coalesce(min(l.launch_ns), -1) AS launch_ns,
+       coalesce(min(l.call_ns), -1) AS call_ns, coalesce(min(l.thread_id), 0) AS thread_id
+FROM gpu_spans s LEFT JOIN launch l ON l.correlation_id = s.correlation_id AND s.correlation_id <> 0
+WHERE s.pass_id = $1 AND s.graph_id <> 0 AND (s.kind = 'graph' OR NOT EXISTS
+      (SELECT 1 FROM gpu_spans g WHERE g.pass_id = $1 AND g.kind = 'graph'))
+GROUP BY s.graph_id, s.stream_id, s.correlation_id, CASE WHEN s.correlation_id = 0 THEN s.start_ns ELSE 0 END
+ORDER BY gpu_start
+"""
+
+_EAGER_SQL = _LAUNCH_SQL + """
+SELECT s.name, s.stream_id, s.start_ns, s.end_ns, coalesce(l.launch_ns, -1) AS launch_ns,
+       coalesce(l.call_ns, -1) AS call_ns, coalesce(l.thread_id, 0) AS thread_id
+FROM gpu_spans s LEFT JOIN launch l ON l.correlation_id = s.correlation_id
+WHERE s.pass_id = $1 AND s.kind = 'kernel' AND s.graph_id = 0
+ORDER BY s.stream_id, s.start_ns
+"""
+
+_NVTX_SQL = """
+SELECT name, start_ns, end_ns, thread_id FROM markers
+WHERE pass_id = $1 AND kind = 'nvtx' AND starts_with(name, 'graphmode:') ORDER BY start_ns
+"""
+
+
+def graph_replays(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
+    """Replays per (graph, stream) of the timing pass, graph ids mapped to the structure pass."""
+    r = trace.sql(_REPLAYS_SQL, [sg.timing_pass])
+    if not r["graph_id"].size:
+        return []
+    gid = np.array([sg.exec_to_graph.get(int(g), int(g)) for g in r["graph_id"]], dtype=np.int64)
+    out = []
+    for g, stream in sorted({(int(a), int(b)) for a, b in zip(gid, r["stream_id"])}):  # per graph and stream
+        sel = (gid == g) & (r["stream_id"] == stream)
+        out.append(Occurrences("graph", g, stream, "inferred", r["launch_ns"][sel].astype(np.int64),
+                               r["thread_id"][sel].astype(np.int64), r["gpu_start"][sel].astype(np.int64),
+                               r["gpu_end"][sel].astype(np.int64), r["busy"][sel].astype(np.int64),
+                               r["call_ns"][sel].astype(np.int64)))
+    return out
+
+
+def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
+    """Eager occurrences of every graph's work, per stream. The unit is the graph's whole kernel
+    sequence where it ran eagerly, else the body it repeats (an unrolled loop: a replay does that many
+    eager iterations); graphs with the same unit share its occurrences (`_owners`)."""
+    e = trace.sql(_EAGER_SQL, [sg.timing_pass])
+    names = e["name"].astype(str)
+    if names.size == 0:
+        return []
+    vocab, codes = np.unique(names, return_inverse=True)
+    stream = e["stream_id"].astype(np.int64)
+    start, end = e["start_ns"].astype(np.int64), e["end_ns"].astype(np.int64)
+    streams = np.unique(stream)
+    bounds = np.searchsorted(stream, np.append(streams, np.iinfo(np.int64).max))
+    found: dict[tuple[str, ...], list[tuple[int, np.ndarray]]] = {}
+
+    def occurrences(unit: tuple[str, ...]) -> list[tuple[int, np.ndarray]]:
+        if unit not in found:  # per distinct unit
+            wanted = np.asarray(unit, dtype=vocab.dtype)
+            idx = np.minimum(np.searchsorted(vocab, wanted), vocab.size - 1)
+            hits: list[tuple[int, np.ndarray]] = []
+            if np.all(vocab[idx] == wanted):
+                for k, st in enumerate(streams):  # per stream
+                    lo, hi = int(bounds[k]), int(bounds[k + 1])
+                    pos = find_sequence(codes[lo:hi], idx) + lo
+                    if pos.size:
+                        hits.append((int(st), pos))
+            found[unit] = hits
+        return found[unit]
+
+    by_unit: dict[tuple[tuple[str, ...], int], list[int]] = {}
+    for g in sg.graphs:  # per graph: its whole sequence, else its repeated body
+        if not g.kernels:
+            continue
+        for unit in dict.fromkeys((g.kernels, g.unit)):
+            if unit and occurrences(unit):
+                by_unit.setdefault((unit, len(g.kernels) // len(unit)), []).append(g.graph_id)
+                break
+    captures = {c.graph_id: c.start_ns for c in sg.lifecycle if c.event in ("capture", "build")}
+    out: list[Occurrences] = []
+    for (unit, units), graphs in by_unit.items():  # per unit
+        m = len(unit)
+        for st, pos in occurrences(unit):  # per stream
+            members = pos[:, None] + np.arange(m)[None, :]
+            gpu_end = end[members].max(axis=1)
+            busy = (end[members] - start[members]).sum(axis=1)  # kernels of one stream run one after another
+            occ_start = start[pos]
+            owner = _owners(occ_start, graphs, captures)
+            for g in np.unique(owner):  # per graph sharing the unit
+                sel = owner == g
+                out.append(Occurrences("eager", int(g), st, "inferred", e["launch_ns"][pos][sel].astype(np.int64),
+                                       e["thread_id"][pos][sel].astype(np.int64), occ_start[sel], gpu_end[sel], busy[sel],
+                                       e["call_ns"][pos][sel].astype(np.int64), units))
+    return out
+
+
+def _owners(starts: np.ndarray, graphs: list[int], captures: dict[int, int]) -> np.ndarray:
+    """For occurrences shared by graphs of one unit: the graph captured next after each (else the last
+    one captured before it). One graph: all of them."""
+    if len(graphs) == 1:
+        return np.full(starts.size, graphs[0], dtype=np.int64)
+    caps = sorted((captures.get(g, 0), g) for g in graphs)
+    at = np.array([c for c, _ in caps], dtype=np.int64)
+    ids = np.array([g for _, g in caps], dtype=np.int64)
+    j = np.searchsorted(at, starts, side="left")
+    return np.asarray(ids[np.minimum(j, ids.size - 1)])
+
+
+def nvtx_ranges(trace: Trace, pass_id: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """mode -> (start, end, thread) of the ranges named graphmode:<mode>… (longest mode name first)."""
+    r = trace.sql(_NVTX_SQL, [pass_id])
+    names = r["name"].astype(str) if r["name"].size else np.zeros(0, dtype=str)
+    out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    if not names.size:
+        return out
+    rest = np.char.lstrip(np.char.replace(names, NVTX_PREFIX, "", count=1))
+    taken = np.zeros(names.size, dtype=bool)
+    for mode in NVTX_MODES:
+        sel = np.char.startswith(rest, mode) & ~taken
+        taken |= sel
+        if sel.any():
+            out[mode] = (r["start_ns"][sel].astype(np.int64), r["end_ns"][sel].astype(np.int64), r["thread_id"][sel].astype(np.int64))
+    return out

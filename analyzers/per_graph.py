@@ -1,0 +1,156 @@
+"""One answer per graph of a script: its one-time cost, the eager work it replaces, what a replay
+saves and after how many replays it pays back; and the run's totals (docs/metrics.md, "Per graph").
+
+Reads the iteration table of the timing pass (analyzers.periods) and the graphs mapped onto it
+(analyzers.script_graphs); returns plain results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, break_even_series
+from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
+from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts
+
+TINY_SAMPLE = 5  # fewer steady iterations than this: the median is flagged as a tiny sample
+BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
+
+
+def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
+    """Stats of the steady iterations of `t` (already one graph's) in `mode`."""
+    sel = (t.mode == mode) & (t.role == "steady") & np.isfinite(t.period)
+    if not sel.any():
+        return None
+    share = float(t.gpu_bound[sel].mean())
+    single = bool((np.bincount(t.stretch[sel]) <= 1)[t.stretch[sel]].all())
+    bound = "single" if single else "gpu" if share >= BOUND_MAJORITY else "cpu" if share <= 1 - BOUND_MAJORITY else "mixed"
+    cpu = t.cpu_period[sel]
+    return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
+                  cpu_period=Stat.of(cpu[np.isfinite(cpu)]), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
+                  other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id, run=run,
+                  streams=int(np.unique(t.stream_id[sel]).size))
+
+
+def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable) -> GraphCost | None:
+    parts = one_time_parts(sg, graph_id)
+    first = np.flatnonzero((t.mode == "graph") & (t.role == "first_launch"))
+    steady = (t.mode == "graph") & (t.role == "steady")
+    first_ns = steady_ns = excess = None
+    if first.size:
+        # a replay's cost on the critical path: its GPU span plus its launch call (where recorded)
+        def cost(rows: np.ndarray) -> np.ndarray:
+            span = (t.gpu_end_ns[rows] - t.gpu_start_ns[rows]).astype(np.float64)
+            return span + np.where(t.launch_call_ns[rows] >= 0, t.launch_call_ns[rows], 0)
+
+        first_ns = float(cost(first[:1])[0])
+        if steady.any():
+            steady_ns = float(np.median(cost(np.flatnonzero(steady))))
+            excess = first_ns - steady_ns
+    build = sum(parts.get(k, 0.0) for k in ("capture", "build")) if ("capture" in parts or "build" in parts) else None
+    if not parts and first_ns is None:
+        return None
+    total = float(np.nansum([x if x is not None else np.nan for x in (build, parts.get("instantiate"), parts.get("upload"), excess)]))
+    return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
+                     instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
+                     steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total)
+
+
+def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
+                  units_by_graph: dict[int, int] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
+    """Per-graph results, the headline's graph first (then by time saved, then replays). `units_by_graph`: per
+    graph, eager iterations one replay does the work of (analyzers.inference)."""
+    units_of = units_by_graph or {}
+    ids = [g.graph_id for g in sg.graphs] + sorted({int(x) for x in t.graph_id if x and sg.graph(int(x)) is None})
+    instantiated = {c.graph_id for c in sg.lifecycle if c.event == "instantiate"}
+    results: list[GraphResult] = []
+    for gid in ids:  # per graph
+        g = sg.graph(gid)
+        mine = t.select(t.graph_id == gid)
+        if not sg.structure_recorded and (g is None or g.origin == "unknown"):
+            label = f"graph {gid} (executable id; its structure was not recorded)"
+        else:
+            label = g.label if g is not None else f"graph {gid} (built before tracing started)"
+        origin = g.origin if g is not None else "unknown"
+        replays = int((mine.mode == "graph").sum())
+        units = units_of.get(gid, 1)
+        eager = period_of(mine, "eager", run)
+        warm = int(((mine.mode == "eager") & (mine.role == "warmup")).sum())
+        notes: list[str] = []
+        basis = ""
+        if g is not None and g.kernels and eager is not None or warm:
+            n = len(g.kernels) // units if g is not None else 0
+            basis = f"its sequence of {n} kernel{'s' if n != 1 else ''} run eagerly"
+            if units > 1:
+                basis += f" (a replay runs it {units} times)"
+        if eager is None and warm:
+            warmups = mine.select(mine.role == "warmup")
+            warmups = dataclasses.replace(warmups, role=np.full(warmups.size, "steady", dtype=object))
+            eager = period_of(warmups, "eager", run)
+            if eager is not None:
+                notes.append(f"the only eager runs of its work are {warm} warm-up iteration{'s' if warm != 1 else ''} before "
+                             "the capture: the eager time comes from them")
+        graph = period_of(mine, "graph", run)
+        cost = _cost(sg, g, gid, label, mine)
+        for name, p in (("eager", eager), ("replay", graph)):
+            if p is not None and p.iterations < TINY_SAMPLE:
+                notes.append(f"the {name} median comes from {p.iterations} iteration{'s' if p.iterations != 1 else ''}: a tiny sample")
+        inflation = graph_inflation = 0.0
+        cpu_side = ("cpu", "mixed", "single")
+        if eager is not None and timing_traced and eager.bound in cpu_side:
+            inflation = CPU_BOUND_SLOWDOWN_BOUND
+            notes.append("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up to "
+                         f"{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long (measured, docs/benchmarks.md), which the break-even "
+                         "interval's upper end allows for")
+        if graph is not None and timing_traced and graph.bound in cpu_side:
+            graph_inflation = CPU_BOUND_SLOWDOWN_BOUND
+            notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
+                         "which the break-even interval's lower end allows for")
+        be = None
+        saved_in_run = None
+        if graph is not None or eager is not None:
+            e_vals = _values(mine, "eager", "steady")
+            if not e_vals.size:
+                e_vals = _values(mine, "eager", "warmup")
+            be = break_even_series("eager", e_vals, _values(mine, "graph", "steady"), units,
+                                   cost.total_ns if cost is not None else None, replays, eager_inflation=inflation,
+                                   graph_inflation=graph_inflation)
+            if be.saved_per_replay_ns is not None and graph is not None:
+                saved_in_run = be.saved_per_replay_ns * graph.iterations
+        status = ("replayed" if replays else "built_before_tracing" if g is None
+                  else "never_replayed" if gid in instantiated else "never_instantiated")
+        if status == "never_replayed":
+            notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
+        results.append(GraphResult(
+            graph_id=gid, label=label, site=g.site if g is not None else "", origin=origin, status=status, replays=replays,
+            units_per_replay=units, nodes=g.num_nodes if g is not None else 0, eager=eager, graph=graph, eager_basis=basis,
+            warmup_iterations=warm, cost=cost, break_even=be, saved_in_run_ns=saved_in_run, notes=tuple(notes)))
+    results.sort(key=lambda r: (-(r.saved_in_run_ns or 0.0) if r.saved_in_run_ns is not None and r.saved_in_run_ns > 0 else 0.0,
+                                -r.replays, r.graph_id))
+    return tuple(results), _totals(results)
+
+
+def _values(t: IterationTable, mode: str, role: str) -> np.ndarray:
+    sel = (t.mode == mode) & (t.role == role) & np.isfinite(t.work)
+    return np.asarray(t.work[sel], dtype=np.float64)
+
+
+def _totals(results: list[GraphResult]) -> GraphTotals | None:
+    if not results:
+        return None
+    built = [r for r in results if r.origin != "unknown"]
+    priced = [r for r in results if r.saved_in_run_ns is not None and r.cost is not None]
+
+    def build(r: GraphResult) -> float:
+        c = r.cost
+        return sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns)) if c is not None else 0.0
+
+    saved = sum(r.saved_in_run_ns or 0.0 for r in priced) if priced else None
+    one_time_priced = sum(r.cost.total_ns for r in priced if r.cost is not None)
+    return GraphTotals(graphs_built=len(built), graphs_replayed=sum(1 for r in results if r.replays),
+                       replays=sum(r.replays for r in results), build_ns=float(sum(build(r) for r in results)),
+                       one_time_ns=float(sum(r.cost.total_ns for r in results if r.cost is not None)),
+                       saved_ns=saved, net_ns=(saved - one_time_priced) if saved is not None else None)

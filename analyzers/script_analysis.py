@@ -1,0 +1,103 @@
+"""The part of `analyze` that is particular to script traces (no runner markers): per-graph results,
+and the per-mode metrics of the headline's graph, timed by the measuring run and broken down (CPU in
+API calls, GPU busy and idle) by the detail run, which recorded every call."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.break_even import overhead_saved
+from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges
+from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
+from graphmode.analyzers.per_graph import graph_results
+from graphmode.analyzers.periods import IterationTable, script_iterations
+from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
+from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
+from graphmode.tracer.store import Trace
+
+
+@dataclass(frozen=True)
+class ScriptParts:
+    structure_pass: int
+    timing_pass: int
+    timing_run: str  # the timing pass's name ('measure', 'detail', 'single', 'script', ...)
+    table: IterationTable  # iterations of the timing pass
+    graphs: tuple[GraphResult, ...]
+    totals: GraphTotals | None
+    modes: tuple[ModeMetrics, ...]  # of the headline's graph
+    costs: tuple[GraphCost, ...]
+    break_even: tuple[BreakEven, ...]
+    overhead_saved: tuple[OverheadSaved, ...]
+    spans: PlacedGpuSpans | None  # the structure pass's GPU spans placed in the headline graph's iterations
+    notes: tuple[str, ...]
+
+
+def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
+    """The timing pass's iterations, and per graph the eager iterations a replay does the work of."""
+    eager = eager_occurrences(trace, sg)
+    units = {o.graph_id: o.units for o in eager}
+    return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
+
+
+def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
+    """The steady eager iterations and replays of one graph, with a period (warm-ups if no steady eager)."""
+    mine = (t.graph_id == graph_id) & np.isfinite(t.work)
+    steady = mine & (t.role == "steady")
+    if not (steady & (t.mode == "eager")).any():
+        steady |= mine & (t.role == "warmup")
+    return t.select(steady & np.isin(t.mode, ("eager", "graph")))
+
+
+def analyze_script(trace: Trace) -> ScriptParts | None:
+    sg = script_graphs(trace)
+    if sg is None:
+        return None
+    notes = list(sg.notes)
+    timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
+    table, units = table_for(trace, sg)
+    graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units)
+    costs = tuple(g.cost for g in graphs if g.cost is not None)
+    primary = next((g for g in graphs if g.status == "replayed"), graphs[0] if graphs else None)
+    modes: list[ModeMetrics] = []
+    spans: PlacedGpuSpans | None = None
+    breaks: tuple[BreakEven, ...] = ()
+    saved: tuple[OverheadSaved, ...] = ()
+    if primary is not None:
+        wall_rows = _headline_rows(table, primary.graph_id)
+        if sg.structure_pass != sg.timing_pass:
+            detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+            detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
+        else:
+            detail = table
+        traced_rows = _headline_rows(detail, primary.graph_id) if detail is not None else wall_rows
+        if wall_rows.size or traced_rows.size:
+            spans = place_gpu_spans(trace, sg.structure_pass, iterations_of(traced_rows, traced_rows.work))
+            modes = mode_metrics(trace, sg.timing_pass, sg.structure_pass, timing.name, spans,
+                                 wall_iterations=iterations_of(wall_rows, wall_rows.work))
+            # A replay's GPU work can start long after its launch (GPU-bound loops queue up): the GPU
+            # figures of an iteration are those of its own work (by correlation), not of the spans that
+            # happen to start inside its CPU-side span.
+            modes = [_own_gpu(m, traced_rows) for m in modes]
+        if primary.break_even is not None:
+            breaks = (primary.break_even,)
+        by_mode = {m.mode: m for m in modes}
+        if "eager" in by_mode and "graph" in by_mode:
+            if primary.units_per_replay == 1:
+                saved = (overhead_saved(by_mode["eager"], by_mode["graph"]),)
+            elif primary.break_even is not None:
+                s = primary.break_even.saved_per_replay_ns
+                k = (by_mode["eager"].kernels.median * primary.units_per_replay) if by_mode["eager"].kernels else None
+                saved = (OverheadSaved("eager", k, s, None, None, s / k if s is not None and k else None, None, None,
+                                       (s > 0) if s is not None else None),)
+    return ScriptParts(sg.structure_pass, sg.timing_pass, timing.name, table, graphs, totals, tuple(modes), costs, breaks, saved,
+                       spans, tuple(notes))
+
+
+def _own_gpu(m: ModeMetrics, rows: IterationTable) -> ModeMetrics:
+    sel = rows.mode == m.mode
+    busy = rows.gpu_busy_ns[sel].astype(np.float64)
+    idle = np.clip(rows.work[sel] - busy, 0, None)
+    return dataclasses.replace(m, gpu_busy=Stat.of(busy), gpu_idle=Stat.of(idle), gpu_gap=None)

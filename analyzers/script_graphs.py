@@ -1,0 +1,231 @@
+"""The graphs of a user's script and their one-time operations, across the runs of `graphmode run`.
+
+A script trace has one pass per run. The **structure** (which graphs exist, their topology and kernel
+sequence, the line that captured or built them) comes from the pass recorded with CUPTI callbacks;
+the **timing** (replays, eager work, capture/instantiate/upload durations) from the measuring run,
+which has no callbacks and therefore no graph ids of its own: its GPU records carry the CUPTI id of
+the executable graph, and its lifecycle calls are bare API records. Both are mapped onto the
+structure pass:
+
+- executable ids: CUPTI numbers graphs and executables from one counter in creation order, so a
+  program that builds the same graphs in the same order gets the same ids in both runs (seen on the
+  H200 with PyTorch, CuPy, JAX and Triton). An id of the measuring run that the structure pass does
+  not know is left unmapped and reported as a graph of unknown origin;
+- lifecycle calls: the k-th capture (instantiate, upload, update) of the measuring run is the k-th of
+  the structure pass; where the counts differ, the runs did different things and the one-time costs
+  of the measuring run are not attributed (a note says so).
+A trace with a single pass (a region traced with `graphmode.trace`, `--runs 1`, older recordings) is
+its own structure and timing pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphmode.tracer.store import PassInfo, Trace
+
+LIFECYCLE_EVENTS = ("capture", "build", "instantiate", "upload", "update")
+
+
+@dataclass(frozen=True)
+class GraphStructure:
+    """One graph the program built, as the structure pass recorded it."""
+
+    graph_id: int
+    exec_ids: tuple[int, ...]
+    origin: str  # 'capture' | 'explicit' | 'unknown'
+    label: str
+    site: str  # 'file:line function' of the capture/build call ('' unknown)
+    num_nodes: int
+    kernels: tuple[str, ...]  # kernel node names in node order (capture order)
+    unit: tuple[str, ...]  # the shortest sequence the kernels repeat (one eager iteration's work)
+    units_per_replay: int  # len(kernels) / len(unit)
+    first_created_ns: int  # start of its capture/build (or first lifecycle event) in the structure pass
+
+
+@dataclass(frozen=True)
+class LifecycleCall:
+    """A capture, explicit build, instantiate, upload or update in the timing pass, attributed to a graph."""
+
+    graph_id: int  # structure-pass graph id; 0 when it could not be attributed
+    event: str
+    start_ns: int
+    end_ns: int
+    thread_id: int
+    correlation_id: int
+
+
+@dataclass(frozen=True)
+class ScriptGraphs:
+    structure_pass: int
+    timing_pass: int
+    graphs: tuple[GraphStructure, ...]
+    exec_to_graph: dict[int, int]  # timing-pass graph/exec id on GPU records -> structure graph id
+    lifecycle: tuple[LifecycleCall, ...]  # timing pass, by start
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    structure_recorded: bool = True  # a pass recorded the graphs (CUPTI callbacks): names, topology, lines
+
+    def graph(self, graph_id: int) -> GraphStructure | None:
+        return next((g for g in self.graphs if g.graph_id == graph_id), None)
+
+
+def primitive_root(seq: tuple[str, ...]) -> tuple[str, ...]:
+    """The shortest u with seq == u * k (an unrolled loop's body: Triton's do_bench_cudagraph captures
+    the call it times many times over)."""
+    n = len(seq)
+    for p in range(1, n // 2 + 1):
+        if n % p == 0 and seq[:p] * (n // p) == seq:
+            return seq[:p]
+    return seq
+
+
+def choose_passes(trace: Trace) -> tuple[PassInfo | None, PassInfo | None]:
+    """(structure pass, timing pass) of a script trace: the pass named 'measure' times, the pass named
+    'detail' (or 'single', or the only traced pass) gives the structure."""
+    traced = [p for p in trace.passes if p.detail in ("graph", "node")]
+    if not traced:
+        return None, None
+    measure = next((p for p in traced if p.name == "measure"), None)
+    detail = next((p for p in traced if p.name in ("detail", "single")), None)
+    if measure is not None and detail is not None:
+        return detail, measure
+    only = measure or detail or traced[0]
+    return only, only
+
+
+def _has_callbacks(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass recorded graph resource callbacks (its graphs table holds graphs it saw built)."""
+    n = trace.rows("SELECT count(*) FROM graphs WHERE pass_id = ? AND origin <> 'unknown'", [pass_id])[0][0]
+    m = trace.rows("SELECT count(*) FROM graph_events WHERE pass_id = ? AND event <> 'launch'", [pass_id])[0][0]
+    return bool(n or m)
+
+
+def _structures(trace: Trace, pass_id: int) -> list[GraphStructure]:
+    rows = trace.rows(
+        """SELECT g.graph_id, g.exec_id, g.origin, g.label, g.num_nodes,
+                  coalesce((SELECT list(name ORDER BY node_index) FROM graph_nodes n
+                            WHERE n.pass_id = g.pass_id AND n.graph_id = g.graph_id AND n.node_type = 'kernel'), []) AS kernels,
+                  (SELECT list(DISTINCT exec_id) FROM graph_events e WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id
+                      AND e.exec_id <> 0) AS execs,
+                  (SELECT min(start_ns) FROM graph_events e WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id) AS first_ns,
+                  (SELECT a.source FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.correlation_id = e.correlation_id
+                      WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id AND e.event IN ('capture', 'instantiate')
+                      AND a.source <> '' ORDER BY e.start_ns LIMIT 1) AS site,
+                  (SELECT n.source FROM graph_nodes n WHERE n.pass_id = g.pass_id AND n.graph_id = g.graph_id AND n.source <> ''
+                      ORDER BY n.node_index LIMIT 1) AS node_site
+           FROM graphs g WHERE g.pass_id = ? ORDER BY g.graph_id""", [pass_id])
+    out = []
+    for gid, exec_id, origin, label, num_nodes, kernels, execs, first_ns, site, node_site in rows:
+        seq = tuple(str(k) for k in (kernels or ()))
+        unit = primitive_root(seq) if seq else ()
+        exec_ids = tuple(sorted({int(x) for x in (execs or ())} | ({int(exec_id)} if exec_id else set())))
+        out.append(GraphStructure(
+            graph_id=int(gid), exec_ids=exec_ids, origin=str(origin), label=str(label), site=str(site or node_site or ""),
+            num_nodes=int(num_nodes), kernels=seq, unit=unit, units_per_replay=len(seq) // len(unit) if unit else 1,
+            first_created_ns=int(first_ns) if first_ns is not None else 0))
+    return out
+
+
+def _bare_lifecycle(trace: Trace, pass_id: int) -> list[tuple[str, int, int, int, int]]:
+    """(event, start, end, thread, correlation) of the outermost lifecycle API calls of a pass without
+    callbacks; a capture runs from a BeginCapture to the next EndCapture on the same thread."""
+    from graphmode.tracer.lifecycle import lifecycle_calls
+
+    api = trace.sql("SELECT * FROM api_calls WHERE pass_id = ? AND category IN ('capture', 'instantiate', 'upload', "
+                    "'update', 'graph_destroy', 'graph_build') ORDER BY start_ns", [pass_id])
+    if not api["name"].size:
+        return []
+    builds = api["category"] == "graph_build"
+    calls = lifecycle_calls({k: v[~builds] for k, v in api.items()})
+    names = calls["name"].astype(str)
+    out: list[tuple[str, int, int, int, int]] = []
+    open_capture: dict[int, tuple[int, int]] = {}
+    for i in np.argsort(calls["start_ns"], kind="stable"):  # lifecycle calls: a few per graph
+        cat, tid = str(calls["category"][i]), int(calls["thread_id"][i])
+        s, e, corr = int(calls["start_ns"][i]), int(calls["end_ns"][i]), int(calls["correlation_id"][i])
+        if cat == "capture":
+            if "BeginCapture" in names[i]:
+                open_capture[tid] = (s, corr)
+            elif "EndCapture" in names[i] and tid in open_capture:
+                s0, c0 = open_capture.pop(tid)
+                out.append(("capture", s0, e, tid, c0))
+        elif cat in ("instantiate", "upload"):
+            out.append((cat, s, e, tid, corr))
+        elif cat == "update" and "ExecUpdate" in names[i]:
+            out.append(("update", s, e, tid, corr))
+    # explicit builds: from a cuGraphCreate to the last node added on that thread before the next instantiate
+    if builds.any():
+        b = {k: v[builds] for k, v in api.items()}
+        bn = b["name"].astype(str)
+        inst = sorted((s, tid) for ev, s, _, tid, _ in out if ev == "instantiate")
+        for i in np.flatnonzero(np.char.find(bn.astype(str), "GraphCreate") >= 0):
+            tid, s = int(b["thread_id"][i]), int(b["start_ns"][i])
+            nxt = next((t0 for t0, t in inst if t == tid and t0 >= s), None)
+            inside = (b["thread_id"] == tid) & (b["start_ns"] >= s) & ((b["start_ns"] < nxt) if nxt is not None else True)
+            out.append(("build", s, int(b["end_ns"][inside].max()), tid, int(b["correlation_id"][i])))
+    out.sort(key=lambda r: r[1])
+    return out
+
+
+def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs | None:
+    """The graphs of a script trace mapped onto its timing pass (default: the measuring run; None
+    without a traced pass)."""
+    structure, timing = choose_passes(trace)
+    if timing_pass is not None:
+        timing = next((p for p in trace.passes if p.pass_id == timing_pass), None)
+    if structure is None or timing is None:
+        return None
+    s_id, t_id = structure.pass_id, timing.pass_id
+    graphs = _structures(trace, s_id)
+    known = [g for g in graphs if g.origin != "unknown"]
+    notes: list[str] = []
+    exec_to_graph: dict[int, int] = {}
+    for g in graphs:
+        exec_to_graph[g.graph_id] = g.graph_id
+        for x in g.exec_ids:
+            exec_to_graph.setdefault(x, g.graph_id)
+    lifecycle: list[LifecycleCall] = []
+    if s_id == t_id or _has_callbacks(trace, t_id):
+        rows = trace.rows("SELECT graph_id, event, start_ns, end_ns, thread_id, correlation_id FROM graph_events "
+                          "WHERE pass_id = ? AND event IN ('capture', 'build', 'instantiate', 'upload', 'update') "
+                          "ORDER BY start_ns", [t_id])
+        lifecycle = [LifecycleCall(int(g), str(e), int(s), int(en), int(t), int(c)) for g, e, s, en, t, c in rows]
+    else:
+        bare = _bare_lifecycle(trace, t_id)
+        ref = trace.rows("SELECT graph_id, event FROM graph_events WHERE pass_id = ? AND event IN "
+                         "('capture', 'build', 'instantiate', 'upload', 'update') ORDER BY start_ns", [s_id])
+        for event in ("capture", "build", "instantiate", "upload"):  # the k-th of each kind is the k-th of the structure pass
+            mine = [r for r in bare if r[0] == event]
+            theirs = [int(g) for g, e in ref if e == event]
+            if len(mine) != len(theirs) and (mine or theirs):
+                notes.append(f"the measuring run made {len(mine)} {event} call{'s' if len(mine) != 1 else ''} and the detail run "
+                             f"{len(theirs)}: the runs did not build the same graphs, so "
+                             + ("the extra ones are not attributed" if mine else "their one-time costs come from the detail run"))
+            for k, (ev, s, e, tid, corr) in enumerate(mine):
+                lifecycle.append(LifecycleCall(theirs[k] if k < len(theirs) else 0, ev, s, e, tid, corr))
+        lifecycle.sort(key=lambda c: c.start_ns)
+        launched = {int(r[0]) for r in trace.rows("SELECT DISTINCT graph_id FROM gpu_spans WHERE pass_id = ? AND graph_id <> 0", [t_id])}
+        unknown = sorted(launched - set(exec_to_graph))
+        if unknown and known:
+            notes.append(f"graph executable id{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown[:5]))} of the measuring "
+                         "run match no graph of the detail run: reported as graphs of unknown origin")
+    recorded = _has_callbacks(trace, s_id)
+    if not recorded:
+        notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
+                     "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
+                     "which makes both runs")
+    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded)
+
+
+def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
+    """Durations (ns) of the graph's capture, build, instantiate and upload calls in the timing pass
+    (summed when there are several), and how many of each."""
+    parts: dict[str, Any] = {}
+    for c in sg.lifecycle:
+        if c.graph_id == graph_id and c.event != "update":
+            parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns)
+            parts[c.event + "_count"] = parts.get(c.event + "_count", 0) + 1
+    return parts
