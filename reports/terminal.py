@@ -11,6 +11,7 @@ from rich.text import Text
 
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
+from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
@@ -49,7 +50,9 @@ def _interval(b: BreakEven) -> str:
 
 
 def headline(a: TraceAnalysis) -> str:
-    """One sentence: what graph mode saves, what it costs, when it pays back."""
+    """One sentence: what graph mode saves, what it costs, when it pays back (per graph in script traces)."""
+    if a.graphs:
+        return graph_headline(a)
     b = a.primary_break_even()
     saved = a.primary_overhead_saved()
     cost = sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None
@@ -85,7 +88,7 @@ def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]
 def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
     rows: list[tuple[str, list[str]]] = [
         ("iterations (wall pass)", [str(m.iterations) for m in modes]),
-        ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else "") for m in modes]),
+        ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else f" ({m.wall_source} run)" if m.wall_source not in ("timing", "traced") else "") for m in modes]),
         ("wall, traced pass", [_stat(m.traced_wall) for m in modes]),
         ("CPU in API: launches", [_stat(m.api_launch) for m in modes]),
         ("CPU in API: syncs", [_stat(m.api_sync) for m in modes]),
@@ -134,7 +137,8 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print(f"[bold red]warning:[/bold red] {w}")
     print_pitfalls(console, a.pitfalls)
 
-    if a.break_even:
+    print_graph_table(console, a)
+    if a.break_even and not a.graphs:
         rows: list[tuple[str, list[str]]] = [
             ("eager iteration (median)", [human_ns(b.eager_ns) for b in a.break_even]),
             ("graph replay (median)", [human_ns(b.graph_ns) for b in a.break_even]),
@@ -161,7 +165,8 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             ("first launch excess", [human_ns(c.first_launch_excess_ns) for c in cs]),
             ("total one-time cost", [human_ns(c.total_ns) for c in cs]),
         ]
-        console.print(_transposed("One-time cost per graph", [f"graph {c.graph_id} {c.label}".strip() for c in cs], rows))
+        names = {g.graph_id: graph_name(g) for g in a.graphs}
+        console.print(_transposed("One-time cost per graph", [names.get(c.graph_id) or f"graph {c.graph_id}" for c in cs], rows))
 
     for p in a.critical_paths:
         delivered = f"{100 * p.parallelism_delivered:.0f}%" if p.parallelism_delivered is not None else "—"

@@ -1,0 +1,118 @@
+"""The per-graph answer of a script trace in words and in a table (analysis.graphs). Computes nothing."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from graphmode.analyzers.results import BreakEven, GraphResult, Period, TraceAnalysis
+
+BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
+               "unknown": "bound unknown"}
+
+
+def _ns(ns: float | None) -> str:
+    from graphmode.reports.terminal import human_ns
+
+    return human_ns(ns)
+
+
+def graph_name(g: GraphResult) -> str:
+    """'graph 3 (captured at train.py:42)': the graph and the line that made it."""
+    if g.site:
+        loc = g.site.split(" ")[0]
+        file, _, line = loc.rpartition(":")
+        how = "captured" if g.origin == "capture" else "built"
+        return f"graph {g.graph_id} ({how} at {PurePath(file).name}:{line})"
+    if g.origin == "unknown":
+        return g.label or f"graph {g.graph_id}"
+    return f"graph {g.graph_id}"
+
+
+def interval(b: BreakEven) -> str:
+    if b.interval_low is None and not b.interval_high_never:
+        return ""
+    low = str(b.interval_low) if b.interval_low is not None else "never"
+    high = "never" if b.interval_high_never else str(b.interval_high)
+    return f"[{low}, {high}]"
+
+
+def period_text(p: Period | None, per: str = "") -> str:
+    """'17.2 ms CPU-bound' (the trimmed mean of the work period, as savings use it); a CPU-bound period
+    of a traced run says beside it that the tracer may have slowed it (analyzers.break_even)."""
+    from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
+
+    if p is None or p.work is None:
+        return "—"
+    text = f"{_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
+    if p.bound in ("cpu", "mixed", "single") and p.run != "timing":
+        text += f" (tracer may add ≤{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}%)"
+    return text
+
+
+def graph_headline(a: TraceAnalysis) -> str:
+    """One sentence on the headline's graph, and one on all graphs when there are several."""
+    g = a.primary_graph()
+    if g is None:
+        return ""
+    b = g.break_even
+    name = graph_name(g)
+    cost = g.cost.total_ns if g.cost is not None else None
+    if g.status != "replayed":
+        text = f"{name.capitalize()} was {'never replayed' if g.status == 'never_replayed' else 'not instantiated'}"
+        text += f"; it cost {_ns(cost)} to build." if cost else "."
+    elif b is None or b.eager_ns is None:
+        text = (f"{name.capitalize()} was replayed {g.replays:,} times at {period_text(g.graph)} a replay; no eager run of its work "
+                f"was found, so what it saves is unknown" + (f" (it cost {_ns(cost)} to build)." if cost else "."))
+    elif b.never:
+        text = (f"{name.capitalize()} does not pay off: a replay takes {_ns(b.graph_ns)} against {_ns(b.eager_ns)} eagerly "
+                f"({period_text(g.eager)}), so it never pays back its {_ns(cost)} one-time cost.")
+    else:
+        units = f" ({g.units_per_replay} eager iterations)" if g.units_per_replay > 1 else ""
+        text = (f"{name.capitalize()} saves {_ns(b.saved_per_replay_ns)} per replay (eager {period_text(g.eager)}{units}, "
+                f"replay {period_text(g.graph)}), costs {_ns(cost)} to build")
+        text += (f", pays back after {b.replays:,} replay{'s' if b.replays != 1 else ''} {interval(b)} (95% interval)."
+                 if b.replays is not None else f"; break-even unknown: {b.reason}.")
+    t = a.totals
+    if t is not None and len(a.graphs) > 1:
+        built = f"{t.graphs_built} graphs built, " if t.graphs_built else ""
+        text += f" In all: {built}{t.graphs_replayed} replayed ({t.replays:,} replays)"
+        text += f", built in {_ns(t.build_ns)}" if t.build_ns else ""
+        if t.net_ns is not None and t.saved_ns is not None:
+            text += f"; {_ns(t.saved_ns)} saved, {_ns(t.net_ns)} net of their one-time cost."
+        else:
+            text += "."
+    return text
+
+
+def print_graph_table(console: Console, a: TraceAnalysis) -> None:
+    """One row per graph: replays, eager vs replay period with what bounds each, one-time cost, break-even."""
+    if not a.graphs:
+        return
+    t = Table(title="Per graph (periods: trimmed mean of the iterations, what bounds them)", title_justify="left")
+    for col in ("graph", "replays", "eager iteration", "replay", "saved / replay", "one-time cost", "break-even [95%]", "status"):
+        t.add_column(col, justify="left" if col in ("graph", "status") else "right")
+    for g in a.graphs:
+        b = g.break_even
+        be = "—"
+        if b is not None:
+            be = "never" if b.never else (f"{b.replays:,} {interval(b)}" if b.replays is not None else "—")
+        eager = period_text(g.eager) + (f" ×{g.units_per_replay}" if g.units_per_replay > 1 and g.eager is not None else "")
+        status = g.status.replace("_", " ")
+        if g.warmup_iterations:
+            status += f", {g.warmup_iterations} warm-up"
+        t.add_row(Text(graph_name(g)), f"{g.replays:,}", Text(eager), Text(period_text(g.graph)),
+                  _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+                  be, status)
+    console.print(t)
+    tot = a.totals
+    if tot is not None and len(a.graphs) > 1:
+        console.print(f"All graphs: {tot.graphs_built} built, {tot.graphs_replayed} replayed, {tot.replays:,} replays; "
+                      f"capture/instantiate/upload {_ns(tot.build_ns)}, one-time cost {_ns(tot.one_time_ns)}"
+                      + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
+    for g in a.graphs:
+        for note in g.notes:
+            console.print(Text(f"  {graph_name(g)}: {note}"))
