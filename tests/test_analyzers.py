@@ -207,7 +207,7 @@ def test_no_markers_at_all(tmp_path: Path) -> None:
     t.span(0, "k", 300, 400, c)
     a = _analyze(t.write(tmp_path / "nomarkers.gmtrace", status="interrupted", dropped={0: 12}))
     assert a.modes == () and a.break_even == ()
-    assert any("no iteration markers" in s for s in a.cannot_compute)
+    assert any("no CUDA graph was built or replayed" in s for s in a.cannot_compute)  # read as a script trace
     assert any("12 CUPTI activity records were dropped" in w for w in a.warnings)
     assert any("did not complete" in w for w in a.warnings)
 

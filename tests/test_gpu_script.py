@@ -51,27 +51,44 @@ needs_torch = pytest.mark.skipif(not _has("torch"), reason="PyTorch is not insta
 def torch_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, subprocess.CompletedProcess[str]]:
     if not _has("torch"):
         pytest.skip("PyTorch is not installed")
-    return _graphmode_run(tmp_path_factory.mktemp("torch"), "torch_cudagraph.py", "--steps", "50")
+    return _graphmode_run(tmp_path_factory.mktemp("torch"), "torch_cudagraph.py", "--steps", "50", options=("--sources",))
 
 
 @needs_torch
 def test_torch_graph_found_with_its_lifecycle(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
     t, proc = torch_graph
-    assert "ok: 50 eager steps and 50 replays" in proc.stdout  # the script's output passes through
+    assert proc.stdout.count("ok: 50 eager steps and 50 replays") == 2  # both runs' output passes through
     assert t.meta["status"] == "complete" and t.meta["script"]["exit_code"] == 0
+    assert [(p.pass_id, p.name, p.status) for p in t.passes] == [(0, "measure", "complete"), (1, "detail", "complete")]
     assert validate_trace(t) == []
-    graphs = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE origin <> 'unknown'")
-    assert len(graphs) == 1 and graphs[0][1] == "capture" and graphs[0][2] >= 3
-    gid = graphs[0][0]
-    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
-    assert ev["capture"] == 1 and ev["instantiate"] == 1 and ev["launch"] == 50
+    assert not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    for pass_id in (0, 1):
+        graphs = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE origin <> 'unknown' AND pass_id = ?", [pass_id])
+        assert len(graphs) == 1 and graphs[0][1] == "capture" and graphs[0][2] >= 3
+        gid = graphs[0][0]
+        ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? AND pass_id=? GROUP BY 1", [gid, pass_id]))
+        assert ev["capture"] == 1 and ev["instantiate"] == 1 and ev["launch"] == 50
+
+
+@needs_torch
+def test_measuring_run_records_only_the_calls_the_analysis_reads(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
+    t, _ = torch_graph
+    from graphmode.tracer.cupti_session import api_needed
+
+    measured = {n for (n,) in t.rows("SELECT DISTINCT name FROM api_calls WHERE pass_id = 0")}
+    detailed = {n for (n,) in t.rows("SELECT DISTINCT name FROM api_calls WHERE pass_id = 1")}
+    assert measured and all(api_needed(n) for n in measured), sorted(n for n in measured if not api_needed(n))
+    assert any(not api_needed(n) for n in detailed)  # e.g. cudaGetDevice, cudaStreamGetCaptureInfo
+    assert any(n.startswith("cudaLaunchKernel") for n in measured) and any(n.startswith("cudaGraphLaunch") for n in measured)
+    run = t.meta["runs"][0]
+    assert run["config"]["api_filter"] == "needed" and run["api_filter"]["runtime_off"] > 100
 
 
 @needs_torch
 def test_torch_graph_nodes_attributed_to_source_lines(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
     t, _ = torch_graph
     lines = _marked_lines("torch_cudagraph.py", "LINE")
-    rows = t.rows("SELECT source FROM graph_nodes n JOIN graphs g USING (pass_id, graph_id) WHERE n.node_type='kernel'")
+    rows = t.rows("SELECT source FROM graph_nodes n JOIN graphs g USING (pass_id, graph_id) WHERE n.node_type='kernel' AND pass_id = 1")
     assert rows
     for (source,) in rows:
         m = re.match(r"(.*):(\d+) (\w+)$", source)
@@ -89,9 +106,13 @@ def test_nvtx_ranges_recorded(torch_graph: tuple[Trace, subprocess.CompletedProc
 @needs_torch
 def test_iterations_inferred(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
     t, _ = torch_graph
-    counts = dict(t.rows("SELECT mode, count(*) FROM markers WHERE kind='iteration' GROUP BY 1"))
-    assert counts.get("graph") == 50
-    assert counts.get("eager", 0) >= 50  # + the side-stream warm-up steps when they match the sequence
+    from graphmode.analyzers.iterations import find_iterations
+
+    it = find_iterations(t, 0)
+    graph = it.mode == "graph"
+    assert int(graph.sum()) == 50
+    eager = (it.mode == "eager") & (it.role == "steady")
+    assert int(eager.sum()) == 50 and int(((it.mode == "eager") & (it.role == "warmup")).sum()) == 3
 
 
 @needs_torch
@@ -130,22 +151,22 @@ def test_cupy_capture(tmp_path: Path) -> None:
 
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--detail", "node"))
-    assert t.meta["params"]["detail"] == "node"
-    (gid, n_nodes), = t.rows("SELECT graph_id, num_nodes FROM graphs WHERE origin='capture'")
+    assert [(p.name, p.detail) for p in t.passes] == [("measure", "graph"), ("detail", "node")]
+    (gid, n_nodes), = t.rows("SELECT graph_id, num_nodes FROM graphs WHERE origin='capture' AND pass_id = 1")
     assert n_nodes == 16
-    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? AND pass_id = 1 GROUP BY 1", [gid]))
     assert ev["launch"] == 200 and ev["upload"] == 1 and ev["instantiate"] == 1 and ev["capture"] == 1
     line = _marked_lines("cuda_python_capture.py", "LINE").pop()
-    sources = {s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE graph_id=?", [gid])}
+    sources = {s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE graph_id=? AND pass_id = 1", [gid])}
     assert sources == {f"{EXAMPLES / 'cuda_python_capture.py'}:{line} step"}
-    assert {n for (n,) in t.rows("SELECT DISTINCT name FROM graph_nodes WHERE graph_id=?", [gid])} == {"axpb"}
+    assert {n for (n,) in t.rows("SELECT DISTINCT name FROM graph_nodes WHERE graph_id=? AND pass_id = 1", [gid])} == {"axpb"}
     # the topology is read outside the program's calls (not inside its cuGraphInstantiate), and
     # graphmode's own reads are not reported as the program's calls
     own = t.rows("SELECT count(*) FROM api_calls WHERE name IN ('cuGraphGetNodes', 'cuGraphGetEdges', "
                  "'cuGraphNodeGetType', 'cuGraphKernelNodeGetParams', 'cuFuncGetName')")
     assert own[0][0] == 0
     # node detail: every replayed kernel carries a node id of the recorded topology
-    assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel'", [gid])[0][0] == 16 * 200
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel' AND pass_id = 1", [gid])[0][0] == 16 * 200
     assert validate_trace(t) == []
 
 
@@ -219,14 +240,14 @@ def test_launch_sources_attribute_eager_kernels(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--launch-sources",))
     line = _marked_lines("cuda_python_capture.py", "LINE").pop()
     rows = t.rows("""SELECT a.source, count(*) FROM gpu_spans s JOIN api_calls a USING (pass_id, correlation_id)
-                     WHERE s.kind = 'kernel' AND s.graph_id = 0 GROUP BY 1""")
+                     WHERE s.kind = 'kernel' AND s.graph_id = 0 AND pass_id = 1 GROUP BY 1""")
     assert rows == [(f"{EXAMPLES / 'cuda_python_capture.py'}:{line} step", 16 * 200)]
 
 
 def test_ctrl_c_keeps_the_trace(tmp_path: Path) -> None:
     script = tmp_path / "interrupted.py"
     script.write_text(
-        "from tracer import cuda_util\nfrom cuda.bindings import driver as cu\n"
+        "from graphmode.tracer import cuda_util\nfrom cuda.bindings import driver as cu\n"
         "cuda_util.init_device()\nd = cuda_util.alloc(4096)\n"
         "for _ in range(10):\n    cuda_util.check(cu.cuMemsetD32(d, 1, 1024))\n"
         "raise KeyboardInterrupt\n")

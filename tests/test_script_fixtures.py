@@ -1,7 +1,9 @@
 """Real `graphmode run` recordings of the examples (H200, tests/data/scripts/), checked without a GPU.
 
-Each was recorded with `graphmode run` on the GPU machine (torch_cudagraph with --steps 20,
-cuda_python_capture with --detail node); the expectations come from what each example does.
+Recorded with tests/data/record.sh (its output is tests/data/scripts/recording.log): each holds the
+measuring run (pass 0) and the detail run (pass 1), except broken_capture (recorded before a failed
+measuring run got its detail run) and two_threads (its detail run was cut by the recording script's
+time limit: the measuring run alone). The expectations come from what each example does.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from graphmode.analyzers import analyze
+from graphmode.analyzers.iterations import find_iterations
 from graphmode.cli import app
-from tests.conftest import DATA, ROOT
+from graphmode.tracer.cupti_session import api_sparse
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
+from tests.conftest import DATA, ROOT
 
 SCRIPTS = DATA / "scripts"
 ALL = sorted(SCRIPTS.glob("*.gmtrace"))
@@ -50,8 +55,22 @@ def test_every_recording_is_valid_and_says_how_it_ended(recording: Trace) -> Non
     assert recording.meta["status"] in ("complete", "failed")
     assert recording.meta["script"]["exit_code"] == (0 if recording.meta["status"] == "complete" else 1)
     assert recording.meta["dropped_records"] == 0
-    assert [p.detail for p in recording.passes] in (["graph"], ["node"])
-    assert "cpu_profile" in recording.meta and analyze(recording).cpu_profile is not None
+    runs = recording.meta["runs"]
+    assert [p.name for p in recording.passes] == [r["config"]["name"] for r in runs]
+    assert runs[0]["config"]["name"] == "measure" and runs[0]["config"]["callbacks"] is False
+    if len(runs) > 1:
+        assert runs[1]["config"]["name"] == "detail" and runs[1]["config"]["callbacks"] is True
+    assert "cpu_profile" not in recording.meta  # the profiler is opt-in (--profile), in the detail run
+
+
+def test_the_measuring_run_records_only_graph_lifecycle_calls(recording: Trace) -> None:
+    """No Python callback and API records for the graph lifecycle, launches of graphs and synchronizations only."""
+    names = {n for (n,) in recording.rows("SELECT DISTINCT name FROM api_calls WHERE pass_id = 0")}
+    assert names and all(api_sparse(n) for n in names), sorted(n for n in names if not api_sparse(n))
+    assert recording.rows("SELECT count(*) FROM api_calls WHERE pass_id = 0 AND source <> ''")[0][0] == 0
+    assert recording.rows("SELECT count(*) FROM graph_nodes WHERE pass_id = 0")[0][0] == 0  # no topology read either
+    run = recording.meta["runs"][0]
+    assert run["api_filter"]["runtime_off"] > 100 and run["api_filter"]["runtime_recorded"] > 0
 
 
 def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -> None:
@@ -60,6 +79,8 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["schema_version"] == 1
+    launched = recording.rows("SELECT count(DISTINCT graph_id) FROM gpu_spans WHERE pass_id = 0 AND graph_id <> 0")[0][0]
+    assert sum(1 for g in data["graphs"] if g["status"] == "replayed") == launched  # one answer per replayed graph
     res = runner.invoke(app, ["view", str(recording.path), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "r.html").stat().st_size > 100_000
@@ -67,28 +88,109 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
 
 def test_torch_cudagraph() -> None:
     t = load(SCRIPTS / "torch_cudagraph.gmtrace")
-    (gid, origin, n_nodes), = t.rows("SELECT graph_id, origin, num_nodes FROM graphs")
+    (gid, origin, n_nodes), = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE pass_id = 1")
     assert origin == "capture" and n_nodes >= 3
-    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? AND pass_id = 1 GROUP BY 1", [gid]))
     assert ev["capture"] == 1 and ev["instantiate"] == 1 and ev["launch"] == 20
-    kernel_sources = [s for (s,) in t.rows("SELECT source FROM graph_nodes WHERE node_type='kernel'")]
+    kernel_sources = [s for (s,) in t.rows("SELECT source FROM graph_nodes WHERE node_type='kernel' AND pass_id = 1")]
     assert _lines_of(kernel_sources, "torch_cudagraph.py") == _marked_lines("torch_cudagraph.py", "LINE")
-    assert {"eager loop", "replay loop"} <= {n for (n,) in t.rows("SELECT name FROM markers WHERE kind='nvtx'")}
-    iters = dict(t.rows("SELECT mode, count(*) FROM markers WHERE kind='iteration' GROUP BY 1"))
-    assert iters["graph"] == 20
-    assert iters["eager"] == 20 + 3  # the example's 20 eager steps + its 3 side-stream warm-up steps
-    # lifecycle call sites: capture and instantiate come from the `with torch.cuda.graph(g):` line
-    with_line = next(i + 1 for i, l in enumerate((ROOT / "examples/torch_cudagraph.py").read_text().splitlines())
-                     if l.startswith("with torch.cuda.graph(g)"))
-    sites = [s for (s,) in t.rows("SELECT source FROM api_calls WHERE category IN ('capture', 'instantiate') AND source <> ''")]
-    assert sites and _lines_of(sites, "torch_cudagraph.py") == {with_line}
+    assert {"eager loop", "replay loop"} <= {n for (n,) in t.rows("SELECT name FROM markers WHERE kind='nvtx' AND pass_id = 0")}
+    a = analyze(t)
+    (g,) = a.graphs
+    # the graph is named by the `with torch.cuda.graph(g):` line (not the step function's lines, where its nodes come from)
+    with_line = next(i + 1 for i, line in enumerate((ROOT / "examples/torch_cudagraph.py").read_text().splitlines())
+                     if line.startswith("with torch.cuda.graph(g)"))
+    assert _lines_of([g.site], "torch_cudagraph.py") == {with_line}
+    # 20 eager steps (19 periods: the last has no next step), 3 side-stream warm-ups, 20 replays (the first is the
+    # first launch, the last has no period: 18 steady periods); a synchronize after each step: CPU-bound
+    assert g.replays == 20 and g.warmup_iterations == 3 and g.eager is not None and g.graph is not None
+    assert (g.eager.iterations, g.graph.iterations) == (19, 18)
+    assert (g.eager.bound, g.graph.bound) == ("cpu", "cpu")
+    it = find_iterations(t)
+    warm = it.select((it.mode == "eager") & (it.role == "warmup"))
+    steady = it.select((it.mode == "eager") & (it.role == "steady"))
+    assert warm.size == 3 and len(set(warm.stream_id)) == 1 and set(warm.stream_id).isdisjoint(set(steady.stream_id))
+    assert g.cost is not None and g.cost.build_ns and g.cost.instantiate_ns
+    b = g.break_even
+    assert b is not None and b.replays is not None and b.interval_low <= b.replays <= b.interval_high
+    assert b.replays * b.saved_per_replay_ns >= b.one_time_ns > (b.replays - 1) * b.saved_per_replay_ns
+
+
+def test_gpu_bound_loops_take_the_gpu_cadence_not_the_launch_cadence() -> None:
+    """Eager steps and replays queued without synchronization: the CPU runs ahead, the GPU sets the pace. The
+    example timed both loops itself (recording.log, measuring run's line): graphmode's periods match them."""
+    t = load(SCRIPTS / "gpu_bound_replays.gmtrace")
+    line = next(ln for ln in (SCRIPTS / "recording.log").read_text().splitlines() if ln.startswith("ok: eager"))
+    own_eager, own_replay = (float(x) * 1e3 for x in re.findall(r"([\d.]+) us", line))
+    (g,) = analyze(t).graphs
+    assert g.eager is not None and g.graph is not None and g.eager.work is not None and g.graph.work is not None
+    assert (g.eager.bound, g.graph.bound) == ("gpu", "gpu")
+    assert g.eager.work.trimmed_mean == pytest.approx(own_eager, rel=0.02)
+    assert g.graph.work.trimmed_mean == pytest.approx(own_replay, rel=0.02)
+    # the launch calls come every few microseconds: what a launch-to-launch reading would have reported
+    assert g.graph.cpu_period is not None and g.graph.cpu_period.median < 0.1 * g.graph.work.trimmed_mean
+
+
+def test_cupy_replays_are_gpu_bound() -> None:
+    """The issue's CuPy case: 100 replays launched back to back. Launch to launch is a few microseconds; each
+    replay's GPU work takes far longer, and that is the period."""
+    t = load(SCRIPTS / "cupy_graph.gmtrace")
+    (gid, origin, n_nodes), = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE pass_id = 1")
+    assert origin == "capture" and n_nodes == 20  # 10 iterations of `v * 1.0001 + 0.5`: two kernels each
+    sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE pass_id = 1")]
+    assert _lines_of(sources, "cupy_graph.py") == _marked_lines("cupy_graph.py", "LINE")
+    (g,) = analyze(t).graphs
+    assert g.replays == 100 and g.graph is not None and g.graph.bound == "gpu" and g.eager is not None
+    assert g.graph.cpu_period is not None and g.graph.gpu_busy is not None and g.graph.work is not None
+    assert g.graph.cpu_period.median < 0.2 * g.graph.work.median
+    assert g.graph.work.median == pytest.approx(g.graph.gpu_busy.median, rel=0.05)  # back to back: the GPU never waits
+
+
+def test_two_shapes_give_two_graphs_each_with_its_own_eager_work() -> None:
+    t = load(SCRIPTS / "two_shapes.gmtrace")
+    a = analyze(t)
+    assert sorted(g.replays for g in a.graphs) == [40, 40] and len(a.graphs) == 2
+    capture_line = _marked_lines("two_shapes.py", "CAPTURE")
+    assert all(_lines_of([g.site], "two_shapes.py") == capture_line for g in a.graphs)
+    it = find_iterations(t)
+    captures = dict(t.rows("SELECT graph_id, min(start_ns) FROM graph_events WHERE pass_id = 1 AND event = 'capture' GROUP BY 1"))
+    first, second = sorted(captures, key=lambda g: captures[g])
+    eager = it.select((it.mode == "eager") & (it.role == "steady"))
+    # batch 8's eager loop runs before its capture; batch 64's between the first graph's replays and its own capture
+    assert set(eager.graph_id) == {first, second}
+    e1, e2 = eager.select(eager.graph_id == first), eager.select(eager.graph_id == second)
+    assert e1.size == e2.size == 40 and e1.start_ns.max() < e2.start_ns.min()
+    replays1 = it.select((it.mode == "graph") & (it.graph_id == first))
+    assert replays1.start_ns.max() < e2.start_ns.min()
+    assert a.totals is not None and a.totals.graphs_replayed == 2 and a.totals.replays == 80
+    assert a.totals.one_time_ns == pytest.approx(sum(g.cost.total_ns for g in a.graphs if g.cost is not None))
+
+
+def test_two_threads_keep_their_iterations_apart() -> None:
+    """Two threads replay their own graphs on their own streams at the same time: two series, not one."""
+    t = load(SCRIPTS / "two_threads.gmtrace")
+    assert [p.name for p in t.passes] == ["measure"]  # see the module docstring
+    it = find_iterations(t)
+    replays = it.select(it.mode == "graph")
+    groups = {(int(g), int(s)) for g, s in zip(replays.graph_id, replays.stream_id)}
+    assert len(groups) == 2 and len({s for _, s in groups}) == 2
+    spans = []
+    for g, s in groups:
+        mine = replays.select((replays.graph_id == g) & (replays.stream_id == s))
+        assert mine.size == 50 and len(set(mine.thread_id)) == 1
+        spans.append((mine.start_ns.min(), mine.start_ns.max()))
+    (a0, a1), (b0, b1) = spans
+    assert a0 < b1 and b0 < a1  # the two loops ran at the same time
+    a = analyze(t)
+    assert all("structure was not recorded" in g.label for g in a.graphs)
+    assert any("detail run is missing" in c for c in a.cannot_compute)
 
 
 def test_broken_capture_is_diagnosed_at_the_offending_line() -> None:
     t = load(SCRIPTS / "broken_capture.gmtrace")
     assert t.meta["status"] == "failed"
     failed = dict(t.rows("SELECT return_code, count(*) FROM api_calls WHERE return_code <> 0 GROUP BY 1"))
-    assert 900 in failed  # cudaErrorStreamCaptureUnsupported on the synchronisation .item() needs
+    assert 901 in failed  # the capture end reports the capture invalidated by the synchronization .item() needs
     pitfalls = [p for p in analyze(t).pitfalls if p.kind == "capture_failed"]
     assert pitfalls
     breaks = _marked_lines("broken_capture.py", "BREAKS")
@@ -97,33 +199,34 @@ def test_broken_capture_is_diagnosed_at_the_offending_line() -> None:
 
 def test_cuda_python_capture_node_detail() -> None:
     t = load(SCRIPTS / "cuda_python_capture.gmtrace")
-    (gid, n_nodes, n_edges), = t.rows("SELECT graph_id, num_nodes, num_edges FROM graphs")
+    assert [(p.name, p.detail) for p in t.passes] == [("measure", "graph"), ("detail", "node")]
+    (gid, n_nodes, n_edges), = t.rows("SELECT graph_id, num_nodes, num_edges FROM graphs WHERE pass_id = 1")
     assert (n_nodes, n_edges) == (16, 15)  # 16 launches captured in one stream: a chain
-    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? GROUP BY 1", [gid]))
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? AND pass_id = 1 GROUP BY 1", [gid]))
     assert ev == {"capture": 1, "instantiate": 1, "upload": 1, "launch": 200}
-    assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel'", [gid])[0][0] == 16 * 200
-    sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes")]
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE graph_id=? AND kind='kernel' AND pass_id = 1", [gid])[0][0] == 16 * 200
+    sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE pass_id = 1")]
     assert _lines_of(sources, "cuda_python_capture.py") == _marked_lines("cuda_python_capture.py", "LINE")
     a = analyze(t)
-    assert {m.mode: m.iterations for m in a.modes} == {"eager": 200, "graph": 200}
-
-
-def test_cupy_capture() -> None:
-    t = load(SCRIPTS / "cupy_graph.gmtrace")
-    (gid, origin, n_nodes), = t.rows("SELECT graph_id, origin, num_nodes FROM graphs")
-    assert origin == "capture" and n_nodes == 20  # 10 iterations of `v * 1.0001 + 0.5`: two kernels each
-    assert t.rows("SELECT count(*) FROM graph_events WHERE event='launch' AND graph_id=?", [gid])[0][0] == 100
-    sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes")]
-    assert _lines_of(sources, "cupy_graph.py") == _marked_lines("cupy_graph.py", "LINE")
+    (g,) = a.graphs
+    # 200 eager steps and 200 replays in the measuring run; periods for all but the last (and the first launch)
+    assert g.replays == 200 and g.eager is not None and g.graph is not None
+    assert (g.eager.iterations, g.graph.iterations) == (199, 198)
+    assert {m.mode: m.iterations for m in a.modes} == {"eager": 199, "graph": 198}
+    assert a.critical_paths and a.critical_paths[0].nodes == 16  # from the node-detail pass
 
 
 def test_torch_compile_records_a_graph_per_shape() -> None:
     t = load(SCRIPTS / "torch_compile.gmtrace")
-    launched = t.rows("""SELECT g.graph_id, count(*) FROM graphs g JOIN graph_events e USING (pass_id, graph_id)
-                         WHERE e.event = 'launch' GROUP BY 1 ORDER BY 1""")
-    # shape (64, 256): 2 x 50 calls, the first of them recording; shape (128, 256): recorded again
-    assert [n for _, n in launched] == [99, 49]
-    assert t.rows("SELECT count(*) FROM graph_events WHERE event='instantiate'")[0][0] >= 2
+    a = analyze(t)
+    replayed = sorted((g.replays for g in a.graphs if g.status == "replayed"), reverse=True)
+    # shape (64, 256): 2 x 50 calls, the first of them warm-up and recording; shape (128, 256): recorded again
+    assert replayed == [99, 49]
+    never = [g for g in a.graphs if g.status != "replayed"]
+    assert len(never) == 1 and never[0].status == "never_replayed" and never[0].nodes == 0  # cudagraph trees' empty graph
+    for g in a.graphs:
+        if g.status == "replayed":  # the only eager run of each shape is torch.compile's warm-up call
+            assert g.warmup_iterations == 1 and any("warm-up" in n for n in g.notes) and any("tiny sample" in n for n in g.notes)
     sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE source <> ''")]
     # Inductor's generated code is skipped: the nodes point at the user's function
     assert sources and all(Path(s.split(":")[0]).name == "torch_compile.py" for s in sources)
@@ -132,10 +235,10 @@ def test_torch_compile_records_a_graph_per_shape() -> None:
 def test_launch_sources_attribute_eager_kernels_to_their_line() -> None:
     """Recorded with `graphmode run --launch-sources --detail node examples/cuda_python_capture.py`."""
     t = load(SCRIPTS / "cuda_python_launch_sources.gmtrace")
-    assert t.meta["params"]["launch_sources"] is True
+    assert t.meta["runs"][1]["config"]["launch_sources"] is True
     line = _marked_lines("cuda_python_capture.py", "LINE")
     rows = t.rows("""SELECT a.source, count(*) FROM gpu_spans s JOIN api_calls a USING (pass_id, correlation_id)
-                     WHERE s.kind = 'kernel' AND s.graph_id = 0 GROUP BY 1""")
+                     WHERE s.kind = 'kernel' AND s.graph_id = 0 AND pass_id = 1 GROUP BY 1""")
     assert len(rows) == 1 and _lines_of([rows[0][0]], "cuda_python_capture.py") == line and rows[0][1] == 16 * 200
     eager = [s for s in analyze(t).source_lines if s.kind == "eager launch" and s.count == 16 * 200]
     assert len(eager) == 1 and _lines_of([eager[0].source], "cuda_python_capture.py") == line
@@ -146,3 +249,17 @@ def test_graphmode_own_calls_are_not_in_the_recordings(recording: Trace) -> None
     own = recording.rows("SELECT count(*) FROM api_calls WHERE name IN ('cuGraphGetNodes', 'cuGraphGetEdges', "
                          "'cuGraphNodeGetType', 'cuGraphKernelNodeGetParams', 'cuFuncGetName')")
     assert own[0][0] == 0
+
+
+def test_periods_are_never_negative_and_warmups_precede_their_capture(recording: Trace) -> None:
+    from graphmode.analyzers.script_graphs import script_graphs
+
+    it = find_iterations(recording)
+    assert np.all(it.period[np.isfinite(it.period)] >= 0) and np.all(it.work[np.isfinite(it.work)] >= 0)
+    sg = script_graphs(recording)
+    assert sg is not None and sg.timing_pass == 0
+    caps = [(c.graph_id, c.start_ns) for c in sg.lifecycle if c.event == "capture"]
+    assert caps or recording.path.name == "two_threads.gmtrace" or len(recording.passes) == 1
+    for g, start in caps:
+        warm = it.select((it.role == "warmup") & (it.graph_id == g))
+        assert warm.size == 0 or warm.gpu_start_ns.max() < start
