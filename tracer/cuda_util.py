@@ -12,12 +12,7 @@ from typing import Any
 import numpy as np
 
 
-class CudaError(RuntimeError):
-    """A CUDA driver or NVRTC call failed; the message names the call and the error."""
-
-
-class NoGpuError(RuntimeError):
-    """No usable NVIDIA GPU / driver on this machine."""
+from graphmode.tracer.errors import CudaError, NoGpuError  # noqa: F401  (defined with the other errors)
 
 
 def _driver() -> Any:

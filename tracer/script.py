@@ -98,15 +98,10 @@ class ScriptTracer:
         from graphmode.tracer.cupti_session import timestamp
 
         assert self._writer is not None and self._session is not None, "start() first"
+        from graphmode.tracer.profile_store import stop_profiler, write_profile
+
         writer = self._writer
-        profile_json = None
-        if self._profiler is not None:
-            try:
-                session = self._profiler.stop()
-                data = session.to_json()  # a dict in pyinstrument 5, a string in older releases
-                profile_json = data if isinstance(data, dict) else json.loads(data)
-            except Exception:
-                profile_json = None
+        profile = stop_profiler(self._profiler)
         try:
             from cuda.bindings import driver as cu
 
@@ -121,12 +116,13 @@ class ScriptTracer:
             meta: dict[str, Any] = {"dropped_records": raw.dropped}
             if raw.callback_errors:
                 meta["callback_errors"] = raw.callback_errors
-            if profile_json is not None:
-                meta["cpu_profile"] = profile_json
             meta.update(extra_meta or {})
-            writer.set_meta(meta)
-            writer.close(status, reason)
-        return self.out
+            try:
+                write_profile(writer, profile)
+                writer.set_meta(meta)
+            finally:
+                writer.close(status, reason)
+        return writer.path  # the trace moves to the temporary folder when the disk fills up
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
@@ -180,7 +176,8 @@ def _append_inferred_iterations(writer: TraceWriter, pass_id: int) -> None:
     """Eager stretches and graph replays found in the recorded calls (tracer/infer.py)."""
     try:
         from graphmode.tracer.infer import infer_iterations
-    except ImportError:
+    except ImportError as e:  # a broken install: say so in the trace rather than skip silently
+        writer.add_note(f"iterations were not inferred: {type(e).__name__}: {e}")
         return
     cols = infer_iterations(writer.as_trace(), pass_id)
     if cols and len(next(iter(cols.values()))):
@@ -230,7 +227,7 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
             signal.signal(signal.SIGTERM, previous)
         sys.argv, sys.path[:] = saved_argv, saved_path
         info["exit_code"] = code
-        tracer.stop(status, reason, {"script": info})
+        out = tracer.stop(status, reason, {"script": info})
     return code, Path(out)
 
 
