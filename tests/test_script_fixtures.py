@@ -51,7 +51,7 @@ def test_every_recording_is_valid_and_says_how_it_ended(recording: Trace) -> Non
     assert recording.meta["script"]["exit_code"] == (0 if recording.meta["status"] == "complete" else 1)
     assert recording.meta["dropped_records"] == 0
     assert [p.detail for p in recording.passes] in (["graph"], ["node"])
-    assert "cpu_profile" in recording.meta and analyze(recording).cpu_profile is not None
+    assert recording.legacy_profile and analyze(recording).cpu_profile is not None  # schema 1: meta.cpu_profile
 
 
 def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -> None:
@@ -59,10 +59,19 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
     res = runner.invoke(app, ["report", str(recording.path), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert data["schema_version"] == 1
+    # The report speaks of this recording: its status, its traced pass, and as many graphs with a cost
+    # as the trace holds graphs it saw built.
+    assert data["schema_version"] == 1 and data["status"] == recording.meta["status"]
+    assert data["traced_detail"] == recording.passes[0].detail and data["dropped_records"] == 0
+    built = recording.rows("SELECT count(DISTINCT graph_id) FROM graph_events WHERE event IN ('capture', 'build', 'instantiate')")[0][0]
+    assert len(data["graph_costs"]) == built
+    assert data["cpu_profile"]["samples"] > 0
     res = runner.invoke(app, ["view", str(recording.path), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "r.html").stat().st_size > 100_000
+    page = (tmp_path / "r.html").read_text()
+    payload = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
+    assert "gm-timeline-full" in {p["div"] for p in payload["plots"]}
+    assert "<h2>CPU profile</h2>" in page  # the run's pyinstrument profile, read from the profile tables
 
 
 def test_torch_cudagraph() -> None:
