@@ -87,6 +87,10 @@ class ScriptTracer:
         self._session = CuptiSession(self.detail, on_node_created=user_source, nvtx=self.nvtx,
                                      source_api=source_api, snapshot_topology=True)
         self._session.start()
+        from graphmode.tracer.conflicts import ProfilerWatch
+
+        self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
+        self._watch.install()
         self.start_ns = timestamp()
         if self.profile:
             from pyinstrument import Profiler
@@ -118,6 +122,9 @@ class ScriptTracer:
                 meta["callback_errors"] = raw.callback_errors
             meta.update(extra_meta or {})
             try:
+                self._watch.uninstall()
+                for note in self._watch.notes():
+                    writer.add_note(note)
                 write_profile(writer, profile)
                 writer.set_meta(meta)
             finally:
@@ -196,6 +203,10 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         raise FileNotFoundError(f"no such script: {path}")
     tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile,
                           meta={"params": {"detail": detail, "launch_sources": launch_sources}})
+    from graphmode.tracer.conflicts import warning_before_run
+
+    if warning := warning_before_run(path):
+        print(warning, file=sys.stderr)
     tracer.start()  # raises NoGpuError before anything of the user's runs
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(path), *args]
