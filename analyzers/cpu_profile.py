@@ -92,15 +92,15 @@ def summarise(profile: StoredProfile, cuda_api_ns: float | None = None) -> CpuPr
     per_stack = np.bincount(leaf, weights=seconds, minlength=n)
     self_time: dict[tuple[str, str, str], float] = defaultdict(float)
     user_lines: dict[tuple[str, str], float] = defaultdict(float)
-    for sid in np.flatnonzero(per_stack):  # distinct sampled stacks, not samples
+    for sid in np.flatnonzero(per_stack).tolist():  # distinct sampled stacks, not samples
         t = float(per_stack[sid])
         if sid:
             fid = int(frame_of[sid])
             self_time[(function[fid], f"{file[fid]}:{def_line[fid]}", CATEGORIES[category[sid]])] += t
         u = int(innermost_user[sid])
         if u:
-            fid = int(frame_of[u])
-            user_lines[(function[fid], f"{file[fid]}:{current[fid]}")] += t
+            ufid = int(frame_of[u])
+            user_lines[(function[ufid], f"{file[ufid]}:{current[ufid]}")] += t
     sampled = float(by_cat.sum())
     cats = tuple(CpuCategory(c, float(by_cat[i]) * 1e9, float(by_cat[i]) / sampled if sampled else 0.0)
                  for i, c in enumerate(CATEGORIES))

@@ -124,7 +124,7 @@ def bench(
     report: Annotated[bool, typer.Option(help="Print the report when done.")] = True,
 ) -> None:
     """Run a built-in workload eagerly and as a CUDA graph on the GPU, trace it, and report."""
-    from graphmode.tracer.cuda_util import CudaError
+    from graphmode.tracer.errors import CudaError
     from graphmode.tracer.workloads import make_workload
 
     _check_detail(detail)

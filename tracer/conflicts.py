@@ -44,14 +44,15 @@ def scan_source(path: Path) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
         names: list[str] = []
+        line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
             hit = next((m for m in CUPTI_PROFILERS if name == m or name.startswith(m + ".")), None)
-            if hit and (hit, node.lineno) not in found:
-                found.append((hit, node.lineno))
+            if hit and (hit, line) not in found:
+                found.append((hit, line))
     return sorted(found, key=lambda f: f[1])
 
 

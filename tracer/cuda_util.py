@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 
-from graphmode.tracer.errors import CudaError, NoGpuError  # noqa: F401  (defined with the other errors)
+from graphmode.tracer.errors import CudaError as CudaError  # defined with the other errors, importable here too
+from graphmode.tracer.errors import NoGpuError as NoGpuError
 
 
 def _driver() -> Any:

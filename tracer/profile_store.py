@@ -56,7 +56,8 @@ class StoredProfile:
         """An empty pyinstrument Session with this profile's scalars: the context Frames need."""
         from pyinstrument.session import Session
 
-        return Session.from_json({**self.scalars, "frame_records": []})
+        session: Session = Session.from_json({**self.scalars, "frame_records": []})
+        return session
 
     def session(self) -> Session:
         """The profile as a pyinstrument Session (render it with any pyinstrument renderer)."""
@@ -69,7 +70,8 @@ class StoredProfile:
             assert parent is not None
             stacks[sid] = [*parent, self.frame_info[int(self.stack_frame[sid])]]
         records = [(stacks[int(s)] or [], float(t)) for s, t in zip(self.sample_stack, self.sample_seconds)]
-        return Session.from_json({**self.scalars, "frame_records": records, "sample_count": len(records)})
+        session: Session = Session.from_json({**self.scalars, "frame_records": records, "sample_count": len(records)})
+        return session
 
 
 def resampled(session: Session) -> tuple[Session, float | None]:
@@ -106,10 +108,10 @@ def profile_tables(frame_records: list[tuple[list[str], float]]) -> tuple[list[s
             sid = nxt
         sample_stack[i] = sid
         seconds[i] = time
-    info = [""] * (len(frames) + 1)
+    texts = [""] * (len(frames) + 1)
     for text, fid in frames.items():
-        info[fid] = text
-    return info, np.asarray(parents, dtype=np.int32), np.asarray(frame_of, dtype=np.int32), sample_stack, seconds
+        texts[fid] = text
+    return texts, np.asarray(parents, dtype=np.int32), np.asarray(frame_of, dtype=np.int32), sample_stack, seconds
 
 
 def stop_profiler(profiler: Any) -> tuple[Session | None, str]:
