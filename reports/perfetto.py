@@ -169,17 +169,54 @@ class _Writer:
         p.track_event.track_uuid = track
 
 
-def _rows(con: Any, query: str) -> Iterator[tuple[Any, ...]]:
+def _batches(con: Any, query: str) -> Iterator[list[tuple[Any, ...]]]:
     result = con.execute(query)
     while True:
         batch = result.fetchmany(FETCH_ROWS)
         if not batch:
             return
-        yield from batch
+        yield batch
 
 
-def _flow_id(pass_id: int, correlation_id: int) -> int:
-    return ((int(pass_id) & 0xFFFF) << 40 | (int(correlation_id) & 0xFF_FFFF_FFFF)) + 1
+class _Links:
+    """Which launches caused GPU work, and the first GPU span of each (the flow's two ends).
+
+    Keyed by pass and correlation id packed in one int64 (correlation ids are 32-bit in CUPTI);
+    two sorted numpy arrays of the ids with GPU work and a recorded call, not a join over the
+    tables, so that memory stays at 16 bytes per launch."""
+
+    def __init__(self, con: Any) -> None:
+        import numpy as np
+
+        g = con.execute("""SELECT (CAST(pass_id AS BIGINT) << 40) | correlation_id AS k, min(start_ns) AS first
+                           FROM gpu_spans WHERE correlation_id <> 0 GROUP BY ALL ORDER BY k""").fetchnumpy()
+        api = np.sort(con.execute("SELECT (CAST(pass_id AS BIGINT) << 40) | correlation_id AS k FROM api_calls "
+                                  "WHERE correlation_id <> 0").fetchnumpy()["k"].astype(np.int64))
+        keys = np.asarray(g["k"], dtype=np.int64)
+        pos = np.clip(np.searchsorted(api, keys), 0, max(len(api) - 1, 0))
+        linked = api[pos] == keys if len(api) else np.zeros(len(keys), dtype=bool)
+        self.keys = keys[linked]
+        self.first = np.asarray(g["first"], dtype=np.int64)[linked]
+
+    def find(self, keys: list[int]) -> tuple[Any, Any]:
+        """(linked?, first GPU start) for each key."""
+        import numpy as np
+
+        k = np.asarray(keys, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.keys, k), 0, max(len(self.keys) - 1, 0))
+        hit = self.keys[pos] == k if len(self.keys) else np.zeros(len(k), dtype=bool)
+        return hit, self.first[pos] if len(self.keys) else np.zeros(len(k), dtype=np.int64)
+
+
+def _key(pass_id: int, correlation_id: int) -> int:
+    """Pass and correlation id in one int64; -1 (no flow) for ids out of range (a foreign file)."""
+    if not 0 <= int(pass_id) < 1 << 22 or not 0 < int(correlation_id) < 1 << 40:
+        return -1
+    return (int(pass_id) << 40) | int(correlation_id)
+
+
+def _flow_id(key: int) -> int:
+    return key + 1  # flow ids are 1 and up
 
 
 def _emit(w: _Writer, rows: Iterator[tuple[Any, ...]], t0: int,
@@ -221,14 +258,16 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
         con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
         with open(partial, "wb") as f:
             w = _Writer(f)
-            w.process(HOST_UUID, int(host_pid) or 1, f"host process {host_pid}", 0,
+            w.process(HOST_UUID, int(host_pid) if 0 < int(host_pid) < 0x7FFF_0000 else 1, f"host process {host_pid}", 0,
                       f"graphmode trace {trace.path.name}; times in ns from CUPTI clock {t0}")
             for i, dev in enumerate(devices):
-                w.process(GPU_UUID_BASE + i, 0x7FFF_0000 + dev, f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else ""), 1 + i)
+                # a pid of its own per GPU, clear of real ones
+                w.process(GPU_UUID_BASE + i, 0x7FFF_0000 + (dev & 0xFFFF), f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else ""), 1 + i)
             gpu_uuid = {dev: GPU_UUID_BASE + i for i, dev in enumerate(devices)}
-            _emit(w, _api_rows(con), t0, lambda k: (HOST_UUID, f"thread {k[0]} · CUDA {k[1]} API"))
+            links = _Links(con)
+            _emit(w, _api_rows(con, links), t0, lambda k: (HOST_UUID, f"thread {k[0]} · CUDA {k[1]} API"))
             _emit(w, _marker_rows(con), t0, lambda k: (HOST_UUID, f"thread {k[0]} · {k[1]} markers"))
-            _emit(w, _gpu_rows(con), t0,
+            _emit(w, _gpu_rows(con, links), t0,
                   lambda k: (gpu_uuid[k[0]], f"stream {k[1]}" + (" · graph launches" if k[2] else "")))
             w.flush()
         os.replace(partial, out)
@@ -240,14 +279,15 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
     return PerfettoExport(out, w.slices, w.flows, out.stat().st_size, note)
 
 
-def _api_rows(con: Any) -> Iterator[tuple[Any, ...]]:
-    query = """SELECT thread_id, api, start_ns, end_ns, name, category, correlation_id, return_code, pass_id,
-                 EXISTS (SELECT 1 FROM gpu_spans g WHERE g.pass_id = a.pass_id AND g.correlation_id = a.correlation_id
-                         AND a.correlation_id <> 0) AS flow
-               FROM api_calls a ORDER BY thread_id, api, start_ns, end_ns DESC"""
-    for tid, api, start, end, name, category, corr, rc, pid, flow in _rows(con, query):
-        args = [("correlation_id", corr)] + ([("return_code", rc)] if rc else [])
-        yield (tid, api), start, end, name, category, args, _flow_id(pid, corr) if flow else 0, 0
+def _api_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:
+    query = """SELECT thread_id, api, start_ns, end_ns, name, category, correlation_id, return_code, pass_id
+               FROM api_calls ORDER BY thread_id, api, start_ns, end_ns DESC"""
+    for batch in _batches(con, query):
+        keys = [_key(r[8], r[6]) for r in batch]
+        linked, _ = links.find(keys)
+        for (tid, api, start, end, name, category, corr, rc, _pid), key, flow in zip(batch, keys, linked.tolist()):
+            args = [("correlation_id", corr)] + ([("return_code", rc)] if rc else [])
+            yield (tid, api), start, end, name, category, args, _flow_id(key) if flow else 0, 0
 
 
 def _marker_rows(con: Any) -> Iterator[tuple[Any, ...]]:
@@ -255,24 +295,28 @@ def _marker_rows(con: Any) -> Iterator[tuple[Any, ...]]:
                  CASE WHEN kind = 'iteration' THEN mode || ' iteration ' || CAST(iteration AS VARCHAR) ELSE name END,
                  graph_id, pass_id
                FROM markers ORDER BY thread_id, kind, start_ns, end_ns DESC"""
-    for tid, kind, start, end, name, graph, pid in _rows(con, query):
-        args = [("pass_id", pid)] + ([("graph_id", graph)] if graph else [])
-        yield (tid, kind), start, end, name, kind, args, 0, 0
+    for batch in _batches(con, query):
+        for tid, kind, start, end, name, graph, pid in batch:
+            args = [("pass_id", pid)] + ([("graph_id", graph)] if graph else [])
+            yield (tid, kind), start, end, name, kind, args, 0, 0
 
 
-def _gpu_rows(con: Any) -> Iterator[tuple[Any, ...]]:
+def _gpu_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:
     query = """SELECT device_id, stream_id, kind = 'graph' AS launches, start_ns, end_ns, name, kind, correlation_id,
-                 graph_id, graph_node_id, bytes, pass_id,
-                 correlation_id <> 0 AND row_number() OVER (PARTITION BY pass_id, correlation_id ORDER BY start_ns, end_ns) = 1
-                   AND EXISTS (SELECT 1 FROM api_calls a WHERE a.pass_id = g.pass_id AND a.correlation_id = g.correlation_id)
-                   AS flow
-               FROM gpu_spans g ORDER BY device_id, stream_id, launches, start_ns, end_ns DESC"""
-    for dev, stream, launches, start, end, name, kind, corr, graph, node, nbytes, pid, flow in _rows(con, query):
-        args = [("correlation_id", corr)]
-        if graph:
-            args.append(("graph_id", graph))
-        if node:
-            args.append(("graph_node_id", node))
-        if nbytes:
-            args.append(("bytes", nbytes))
-        yield (dev, stream, launches), start, end, name, kind, args, 0, _flow_id(pid, corr) if flow else 0
+                 graph_id, graph_node_id, bytes, pass_id
+               FROM gpu_spans ORDER BY device_id, stream_id, launches, start_ns, end_ns DESC"""
+    for batch in _batches(con, query):
+        keys = [_key(r[11], r[7]) for r in batch]
+        linked, first = links.find(keys)
+        for row, key, flow, first_start in zip(batch, keys, linked.tolist(), first.tolist()):
+            dev, stream, launches, start, end, name, kind, corr, graph, node, nbytes, _pid = row
+            args = [("correlation_id", corr)]
+            if graph:
+                args.append(("graph_id", graph))
+            if node:
+                args.append(("graph_node_id", node))
+            if nbytes:
+                args.append(("bytes", nbytes))
+            # the flow ends at the first span of the launch (the same start twice: both, a rare tie)
+            terminating = _flow_id(key) if flow and start == first_start else 0
+            yield (dev, stream, launches), start, end, name, kind, args, 0, terminating

@@ -184,3 +184,49 @@ def test_help_is_instant_and_imports_no_gpu_stack() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Usage" in proc.stdout
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_tracer_errors_show_in_info_and_the_report() -> None:
+    """Real recording: cupy_graph's tracer could not read two graphs' topology at destruction (meta.callback_errors)."""
+    path = DATA / "scripts" / "cupy_graph.gmtrace"
+    errors = load(path).meta["callback_errors"]
+    assert len(errors) == 2 and all("cuGraphGetNodes failed" in e for e in errors)
+    res = runner.invoke(app, ["info", str(path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "the tracer hit 2 error(s) while recording" in res.output
+    assert all(e in res.output for e in errors)
+    res = runner.invoke(app, ["report", str(path)], env={"COLUMNS": "300"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "warning: the tracer hit 2 error(s) while recording, so some data is missing" in text
+    doc = json.loads(runner.invoke(app, ["report", "--json", str(path)]).output)
+    assert any("cuGraphGetNodes failed" in w for w in doc["warnings"])
+
+
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU is present")
+@pytest.mark.parametrize("call", ["graphmode.compare(lambda: None)", "graphmode.trace('x.gmtrace').__enter__()"])
+def test_python_api_without_gpu_raises_the_cli_message(tmp_path: Path, call: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", f"import graphmode; {call}"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("graphmode.tracer.errors.NoGpuError: no usable GPU: ")
+    assert "needs an NVIDIA GPU with CUDA and CUPTI" in last and "graphmode demo" in last
+    # one exception, not a chain of the driver's errors
+    assert proc.stderr.count("Traceback") == 1 and "During handling" not in proc.stderr and "direct cause" not in proc.stderr
+    assert not (tmp_path / "x.gmtrace").exists()
+    import graphmode
+    from graphmode import NoGpuError
+
+    with pytest.raises(NoGpuError) as e:
+        eval(call, {"graphmode": graphmode})  # the same call, in this process
+    assert str(e.value) == last.split(": ", 1)[1] and e.value.__cause__ is None
+
+
+def test_every_graphmode_error_is_one_hierarchy() -> None:
+    from graphmode import GraphmodeError, TraceError as TopTraceError
+    from graphmode.tracer.cuda_util import CudaError, NoGpuError
+    from graphmode.tracer.errors import OutputPathError, StorageError, TraceInUseError
+
+    for cls in (TraceError, TraceInUseError, OutputPathError, NoGpuError, CudaError, StorageError):
+        assert issubclass(cls, GraphmodeError)
+    assert TopTraceError is TraceError and issubclass(TraceError, ValueError) and issubclass(NoGpuError, RuntimeError)
+    assert {NoGpuError.exit_code, CudaError.exit_code, TraceError.exit_code} == {3, 1, 2}
