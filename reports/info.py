@@ -22,6 +22,7 @@ from graphmode.tracer.validate import validate_trace
 
 MAX_VALUE_CHARS = 160
 MAX_LISTED = 10  # errors / notes / problems listed one per line before "and N more"
+MAX_META_ROWS = 60
 # Shown in their own sections below the table, not as raw values.
 _OWN_SECTION = ("callback_errors", "notes", SESSION_KEY, LEGACY_KEY)
 
@@ -47,9 +48,11 @@ def print_info(trace: Trace, console: Console | None = None) -> None:
     meta = Table(title=Text(str(trace.path)), show_header=False, title_justify="left")
     meta.add_column("key", style="bold")
     meta.add_column("value")
-    for key in sorted(trace.meta):
-        if key not in _OWN_SECTION:
-            meta.add_row(Text(_value(key)), Text(_value(trace.meta[key])))
+    keys = [k for k in sorted(trace.meta) if k not in _OWN_SECTION]
+    for key in keys[:MAX_META_ROWS]:
+        meta.add_row(Text(_value(key)), Text(_value(trace.meta[key])))
+    if len(keys) > MAX_META_ROWS:
+        meta.add_row("…", Text(f"{len(keys) - MAX_META_ROWS} more keys (SELECT * FROM meta)"))
     profile = profile_summary_line(trace)
     if profile:
         meta.add_row("cpu profile", Text(profile))
