@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,9 @@ def measure(trace: Path, out: Path) -> dict[str, float]:
     with load(trace) as t:
         result = export_perfetto(t, out)
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "peak_rss_mb": _report_speed()._peak_rss_mb(), "slices": result.events,
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mb": _report_speed()._peak_rss_mb(), "slices": result.events,
             "flows": result.flows, "bytes": result.bytes}
 
 
@@ -70,7 +73,7 @@ def main() -> None:
         if proc.returncode:
             raise SystemExit(proc.stderr)
         r = json.loads(proc.stdout)
-    print(f"perfetto export: {r['seconds']:.0f} s, peak RSS {r['peak_rss_mb']:.0f} MiB, {r['slices']:,} slices and "
+    print(f"perfetto export: {r['seconds']:.0f} s wall ({r['cpu_seconds']:.0f} s CPU), peak RSS {r['peak_rss_mb']:.0f} MiB, {r['slices']:,} slices and "
           f"{r['flows']:,} flows, {r['bytes'] / 2**20:.0f} MiB written")
 
 
