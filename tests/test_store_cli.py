@@ -230,3 +230,22 @@ def test_every_graphmode_error_is_one_hierarchy() -> None:
         assert issubclass(cls, GraphmodeError)
     assert TopTraceError is TraceError and issubclass(TraceError, ValueError) and issubclass(NoGpuError, RuntimeError)
     assert {NoGpuError.exit_code, CudaError.exit_code, TraceError.exit_code} == {3, 1, 2}
+
+
+def test_load_does_not_parse_a_version_1_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real recording (schema 1) whose meta.cpu_profile is a 46.5 MB JSON string: load() leaves it alone."""
+    parsed: list[int] = []
+    original = json.loads
+
+    def spy(text: str | bytes, *args: object, **kwargs: object) -> object:
+        parsed.append(len(text))
+        return original(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", spy)
+    with load(DATA / "scripts" / "torch_compile.gmtrace") as t:
+        assert t.legacy_profile and "cpu_profile" not in t.meta and t.meta["schema_version"] == 1
+        assert max(parsed) < 10_000
+        from graphmode.tracer.profile_store import profile_summary_line
+
+        assert profile_summary_line(t).startswith("pyinstrument session stored as one 46.5 MB JSON string")
+        assert max(parsed) < 10_000  # the summary line measures the string without parsing it
