@@ -78,6 +78,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
     for p in trace.passes:
         if p.status != "complete":
             warnings.append(f"pass {p.pass_id} ({p.detail}) has status '{p.status}'")
+    warnings.extend(recording_problems(trace))
     dropped = max(int(trace.meta.get("dropped_records", 0) or 0), sum(p.dropped_records for p in trace.passes))
     if dropped:
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
@@ -90,7 +91,8 @@ def analyze(trace: Trace) -> TraceAnalysis:
         traced_id = traced.pass_id
         wall_source = script.timing_run
         modes, spans = list(script.modes), script.spans
-        costs, breaks, saved = list(script.costs), list(script.break_even), list(script.overhead_saved)
+        costs: list[GraphCost] = list(script.costs)
+        breaks, saved = list(script.break_even), list(script.overhead_saved)
         graph = next((m for m in modes if m.mode == "graph"), None)
         eager_modes = [m for m in modes if m.mode == "eager"]
         cannot.extend(script.notes)
@@ -136,7 +138,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
 
         # One-time costs: from the wall pass when it has them, so break-even compares like with like.
         cost_id = next((p for p in (wall_id, traced_id) if p is not None and has_cost_records(trace, p)), None)
-        costs: list[GraphCost] = []
+        costs = []
         if cost_id is not None:
             steady = None
             if graph is not None:
@@ -207,8 +209,29 @@ def analyze(trace: Trace) -> TraceAnalysis:
         graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
     )
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
-    return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result),
-                               cpu_profile=cpu_profile_summary(trace, traced_id))
+    try:
+        profile = cpu_profile_summary(trace, traced_id)
+    except ValueError as e:  # a damaged profile costs the profile section, not the report
+        profile = None
+        result = dataclasses.replace(result, warnings=(*result.warnings, f"the CPU profile is not shown: {e}"))
+    return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
+
+
+def recording_problems(trace: Trace) -> list[str]:
+    """What went wrong while recording or reading the trace, as report warnings: errors the tracer hit
+    (meta.callback_errors: e.g. a graph whose topology could not be read is missing from the topology
+    tables), notes it recorded (meta.notes: a lost CPU profile, skipped inference), and what the loader
+    left out (Trace.notes)."""
+    out: list[str] = []
+    errors = trace.meta.get("callback_errors") or []
+    if isinstance(errors, list) and errors:
+        shown = "; ".join(str(e) for e in errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+        out.append(f"the tracer hit {len(errors)} error(s) while recording, so some data is missing: {shown}")
+    notes = trace.meta.get("notes") or []
+    if isinstance(notes, list):
+        out.extend(f"while recording: {n}" for n in notes)
+    out.extend(f"reading the trace: {n}" for n in getattr(trace, "notes", ()))
+    return out
 
 
 def _plain(value: Any) -> Any:

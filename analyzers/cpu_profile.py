@@ -1,13 +1,14 @@
-"""Where the CPU side of a run went, from the pyinstrument session stored in `meta.cpu_profile`.
+"""Where the CPU side of a run went, from the run's pyinstrument profile (tracer.profile_store).
 
 pyinstrument samples Python stacks only: time inside a C extension (a torch._C op, a cuda.bindings
 driver call, a CuPy kernel launch) is charged to the innermost Python frame that called it. So each
-sample is classified by its innermost frame's file:
+sample is classified by its innermost frame, read through pyinstrument's own `Frame` (its file,
+and `Frame.is_application_code`, pyinstrument's rule for the program's own code):
 
 - `cuda_binding`: the Python side of CUDA driver/runtime calls (cuda.bindings, cuda.core, cupy.cuda,
   cupy_backends, torch.cuda, pycuda);
 - `framework`: framework dispatch (torch, cupy, jax, triton, numba, tensorflow, warp, nvmath);
-- `user`: files outside every installed prefix (the script and its own modules);
+- `user`: application code in pyinstrument's sense (outside the Python installation and virtualenv);
 - `tracer`: graphmode's own callbacks (the cost of tracing);
 - `other`: the standard library and every other installed package.
 
@@ -18,12 +19,10 @@ The time the CUDA driver and runtime themselves took is measured independently b
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from graphmode.analyzers.results import CpuCategory, CpuFrame, CpuProfile
+from graphmode.tracer.profile_store import StoredProfile, read_profile
 from graphmode.tracer.sources import own_dirs
 from graphmode.tracer.store import Trace
 
@@ -36,63 +35,81 @@ _FRAMEWORK = ("/torch/", "/cupy/", "/jax/", "/jaxlib/", "/triton/", "/numba/", "
 _TOOL_DIRS = tuple(d.replace("\\", "/") for d in own_dirs())
 
 
-def classify(file: str, prefixes: list[str]) -> str:
-    """The category of a frame's file (see the module docstring)."""
+def classify(file: str, application_code: bool) -> str:
+    """The category of a frame, from its file and pyinstrument's `Frame.is_application_code`."""
     f = file.replace("\\", "/")
     if f.startswith(_TOOL_DIRS):
         return "tracer"
     if any(p in f for p in _CUDA_BINDING):
         return "cuda_binding"
-    if any(p in f for p in _FRAMEWORK) and ("site-packages" in f or "dist-packages" in f):
+    installed = "site-packages" in f or "dist-packages" in f
+    if any(p in f for p in _FRAMEWORK) and (installed or not application_code):
         return "framework"
-    if f.startswith("<") or any(f.startswith(p) for p in prefixes if p) or "site-packages" in f:
-        return "other"
-    return "user"
+    if application_code and not installed:
+        return "user"
+    return "other"
 
 
-def _parse(frame_info: str) -> tuple[str, str, int, int]:
-    """(function, file, first line, current line) of a pyinstrument frame string."""
-    identifier, _, attrs = frame_info.partition("\x01")
-    function, file, line = (identifier.split("\x00") + ["", "", "0"])[:3]
-    current = next((a[1:] for a in attrs.split("\x01") if a.startswith("l")), "") if attrs else ""
-    return function, file, int(line or 0), int(current or line or 0)
+# pyinstrument's Frame.is_application_code asks the caller's frame for these (eval'd code, stdin).
+_CALLER_DECIDES = ("<string>", "<stdin>")
 
 
-def summarise(session: dict[str, Any], cuda_api_ns: float | None = None) -> CpuProfile:
-    """Summary of a pyinstrument session dict (`Session.to_json()` loaded as JSON)."""
-    records = session.get("frame_records") or []
-    prefixes = [str(p).replace("\\", "/") for p in session.get("sys_prefixes") or []]
-    # One entry per distinct stack: pyinstrument already merges consecutive identical samples.
-    per_stack: dict[tuple[str, ...], float] = defaultdict(float)
-    for stack, seconds in records:
-        per_stack[tuple(stack)] += float(seconds)
-    parsed: dict[str, tuple[str, str, int, int, str]] = {}
+def summarise(profile: StoredProfile, cuda_api_ns: float | None = None) -> CpuProfile:
+    """Sampled time by category of the innermost frame, top frames by self time, and the program's
+    own lines (innermost application frame of each sample, at its current line) by time."""
+    from pyinstrument.frame import Frame
 
-    def info(frame: str) -> tuple[str, str, int, int, str]:
-        if frame not in parsed:
-            fn, file, line, cur = _parse(frame)
-            parsed[frame] = (fn, file, line, cur, classify(file, prefixes) if file != "<thread>" else "other")
-        return parsed[frame]
-
-    by_cat: dict[str, float] = defaultdict(float)
+    context = profile.context()
+    n_frames = len(profile.frame_info)
+    function, file, def_line, current = [""] * n_frames, [""] * n_frames, [0] * n_frames, [0] * n_frames
+    app = np.zeros(n_frames, dtype=bool)
+    inherit = np.zeros(n_frames, dtype=bool)
+    for fid in range(1, n_frames):  # one pyinstrument Frame per distinct frame string
+        f = Frame(profile.frame_info[fid], context=context)
+        function[fid], file[fid] = f.function, f.file_path or ""
+        def_line[fid] = f.line_no or 0
+        current[fid] = int(f.get_attribute_value("l") or def_line[fid])
+        app[fid] = f.is_application_code and file[fid] != "<thread>"
+        inherit[fid] = file[fid] in _CALLER_DECIDES
+    n = len(profile.stack_parent)
+    parent, frame_of = profile.stack_parent, profile.stack_frame
+    user_app = np.zeros(n, dtype=bool)  # Frame.is_application_code of each stack's innermost frame
+    innermost_user = np.zeros(n, dtype=np.int64)  # stack id of each stack's innermost user frame, 0: none
+    category = np.full(n, CATEGORIES.index("other"), dtype=np.int8)
+    cat_cache: dict[tuple[int, bool], int] = {}
+    for sid in range(1, n):  # parents have smaller ids
+        fid, up = int(frame_of[sid]), int(parent[sid])
+        is_app = bool(user_app[up]) if inherit[fid] and up else bool(app[fid])
+        user_app[sid] = is_app
+        key = (fid, is_app)
+        if key not in cat_cache:
+            cat_cache[key] = CATEGORIES.index(classify(file[fid], is_app) if file[fid] != "<thread>" else "other")
+        category[sid] = cat_cache[key]
+        innermost_user[sid] = sid if category[sid] == 0 else innermost_user[up]
+    seconds = profile.sample_seconds
+    leaf = profile.sample_stack.astype(np.int64)
+    by_cat = np.bincount(category[leaf], weights=seconds, minlength=len(CATEGORIES))
+    per_stack = np.bincount(leaf, weights=seconds, minlength=n)
     self_time: dict[tuple[str, str, str], float] = defaultdict(float)
     user_lines: dict[tuple[str, str], float] = defaultdict(float)
-    for stack, seconds in per_stack.items():  # distinct stacks, not samples
-        fn, file, line, _, cat = info(stack[-1])
-        by_cat[cat] += seconds
-        self_time[(fn, f"{file}:{line}", cat)] += seconds
-        for frame in reversed(stack):
-            ufn, ufile, _, ucur, ucat = info(frame)
-            if ucat == "user":
-                user_lines[(ufn, f"{ufile}:{ucur}")] += seconds
-                break
-    sampled = sum(by_cat.values())
-    cats = tuple(CpuCategory(c, by_cat.get(c, 0.0) * 1e9, by_cat.get(c, 0.0) / sampled if sampled else 0.0) for c in CATEGORIES)
+    for sid in np.flatnonzero(per_stack).tolist():  # distinct sampled stacks, not samples
+        t = float(per_stack[sid])
+        if sid:
+            fid = int(frame_of[sid])
+            self_time[(function[fid], f"{file[fid]}:{def_line[fid]}", CATEGORIES[category[sid]])] += t
+        u = int(innermost_user[sid])
+        if u:
+            ufid = int(frame_of[u])
+            user_lines[(function[ufid], f"{file[ufid]}:{current[ufid]}")] += t
+    sampled = float(by_cat.sum())
+    cats = tuple(CpuCategory(c, float(by_cat[i]) * 1e9, float(by_cat[i]) / sampled if sampled else 0.0)
+                 for i, c in enumerate(CATEGORIES))
     top = sorted(self_time.items(), key=lambda kv: -kv[1])[:TOP]
     lines = sorted(user_lines.items(), key=lambda kv: -kv[1])[:TOP]
+    scalars = profile.scalars
     return CpuProfile(
-        duration_ns=float(session.get("duration", 0.0)) * 1e9, sampled_ns=sampled * 1e9,
-        samples=int(session.get("sample_count", len(records))), interval_ns=float(session.get("min_interval", 0.001)) * 1e9,
+        duration_ns=float(scalars.get("duration") or 0.0) * 1e9, sampled_ns=sampled * 1e9,
+        samples=profile.recorded_samples, interval_ns=float(scalars.get("min_interval") or 0.001) * 1e9,
         categories=cats,
         top_frames=tuple(CpuFrame(fn, loc, cat, t * 1e9) for (fn, loc, cat), t in top),
         top_user_lines=tuple(CpuFrame(fn, loc, "user", t * 1e9) for (fn, loc), t in lines),
@@ -119,9 +136,11 @@ def outermost_api_ns(trace: Trace, pass_id: int) -> float:
 
 
 def cpu_profile_summary(trace: Trace, traced_pass_id: int | None) -> CpuProfile | None:
-    """The run's pyinstrument profile summarised; None when the trace has none."""
-    session = trace.meta.get("cpu_profile")
-    if not isinstance(session, dict) or not session.get("frame_records"):
+    """The run's pyinstrument profile summarised; None when the trace has none.
+
+    Raises ValueError (one sentence) for a profile that is present but unreadable: the caller notes it."""
+    profile = read_profile(trace)
+    if profile is None or not len(profile.sample_stack):
         return None
     api = outermost_api_ns(trace, traced_pass_id) if traced_pass_id is not None else None
-    return summarise(session, api)
+    return summarise(profile, api)

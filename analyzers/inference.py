@@ -87,13 +87,15 @@ WITH launch AS (  -- the earliest call with a correlation id is the launch (a ru
 """
 
 _REPLAYS_SQL = _LAUNCH_SQL + """
-SELECT s.graph_id, s.stream_id, min(s.start_ns) AS gpu_start, max(s.end_ns) AS gpu_end,
+-- one row per launch: a node-detail replay's nodes may run on several streams (branches of a fork/join);
+-- the replay's stream is that of its first node
+SELECT s.graph_id, arg_min(s.stream_id, s.start_ns) AS stream_id, min(s.start_ns) AS gpu_start, max(s.end_ns) AS gpu_end,
        sum(s.end_ns - s.start_ns) AS busy, coalesce(min(l.launch_ns), -1) AS launch_ns,
        coalesce(min(l.call_ns), -1) AS call_ns, coalesce(min(l.thread_id), 0) AS thread_id
 FROM gpu_spans s LEFT JOIN launch l ON l.correlation_id = s.correlation_id AND s.correlation_id <> 0
 WHERE s.pass_id = $1 AND s.graph_id <> 0 AND (s.kind = 'graph' OR NOT EXISTS
       (SELECT 1 FROM gpu_spans g WHERE g.pass_id = $1 AND g.kind = 'graph'))
-GROUP BY s.graph_id, s.stream_id, s.correlation_id, CASE WHEN s.correlation_id = 0 THEN s.start_ns ELSE 0 END
+GROUP BY s.graph_id, s.correlation_id, CASE WHEN s.correlation_id = 0 THEN s.start_ns ELSE 0 END
 ORDER BY gpu_start
 """
 
@@ -142,6 +144,11 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
     bounds = np.searchsorted(stream, np.append(streams, np.iinfo(np.int64).max))
     found: dict[tuple[str, ...], list[tuple[int, np.ndarray]]] = {}
 
+    # Work spread over several streams (a fork/join step) never shows its whole sequence in one stream:
+    # it is looked for in all eager kernels together, in launch order (GPU order where launches were not
+    # recorded), as stream -1.
+    merged = np.lexsort((start, np.where(e["launch_ns"] >= 0, e["launch_ns"], start)))
+
     def occurrences(unit: tuple[str, ...]) -> list[tuple[int, np.ndarray]]:
         if unit not in found:  # per distinct unit
             wanted = np.asarray(unit, dtype=vocab.dtype)
@@ -153,6 +160,10 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                     pos = find_sequence(codes[lo:hi], idx) + lo
                     if pos.size:
                         hits.append((int(st), pos))
+                if not hits and streams.size > 1:
+                    pos = find_sequence(codes[merged], idx)
+                    if pos.size:
+                        hits.append((-1, pos))
             found[unit] = hits
         return found[unit]
 
@@ -170,9 +181,12 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
         m = len(unit)
         for st, pos in occurrences(unit):  # per stream
             members = pos[:, None] + np.arange(m)[None, :]
+            if st == -1:  # positions in the merged order
+                members = merged[members]
+                pos = members[:, 0]
             gpu_end = end[members].max(axis=1)
             busy = (end[members] - start[members]).sum(axis=1)  # kernels of one stream run one after another
-            occ_start = start[pos]
+            occ_start = start[members].min(axis=1)
             owner = _owners(occ_start, graphs, captures)
             for g in np.unique(owner):  # per graph sharing the unit
                 sel = owner == g

@@ -26,7 +26,8 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     if not sel.any():
         return None
     share = float(t.gpu_bound[sel].mean())
-    single = bool((np.bincount(t.stretch[sel]) <= 1)[t.stretch[sel]].all())
+    sizes = np.bincount(t.stretch[t.mode == mode])  # iterations per stretch, steady or not
+    single = bool((sizes[t.stretch[sel]] <= 1).all())
     bound = "single" if single else "gpu" if share >= BOUND_MAJORITY else "cpu" if share <= 1 - BOUND_MAJORITY else "mixed"
     cpu = t.cpu_period[sel]
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
@@ -44,7 +45,8 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         # a replay's cost on the critical path: its GPU span plus its launch call (where recorded)
         def cost(rows: np.ndarray) -> np.ndarray:
             span = (t.gpu_end_ns[rows] - t.gpu_start_ns[rows]).astype(np.float64)
-            return span + np.where(t.launch_call_ns[rows] >= 0, t.launch_call_ns[rows], 0)
+            out: np.ndarray = span + np.where(t.launch_call_ns[rows] >= 0, t.launch_call_ns[rows], 0)
+            return out
 
         first_ns = float(cost(first[:1])[0])
         if steady.any():
@@ -135,7 +137,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
 
 def _values(t: IterationTable, mode: str, role: str) -> np.ndarray:
     sel = (t.mode == mode) & (t.role == role) & np.isfinite(t.work)
-    return np.asarray(t.work[sel], dtype=np.float64)
+    out: np.ndarray = np.asarray(t.work[sel], dtype=np.float64)
+    return out
 
 
 def _totals(results: list[GraphResult]) -> GraphTotals | None:

@@ -161,14 +161,14 @@ def script_iterations(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences]
     pid = sg.timing_pass
     gpu = _GpuWork.of(trace, pid)
     builds = np.array([c.start_ns for c in sg.lifecycle if c.event in ("capture", "build", "instantiate")], dtype=np.int64)
-    capture_of = {}
+    capture_of: dict[int, list[int]] = {}
     for c in sg.lifecycle:
         if c.event in ("capture", "build") and c.graph_id:
             capture_of.setdefault(c.graph_id, []).append(c.start_ns)
-    eager_starts = {}
+    eager_starts: dict[int, list[np.ndarray]] = {}
     for o in eager:
         eager_starts.setdefault(o.graph_id, []).append(o.gpu_start)
-    replay_starts = {}
+    replay_starts: dict[int, list[np.ndarray]] = {}
     for o in replays:
         replay_starts.setdefault(o.graph_id, []).append(o.gpu_start)
     first_launch = {g: min(int(np.min(v)) for v in vs) for g, vs in replay_starts.items()}

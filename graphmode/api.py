@@ -7,9 +7,34 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graphmode.analyzers.comparison import Comparison, comparison
+from graphmode.tracer.errors import NoGpuError, no_gpu_message
+
+if TYPE_CHECKING:
+    from graphmode.analyzers.comparison import Comparison
+
+
+def gpu_unavailable() -> str | None:
+    """None when cupti-python loads and a GPU is usable, else why not (one line)."""
+    try:
+        import cupti  # noqa: F401
+    except ImportError as e:
+        return f"cupti-python is not importable ({e})"
+    from graphmode.tracer.cuda_util import init_device
+
+    try:
+        init_device()
+    except NoGpuError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def require_gpu(what: str) -> None:
+    """Raises NoGpuError whose message is the command line's one line (no chained traceback)."""
+    reason = gpu_unavailable()
+    if reason is not None:
+        raise NoGpuError(no_gpu_message(reason, what)) from None
 
 
 @dataclass
@@ -59,6 +84,7 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
     graph node) record more in the same run, which slows it; the report says which figures that affects.
     An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
     """
+    require_gpu("graphmode.trace()")
     from graphmode.tracer.script import MEASURE, ScriptTracer, _exception_info, detail_config
 
     costly = detail == "node" or launch_sources or profile or sources
@@ -87,7 +113,9 @@ def compare(step: Callable[..., Any], iters: int = 200, warmup: int = 10, out: s
     cuStreamBeginCapture); pass `outputs=lambda: [...]` (host arrays) to have the outputs compared.
     The trace is written to `out` (default: graphmode-compare.gmtrace).
     """
+    require_gpu("graphmode.compare()")
     from graphmode.analyzers import analyze
+    from graphmode.analyzers.comparison import comparison
     from graphmode.tracer.compare import record_comparison
     from graphmode.tracer.store import load
 

@@ -1,14 +1,22 @@
 """The `graphmode` command line. Thin: parses options, calls tracer/analyzers/reports.
 
-Heavy modules (duckdb, cuda, cupti, plotly) are imported inside the commands so `--help` is instant.
+Heavy modules (duckdb, cuda, cupti, plotly, numpy) are imported inside the commands so `--help` is
+instant. Every command handles graphmode's errors the same way (`handles_errors`): a
+`GraphmodeError` prints its one-line message and exits with its code; anything else is a bug and
+keeps its traceback.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
+
+from graphmode.tracer.errors import GraphmodeError, no_gpu_message
 
 app = typer.Typer(
     name="graphmode",
@@ -18,28 +26,68 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _fail(message: str, code: int = 2) -> None:
     typer.secho(f"graphmode: {message}", err=True, fg="red")
     raise typer.Exit(code)
 
 
-def _load(path: Path):  # type: ignore[no-untyped-def]
-    from graphmode.tracer.store import TraceError, load
+def handles_errors(command: F) -> F:
+    """A command's GraphmodeError becomes its message on stderr and the error's exit code."""
 
-    try:
-        return load(path)
-    except TraceError as e:
-        _fail(str(e))
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except GraphmodeError as e:
+            _fail(str(e), e.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from graphmode import __version__
+
+        typer.echo(f"graphmode {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print graphmode's version and exit.")] = False,
+) -> None:
+    """Shows what CUDA Graphs buy you: launch overhead saved, build cost, break-even replays."""
+
+
+def _load(path: Path):  # type: ignore[no-untyped-def]
+    """The trace, read-only; what the loader had to leave out is said on stderr (info lists it itself)."""
+    from graphmode.tracer.store import load
+
+    trace = load(path)
+    for note in trace.notes:
+        typer.secho(f"graphmode: note: {note}", err=True, fg="yellow")
+    return trace
+
+
+def _check_output(out: Path, inputs: list[Path], folder: bool = False) -> None:
+    from graphmode.tracer.store import check_output_path
+
+    check_output_path(out, inputs, folder=folder)
 
 
 @app.command()
+@handles_errors
 def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")]) -> None:
     """Metadata and table counts of a trace."""
     from graphmode.reports.info import print_info
+    from graphmode.tracer.store import load
 
-    trace = _load(trace_file)
-    print_info(trace)
+    with load(trace_file) as trace:
+        print_info(trace)
 
 
 DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
@@ -47,17 +95,9 @@ DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 
 def _gpu_unavailable() -> str | None:
     """None when cupti-python loads and a GPU is usable, else why not (one line)."""
-    from graphmode.tracer.cuda_util import NoGpuError, init_device
+    from graphmode.api import gpu_unavailable
 
-    try:
-        import cupti  # noqa: F401
-    except ImportError as e:
-        return f"cupti-python is not importable ({e})"
-    try:
-        init_device()
-    except NoGpuError as e:
-        return str(e).splitlines()[0]
-    return None
+    return gpu_unavailable()
 
 
 def _check_detail(detail: str) -> None:
@@ -66,13 +106,11 @@ def _check_detail(detail: str) -> None:
 
 
 def _no_gpu_message(reason: str) -> str:
-    return (
-        f"no usable GPU: {reason}. `graphmode bench` needs an NVIDIA GPU with CUDA and CUPTI; "
-        "`graphmode demo` shows the report of a bundled H200 recording instead"
-    )
+    return no_gpu_message(reason, "`graphmode bench` and `graphmode run`")
 
 
 @app.command()
+@handles_errors
 def bench(
     workload: Annotated[str, typer.Argument(help="Built-in workload: 'chain' (stream capture) or 'dag' (explicit node API).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file to write.")] = None,
@@ -86,7 +124,7 @@ def bench(
     report: Annotated[bool, typer.Option(help="Print the report when done.")] = True,
 ) -> None:
     """Run a built-in workload eagerly and as a CUDA graph on the GPU, trace it, and report."""
-    from graphmode.tracer.cuda_util import CudaError
+    from graphmode.tracer.errors import CudaError
     from graphmode.tracer.workloads import make_workload
 
     _check_detail(detail)
@@ -134,6 +172,7 @@ def bundled_recording() -> Path:
 
 
 @app.command()
+@handles_errors
 def demo(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where to write the trace when a GPU is present.")] = None,
 ) -> None:
@@ -156,6 +195,7 @@ def demo(
 
 
 @app.command()
+@handles_errors
 def report(
     trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
     json_output: Annotated[
@@ -166,9 +206,11 @@ def report(
     ] = None,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
+    if out is not None:
+        _check_output(out, [trace_file])
+    trace = _load(trace_file)
     from graphmode.analyzers import analyze
 
-    trace = _load(trace_file)
     analysis = analyze(trace)
     as_json = json_output or (out is not None and out.suffix.lower() == ".json")
     try:
@@ -196,19 +238,29 @@ def report(
         typer.echo(f"report written to {out}")
 
 
-def _range(text: Optional[str], option: str, cast: type) -> Optional[tuple]:  # type: ignore[type-arg]
+def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[Any, Any]]:
+    """START:END of --iterations (whole numbers from 0) or --window (finite milliseconds)."""
     if text is None:
         return None
+    example = "10:20" if integer else "1.5:20"
+    parts = text.split(":")
     try:
-        lo, hi = (cast(p) for p in text.split(":"))
+        if len(parts) != 2:
+            raise ValueError
+        lo, hi = (int(p) if integer else float(p) for p in parts)
     except ValueError:
-        _fail(f"{option} wants START:END (like 10:20), not {text!r}")
+        _fail(f"{option} wants START:END ({'whole numbers' if integer else 'milliseconds'}, like {example}), not {text!r}")
+    if not integer and not (math.isfinite(lo) and math.isfinite(hi)):
+        _fail(f"{option} {text}: START and END must be finite numbers of milliseconds, like {example}")
+    if integer and lo < 0:
+        _fail(f"{option} {text}: iterations count from 0, so START cannot be negative")
     if hi <= lo:
         _fail(f"{option} {text}: END must be greater than START")
     return (lo, hi)
 
 
 @app.command()
+@handles_errors
 def view(
     trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: next to the trace).")] = None,
@@ -216,14 +268,15 @@ def view(
     window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
 ) -> None:
     """Write one self-contained HTML page (opens offline): timelines, graph topology, break-even."""
-    from graphmode.reports.html import write_html
-
-    its = _range(iterations, "--iterations", int)
-    win = _range(window, "--window", float)
+    its = _range(iterations, "--iterations", True)
+    win = _range(window, "--window", False)
     if its is not None and win is not None:
         _fail("give --iterations or --window, not both")
-    trace = _load(trace_file)
     path = out or trace_file.with_suffix(".html")
+    _check_output(path, [trace_file])
+    trace = _load(trace_file)
+    from graphmode.reports.html import write_html
+
     try:
         summary = write_html(trace, path, iterations=its, window_ms=win)
     except ValueError as e:
@@ -236,33 +289,41 @@ def view(
 
 
 @app.command()
+@handles_errors
 def export(
     trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Chrome trace JSON) or 'parquet' (one file per table).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Perfetto's protobuf trace) or 'parquet' (one file per table).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (perfetto) or folder (parquet).")] = None,
 ) -> None:
-    """Export a trace for other viewers: Perfetto/Chrome trace JSON, or Parquet tables."""
+    """Export a trace for other viewers: a Perfetto trace (ui.perfetto.dev), or Parquet tables."""
     if format not in ("perfetto", "parquet"):
         _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
+    if format == "perfetto":
+        path = out or trace_file.with_suffix(".pftrace")
+        _check_output(path, [trace_file])
+    else:
+        path = out or trace_file.with_name(trace_file.stem + "_parquet")
+        _check_output(path, [trace_file], folder=True)
     trace = _load(trace_file)
     try:
         if format == "perfetto":
             from graphmode.reports.perfetto import export_perfetto
 
-            path = out or trace_file.with_suffix(".perfetto.json")
-            n = export_perfetto(trace, path)
-            typer.echo(f"{n:,} trace events written to {path}; open it at ui.perfetto.dev")
+            result = export_perfetto(trace, path)
+            typer.echo(f"{result.events:,} trace events written to {path} ({result.bytes / 1e6:.1f} MB); open it at ui.perfetto.dev")
+            if result.note:
+                typer.echo(result.note)
         else:
             from graphmode.reports.parquet import export_parquet
 
-            path = out or trace_file.with_name(trace_file.stem + "_parquet")
             files = export_parquet(trace, path)
             typer.echo(f"{len(files)} Parquet files written to {path}/")
     except OSError as e:
-        _fail(f"cannot write {out or 'the export'}: {e.strerror or e}; choose another --out path")
+        _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False})
+@handles_errors
 def run(
     ctx: typer.Context,
     script: Annotated[Path, typer.Argument(help="The Python script to run (its own arguments follow it).")],

@@ -30,13 +30,12 @@ def diagnostics_html(pitfalls: tuple[Pitfall, ...]) -> str:
     return "".join(items)
 
 
-def pyinstrument_page(session: dict[str, Any]) -> str | None:
-    """pyinstrument's own HTML for a session dict (`Session.to_json()`), or None if it cannot render it."""
+def pyinstrument_page(session: Any) -> str | None:
+    """pyinstrument's own HTML for a pyinstrument Session, or None if it cannot render it."""
     try:
         from pyinstrument.renderers import HTMLRenderer
-        from pyinstrument.session import Session
 
-        return str(HTMLRenderer().render(Session.from_json(session)))
+        return str(HTMLRenderer().render(session))
     except Exception:  # an old or damaged session: the summary above still stands
         return None
 
@@ -56,7 +55,7 @@ def cpu_profile_html(prof: CpuProfile | None, session: Any) -> str:
             f"<table class='headline'>{rows}</table>")
     if lines:
         body += f"<h3>Your lines with the most CPU time</h3><table class='headline'>{lines}</table>"
-    page = pyinstrument_page(session) if isinstance(session, dict) else None
+    page = pyinstrument_page(session) if session is not None else None
     if page is not None:
         body += ("<iframe class='pyinstrument' title='pyinstrument profile' sandbox='allow-scripts' "
                  f"style='width:100%;height:600px;border:0' srcdoc=\"{html.escape(page, quote=True)}\"></iframe>")

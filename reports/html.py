@@ -188,10 +188,21 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         plots.append({"div": "gm-iteration-times", "figure": fig_d, "hover": None, "sync": None})
         charts.append(_section("Iteration times", "<div id='gm-iteration-times' class='plot'></div>"))
     parts.extend(charts)
-    profile = cpu_profile_html(a.cpu_profile, meta.get("cpu_profile"))
+    profile = cpu_profile_html(a.cpu_profile, _profile_session(trace) if a.cpu_profile is not None else None)
     if profile:
         parts.append(_section("CPU profile", profile))
     return _page(title, "".join(parts), {"plots": plots}), selection
+
+
+def _profile_session(trace: Trace) -> Any:
+    """The run's pyinstrument Session (tracer.profile_store), for pyinstrument's own page; None if unreadable."""
+    from graphmode.tracer.profile_store import read_profile
+
+    try:
+        stored = read_profile(trace)
+    except ValueError:
+        return None
+    return stored.session() if stored is not None else None
 
 
 def _page(title: str, body: str, data: dict[str, Any]) -> str:

@@ -11,8 +11,9 @@ output_file_extension = "parquet"
 
 
 def export_parquet(trace: Trace, out_dir: Path) -> list[Path]:
-    """Writes `<table>.parquet` for every table of the schema into out_dir; returns the files."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Writes `<table>.parquet` for every table of the schema into out_dir (created; its parent must
+    exist, nothing else is created); returns the files."""
+    out_dir.mkdir(exist_ok=True)
     written = []
     for table in TABLES:
         path = out_dir / f"{table}.parquet"

@@ -1,188 +1,322 @@
-"""`graphmode export --format perfetto`: Chrome trace-event JSON that ui.perfetto.dev opens.
+"""`graphmode export --format perfetto`: Perfetto's native protobuf trace, written as a stream.
 
-Perfetto requires the slices on one track to nest, and GPU spans of one stream can overlap (graph
-nodes on parallel branches), as can markers of one thread (an op inside a phase). So every source
-of spans is split into as many sub-tracks as its overlaps need (`nesting_tracks`), each its own
-`tid` with a thread name. A flow event ('s' inside the launch call, 'f' with binding point 'e' at
-the start of the GPU span) joins each launch to the work it caused, by correlation id. Events are
-written by DuckDB's JSON writer (which escapes every string), not one Python call per event.
+Perfetto's own tooling prefers its protobuf format at scale: a 10M-event trace as Chrome JSON was
+3 GB that took 7.8 GB of memory to write and more to open. Here every TracePacket is built with the
+message classes of Google's `perfetto` package (perfetto.protos...perfetto_trace_pb2) and written
+in chunks, so memory stays bounded whatever the trace's size: DuckDB streams the rows in the order
+they are drawn (sorting with a memory limit, spilling to the temporary folder), and only a chunk of
+packets is held at a time.
+
+The layout is the one Perfetto documents for synthetic TrackEvent traces
+(perfetto.dev/docs/reference/synthetic-track-event): a process track for the host and one per
+GPU, a child track per source (a thread's runtime/driver API calls, its markers, a stream's work,
+its graph launches), and slices as SLICE_BEGIN/SLICE_END pairs. Perfetto requires slices on one
+track to nest, and GPU spans of one stream can overlap (graph nodes on parallel branches), as can
+markers of one thread: each source is split into as many sub-tracks as its overlaps need
+(`NestingTracks`). A flow joins each launch call to the first GPU span it caused (by correlation
+id). Event and annotation names are interned (written once per trace). Times are nanoseconds
+from the earliest record of the trace (the CUPTI clock value of that origin is in the host
+track's description).
 """
 
 from __future__ import annotations
 
-import heapq
-import json
-import shutil
-import tempfile
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from graphmode.tracer.store import Trace
 
-output_file_extension = "json"
-HOST_PID = 1
-GPU_PID_BASE = 100
+output_file_extension = "pftrace"
+SEQUENCE_ID = 1
+HOST_UUID = 1
+GPU_UUID_BASE = 100
+FIRST_TRACK_UUID = 1000
+FETCH_ROWS = 50_000  # rows fetched from DuckDB at a time
+PACKETS_PER_WRITE = 20_000
+DUCKDB_MEMORY_LIMIT = "400MB"  # the export's sorts spill past this instead of growing
 
 
-def nesting_tracks(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class PerfettoExport:
+    path: Path
+    events: int  # slices written
+    flows: int  # launch -> GPU work arrows
+    bytes: int
+    note: str  # what was left out, '' if nothing
+
+
+class NestingTracks:
     """Sub-track per slice such that the slices on each sub-track nest (or do not touch at all).
 
-    Slices are taken by start (longest first on ties); each goes to the lowest sub-track whose open
-    slices all contain it after the finished ones are closed.
-    """
-    n = start.size
-    out = np.zeros(n, np.int32)
-    if n < 2:
+    Slices come in order of start (longest first on ties); each goes to the lowest sub-track whose
+    open slices all contain it once the finished ones are closed. `place` returns the sub-track and
+    the slices it closed on the way ((sub-track, end) pairs, innermost first), whose SLICE_END
+    events must be written before this slice's SLICE_BEGIN."""
+
+    def __init__(self) -> None:
+        self.stacks: list[list[int]] = []  # per sub-track: open slice ends, innermost last
+
+    def place(self, start: int, end: int) -> tuple[int, list[tuple[int, int]]]:
+        closed: list[tuple[int, int]] = []
+        for t, stack in enumerate(self.stacks):
+            while stack and stack[-1] <= start:
+                closed.append((t, stack.pop()))
+            if not stack or stack[-1] >= end:
+                stack.append(end)
+                return t, closed
+        self.stacks.append([end])
+        return len(self.stacks) - 1, closed
+
+    def close_all(self) -> list[tuple[int, int]]:
+        out = [(t, e) for t, stack in enumerate(self.stacks) for e in reversed(stack)]
+        self.stacks = []
         return out
-    order = np.lexsort((-end, start))
-    s, e = start[order], end[order]
-    running_end = np.maximum.accumulate(e)
-    if np.all(s[1:] >= running_end[:-1]):
-        return out
-    stacks: list[list[int]] = []  # per sub-track: open slice ends, innermost last
-    free: list[int] = []  # heap of sub-track ids that are empty
-    track_of = np.zeros(n, np.int32)
-    for i in range(n):
-        si, ei = int(s[i]), int(e[i])
-        placed = -1
-        for t, stack in enumerate(stacks):
-            while stack and stack[-1] <= si:
-                stack.pop()
-            if not stack or stack[-1] >= ei:
-                placed = t
-                break
-        if placed < 0:
-            placed = heapq.heappop(free) if free else len(stacks)
-            if placed == len(stacks):
-                stacks.append([])
-        stacks[placed].append(ei)
-        track_of[i] = placed
-    out[order] = track_of
-    return out
 
 
-def _assign(keys: np.ndarray, start: np.ndarray, end: np.ndarray, names: dict[str, str],
-            registry: dict[tuple[str, int], int], labels: dict[int, str]) -> np.ndarray:
-    """A tid per slice: one track per key, split into nesting sub-tracks."""
-    tid = np.zeros(keys.size, np.int64)
-    for key in sorted(set(keys.tolist())):
-        sel = np.flatnonzero(keys == key)
-        sub = nesting_tracks(start[sel], end[sel])
-        for t in np.unique(sub):
-            reg = (str(key), int(t))
-            if reg not in registry:
-                registry[reg] = len(registry) + 1
-                labels[registry[reg]] = names[str(key)] + (f" ({int(t) + 1})" if t else "")
-            tid[sel[sub == t]] = registry[reg]
-    return tid
+class _Writer:
+    """Packets into chunks of a Trace message, appended to the file chunk by chunk."""
+
+    def __init__(self, f: Any) -> None:
+        from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+        self.pb = pb
+        self.f = f
+        self.chunk = pb.Trace()
+        self.first = True
+        self.names: dict[str, int] = {}
+        self.categories: dict[str, int] = {}
+        self.annotations: dict[str, int] = {}
+        self.tracks: dict[tuple[str, int], int] = {}  # (source key, sub-track) -> track uuid
+        self.slices = 0
+        self.flows = 0
+
+    def packet(self) -> Any:
+        if len(self.chunk.packet) >= PACKETS_PER_WRITE:
+            self.flush()
+        p = self.chunk.packet.add()
+        p.trusted_packet_sequence_id = SEQUENCE_ID
+        if self.first:
+            p.sequence_flags = self.pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+            p.first_packet_on_sequence = True
+            self.first = False
+        else:
+            p.sequence_flags = self.pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+        return p
+
+    def flush(self) -> None:
+        """A serialized Trace is its packets (field 1) back to back: chunks concatenate into one Trace."""
+        if len(self.chunk.packet):
+            self.f.write(self.chunk.SerializeToString())
+            self.chunk = self.pb.Trace()
+
+    def _iid(self, table: dict[str, int], text: str, packet: Any, field: str) -> int:
+        iid = table.get(text)
+        if iid is None:
+            iid = table[text] = len(table) + 1
+            entry = getattr(packet.interned_data, field).add()
+            entry.iid = iid
+            entry.name = text
+        return iid
+
+    def process(self, uuid: int, pid: int, name: str, rank: int, description: str = "") -> None:
+        d = self.packet().track_descriptor
+        d.uuid = uuid
+        d.process.pid = pid
+        d.process.process_name = name
+        d.child_ordering = self.pb.TrackDescriptor.EXPLICIT
+        d.sibling_order_rank = rank
+        if description:
+            d.description = description
+
+    def track(self, key: str, sub: int, parent: int, label: str) -> int:
+        uuid = self.tracks.get((key, sub))
+        if uuid is None:
+            uuid = self.tracks[(key, sub)] = FIRST_TRACK_UUID + len(self.tracks)
+            d = self.packet().track_descriptor
+            d.uuid = uuid
+            d.parent_uuid = parent
+            d.name = label + (f" ({sub + 1})" if sub else "")
+            d.sibling_order_rank = uuid
+        return uuid
+
+    def begin(self, ts: int, track: int, name: str, category: str, args: list[tuple[str, int]],
+              flow: int = 0, terminating: int = 0) -> None:
+        p = self.packet()
+        p.timestamp = ts
+        e = p.track_event
+        e.type = self.pb.TrackEvent.TYPE_SLICE_BEGIN
+        e.track_uuid = track
+        e.name_iid = self._iid(self.names, name, p, "event_names")
+        e.category_iids.append(self._iid(self.categories, category, p, "event_categories"))
+        for key, value in args:
+            a = e.debug_annotations.add()
+            a.name_iid = self._iid(self.annotations, key, p, "debug_annotation_names")
+            a.int_value = value
+        if flow:
+            e.flow_ids.append(flow)
+            self.flows += 1
+        if terminating:
+            e.terminating_flow_ids.append(terminating)
+        self.slices += 1
+
+    def end(self, ts: int, track: int) -> None:
+        p = self.packet()
+        p.timestamp = ts
+        p.track_event.type = self.pb.TrackEvent.TYPE_SLICE_END
+        p.track_event.track_uuid = track
 
 
-def export_perfetto(trace: Trace, out: Path) -> int:
-    """Writes the trace-event JSON; returns the number of events."""
-    import duckdb
+def _batches(con: Any, query: str) -> Iterator[list[tuple[Any, ...]]]:
+    result = con.execute(query)
+    while True:
+        batch = result.fetchmany(FETCH_ROWS)
+        if not batch:
+            return
+        yield batch
 
+
+class _Links:
+    """Which launches caused GPU work, and the first GPU span of each (the flow's two ends).
+
+    Keyed by pass and correlation id packed in one int64 (correlation ids are 32-bit in CUPTI);
+    two sorted numpy arrays of the ids with GPU work and a recorded call, not a join over the
+    tables, so that memory stays at 16 bytes per launch."""
+
+    def __init__(self, con: Any) -> None:
+        import numpy as np
+
+        g = con.execute("""SELECT (CAST(pass_id AS BIGINT) << 40) | correlation_id AS k, min(start_ns) AS first
+                           FROM gpu_spans WHERE correlation_id <> 0 GROUP BY ALL ORDER BY k""").fetchnumpy()
+        api = np.sort(con.execute("SELECT (CAST(pass_id AS BIGINT) << 40) | correlation_id AS k FROM api_calls "
+                                  "WHERE correlation_id <> 0").fetchnumpy()["k"].astype(np.int64))
+        keys = np.asarray(g["k"], dtype=np.int64)
+        pos = np.clip(np.searchsorted(api, keys), 0, max(len(api) - 1, 0))
+        linked = api[pos] == keys if len(api) else np.zeros(len(keys), dtype=bool)
+        self.keys = keys[linked]
+        self.first = np.asarray(g["first"], dtype=np.int64)[linked]
+
+    def find(self, keys: list[int]) -> tuple[Any, Any]:
+        """(linked?, first GPU start) for each key."""
+        import numpy as np
+
+        k = np.asarray(keys, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.keys, k), 0, max(len(self.keys) - 1, 0))
+        hit = self.keys[pos] == k if len(self.keys) else np.zeros(len(k), dtype=bool)
+        return hit, self.first[pos] if len(self.keys) else np.zeros(len(k), dtype=np.int64)
+
+
+def _key(pass_id: int, correlation_id: int) -> int:
+    """Pass and correlation id in one int64; -1 (no flow) for ids out of range (a foreign file)."""
+    if not 0 <= int(pass_id) < 1 << 22 or not 0 < int(correlation_id) < 1 << 40:
+        return -1
+    return (int(pass_id) << 40) | int(correlation_id)
+
+
+def _flow_id(key: int) -> int:
+    return key + 1  # flow ids are 1 and up
+
+
+def _emit(w: _Writer, rows: Iterator[tuple[Any, ...]], t0: int,
+          describe: Any) -> None:
+    """Rows ordered by (key, start, end desc): (key, start, end, name, category, args, flow, terminating).
+    `describe(key)` gives (parent uuid, track label)."""
+    key = None
+    nesting = NestingTracks()
+
+    def close(closed: list[tuple[int, int]]) -> None:
+        for sub, end in closed:
+            w.end(end - t0, w.tracks[(str(key), sub)])
+
+    for k, start, end, name, category, args, flow, terminating in rows:
+        if k != key:
+            close(nesting.close_all())
+            key, nesting = k, NestingTracks()
+        sub, closed = nesting.place(start, end)
+        close(closed)
+        parent, label = describe(k)
+        track = w.track(str(k), sub, parent, label)
+        w.begin(start - t0, track, name, category, args, flow, terminating)
+    close(nesting.close_all())
+
+
+def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
+    """Writes the trace as a Perfetto protobuf trace; the file appears only when complete."""
     con = trace.connection
-    t0 = int(con.execute("SELECT coalesce(min(start_ns), 0) FROM passes").fetchone()[0])
-    registry: dict[tuple[str, int], int] = {}
-    labels: dict[int, str] = {}
-    host_pid_real = con.execute("SELECT coalesce(min(process_id), 0) FROM api_calls").fetchone()[0]
-
-    api = trace.sql("SELECT pass_id, correlation_id, api, cbid, name, category, start_ns, end_ns, thread_id, return_code "
-                    "FROM api_calls")
-    api_key = np.char.add(np.char.add(api["thread_id"].astype(str), "|"), api["api"].astype(str))
-    api_names = {k: f"thread {k.split('|')[0]} · CUDA {k.split('|')[1]} API" for k in set(api_key.tolist())}
-    api["tid"] = _assign(api_key, api["start_ns"], api["end_ns"], api_names, registry, labels)
-
-    mk = trace.sql("SELECT pass_id, kind, name, mode, iteration, start_ns, end_ns, thread_id, graph_id FROM markers")
-    mk_key = np.char.add(np.char.add(mk["thread_id"].astype(str), "|"), mk["kind"].astype(str))
-    mk_names = {k: f"thread {k.split('|')[0]} · {k.split('|')[1]} markers" for k in set(mk_key.tolist())}
-    mk["tid"] = _assign(mk_key, mk["start_ns"], mk["end_ns"], mk_names, registry, labels)
-
-    gpu = trace.sql("SELECT *, row_number() OVER () AS flow_id FROM gpu_spans")
-    gpu_key = np.char.add(np.char.add(np.char.add(gpu["device_id"].astype(str), "|"), gpu["stream_id"].astype(str)),
-                          np.where(gpu["kind"].astype(str) == "graph", "|graph", "|work"))
-    gpu_names = {k: f"stream {k.split('|')[1]}" + (" · graph launches" if k.endswith("graph") else "")
-                 for k in set(gpu_key.tolist())}
-    gpu["tid"] = _assign(gpu_key, gpu["start_ns"], gpu["end_ns"], gpu_names, registry, labels)
-    gpu["pid"] = GPU_PID_BASE + gpu["device_id"].astype(np.int64)
-
-    tmp = Path(tempfile.mkdtemp(prefix="gm-perfetto-"))
+    (t0,) = con.execute("""SELECT coalesce(min(t), 0) FROM (
+        SELECT min(start_ns) AS t FROM passes UNION ALL SELECT min(start_ns) FROM api_calls
+        UNION ALL SELECT min(start_ns) FROM gpu_spans UNION ALL SELECT min(start_ns) FROM markers)""").fetchone()
+    t0 = int(t0)
+    (host_pid,) = con.execute("SELECT coalesce(min(process_id), 0) FROM api_calls").fetchone()
+    devices = [int(d) for (d,) in con.execute("SELECT DISTINCT device_id FROM gpu_spans ORDER BY 1").fetchall()]
+    gpu_name = str(trace.meta.get("gpu_name", "") or "")
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    partial = out.with_name(out.name + ".partial")
     try:
-        mem = duckdb.connect()
-        mem.register("api", {k: v for k, v in api.items()})
-        mem.register("mk", {k: v for k, v in mk.items()})
-        mem.register("gpu", {k: v for k, v in gpu.items()})
-        # Flows: each GPU span to the first API call of its pass with its correlation id.
-        mem.execute("""CREATE TEMP VIEW flows AS
-            SELECT g.flow_id, g.start_ns, g.pid, g.tid, a.start_ns AS launch_start, a.tid AS launch_tid
-            FROM gpu g JOIN (SELECT pass_id, correlation_id, min(start_ns) AS start_ns, arg_min(tid, start_ns) AS tid
-                             FROM api GROUP BY ALL) a
-            ON a.pass_id = g.pass_id AND a.correlation_id = g.correlation_id WHERE g.correlation_id <> 0""")
-        ts = f"(start_ns - {t0}) / 1000.0"
-        parts = {
-            "api": f"""SELECT name, category AS cat, 'X' AS ph, {ts} AS ts, (end_ns - start_ns) / 1000.0 AS dur,
-                       {HOST_PID} AS pid, tid, {{'pass_id': pass_id, 'correlation_id': correlation_id, 'api': api,
-                       'cbid': cbid, 'return_code': return_code}} AS args FROM api""",
-            "markers": f"""SELECT CASE WHEN kind = 'iteration' THEN mode || ' iteration ' || CAST(iteration AS VARCHAR)
-                           ELSE name END AS name, kind AS cat, 'X' AS ph, {ts} AS ts, (end_ns - start_ns) / 1000.0 AS dur,
-                           {HOST_PID} AS pid, tid, {{'pass_id': pass_id, 'mode': mode, 'iteration': iteration,
-                           'graph_id': graph_id}} AS args FROM mk""",
-            "gpu": f"""SELECT name, kind AS cat, 'X' AS ph, {ts} AS ts, (end_ns - start_ns) / 1000.0 AS dur, pid, tid,
-                       {{'pass_id': pass_id, 'correlation_id': correlation_id, 'stream_id': stream_id,
-                       'graph_id': graph_id, 'graph_node_id': graph_node_id,
-                       'grid': CAST(grid_x AS VARCHAR) || 'x' || CAST(grid_y AS VARCHAR) || 'x' || CAST(grid_z AS VARCHAR),
-                       'block': CAST(block_x AS VARCHAR) || 'x' || CAST(block_y AS VARCHAR) || 'x' || CAST(block_z AS VARCHAR),
-                       'bytes': bytes, 'copy_kind': copy_kind}} AS args FROM gpu""",
-            "flow_s": f"""SELECT 'launch' AS name, 'launch' AS cat, 's' AS ph, (launch_start - {t0}) / 1000.0 AS ts,
-                          {HOST_PID} AS pid, launch_tid AS tid, flow_id AS id FROM flows""",
-            "flow_f": f"""SELECT 'launch' AS name, 'launch' AS cat, 'f' AS ph, 'e' AS bp, {ts} AS ts, pid, tid,
-                          flow_id AS id FROM flows""",
-        }
-        files = []
-        for name, query in parts.items():
-            f = tmp / f"{name}.ndjson"
-            mem.execute(f"COPY ({query}) TO '{f}' (FORMAT json)")
-            files.append(f)
-        mem.close()
-        meta_events = _metadata_events(labels, gpu, host_pid_real, trace)
-        count = len(meta_events)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as w:
-            w.write('{"displayTimeUnit":"ns","otherData":')
-            w.write(json.dumps({"source": "graphmode", "trace": str(trace.path), "workload": str(trace.meta.get("workload", "")),
-                                "time_origin_ns": t0}))
-            w.write(',"traceEvents":[\n')
-            w.write(",\n".join(json.dumps(e) for e in meta_events))
-            for f in files:
-                body = f.read_text(encoding="utf-8").strip()
-                if body:
-                    w.write(",\n")
-                    w.write(body.replace("\n", ",\n"))
-                    count += body.count("\n") + 1
-            w.write("\n]}\n")
-        return count
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+        with open(partial, "wb") as f:
+            w = _Writer(f)
+            w.process(HOST_UUID, int(host_pid) if 0 < int(host_pid) < 0x7FFF_0000 else 1, f"host process {host_pid}", 0,
+                      f"graphmode trace {trace.path.name}; times in ns from CUPTI clock {t0}")
+            for i, dev in enumerate(devices):
+                # a pid of its own per GPU, clear of real ones
+                w.process(GPU_UUID_BASE + i, 0x7FFF_0000 + (dev & 0xFFFF), f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else ""), 1 + i)
+            gpu_uuid = {dev: GPU_UUID_BASE + i for i, dev in enumerate(devices)}
+            links = _Links(con)
+            _emit(w, _api_rows(con, links), t0, lambda k: (HOST_UUID, f"thread {k[0]} · CUDA {k[1]} API"))
+            _emit(w, _marker_rows(con), t0, lambda k: (HOST_UUID, f"thread {k[0]} · {k[1]} markers"))
+            _emit(w, _gpu_rows(con, links), t0,
+                  lambda k: (gpu_uuid[k[0]], f"stream {k[1]}" + (" · graph launches" if k[2] else "")))
+            w.flush()
+        os.replace(partial, out)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        con.execute(f"SET memory_limit = '{limit}'")
+        if partial.exists():
+            partial.unlink()
+    note = ("; ".join(trace.notes) + ": not in the export") if trace.notes else ""
+    return PerfettoExport(out, w.slices, w.flows, out.stat().st_size, note)
 
 
-def _metadata_events(labels: dict[int, str], gpu: dict[str, np.ndarray], host_pid: Any, trace: Trace) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0, "args": {"name": f"host process {host_pid}"}},
-        {"ph": "M", "name": "process_sort_index", "pid": HOST_PID, "tid": 0, "args": {"sort_index": 0}},
-    ]
-    gpu_name = str(trace.meta.get("gpu_name", ""))
-    for dev in sorted(set(gpu["device_id"].tolist())):
-        pid = GPU_PID_BASE + int(dev)
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else "")}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 1 + int(dev)}})
-    gpu_tids = set(gpu["tid"].tolist())
-    for tid, label in sorted(labels.items()):
-        pid = HOST_PID
-        if tid in gpu_tids:
-            pid = int(gpu["pid"][np.flatnonzero(gpu["tid"] == tid)[0]])
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-    return events
+def _api_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:
+    query = """SELECT thread_id, api, start_ns, end_ns, name, category, correlation_id, return_code, pass_id
+               FROM api_calls ORDER BY thread_id, api, start_ns, end_ns DESC"""
+    for batch in _batches(con, query):
+        keys = [_key(r[8], r[6]) for r in batch]
+        linked, _ = links.find(keys)
+        for (tid, api, start, end, name, category, corr, rc, _pid), key, flow in zip(batch, keys, linked.tolist()):
+            args = [("correlation_id", corr)] + ([("return_code", rc)] if rc else [])
+            yield (tid, api), start, end, name, category, args, _flow_id(key) if flow else 0, 0
+
+
+def _marker_rows(con: Any) -> Iterator[tuple[Any, ...]]:
+    query = """SELECT thread_id, kind, start_ns, end_ns,
+                 CASE WHEN kind = 'iteration' THEN mode || ' iteration ' || CAST(iteration AS VARCHAR) ELSE name END,
+                 graph_id, pass_id
+               FROM markers ORDER BY thread_id, kind, start_ns, end_ns DESC"""
+    for batch in _batches(con, query):
+        for tid, kind, start, end, name, graph, pid in batch:
+            args = [("pass_id", pid)] + ([("graph_id", graph)] if graph else [])
+            yield (tid, kind), start, end, name, kind, args, 0, 0
+
+
+def _gpu_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:
+    query = """SELECT device_id, stream_id, kind = 'graph' AS launches, start_ns, end_ns, name, kind, correlation_id,
+                 graph_id, graph_node_id, bytes, pass_id
+               FROM gpu_spans ORDER BY device_id, stream_id, launches, start_ns, end_ns DESC"""
+    for batch in _batches(con, query):
+        keys = [_key(r[11], r[7]) for r in batch]
+        linked, first = links.find(keys)
+        for row, key, flow, first_start in zip(batch, keys, linked.tolist(), first.tolist()):
+            dev, stream, launches, start, end, name, kind, corr, graph, node, nbytes, _pid = row
+            args = [("correlation_id", corr)]
+            if graph:
+                args.append(("graph_id", graph))
+            if node:
+                args.append(("graph_node_id", node))
+            if nbytes:
+                args.append(("bytes", nbytes))
+            # the flow ends at the first span of the launch (the same start twice: both, a rare tie)
+            terminating = _flow_id(key) if flow and start == first_start else 0
+            yield (dev, stream, launches), start, end, name, kind, args, 0, terminating

@@ -6,6 +6,7 @@ import re
 from pathlib import PurePath
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -79,7 +80,7 @@ def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]
     t = Table(title=title, title_justify="left")
     t.add_column("", style="bold")
     for c in columns:
-        t.add_column(c, justify="right")
+        t.add_column(escape(c), justify="right")
     for name, cells in rows:
         t.add_row(name, *cells)
     return t
@@ -131,10 +132,11 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
     """Prints the report (headline, then per graph, per mode); returns the analysis it printed."""
     console = console or Console()
     a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
-    console.print(f"[bold]{a.path}[/bold]  workload: {a.workload or '?'}  status: {a.status}")
-    console.print(f"[bold green]{headline(a)}[/bold green]")
+    # Strings from the trace (paths, names, reasons) are escaped: rich must not read them as markup.
+    console.print(f"[bold]{escape(a.path)}[/bold]  workload: {escape(a.workload or '?')}  status: {escape(a.status)}")
+    console.print(f"[bold green]{escape(headline(a))}[/bold green]")
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {w}")
+        console.print(f"[bold red]warning:[/bold red] {escape(w)}")
     print_pitfalls(console, a.pitfalls)
 
     print_graph_table(console, a)
@@ -152,7 +154,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print(_transposed("Break-even", [f"vs {b.baseline}" for b in a.break_even], rows))
         for b in a.break_even:
             if b.never:
-                console.print(f"  vs {b.baseline}: never — {b.reason}")
+                console.print(escape(f"  vs {b.baseline}: never — {b.reason}"))
 
     if a.graph_costs:
         cs = a.graph_costs
@@ -170,12 +172,12 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
 
     for p in a.critical_paths:
         delivered = f"{100 * p.parallelism_delivered:.0f}%" if p.parallelism_delivered is not None else "—"
-        console.print(
+        console.print(escape(
             f"Graph {p.graph_id} {p.label}: {p.nodes} nodes, {p.edges} edges; serial {human_ns(p.serial_ns)}, critical path "
             f"{human_ns(p.critical_path_ns)} ({' → '.join(p.path_names[:8])}{' …' if len(p.path_names) > 8 else ''}), "
             f"measured replay span {_stat(p.measured_span)}; parallelism delivered {delivered}"
             + ("" if p.has_parallel_branches else " (no parallel branches)")
-        )
+        ))
 
     if a.overhead_saved:
         os_ = a.overhead_saved
@@ -198,7 +200,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         for col in ("mode", "untraced (timing pass)", "traced", "slowdown", "ratio"):
             t.add_column(col, justify="right")
         for d in a.distortion:
-            t.add_row(d.mode, human_ns(d.timing_median_ns), human_ns(d.traced_median_ns), human_ns(d.slowdown_ns), f"{d.ratio:.2f}x")
+            t.add_row(escape(d.mode), human_ns(d.timing_median_ns), human_ns(d.traced_median_ns), human_ns(d.slowdown_ns), f"{d.ratio:.2f}x")
         console.print(t)
 
     if a.kernels:
@@ -207,7 +209,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference"):
             t.add_column(col, justify="right" if col != "kernel" else "left")
         for k in a.kernels[:MAX_KERNEL_ROWS]:
-            t.add_row(k.name[:60], str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
+            t.add_row(escape(k.name[:60]), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
                       human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
         console.print(t)
 
@@ -219,5 +221,5 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")
         for s in a.cannot_compute:
-            console.print(f"  - {s}")
+            console.print(f"  - {escape(s)}")
     return a

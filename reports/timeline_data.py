@@ -71,8 +71,11 @@ class Selection:
 
 
 def traced_pass(trace: Trace) -> PassInfo | None:
-    """The pass with CUDA activity (node detail first: it has per-node spans), else any pass."""
-    return trace.pass_by_detail("node", "graph", "timing")
+    """The pass with CUDA activity (node detail first: it has per-node spans), else any pass. In a script
+    trace, the detail run's pass: it recorded every call and the graphs' topology (the measuring run's
+    figures are in the analysis)."""
+    detail = next((p for p in trace.passes if p.name in ("detail", "single")), None)
+    return detail or trace.pass_by_detail("node", "graph", "timing")
 
 
 def lanes_of(trace: Trace, pass_id: int) -> list[Lane]:

@@ -1,7 +1,8 @@
 """Builders of SYNTHETIC user-script traces (meta workload='synthetic-script'): numbers chosen by hand.
 
-They follow the contract of `graphmode run` traces: one traced pass, no iteration markers, graph
-lifecycle in graph_events, api_calls.source naming the user's line. tests/test_script_analysis.py
+They follow the contract of a single-run script trace (`graphmode run --runs 1`, `graphmode.trace`):
+one traced pass that both times the run and records its graphs (graph_events, topology), no iteration
+markers, api_calls.source naming the user's line. tests/test_script_analysis.py
 works every expected number out next to its assertion.
 """
 
@@ -88,26 +89,3 @@ def eager_then_graph(path: Path, eager_starts: Sequence[int], last_eager_end: in
     if extra is not None:
         extra(t)
     return t.write_script(path)
-
-
-def add_inferred_iterations(path: Path) -> dict[str, Any]:
-    """What `graphmode run` does after decoding: infer the iterations and append them as markers."""
-    import json
-
-    import duckdb
-
-    from graphmode.tracer.infer import infer_iterations
-    from graphmode.tracer.schema import TABLES
-    from graphmode.tracer.store import Trace
-
-    con = duckdb.connect(str(path))
-    try:
-        meta = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta").fetchall()}
-        cols = infer_iterations(Trace(path, con, meta), 0)
-        con.register("_inferred", {k: v for k, v in cols.items()})
-        names = ", ".join(cols)
-        con.execute(f"INSERT INTO markers ({names}) SELECT {names} FROM _inferred")
-        assert set(cols) <= {c for c, _ in TABLES["markers"]}
-    finally:
-        con.close()
-    return cols

@@ -1,54 +1,63 @@
-"""Perfetto JSON against the trace-event rules, Parquet round trip, the export command line.
+"""Perfetto protobuf against the rules trace processor applies, Parquet round trip, the export command line.
 
 Synthetic traces (meta workload='synthetic', tests/synthetic_timeline.py) whose counts are known;
-real recordings under tests/data/*.gmtrace when the lead has committed them.
+real recordings under tests/data/*.gmtrace.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from perfetto_rules import check_nesting, read_perfetto
 from synthetic_timeline import STREAM_ID, write_synthetic_trace
-from trace_event_rules import check_trace_events
 from typer.testing import CliRunner
 
 from graphmode.cli import app
 from graphmode.reports.parquet import export_parquet
-from graphmode.reports.perfetto import export_perfetto, nesting_tracks
+from graphmode.reports.perfetto import NestingTracks, export_perfetto
 from graphmode.tracer.schema import TABLES
 from graphmode.tracer.store import PassInfo, TraceWriter, load
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted((ROOT / "tests" / "data").glob("*.gmtrace"))
+FIXTURES = sorted((ROOT / "tests" / "data").glob("*.gmtrace")) + sorted((ROOT / "tests" / "data" / "scripts").glob("*.gmtrace"))
 
 
-def _slices(doc: dict, cat: str) -> list[dict]:
-    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == cat]
+def _nesting(start: list[int], end: list[int]) -> list[int]:
+    n = NestingTracks()
+    return [n.place(s, e)[0] for s, e in sorted(zip(start, end), key=lambda x: (x[0], -x[1]))]
 
 
 @pytest.mark.parametrize("detail", ["node", "graph"])
-def test_perfetto_synthetic_follows_trace_event_rules(tmp_path: Path, detail: str) -> None:
+def test_perfetto_synthetic_follows_the_rules(tmp_path: Path, detail: str) -> None:
     counts = write_synthetic_trace(tmp_path / "t.gmtrace", iterations=4, kernels_per_iteration=5, detail=detail)
-    out = tmp_path / "t.json"
+    out = tmp_path / "t.pftrace"
     with load(tmp_path / "t.gmtrace") as trace:
-        export_perfetto(trace, out)
-    doc = json.loads(out.read_text())
-    assert check_trace_events(doc) == []
-    assert len(_slices(doc, "kernel")) == counts.kernels
-    assert len(_slices(doc, "graph")) == counts.graph_spans
-    assert len([e for e in doc["traceEvents"] if e.get("ph") == "X" and e["pid"] == 1 and e["cat"] not in
-                ("phase", "iteration", "op", "nvtx")]) == counts.api_calls
-    # One flow per GPU span: every kernel and graph span was launched by a recorded API call.
-    assert sum(1 for e in doc["traceEvents"] if e.get("ph") == "s") == counts.kernels + counts.graph_spans
-    node_kernels = [e for e in _slices(doc, "kernel") if e["args"]["graph_id"] != 0]
+        result = export_perfetto(trace, out)
+        markers = trace.count("markers")
+    parsed = read_perfetto(out)
+    assert parsed.problems == [] and check_nesting(parsed) == []
+    by_cat: dict[str, list[dict]] = {}
+    for s in parsed.slices:
+        by_cat.setdefault(s["category"], []).append(s)
+    assert len(by_cat["kernel"]) == counts.kernels
+    assert len(by_cat.get("graph", [])) == counts.graph_spans
+    host = {uuid for uuid, t in parsed.tracks.items() if t["parent"] == 1}
+    api = [s for s in parsed.slices if s["track"] in host and s["category"] not in ("phase", "iteration", "op", "nvtx")]
+    assert len(api) == counts.api_calls
+    assert result.events == len(parsed.slices) == counts.api_calls + counts.kernels + counts.graph_spans + markers
+    # One flow per launch call that caused GPU work (a node-detail replay's kernels share their launch's):
+    replays = counts.graph_kernels // 5 if detail == "node" else counts.graph_spans  # 5 kernels per replay
+    assert result.flows == counts.eager_kernels + replays
+    terminated = [s for s in parsed.slices if s["terminating"]]
+    assert len(terminated) == result.flows
+    node_kernels = [s for s in by_cat["kernel"] if s["args"].get("graph_id", 0) != 0]
     assert len(node_kernels) == counts.graph_kernels
-    assert all(e["args"]["graph_node_id"] >= 100 and e["args"]["stream_id"] == STREAM_ID for e in node_kernels)
-    names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
+    assert all(s["args"]["graph_node_id"] >= 100 for s in node_kernels)
+    names = {t["name"] for t in parsed.tracks.values()}
     assert f"stream {STREAM_ID}" in names and "thread 4242 · CUDA runtime API" in names
 
 
@@ -63,34 +72,64 @@ def test_overlapping_gpu_spans_go_to_separate_tracks(tmp_path: Path) -> None:
         w.append("gpu_spans", {"pass_id": [1, 1], "kind": ["kernel"] * 2, "name": ["a", "b"],
                                "start_ns": [1000, 1500], "end_ns": [3000, 4000], "stream_id": [3, 3],
                                "correlation_id": [1, 2]})
-    out = tmp_path / "o.json"
+    out = tmp_path / "o.pftrace"
     with load(path) as trace:
         export_perfetto(trace, out)
-    doc = json.loads(out.read_text())
-    assert check_trace_events(doc) == []
-    kernels = _slices(doc, "kernel")
-    assert len({e["tid"] for e in kernels}) == 2
+    parsed = read_perfetto(out)
+    assert parsed.problems == [] and check_nesting(parsed) == []
+    kernels = [s for s in parsed.slices if s["category"] == "kernel"]
+    assert len({s["track"] for s in kernels}) == 2
+    assert sorted((s["start"], s["end"]) for s in kernels) == [(1000, 3000), (1500, 4000)]  # ns from the first record (0)
 
 
 def test_nesting_tracks_known_answer() -> None:
     # [0,10] holds [1,3] and [4,6]; [5,12] overlaps [0,10] partially -> second track; [12,13] fits track 0.
-    start = np.array([0, 1, 4, 5, 12])
-    end = np.array([10, 3, 6, 12, 13])
-    assert nesting_tracks(start, end).tolist() == [0, 0, 0, 1, 0]
-    assert nesting_tracks(np.array([0, 5]), np.array([5, 9])).tolist() == [0, 0]
+    assert _nesting([0, 1, 4, 5, 12], [10, 3, 6, 12, 13]) == [0, 0, 0, 1, 0]
+    assert _nesting([0, 5], [5, 9]) == [0, 0]
 
 
-def test_checker_catches_broken_documents() -> None:
-    names = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
-             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}}]
-    overlap = names + [{"ph": "X", "name": "a", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
-                       {"ph": "X", "name": "b", "ts": 5, "dur": 10, "pid": 1, "tid": 1}]
-    assert any("without nesting" in p for p in check_trace_events(overlap))
-    dangling = names + [{"ph": "X", "name": "a", "ts": 0, "dur": 1, "pid": 1, "tid": 1},
-                        {"ph": "s", "cat": "c", "name": "f", "id": 1, "ts": 5, "pid": 1, "tid": 1},
-                        {"ph": "B", "name": "open", "ts": 7, "pid": 1, "tid": 1}]
-    problems = check_trace_events(dangling)
-    assert any("never closed" in p for p in problems) and any("start(s)" in p for p in problems)
+def test_checker_catches_broken_traces(tmp_path: Path) -> None:
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    trace = pb.Trace()
+    p = trace.packet.add()
+    p.trusted_packet_sequence_id, p.sequence_flags = 1, 1
+    p.track_descriptor.uuid = 5
+    for ts, kind in ((10, pb.TrackEvent.TYPE_SLICE_BEGIN), (5, pb.TrackEvent.TYPE_SLICE_BEGIN)):
+        q = trace.packet.add()
+        q.trusted_packet_sequence_id, q.sequence_flags, q.timestamp = 1, 2, ts
+        q.track_event.type, q.track_event.track_uuid, q.track_event.name_iid = kind, 5, 9
+        q.track_event.terminating_flow_ids.append(77)
+    (tmp_path / "bad.pftrace").write_bytes(trace.SerializeToString())
+    problems = read_perfetto(tmp_path / "bad.pftrace").problems
+    assert any("back in time" in p for p in problems) and any("interned id never defined" in p for p in problems)
+
+
+def test_perfetto_export_memory_does_not_grow_with_the_trace(tmp_path: Path) -> None:
+    """Synthetic: packets are written in chunks; the writer never holds more than one chunk."""
+    from graphmode.reports import perfetto
+
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=60, kernels_per_iteration=50)
+    chunks: list[int] = []
+    original = perfetto._Writer.flush
+
+    def spy(self: perfetto._Writer) -> None:
+        chunks.append(len(self.chunk.packet))
+        original(self)
+
+    perfetto._Writer.flush = spy  # type: ignore[method-assign]
+    try:
+        with load(tmp_path / "t.gmtrace") as trace:
+            old = perfetto.PACKETS_PER_WRITE
+            perfetto.PACKETS_PER_WRITE = 500
+            try:
+                result = export_perfetto(trace, tmp_path / "t.pftrace")
+            finally:
+                perfetto.PACKETS_PER_WRITE = old
+    finally:
+        perfetto._Writer.flush = original  # type: ignore[method-assign]
+    assert max(chunks) <= 500 and len(chunks) > 10
+    assert read_perfetto(tmp_path / "t.pftrace").problems == [] and result.events > 6000
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
@@ -116,9 +155,9 @@ def test_export_cli_in_process_and_as_subprocess(tmp_path: Path) -> None:
     trace = tmp_path / "t.gmtrace"
     write_synthetic_trace(trace)
     runner = CliRunner()
-    result = runner.invoke(app, ["export", str(trace), "--format", "perfetto", "-o", str(tmp_path / "p.json")])
+    result = runner.invoke(app, ["export", str(trace), "--format", "perfetto", "-o", str(tmp_path / "p.pftrace")])
     assert result.exit_code == 0, result.output
-    assert check_trace_events(json.loads((tmp_path / "p.json").read_text())) == []
+    assert "ui.perfetto.dev" in result.output and read_perfetto(tmp_path / "p.pftrace").problems == []
     bad = runner.invoke(app, ["export", str(trace), "--format", "csv"])
     assert bad.exit_code == 2 and "perfetto" in bad.output
     proc = subprocess.run([sys.executable, "-m", "graphmode", "export", str(trace), "-f", "parquet", "-o", str(tmp_path / "pq")],
@@ -127,13 +166,20 @@ def test_export_cli_in_process_and_as_subprocess(tmp_path: Path) -> None:
     assert len(list((tmp_path / "pq").glob("*.parquet"))) == len(TABLES)
 
 
-@pytest.mark.skipif(not FIXTURES, reason="no real recordings under tests/data/*.gmtrace yet")
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[p.name for p in FIXTURES])
 def test_perfetto_real_fixture(tmp_path: Path, fixture: Path) -> None:
-    out = tmp_path / "f.json"
+    out = tmp_path / "f.pftrace"
     with load(fixture) as trace:
-        export_perfetto(trace, out)
+        result = export_perfetto(trace, out)
         gpu_spans = trace.count("gpu_spans")
-    doc = json.loads(out.read_text())
-    assert check_trace_events(doc) == []
-    assert sum(1 for e in doc["traceEvents"] if e.get("ph") == "X" and e["pid"] >= 100) == gpu_spans
+        api_calls = trace.count("api_calls")
+        linked = trace.rows("""SELECT count(*) FROM (SELECT DISTINCT pass_id, correlation_id FROM gpu_spans g
+                               WHERE correlation_id <> 0 AND EXISTS (SELECT 1 FROM api_calls a
+                               WHERE a.pass_id = g.pass_id AND a.correlation_id = g.correlation_id))""")[0][0]
+    parsed = read_perfetto(out)
+    assert parsed.problems == [] and check_nesting(parsed) == []
+    gpu_tracks = {u for u, t in parsed.tracks.items() if t["parent"] >= 100 and t["parent"] < 1000}
+    assert sum(1 for s in parsed.slices if s["track"] in gpu_tracks) == gpu_spans
+    api_tracks = {u for u, t in parsed.tracks.items() if t["parent"] == 1 and " API" in t["name"]}
+    assert sum(1 for s in parsed.slices if s["track"] in api_tracks) == api_calls
+    assert result.flows == linked == sum(1 for s in parsed.slices if s["terminating"])

@@ -7,6 +7,7 @@ tests/data/*.gmtrace when present. Skips with a reason where no Chromium is inst
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -150,7 +151,12 @@ def test_view_cli_in_process_and_as_subprocess(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "graphmode", "view", str(trace), "--window", "0:0.05"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "t.html").stat().st_size > 1_000_000  # plotly.js is inlined
+    page = (tmp_path / "t.html").read_text()
+    payload = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
+    assert "gm-timeline-full" in {p["div"] for p in payload["plots"]}
+    # 6 iterations of 10 kernels, 5 us apart: the window 0-0.05 ms holds the first ones only (synthetic_timeline.py)
+    drawn, total = map(int, re.search(r"draws the window 0–0.05 ms: (\d+) of the pass's (\d+) spans", proc.stdout).groups())
+    assert 0 < drawn < total
 
 
 @needs_chromium

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 
 from graphmode.api import TraceHandle
@@ -15,6 +16,10 @@ def test_trace_handle_renders_report_and_timeline_inline() -> None:
     frame = re.search(r'<iframe srcdoc="(.*?)"', page, re.S)
     assert frame, "the interactive page is embedded"
     inner = html.unescape(frame.group(1))
-    assert "Plotly.newPlot" in inner or "plotly" in inner.lower()
+    # The embedded page draws this trace: its data block names the eager iteration, the graph replay,
+    # the full-run timeline and the break-even chart (plotly.js alone, inlined, would not).
+    payload = json.loads(inner.split("id='gm-data'>")[1].split("</script>")[0])
+    assert {p["div"] for p in payload["plots"]} >= {"gm-iter-0", "gm-iter-1", "gm-timeline-full", "gm-break-even"}
+    assert all(p["figure"]["data"] for p in payload["plots"])
     assert "timeline unavailable" not in page
     assert 'sandbox="allow-scripts"' in page

@@ -1,6 +1,7 @@
-"""Iteration inference, diagnostics and the CPU profile on SYNTHETIC user-script traces
-(tests/synthetic_script.py, meta workload='synthetic-script') and on the real H200 recordings.
-Every expected number is worked out by hand in the comments next to the assertions."""
+"""Iteration inference, periods, per-graph answers, diagnostics and the CPU profile on SYNTHETIC
+user-script traces (tests/synthetic_script.py, meta workload='synthetic-script': one pass, which both
+times the run and records its graphs) and on the real H200 recordings. Every expected number is
+worked out by hand in the comments next to the assertions."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from rich.console import Console
 
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.cpu_profile import classify, summarise
+from graphmode.tracer.profile_store import from_session_json
 from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.reports.terminal import print_report
-from synthetic_script import SYNC_LINE, ScriptTrace, add_inferred_iterations, eager_then_graph
-from graphmode.tracer.infer import find_sequence, infer_iterations
+from graphmode.analyzers.inference import find_sequence
+from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.periods import IterationTable
+from synthetic_script import SYNC_LINE, ScriptTrace, eager_then_graph
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace
 
@@ -36,10 +40,11 @@ def _analyze(path: Path) -> TraceAnalysis:
         return analyze(trace)
 
 
-def _iterations(cols: dict[str, np.ndarray], mode: str) -> list[tuple[int, int, int, int, str]]:
-    sel = cols["mode"] == mode
-    return [(int(i), int(s), int(e), int(g), str(n)) for i, s, e, g, n in
-            zip(cols["iteration"][sel], cols["start_ns"][sel], cols["end_ns"][sel], cols["graph_id"][sel], cols["name"][sel])]
+def _rows(t: IterationTable, mode: str) -> list[tuple[str, int, float, float]]:
+    """(role, GPU start, period, work) of one mode's iterations."""
+    sel = t.mode == mode
+    return [(str(r), int(g), float(p), float(w)) for r, g, p, w in
+            zip(t.role[sel], t.gpu_start_ns[sel], t.period[sel], t.work[sel])]
 
 
 def test_find_sequence_non_overlapping_leftmost() -> None:
@@ -49,22 +54,40 @@ def test_find_sequence_non_overlapping_leftmost() -> None:
     assert find_sequence(np.array([1, 2]), np.array([1, 2, 3])).tolist() == []
 
 
-def test_eager_and_graph_iterations_are_inferred(tmp_path: Path) -> None:
+def test_eager_and_graph_iterations_and_their_periods(tmp_path: Path) -> None:
     path = eager_then_graph(tmp_path / "gaps.gmtrace", **GAPS)
-    cols = add_inferred_iterations(path)
-    assert set(cols["kind"]) == {"iteration"} and set(cols["pass_id"]) == {0}
-    # eager: each occurrence of K1, K2 runs to the next one's first launch; the last to its GPU end (4250).
-    # The unrelated kernel X at 100 is not an iteration.
-    assert _iterations(cols, "eager") == [(0, 1000, 2500, 1, "inferred"), (1, 2500, 4000, 1, "inferred"),
-                                          (2, 4000, 4250, 1, "inferred")]
-    # graph: launch to the next launch (host gap and synchronize included); the last to its GPU end 9210
-    assert _iterations(cols, "graph") == [(0, 7000, 8000, 1, "inferred"), (1, 8000, 9000, 1, "inferred"),
-                                          (2, 9000, 9210, 1, "inferred")]
-    assert np.all(np.diff(cols["start_ns"]) >= 0)
+    with load(path) as trace:
+        it = find_iterations(trace)
+    nan = float("nan")
+    # eager: K1, K2 occurrences start on the GPU at 1020, 2520, 4020. Period = the next one's GPU start - this
+    # one's: 1500, 1500; the last has none. Each step synchronizes (the next launch comes after the GPU work
+    # ended): CPU-bound, so work = period. The unrelated kernel X at 120 is no iteration. Three iterations
+    # right before the capture, with no other eager run of the work: they count as warm-up, and being the
+    # only eager runs, they are the baseline (with a note).
+    got = _rows(it, "eager")
+    assert [r[:2] for r in got] == [("warmup", 1020), ("warmup", 2520), ("warmup", 4020)]
+    assert [r[2] for r in got[:2]] == [1500.0, 1500.0] and np.isnan(got[2][2]) and [r[3] for r in got[:2]] == [1500.0, 1500.0]
+    # replays: GPU starts 7030, 8030, 9030; periods 1000, 1000, none. The first is the graph's first launch.
+    got = _rows(it, "graph")
+    assert [(r[0], r[1]) for r in got] == [("first_launch", 7030), ("steady", 8030), ("steady", 9030)]
+    assert [r[2] for r in got[:2]] == [1000.0, 1000.0] and np.isnan(got[2][2])
+    assert not it.gpu_bound.any() and set(it.graph_id) == {1} and nan != nan
     a = _analyze(path)
-    eager, graph = a.mode("eager"), a.mode("graph")
-    assert eager is not None and eager.wall is not None and graph is not None and graph.wall is not None
-    assert (eager.wall.median, graph.wall.median) == (1500, 1000)  # medians of 1500, 1500, 250 and 1000, 1000, 210
+    (g,) = a.graphs
+    assert g.eager is not None and g.graph is not None and g.eager.work is not None and g.graph.work is not None
+    assert (g.eager.iterations, g.eager.work.trimmed_mean, g.eager.bound) == (2, 1500.0, "cpu")
+    assert (g.graph.iterations, g.graph.work.trimmed_mean, g.graph.bound) == (1, 1000.0, "cpu")
+    # one-time: capture 500 + instantiate 400 + upload 100, plus the first launch's excess: it cost span 170 +
+    # call 20 = 190; the steady replays 190 and 180 + 20 = 200, median 195: excess -5 (noise, not clamped).
+    # Break-even ceil(995 / (1500 - 1000)) = 2; 3 replays: paid back.
+    assert g.cost is not None and (g.cost.build_ns, g.cost.instantiate_ns, g.cost.upload_ns) == (500, 400, 100)
+    assert (g.cost.first_launch_ns, g.cost.steady_replay_ns, g.cost.first_launch_excess_ns) == (190, 195, -5)
+    assert g.cost.total_ns == 995
+    assert g.break_even is not None and g.break_even.replays == 2 and g.break_even.run_replays == 3
+    assert any("tiny sample" in n for n in g.notes)  # one steady replay period
+    assert g.warmup_iterations == 3 and any("warm-up" in n for n in g.notes)
+    # saved in the run: 500 per steady replay with a period (one) ; net of the one-time cost
+    assert a.totals is not None and a.totals.saved_ns == 500 and a.totals.net_ns == 500 - 995
 
 
 def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
@@ -75,16 +98,21 @@ def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
         t.nvtx("graphmode:eager_sync_each", 100, 400)
         t.nvtx("data loading", 0, 50)  # not ours: ignored
 
-    cols = add_inferred_iterations(eager_then_graph(tmp_path / "nvtx.gmtrace", **GAPS, extra=ranges))
-    # the ranges replace the inferred iterations of their mode; graph ids from the launch / occurrence inside
-    assert _iterations(cols, "graph") == [(0, 7000, 7900, 1, "nvtx"), (1, 8000, 8900, 1, "nvtx")]
-    assert _iterations(cols, "eager") == [(0, 950, 2400, 1, "nvtx")]
-    assert _iterations(cols, "eager_sync_each") == [(0, 100, 400, 0, "nvtx")]  # X at 100 is no occurrence of K1, K2
+    with load(eager_then_graph(tmp_path / "nvtx.gmtrace", **GAPS, extra=ranges)) as trace:
+        it = find_iterations(trace)
+    # the ranges replace the inferred iterations of their mode; graph ids from the first iteration inside each;
+    # period = start to the next range's start (the last range of a mode has none)
+    graph = it.select(it.mode == "graph")
+    assert list(graph.start_ns) == [7000, 8000] and list(graph.graph_id) == [1, 1] and set(graph.source) == {"nvtx"}
+    assert graph.period[0] == 1000 and np.isnan(graph.period[1])
+    eager = it.select(it.mode == "eager")
+    assert list(eager.start_ns) == [950] and list(eager.graph_id) == [1] and eager.period[0] == 1450  # a single range: its length
+    other = it.select(it.mode == "eager_sync_each")
+    assert list(other.graph_id) == [0]  # X at 100 is no occurrence of K1, K2
 
 
 def test_sync_between_replays_eats_the_saving(tmp_path: Path) -> None:
     path = eager_then_graph(tmp_path / "gaps.gmtrace", **GAPS)
-    add_inferred_iterations(path)
     a = _analyze(path)
     b = a.primary_break_even()
     assert b is not None and b.replays == 2 and b.run_replays == 3  # ceil(1000 / (1500 - 1000)); 3 replays: paid back
@@ -100,31 +128,31 @@ def test_sync_between_replays_eats_the_saving(tmp_path: Path) -> None:
 
 
 def test_graph_not_replayed_enough(tmp_path: Path) -> None:
-    # one-time 500 + 3000 + 100 = 3600; replays [9000, 9500) = 500 and [9500, 9900) = 400: median 450;
-    # saved 1500 - 450 = 1050; break-even ceil(3600 / 1050) = 4 > 2 replays; lost 3600 - 2 * 1050 = 1500.
-    # Gap [9000, 9500): 370 busy, 130 idle; 130 / (1050 + 130) = 11%: not reported.
+    # one-time 500 + 3000 + 100 = 3600; replays at GPU 9030, 9530, 10030 (spans of 370): periods 500, 500, none;
+    # the first is the first launch, so the steady replay period is 500 (replay 2). Saved 1500 - 500 = 1000;
+    # break-even ceil(3600 / 1000) = 4 > 3 replays; lost 3600 - 3 * 1000 = 600.
+    # Gaps [9000, 9500) and [9500, 10000): 370 busy, 130 idle; 130 / (1000 + 130) = 12%: not reported.
     path = eager_then_graph(tmp_path / "few.gmtrace", [1000, 2500, 4000], 4250, (5000, 5500), (5600, 8600), (8600, 8700),
-                            [(9000, (9030, 9400), 9400), (9500, (9530, 9900), None)])
-    add_inferred_iterations(path)
+                            [(9000, (9030, 9400), 9400), (9500, (9530, 9900), 9900), (10000, (10030, 10400), None)])
     a = _analyze(path)
     assert [p.kind for p in a.pitfalls] == ["never_paid_back"]
     p = a.pitfalls[0]
-    assert p.cost_ns == 1500 and p.graph_id == 1
-    assert "replayed 2 times" in p.evidence and "needs 4 replays" in p.evidence and "3.6 us" in p.evidence
-    assert "break-even from the analysis" in p.evidence and "lost 1.5 us net" in p.evidence
+    assert p.cost_ns == 600 and p.graph_id == 1
+    assert "replayed 3 times" in p.evidence and "needs 4 replays" in p.evidence and "3.6 us" in p.evidence
+    assert "this graph's own eager and replay periods" in p.evidence and "lost 0.6 us net" in p.evidence
 
 
 def test_graph_slower_than_eager(tmp_path: Path) -> None:
-    # replays every 2000 (GPU 1770 each, last ends at 12800): walls 2000, 2000, 1800, median 2000 vs eager 1500.
-    # The gaps (230) cannot explain it: 230 - 500 < 0, so only 'graph_slower' (cost 500 x 3 replays).
+    # replays every 2000 (GPU 1770 each): the steady replay period is 2000 (replay 2; the first is the first
+    # launch, the last has none) vs eager 1500. The gaps (230) cannot explain it: 230 - 500 < 0, so only
+    # 'graph_slower' (cost 500 x 3 replays).
     path = eager_then_graph(tmp_path / "slow.gmtrace", [1000, 2500, 4000], 4250, (5000, 5500), (5600, 6000), (6000, 6100),
                             [(7000, (7030, 8800), 8800), (9000, (9030, 10800), 10800), (11000, (11030, 12800), None)])
-    add_inferred_iterations(path)
     a = _analyze(path)
     assert [p.kind for p in a.pitfalls] == ["graph_slower"]
     p = a.pitfalls[0]
     assert p.cost_ns == 1500
-    assert "takes 2.0 us (median of 3) vs 1.5 us (median of 3)" in p.evidence and "0.5 us slower" in p.evidence
+    assert "takes 2.0 us (median of 1) vs 1.5 us (median of 2)" in p.evidence and "0.5 us slower" in p.evidence
 
 
 def _failed_capture(path: Path, message: str) -> Path:
@@ -202,7 +230,9 @@ def session() -> dict:
 
 
 def test_cpu_profile_of_a_real_pyinstrument_session(session: dict) -> None:
-    prof = summarise(session, cuda_api_ns=None)
+    stored = from_session_json(session)
+    assert stored is not None
+    prof = summarise(stored, cuda_api_ns=None)
     by = {c.name: c for c in prof.categories}
     assert prof.sampled_ns > 0 and abs(sum(c.ns for c in prof.categories) - prof.sampled_ns) < 1e-3
     assert abs(sum(c.fraction for c in prof.categories) - 1) < 1e-9
@@ -213,12 +243,13 @@ def test_cpu_profile_of_a_real_pyinstrument_session(session: dict) -> None:
 
 
 def test_classify_frames() -> None:
-    prefixes = ["/venv", "/usr"]
-    assert classify("/venv/lib/python3.11/site-packages/torch/nn/functional.py", prefixes) == "framework"
-    assert classify("/venv/lib/python3.11/site-packages/torch/cuda/graphs.py", prefixes) == "cuda_binding"
-    assert classify("/venv/lib/python3.11/site-packages/cuda/bindings/driver.py", prefixes) == "cuda_binding"
-    assert classify("/usr/lib/python3.11/json/encoder.py", prefixes) == "other"
-    assert classify("/home/me/train.py", prefixes) == "user"
+    # the second argument is pyinstrument's Frame.is_application_code for the frame
+    assert classify("/venv/lib/python3.11/site-packages/torch/nn/functional.py", False) == "framework"
+    assert classify("/venv/lib/python3.11/site-packages/torch/cuda/graphs.py", False) == "cuda_binding"
+    assert classify("/venv/lib/python3.11/site-packages/cuda/bindings/driver.py", False) == "cuda_binding"
+    assert classify("/usr/lib/python3.11/json/encoder.py", False) == "other"
+    assert classify("/home/me/train.py", True) == "user"
+    assert classify("/home/me/.local/lib/python3.11/site-packages/six.py", True) == "other"
 
 
 def test_reports_carry_diagnostics_and_profile(tmp_path: Path, session: dict) -> None:
@@ -257,16 +288,22 @@ def test_real_recordings_have_no_false_pitfalls(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
 def test_inference_finds_the_bench_iterations_of_real_recordings(path: Path) -> None:
-    """The runner marked its iterations; inference must find one iteration start inside each of them."""
+    """The runner marked its iterations; inference from the recorded work alone (as for a script) must find
+    one iteration starting inside each of them, and every graph launch."""
+    from graphmode.analyzers.script_analysis import table_for
+    from graphmode.analyzers.script_graphs import script_graphs
+
     with load(path) as trace:
         traced = trace.pass_by_detail("node", "graph")
         assert traced is not None
-        cols = infer_iterations(trace, traced.pass_id)
+        sg = script_graphs(trace, timing_pass=traced.pass_id)
+        assert sg is not None
+        it, _ = table_for(trace, sg)
         bench = trace.sql("SELECT mode, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration'", [traced.pass_id])
         launches = trace.rows("SELECT count(*) FROM graph_events WHERE pass_id = ? AND event = 'launch'", [traced.pass_id])[0][0]
     for ours, theirs in (("eager", "eager"), ("eager", "eager_sync_each"), ("graph", "graph")):
-        starts = np.sort(cols["start_ns"][cols["mode"] == ours])
+        starts = np.sort(it.start_ns[it.mode == ours])
         sel = bench["mode"] == theirs
         inside = np.searchsorted(starts, bench["end_ns"][sel]) - np.searchsorted(starts, bench["start_ns"][sel])
         assert np.all(inside == 1), f"{theirs}: {np.bincount(inside)}"
-    assert int((cols["mode"] == "graph").sum()) == launches  # every launch, the first included
+    assert int((it.mode == "graph").sum()) == launches  # every launch, the first included

@@ -78,12 +78,14 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
     res = runner.invoke(app, ["report", str(recording.path), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 1 and data["status"] == recording.meta["status"]
     launched = recording.rows("SELECT count(DISTINCT graph_id) FROM gpu_spans WHERE pass_id = 0 AND graph_id <> 0")[0][0]
     assert sum(1 for g in data["graphs"] if g["status"] == "replayed") == launched  # one answer per replayed graph
     res = runner.invoke(app, ["view", str(recording.path), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "r.html").stat().st_size > 100_000
+    page = (tmp_path / "r.html").read_text()
+    payload = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
+    assert "gm-timeline-full" in {p["div"] for p in payload["plots"]}
 
 
 def test_torch_cudagraph() -> None:

@@ -174,8 +174,78 @@ def test_bench_rejects_bad_options() -> None:
 
 
 def test_help_is_instant_and_imports_no_gpu_stack() -> None:
-    code = "import sys; from graphmode.cli import app; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('cupti', 'cuda', 'duckdb', 'plotly'))))"
-    proc = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=60)
+    """`graphmode --help` loads the CLI and nothing heavy: no GPU stack, no DuckDB, plotly, numpy or analyzer."""
+    heavy = ("cupti", "cuda", "duckdb", "plotly", "numpy", "pyinstrument", "perfetto")
+    code = ("import sys, json, runpy; sys.argv = ['graphmode', '--help']\n"
+            "try:\n    runpy.run_module('graphmode', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
+            "or m.startswith(('graphmode.analyzers', 'graphmode.reports', 'graphmode.api')))))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == []
+    assert "Usage" in proc.stdout
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_tracer_errors_show_in_info_and_the_report() -> None:
+    """Real recording: cupy_graph's tracer could not read two graphs' topology at destruction (meta.callback_errors)."""
+    path = DATA / "scripts" / "cupy_graph.gmtrace"
+    errors = load(path).meta["callback_errors"]
+    assert len(errors) == 2 and all("cuGraphGetNodes failed" in e for e in errors)
+    res = runner.invoke(app, ["info", str(path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "the tracer hit 2 error(s) while recording" in res.output
+    assert all(e in res.output for e in errors)
+    res = runner.invoke(app, ["report", str(path)], env={"COLUMNS": "300"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "warning: the tracer hit 2 error(s) while recording, so some data is missing" in text
+    doc = json.loads(runner.invoke(app, ["report", "--json", str(path)]).output)
+    assert any("cuGraphGetNodes failed" in w for w in doc["warnings"])
+
+
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU is present")
+@pytest.mark.parametrize("call", ["graphmode.compare(lambda: None)", "graphmode.trace('x.gmtrace').__enter__()"])
+def test_python_api_without_gpu_raises_the_cli_message(tmp_path: Path, call: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", f"import graphmode; {call}"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("graphmode.tracer.errors.NoGpuError: no usable GPU: ")
+    assert "needs an NVIDIA GPU with CUDA and CUPTI" in last and "graphmode demo" in last
+    # one exception, not a chain of the driver's errors
+    assert proc.stderr.count("Traceback") == 1 and "During handling" not in proc.stderr and "direct cause" not in proc.stderr
+    assert not (tmp_path / "x.gmtrace").exists()
+    import graphmode
+    from graphmode import NoGpuError
+
+    with pytest.raises(NoGpuError) as e:
+        eval(call, {"graphmode": graphmode})  # the same call, in this process
+    assert str(e.value) == last.split(": ", 1)[1] and e.value.__cause__ is None
+
+
+def test_every_graphmode_error_is_one_hierarchy() -> None:
+    from graphmode import GraphmodeError, TraceError as TopTraceError
+    from graphmode.tracer.cuda_util import CudaError, NoGpuError
+    from graphmode.tracer.errors import OutputPathError, StorageError, TraceInUseError
+
+    for cls in (TraceError, TraceInUseError, OutputPathError, NoGpuError, CudaError, StorageError):
+        assert issubclass(cls, GraphmodeError)
+    assert TopTraceError is TraceError and issubclass(TraceError, ValueError) and issubclass(NoGpuError, RuntimeError)
+    assert {NoGpuError.exit_code, CudaError.exit_code, TraceError.exit_code} == {3, 1, 2}
+
+
+def test_load_does_not_parse_a_version_1_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real recording (schema 1) whose meta.cpu_profile is a 46.5 MB JSON string: load() leaves it alone."""
+    parsed: list[int] = []
+    original = json.loads
+
+    def spy(text: str | bytes, *args: object, **kwargs: object) -> object:
+        parsed.append(len(text))
+        return original(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", spy)
+    with load(DATA / "legacy" / "torch_compile_v1.gmtrace") as t:  # recorded before the profile tables
+        assert t.legacy_profile and "cpu_profile" not in t.meta and t.meta["schema_version"] == 1
+        assert max(parsed) < 10_000
+        from graphmode.tracer.profile_store import profile_summary_line
+
+        assert profile_summary_line(t).startswith("pyinstrument session stored as one 46.5 MB JSON string")
+        assert max(parsed) < 10_000  # the summary line measures the string without parsing it

@@ -12,12 +12,8 @@ from typing import Any
 import numpy as np
 
 
-class CudaError(RuntimeError):
-    """A CUDA driver or NVRTC call failed; the message names the call and the error."""
-
-
-class NoGpuError(RuntimeError):
-    """No usable NVIDIA GPU / driver on this machine."""
+from graphmode.tracer.errors import CudaError as CudaError  # defined with the other errors, importable here too
+from graphmode.tracer.errors import NoGpuError as NoGpuError
 
 
 def _driver() -> Any:

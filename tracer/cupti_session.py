@@ -379,8 +379,8 @@ class CuptiSession:
         try:
             cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
             self.raw.dropped += int(dropped.value)
-        except Exception:
-            pass
+        except Exception as e:  # 0 would claim nothing was lost: say the count is unknown
+            self.raw.callback_errors.append(f"the count of dropped CUPTI records is unknown ({type(e).__name__}: {e})")
         if self._subscriber is not None:
             cupti.unsubscribe(self._subscriber)
             self._subscriber = None

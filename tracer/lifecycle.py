@@ -32,7 +32,7 @@ class ScriptGraphs:
         "graph_id", "node_id", "node_index", "node_type", "name", "source")})
     edges: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("graph_id", "from_node_id", "to_node_id")})
     events: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
-        "graph_id", "exec_id", "event", "start_ns", "end_ns", "correlation_id", "thread_id")})
+        "graph_id", "exec_id", "event", "start_ns", "end_ns", "correlation_id", "thread_id", "return_code")})
     exec_to_graph: dict[int, int] = field(default_factory=dict)
 
 
@@ -137,9 +137,10 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
     return out
 
 
-def _add_event(out: ScriptGraphs, gid: int, xid: int, event: str, start: int, end: int, corr: int, tid: int) -> None:
+def _add_event(out: ScriptGraphs, gid: int, xid: int, event: str, start: int, end: int, corr: int, tid: int,
+               rc: int = 0) -> None:
     for key, val in (("graph_id", gid), ("exec_id", xid), ("event", event), ("start_ns", start), ("end_ns", end),
-                     ("correlation_id", corr), ("thread_id", tid)):
+                     ("correlation_id", corr), ("thread_id", tid), ("return_code", rc)):
         out.events[key].append(val)
 
 
@@ -166,19 +167,22 @@ def _lifecycle_events(out: ScriptGraphs, evs: list[ResourceEvent], calls: dict[s
         c = str(cat[i])
         tid, s, e = int(calls["thread_id"][i]), int(calls["start_ns"][i]), int(calls["end_ns"][i])
         corr = int(calls["correlation_id"][i])
+        # an update that failed (e.g. CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 910) is kept with its code:
+        # the program then usually instantiates again, and the report can say why
+        rc = int(calls["return_code"][i]) if "return_code" in calls else 0
         inside = [ev for ev in evs if ev.thread_id == tid and s <= ev.ts <= e]
         if c == "instantiate":
             made = [ev for ev in inside if ev.cbid == "GRAPHEXEC_CREATED"]
             if made and made[0].graph_id in user_ids:
                 last_exec[tid] = (made[0].graph_id, made[0].exec_id)
-                _add_event(out, made[0].graph_id, made[0].exec_id, "instantiate", s, e, corr, tid)
+                _add_event(out, made[0].graph_id, made[0].exec_id, "instantiate", s, e, corr, tid, rc)
         elif c in ("upload", "update"):
             gid, xid = last_exec.get(tid, (0, 0))
             if gid:
-                _add_event(out, gid, xid, c, s, e, corr, tid)
+                _add_event(out, gid, xid, c, s, e, corr, tid, rc)
         else:
             gone = [ev for ev in inside if ev.cbid in ("GRAPH_DESTROY_STARTING", "GRAPHEXEC_DESTROY_STARTING")]
             for ev in gone[:1]:
                 gid = ev.graph_id if ev.cbid == "GRAPH_DESTROY_STARTING" else out.exec_to_graph.get(ev.exec_id, 0)
                 if gid in user_ids:
-                    _add_event(out, gid, ev.exec_id, "destroy", s, e, corr, tid)
+                    _add_event(out, gid, ev.exec_id, "destroy", s, e, corr, tid, rc)

@@ -37,6 +37,11 @@ def map_graph_ids(spans: dict[str, Any], raw: RawActivity, known_nodes: dict[int
     # GRAPH_TRACE records carry the id of the executable graph (seen on H200, CUPTI 13.0): map an
     # exec id to the graph it was instantiated from.
     graph_clone.update(exec_to_graph)
+    # Only kernel, memcpy and memset records carry node ids: a pass whose GPU work is all whole-graph
+    # spans (graph detail, graphs of memset nodes) has no such column yet.
+    for col in ("graph_id", "graph_node_id"):
+        if col not in spans:
+            spans[col] = np.zeros(len(spans["start_ns"]), dtype=np.int64)
     nid = spans["graph_node_id"].astype(np.int64)
     gid = spans["graph_id"].astype(np.int64)
     if len(nid) == 0:
@@ -72,6 +77,7 @@ def launch_events(api: dict[str, Any], spans: dict[str, Any] | None) -> dict[str
         "graph_id": graphs[keep], "exec_id": np.zeros(n, dtype=np.int64), "event": np.full(n, "launch", dtype=object),
         "start_ns": api["start_ns"][is_launch][keep], "end_ns": api["end_ns"][is_launch][keep],
         "correlation_id": corr[keep], "thread_id": api["thread_id"][is_launch][keep],
+        "return_code": api["return_code"][is_launch][keep] if "return_code" in api else np.zeros(n, dtype=np.int32),
     }
 
 

@@ -7,8 +7,11 @@ CUPTI clock (cupti.get_timestamp()), for host markers as well as for CUDA API ca
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT_NAME = "graphmode-trace"
+# Version 1 kept the pyinstrument profile as one JSON string in meta.cpu_profile (tens of MB);
+# version 2 keeps it in the profile_* tables. Readers read both.
+OLDEST_READABLE_VERSION = 1
 
 # Column lists keep their order: writers may pass columns in any order, the store reorders them.
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -115,15 +118,41 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("end_ns", "BIGINT"),
         ("correlation_id", "BIGINT"),
         ("thread_id", "BIGINT"),
+        ("return_code", "INTEGER"),  # of the CUDA call (0 = success); an 'update' that failed keeps its code
+    ],
+    # The CPU profile (pyinstrument), tracer/profile_store.py. Frames are pyinstrument's own frame
+    # strings, interned; a stack is a path in a prefix tree of frames; a sample names its stack.
+    "profile_frames": [
+        ("frame_id", "INTEGER"),  # from 1
+        ("frame_info", "VARCHAR"),  # pyinstrument's frame string: function, file, line, attributes
+    ],
+    "profile_stacks": [
+        ("stack_id", "INTEGER"),  # from 1
+        ("parent_id", "INTEGER"),  # the stack this one extends by one frame; 0 for an outermost frame
+        ("frame_id", "INTEGER"),  # innermost frame of this stack
+    ],
+    "profile_samples": [
+        ("sample_index", "INTEGER"),  # order of the samples in the run
+        ("stack_id", "INTEGER"),
+        ("seconds", "DOUBLE"),  # time the sample stands for
     ],
 }
+
+# The schema version in which each table or column first appeared: a reader of an older file sees
+# these as empty tables / default values.
+ADDED_IN: dict[str, int] = {"profile_frames": 2, "profile_stacks": 2, "profile_samples": 2,
+                            "graph_events.return_code": 2}
 
 # Columns a writer may omit: filled with these defaults so that partial records still load.
 DEFAULTS: dict[str, object] = {
     "INTEGER": 0,
     "BIGINT": 0,
     "VARCHAR": "",
+    "DOUBLE": 0.0,
 }
+
+# Columns holding the start and end of a host or GPU span (NULL-checked and validated by readers).
+SPAN_TABLES = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events")
 
 DETAIL_LEVELS = ("timing", "graph", "node")
 GPU_SPAN_KINDS = ("kernel", "memcpy", "memset", "graph")

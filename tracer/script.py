@@ -150,6 +150,10 @@ class ScriptTracer:
                                      node_events=cfg.node_events, callbacks=cfg.callbacks,
                                      gpu_kinds=cfg.gpu_kinds)
         self._session.start()
+        from graphmode.tracer.conflicts import ProfilerWatch
+
+        self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
+        self._watch.install()
         self.start_ns = timestamp()
         if cfg.profile:
             from pyinstrument import Profiler
@@ -161,16 +165,10 @@ class ScriptTracer:
         from graphmode.tracer.cupti_session import timestamp
 
         assert self._writer is not None and self._session is not None, "start() first"
+        from graphmode.tracer.profile_store import stop_profiler, write_profile
+
         writer = self._writer
-        profile_json = None
-        profile_note = ""
-        if self._profiler is not None:
-            try:
-                session = self._profiler.stop()
-                data = session.to_json()  # a dict in pyinstrument 5, a string in older releases
-                profile_json = data if isinstance(data, dict) else json.loads(data)
-            except Exception as e:
-                profile_note = f"the CPU profile could not be saved: {type(e).__name__}: {e}"
+        profile = stop_profiler(self._profiler)
         try:
             from cuda.bindings import driver as cu
 
@@ -188,12 +186,8 @@ class ScriptTracer:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
             errors = list(existing.get("callback_errors", []) or []) + list(raw.callback_errors)
-            if profile_note:
-                errors.append(profile_note)
             if errors:
                 meta["callback_errors"] = errors
-            if profile_json is not None:
-                meta["cpu_profile"] = profile_json
             extra = dict(extra_meta or {})
             if self.append:
                 # The first run's status and script record stand for the trace; this run is listed.
@@ -201,12 +195,18 @@ class ScriptTracer:
                 extra.pop("script", None)
             meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
             meta.update(extra)
-            writer.set_meta(meta)
-            if self.append:
-                writer.close(keep_status=True)
-            else:
-                writer.close(status, reason)
-        return self.out
+            try:
+                self._watch.uninstall()
+                for note in self._watch.notes():
+                    writer.add_note(note)
+                write_profile(writer, profile)
+                writer.set_meta(meta)
+            finally:
+                if self.append:
+                    writer.close(keep_status=True)
+                else:
+                    writer.close(status, reason)
+        return writer.path  # the trace moves to the temporary folder when the disk fills up
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
@@ -271,6 +271,10 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         raise FileNotFoundError(f"no such script: {path}")
     tracer = ScriptTracer(out, config, append=append, pass_id=pass_id,
                           meta={"params": {"detail": config.detail, "launch_sources": config.launch_sources}})
+    from graphmode.tracer.conflicts import warning_before_run
+
+    if pass_id == 0 and (warning := warning_before_run(path)):
+        print(warning, file=sys.stderr)
     tracer.start()  # raises NoGpuError before anything of the user's runs
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(path), *args]

@@ -9,18 +9,35 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from graphmode.tracer.errors import OutputPathError, StorageError, TraceError, TraceInUseError
+from graphmode.tracer.schema import (
+    ADDED_IN,
+    DEFAULTS,
+    FORMAT_NAME,
+    OLDEST_READABLE_VERSION,
+    SCHEMA_VERSION,
+    SPAN_TABLES,
+    TABLES,
+    create_statements,
+)
 
-from graphmode.tracer.schema import DEFAULTS, FORMAT_NAME, SCHEMA_VERSION, TABLES, create_statements
+if TYPE_CHECKING:
+    import numpy as np
 
+__all__ = ["PassInfo", "Trace", "TraceError", "TraceInUseError", "TraceWriter", "load"]
 
-class TraceError(ValueError):
-    """A trace file that cannot be used; the message is one line a person can act on."""
+# A recording refuses to start with less free space than this where the trace goes (a script's trace
+# is a few MB; a 10M-event trace 250 MB). GRAPHMODE_MIN_FREE_MB overrides it.
+MIN_FREE_MB = 16
 
 
 @dataclass(frozen=True)
@@ -35,10 +52,14 @@ class PassInfo:
 
 
 def _numpy_dtype(sql_type: str) -> Any:
-    return {"INTEGER": np.int32, "BIGINT": np.int64}.get(sql_type, object)
+    import numpy as np
+
+    return {"INTEGER": np.int32, "BIGINT": np.int64, "DOUBLE": np.float64}.get(sql_type, object)
 
 
 def _as_columns(table: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> dict[str, np.ndarray]:
+    import numpy as np
+
     spec = TABLES[table]
     known = {c for c, _ in spec}
     unknown = set(columns) - known
@@ -62,8 +83,60 @@ def _as_columns(table: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -
     return out
 
 
+def check_output_path(out: Path, inputs: Sequence[Path] = (), folder: bool = False) -> None:
+    """Refuses an output that would overwrite an input, or whose folder does not exist (never created
+    silently: a typo would scatter files). `folder`: `out` is a folder of files (created if missing)."""
+
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return a.resolve() == b.resolve()
+
+    for src in inputs:
+        if same(out, src) or out.resolve() == src.resolve():
+            raise OutputPathError(f"{out} is the input trace {src}: writing there would destroy the recording; "
+                                  "choose another -o path")
+        if folder and src.resolve().parent == out.resolve() and src.name in {f"{t}.parquet" for t in TABLES}:
+            raise OutputPathError(f"{out} holds the input {src}, which the export would overwrite; choose another -o folder")
+    if folder:
+        if out.exists() and not out.is_dir():
+            raise OutputPathError(f"{out} exists and is not a folder; choose another -o folder")
+        parent = out.resolve().parent
+    else:
+        if out.is_dir():
+            raise OutputPathError(f"{out} is a folder; give a file name (-o {out / 'name'})")
+        parent = out.resolve().parent
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot write {out}: folder {parent} does not exist; create it first or choose another -o path")
+
+
+def check_free_space(path: Path) -> None:
+    """Refuses to start a recording where the disk is (nearly) full: say so before the program runs."""
+    try:
+        min_mb = float(os.environ.get("GRAPHMODE_MIN_FREE_MB", MIN_FREE_MB))
+    except ValueError:
+        min_mb = MIN_FREE_MB
+    free = shutil.disk_usage(path.parent).free
+    if free < min_mb * 2**20:
+        raise StorageError(
+            f"only {free / 2**20:.1f} MB free on the disk holding {path.parent}; a trace needs at least {min_mb:g} MB "
+            "(GRAPHMODE_MIN_FREE_MB): free some space or write the trace elsewhere (--out)"
+        )
+
+
+def _is_disk_failure(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, OSError) or "No space left" in text or "Could not write" in text or "Disk quota" in text
+
+
 class TraceWriter:
-    """Appends columns to a new trace file. Use as a context manager or call close()."""
+    """Appends columns to a new trace file. Use as a context manager or call close().
+
+    Every append is committed at once, so a process that dies leaves a readable file with status
+    'recording'. If the disk fills up, the trace moves to the system's temporary folder (what was
+    already written is copied there) and the writer says so on stderr; `path` is then the new file.
+    """
 
     def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None, append: bool = False):
         """`append=True` opens an existing trace to add a pass (a script's detail run after its
@@ -71,6 +144,10 @@ class TraceWriter:
         import duckdb
 
         self.path = Path(path)
+        self.relocated_from: Path | None = None
+        self.failure = ""  # why writing stopped, when it did
+        self._failure_message = ""
+        self.notes: list[str] = []  # meta.notes: what went wrong while recording, for info and the report
         if append:
             self._con = duckdb.connect()
             quoted = str(self.path).replace("'", "''")
@@ -79,20 +156,27 @@ class TraceWriter:
             if meta:
                 self.set_meta(meta)
             return
-        if self.path.exists():
-            self.path.unlink()
-        wal = Path(str(self.path) + ".wal")
-        if wal.exists():
-            wal.unlink()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_output_path(self.path)
+        check_free_space(self.path)
+        try:
+            if self.path.exists():
+                self.path.unlink()
+            wal = Path(str(self.path) + ".wal")
+            if wal.exists():
+                wal.unlink()
+        except OSError as e:
+            raise StorageError(f"cannot replace {self.path}: {e.strerror or e}; choose another --out path") from None
         # Small blocks: a trace has a dozen tables, and DuckDB's default 256 KiB block per table
         # would make even a tiny recording ~3 MB.
         self._con = duckdb.connect()
-        quoted = str(self.path).replace("'", "''")
-        self._con.execute(f"ATTACH '{quoted}' AS trace (BLOCK_SIZE 16384)")
-        self._con.execute("USE trace")
-        for stmt in create_statements():
-            self._con.execute(stmt)
+        try:
+            self._con.execute(f"ATTACH '{_quoted(self.path)}' AS trace (BLOCK_SIZE 16384)")
+            self._con.execute("USE trace")
+            for stmt in create_statements():
+                self._con.execute(stmt)
+        except duckdb.Error as e:
+            self._con.close()
+            raise StorageError(f"cannot create the trace {self.path}: {_first_line(e)}; choose another --out path") from None
         self.set_meta(
             {
                 "format": FORMAT_NAME,
@@ -103,10 +187,65 @@ class TraceWriter:
         if meta:
             self.set_meta(meta)
 
+    def _write(self, what: str, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Runs statements in one transaction; on a full disk moves the trace and tries again once."""
+        import duckdb
+
+        if self._failure_message:  # the disk did not take the last write: do not pretend later ones work
+            raise StorageError(self._failure_message)
+        for attempt in (0, 1):
+            try:
+                self._con.execute("BEGIN TRANSACTION")
+                for sql, params in statements:
+                    self._con.execute(sql, list(params))
+                self._con.execute("COMMIT")
+                return
+            except duckdb.Error as e:
+                try:
+                    self._con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                if attempt or not _is_disk_failure(e) or not self._relocate(e):
+                    self.failure = f"writing {what} to {self.path} failed: {_first_line(e)}"
+                    self._failure_message = (
+                        f"{self.failure}. {self.path} keeps what was written before (its status says how the run "
+                        "ended); the rest of this recording was lost. Free space or choose another --out path")
+                    raise StorageError(self._failure_message) from None
+
+    def _relocate(self, cause: BaseException) -> bool:
+        """The disk is full: copy what is written so far to the temporary folder and go on there."""
+        import duckdb
+
+        tmp = Path(tempfile.gettempdir())
+        try:
+            if os.stat(tmp).st_dev == os.stat(self.path.parent).st_dev or shutil.disk_usage(tmp).free < 256 * 2**20:
+                return False
+            target = Path(tempfile.mkstemp(prefix=self.path.stem + "-", suffix=self.path.suffix or ".gmtrace", dir=tmp)[1])
+            target.unlink()
+            self._con.execute(f"ATTACH '{_quoted(target)}' AS moved (BLOCK_SIZE 16384)")
+            self._con.execute("COPY FROM DATABASE trace TO moved")
+            self._con.execute("USE moved")
+            self._con.execute("DETACH trace")
+        except (OSError, duckdb.Error):
+            return False
+        self.relocated_from, self.path = self.path, target
+        print(f"graphmode: no space left to write {self.relocated_from} ({_first_line(cause)}); "
+              f"the trace continues in {target}", file=sys.stderr)
+        self._write("meta", [("DELETE FROM meta WHERE key = 'relocated_from'", []),
+                             ("INSERT INTO meta VALUES ('relocated_from', ?)", [json.dumps(str(self.relocated_from))])])
+        return True
+
+    def add_note(self, text: str) -> None:
+        """Records something that went wrong while recording (meta.notes): shown by info and the report."""
+        self.notes.append(text)
+        self.set_meta({"notes": self.notes})
+
     def set_meta(self, items: Mapping[str, Any]) -> None:
+        statements: list[tuple[str, Sequence[Any]]] = []
         for key, value in items.items():
-            self._con.execute("DELETE FROM meta WHERE key = ?", [key])
-            self._con.execute("INSERT INTO meta VALUES (?, ?)", [key, json.dumps(value, default=str)])
+            statements.append(("DELETE FROM meta WHERE key = ?", [key]))
+            statements.append(("INSERT INTO meta VALUES (?, ?)", [key, json.dumps(value, default=str)]))
+        self._write("meta " + ", ".join(items), statements)
 
     def get_meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta").fetchall()}
@@ -122,13 +261,13 @@ class TraceWriter:
         self._con.register("_gm_src", cols)
         try:
             names = ", ".join(c for c, _ in TABLES[table])
-            self._con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _gm_src")
+            self._write(f"{n:,} {table} rows", [(f"INSERT INTO {table} ({names}) SELECT {names} FROM _gm_src", [])])
         finally:
             self._con.unregister("_gm_src")
         return n
 
     def add_pass(self, info: PassInfo) -> None:
-        self._con.execute("DELETE FROM passes WHERE pass_id = ?", [info.pass_id])
+        self._write(f"pass {info.pass_id}", [("DELETE FROM passes WHERE pass_id = ?", [info.pass_id])])
         self.append(
             "passes",
             {
@@ -144,18 +283,28 @@ class TraceWriter:
 
     def as_trace(self) -> Trace:
         """A read view of what has been written so far (same connection; do not close it)."""
-        meta = {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta").fetchall()}
+        meta = {k: json.loads(v) for k, v in self._con.execute("SELECT key, value FROM meta WHERE key <> 'cpu_profile'").fetchall()}
         return Trace(self.path, self._con, meta)
 
     def close(self, status: str = "complete", reason: str = "", keep_status: bool = False) -> None:
-        """Records how the run ended (`keep_status`: leave the trace's status as it is) and closes."""
+        """Records how the run ended (`keep_status`: leave the trace's status as it is, for a pass appended
+        to a trace) and closes the file. After a write failure the status is 'failed' with that failure
+        as the reason (if the disk still takes that much), and nothing is raised."""
         if self._con is None:
             return
-        if not keep_status:
-            self.set_meta({"status": status, "status_reason": reason})
-        self._con.execute("CHECKPOINT")
-        self._con.close()
-        self._con = None  # type: ignore[assignment]
+        if self.failure:
+            status, reason, keep_status = "failed", self.failure + (f"; {reason}" if reason else ""), False
+            self._failure_message = ""  # one last try: the status may still fit
+        try:
+            if not keep_status:
+                self.set_meta({"status": status, "status_reason": reason})
+            self._con.execute("CHECKPOINT")
+        except StorageError:
+            if not self.failure:
+                raise
+        finally:
+            self._con.close()
+            self._con = None  # type: ignore[assignment]
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -169,17 +318,40 @@ class TraceWriter:
             self.close("failed", f"{exc_type.__name__}: {exc}")
 
 
-class Trace:
-    """A loaded trace: metadata, passes, and SQL over its tables. Needs no GPU."""
+def _quoted(path: Path) -> str:
+    """A path inside a SQL string literal (ATTACH and COPY take literals, not parameters)."""
+    return str(path).replace("'", "''")
 
-    def __init__(self, path: Path, con: Any, meta: dict[str, Any]):
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+class Trace:
+    """A loaded trace: metadata, passes, and SQL over its tables. Needs no GPU.
+
+    `notes` lists what the loader had to leave out or assume to read the file (rows without times,
+    spans that end before they start, NULLs): the report prints them as warnings, the validator as
+    problems. `meta` holds every key except a version-1 file's `cpu_profile` (a multi-MB JSON string,
+    read by tracer.profile_store only when the profile is wanted).
+    """
+
+    def __init__(self, path: Path, con: Any, meta: dict[str, Any], notes: Sequence[str] = ()):
         self.path = path
         self._con = con
         self.meta = meta
+        self.notes: list[str] = list(notes)
+        self.legacy_profile = False  # a version-1 meta.cpu_profile string is present
         rows = con.execute(
             "SELECT pass_id, name, detail, start_ns, end_ns, dropped_records, status FROM passes ORDER BY pass_id"
         ).fetchall()
         self.passes = [PassInfo(*r) for r in rows]
+
+    @property
+    def schema_version(self) -> int:
+        v = self.meta.get("schema_version")
+        return v if isinstance(v, int) else SCHEMA_VERSION
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> dict[str, np.ndarray]:
         """Runs SQL over the trace's tables; returns named numpy columns."""
@@ -193,11 +365,13 @@ class Trace:
     def table(self, name: str, pass_id: int | None = None) -> dict[str, np.ndarray]:
         if name not in TABLES:
             raise KeyError(f"no table {name!r}; tables are {sorted(TABLES)}")
-        if pass_id is None or name == "meta":
+        if pass_id is None or "pass_id" not in dict(TABLES[name]):
             return self.sql(f"SELECT * FROM {name}")
         return self.sql(f"SELECT * FROM {name} WHERE pass_id = ?", [pass_id])
 
     def count(self, name: str) -> int:
+        if name not in TABLES:
+            raise KeyError(f"no table {name!r}; tables are {sorted(TABLES)}")
         return int(self._con.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
 
     def pass_by_detail(self, *details: str) -> PassInfo | None:
@@ -225,8 +399,11 @@ class Trace:
         return f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, passes={len(self.passes)})"
 
 
+_DAMAGED = "the file is damaged or truncated"
+
+
 def load(path: str | os.PathLike[str]) -> Trace:
-    """Opens a trace file read-only. Raises TraceError with a one-line reason for bad files."""
+    """Opens a trace file read-only (the file is never changed). Raises TraceError with a one-line reason."""
     import duckdb
 
     p = Path(path)
@@ -234,39 +411,136 @@ def load(path: str | os.PathLike[str]) -> Trace:
         raise TraceError(f"{p}: no such file; record one with `graphmode bench chain --out {p}`")
     if p.is_dir():
         raise TraceError(f"{p}: is a directory, not a graphmode trace file")
-    with open(p, "rb") as f:
-        head = f.read(16)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise TraceError(f"{p}: cannot be read ({e.strerror or e})") from None
     # A DuckDB file carries the magic 'DUCK' at offset 8 of its first block.
     if len(head) < 12 or head[8:12] != b"DUCK":
         raise TraceError(f"{p}: not a graphmode trace (not a DuckDB file); traces are written by `graphmode bench` or `graphmode run`")
+    # An in-memory database holds views over the attached file: the file is attached read-only, and
+    # DuckDB's spill files go to the temporary folder, never next to the trace.
+    con = duckdb.connect(config={"temp_directory": os.path.join(tempfile.gettempdir(), "graphmode-duckdb")})
     try:
-        con = duckdb.connect(str(p), read_only=True)
-    except Exception as e:  # duckdb raises several types for damaged files
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise TraceError(f"{p}: cannot be opened, the file is damaged or truncated ({msg}); record it again") from None
+        con.execute(f"ATTACH '{_quoted(p)}' AS trace (READ_ONLY)")
+    except duckdb.Error as e:
+        con.close()
+        raise _attach_error(p, e) from None
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if "meta" not in tables:
-            raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (no 'meta' table)")
-        meta = {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta").fetchall()}
-        if meta.get("format") != FORMAT_NAME:
-            raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (format is {meta.get('format')!r})")
-        version = meta.get("schema_version")
-        if not isinstance(version, int):
-            raise TraceError(f"{p}: graphmode trace without a schema version; the file is damaged")
-        if version > SCHEMA_VERSION:
-            raise TraceError(
-                f"{p}: trace schema version {version} is newer than this graphmode reads ({SCHEMA_VERSION}); "
-                "upgrade graphmode (pip install -U graphmode)"
-            )
-        missing = set(TABLES) - tables
-        if missing:
-            raise TraceError(f"{p}: graphmode trace is missing table(s) {sorted(missing)}; the file is damaged")
-        return Trace(p, con, meta)
+        return _open_attached(p, con)
     except TraceError:
         con.close()
         raise
     except Exception as e:
         con.close()
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise TraceError(f"{p}: cannot be read, the file is damaged or truncated ({msg}); record it again") from None
+        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+
+
+def _attach_error(p: Path, e: BaseException) -> TraceError:
+    text = str(e)
+    if "lock" in text.lower():
+        pid = re.search(r"PID (\d+)", text)
+        who = f" (process {pid.group(1)})" if pid else ""
+        return TraceInUseError(
+            f"{p}: in use by another process{who}, which has it open for writing (a recording still running?). "
+            f"Wait for it to finish, or read a copy: cp {p} /tmp/copy.gmtrace (with its .wal file, if any)"
+        )
+    if "already attached" in text or "Unique file handle conflict" in text:
+        return TraceInUseError(
+            f"{p}: open for writing in this process (a TraceWriter or `graphmode.trace()` block that has not "
+            "ended): read it after the writer closes"
+        )
+    return TraceError(f"{p}: cannot be opened, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again")
+
+
+def _open_attached(p: Path, con: Any) -> Trace:
+    columns: dict[str, dict[str, str]] = {}
+    for table, column, dtype in con.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_catalog = 'trace' AND table_schema = 'main' ORDER BY table_name, ordinal_position"
+    ).fetchall():
+        columns.setdefault(table, {})[column] = dtype
+    if "meta" not in columns:
+        raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (no 'meta' table)")
+    meta: dict[str, Any] = {}
+    bad_keys = []
+    for key, value in con.execute("SELECT key, value FROM trace.main.meta WHERE key <> 'cpu_profile'").fetchall():
+        try:
+            meta[str(key)] = json.loads(value) if value is not None else None
+        except (TypeError, ValueError):
+            bad_keys.append(str(key))
+            meta[str(key)] = value
+    if meta.get("format") != FORMAT_NAME:
+        raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (format is {meta.get('format')!r})")
+    version = meta.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TraceError(f"{p}: graphmode trace without a valid schema version ({version!r}); {_DAMAGED}")
+    if version > SCHEMA_VERSION:
+        raise TraceError(
+            f"{p}: trace schema version {version} is newer than this graphmode reads ({SCHEMA_VERSION}); "
+            "upgrade graphmode (pip install -U graphmode)"
+        )
+    if version < OLDEST_READABLE_VERSION:
+        raise TraceError(f"{p}: trace schema version {version} was never written by graphmode "
+                         f"(versions {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION}); {_DAMAGED}")
+    notes: list[str] = []
+    if bad_keys:
+        notes.append(f"meta value(s) {', '.join(sorted(bad_keys))} are not JSON: shown as stored")
+    for key in ("dropped_records",):
+        if key in meta and not (isinstance(meta[key], int) and not isinstance(meta[key], bool) and meta[key] >= 0):
+            notes.append(f"meta.{key} is {meta[key]!r}, not a count: read as unknown (0)")
+            meta[key] = 0
+    missing = [t for t in TABLES if t not in columns and ADDED_IN.get(t, 1) <= version]
+    if missing:
+        raise TraceError(f"{p}: graphmode trace is missing table(s) {sorted(missing)}; {_DAMAGED}")
+    for table, spec in TABLES.items():
+        _create_view(con, p, table, spec, columns.get(table), version, notes)
+    trace = Trace(p, con, meta, notes)
+    trace.legacy_profile = bool(con.execute("SELECT count(*) FROM trace.main.meta WHERE key = 'cpu_profile'").fetchone()[0])
+    return trace
+
+
+def _create_view(con: Any, p: Path, table: str, spec: list[tuple[str, str]], present: dict[str, str] | None,
+                 version: int, notes: list[str]) -> None:
+    """A view named like the table over the file's table: absent columns/tables read as their defaults,
+    NULLs as defaults, and span rows without start/end or ending before they start are left out (noted)."""
+    if present is None:  # a table newer than the file's schema version: empty
+        con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in spec)})")
+        return
+    for col, sql_type in spec:
+        if col not in present and ADDED_IN.get(f"{table}.{col}", 1) <= version:
+            raise TraceError(f"{p}: table {table} has no column {col}; {_DAMAGED}")
+        if col in present and present[col] != sql_type:
+            raise TraceError(f"{p}: column {table}.{col} is {present[col]}, not {sql_type}: not a trace graphmode wrote")
+    cols = [c for c, _ in spec if c in present]
+    checks = [f"count(*) - count({c})" for c in cols]
+    is_span = table in SPAN_TABLES
+    if is_span:
+        checks += ["count(*) FILTER (WHERE start_ns IS NULL OR end_ns IS NULL)", "count(*) FILTER (WHERE end_ns < start_ns)"]
+    counts = con.execute(f"SELECT {', '.join(checks)} FROM trace.main.{table}").fetchone()
+    nulls = {c: int(n) for c, n in zip(cols, counts[: len(cols)]) if n}
+    exprs = []
+    for col, sql_type in spec:
+        default = f"CAST({DEFAULTS[sql_type]!r} AS {sql_type})"
+        if col not in present:
+            exprs.append(f"{default} AS {col}")
+        elif col in nulls:
+            exprs.append(f"coalesce({col}, {default}) AS {col}")
+        else:
+            exprs.append(col)
+    where = ""
+    if is_span:
+        no_time, negative = int(counts[-2]), int(counts[-1])
+        if no_time or negative:
+            where = " WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns >= start_ns"
+        if no_time:
+            notes.append(f"{no_time:,} {table} row(s) have no start_ns or end_ns (NULL): left out")
+        if negative:
+            notes.append(f"{negative:,} {table} row(s) end before they start (negative duration): left out")
+        for c in ("start_ns", "end_ns"):
+            nulls.pop(c, None)
+    if nulls:
+        listed = ", ".join(f"{c} ({n:,})" for c, n in nulls.items())
+        notes.append(f"{table}: NULL values in {listed} read as {'0 or empty' if len(nulls) > 1 else 'the default'}")
+    con.execute(f"CREATE VIEW {table} AS SELECT {', '.join(exprs)} FROM trace.main.{table}{where}")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from graphmode.tracer.schema import SPAN_TABLES
 from graphmode.tracer.store import Trace
-
-SPAN_TABLES = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events")
 
 
 def validate_trace(trace: Trace) -> list[str]:
-    """Returns the list of broken invariants, each a sentence; an empty list means the trace is sound."""
-    problems: list[str] = []
+    """Returns the list of broken invariants, each a sentence; an empty list means the trace is sound.
+
+    What the loader had to leave out to read the file (rows without start/end times, spans ending
+    before they start, NULLs: `Trace.notes`) comes first; the checks below run on what it kept."""
+    problems: list[str] = list(trace.notes)
 
     def check(query: str, message: str) -> None:
         n = int(trace.rows(query)[0][0])
@@ -71,6 +73,19 @@ def validate_trace(trace: Trace) -> list[str]:
              SELECT 1 FROM graphs g WHERE g.pass_id = e.pass_id AND g.graph_id = e.graph_id)""",
         "{n} graph lifecycle event(s) name a graph that is not recorded",
     )
+    check(
+        """SELECT count(*) FROM profile_samples s WHERE NOT EXISTS (
+             SELECT 1 FROM profile_stacks k WHERE k.stack_id = s.stack_id) AND s.stack_id <> 0""",
+        "{n} CPU profile sample(s) name a stack that is not recorded",
+    )
+    check(
+        """SELECT count(*) FROM profile_stacks k WHERE k.parent_id >= k.stack_id OR NOT EXISTS (
+             SELECT 1 FROM profile_frames f WHERE f.frame_id = k.frame_id)""",
+        "{n} CPU profile stack(s) with an unknown frame or a parent that is not an earlier stack",
+    )
+    for p in trace.passes:
+        if p.status not in ("complete", "interrupted", "failed", "recording"):
+            problems.append(f"pass {p.pass_id} has status {p.status!r} (not complete, interrupted, failed or recording)")
     dropped_meta = int(trace.meta.get("dropped_records", 0) or 0)
     dropped_passes = sum(p.dropped_records for p in trace.passes)
     if dropped_meta != dropped_passes:

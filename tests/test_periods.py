@@ -1,0 +1,134 @@
+"""The period rules (analyzers.periods) and the per-graph arithmetic on SYNTHETIC traces built here,
+every expected number worked out by hand next to its assertion (docs/metrics.md, "Iterations and periods")."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmode.analyzers import analyze
+from graphmode.analyzers.break_even import break_even_series
+from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.results import trimmed_mean
+from graphmode.analyzers.script_graphs import primitive_root
+from graphmode.tracer.store import load
+from graphmode.tracer.validate import validate_trace
+from synthetic_script import ScriptTrace
+
+
+def _gpu_bound_trace(path: Path) -> Path:
+    """Synthetic. Eager: K launched at 100, 110, 120, 130 (the CPU runs ahead), running back to back on the
+    GPU: 200-1200, 1210-2210, 2220-3220, 3230-4230. Graph [K] captured 5000-5100, instantiated 5100-5200;
+    replays launched at 6000, 6010, 6020, 6030, running 6100-6600, 6605-7105, 7110-7610, 7615-8115."""
+    t = ScriptTrace()
+    for launch, gpu in zip((100, 110, 120, 130), ((200, 1200), (1210, 2210), (2220, 3220), (3230, 4230))):
+        t.eager_kernel("K", launch, gpu)
+    t.captured_graph(1, ["K"], (5000, 5100), (5100, 5200), None, "train.py:9 main")
+    for launch, gpu in zip((6000, 6010, 6020, 6030), ((6100, 6600), (6605, 7105), (7110, 7610), (7615, 8115))):
+        t.replay(1, launch, gpu)
+    return t.write_script(path)
+
+
+def test_gpu_bound_loops_take_the_gpu_cadence(tmp_path: Path) -> None:
+    path = _gpu_bound_trace(tmp_path / "gpu.gmtrace")
+    with load(path) as trace:
+        assert validate_trace(trace) == []
+        it = find_iterations(trace)
+    eager = it.select(it.mode == "eager")
+    # the next launch (110) comes before this one's GPU end (1200): GPU-bound; period = GPU start to GPU start
+    assert list(eager.gpu_bound) == [True, True, True, False]  # the last has no next iteration
+    assert list(eager.period[:3]) == [1010, 1010, 1010] and np.isnan(eager.period[3])
+    assert list(eager.cpu_period[:3]) == [10, 10, 10]  # launch to launch: what a CPU-side reading would say
+    graph = it.select(it.mode == "graph")
+    assert list(graph.role) == ["first_launch", "steady", "steady", "steady"]
+    assert list(graph.period[:3]) == [505, 505, 505]
+    (g,) = analyze(load(path)).graphs
+    assert g.eager is not None and g.graph is not None and g.eager.work is not None and g.graph.work is not None
+    assert (g.eager.bound, g.graph.bound) == ("gpu", "gpu")
+    assert (g.eager.work.trimmed_mean, g.graph.work.trimmed_mean) == (1010, 505)
+    # one-time 100 + 100, the first launch cost what a steady one does (span 500 + call 20): no excess.
+    # saved 1010 - 505 = 505 >= 200: pays back after 1 replay. GPU-bound periods are not widened.
+    assert g.cost is not None and g.cost.total_ns == 200 and g.break_even is not None
+    assert (g.break_even.replays, g.break_even.interval_low, g.break_even.interval_high) == (1, 1, 1)
+    assert not any("CPU-bound" in n for n in g.notes)
+
+
+def test_other_gpu_work_between_iterations_is_not_the_graphs(tmp_path: Path) -> None:
+    """Synthetic: a benchmark harness's loop, a cache-flushing FLUSH kernel before each K (Triton's do_bench),
+    everything launched ahead. GPU: FLUSH 0-900, K 905-1005, FLUSH 1010-1910, K 1915-2015, FLUSH 2020-2920,
+    K 2925-3025. The graph holds K alone."""
+    t = ScriptTrace()
+    gpu = [(0, 900), (905, 1005), (1010, 1910), (1915, 2015), (2020, 2920), (2925, 3025)]
+    for i, span in enumerate(gpu):
+        t.eager_kernel("FLUSH" if i % 2 == 0 else "K", i, span)
+    t.captured_graph(1, ["K"], (5000, 5100), (5100, 5200), None)
+    for launch, span in ((6000, (6100, 6200)), (7000, (7100, 7200)), (8000, (8100, 8200))):
+        t.replay(1, launch, span, launch + 300)
+    with load(t.write_script(tmp_path / "flush.gmtrace")) as trace:
+        it = find_iterations(trace)
+    eager = it.select(it.mode == "eager")
+    assert list(eager.gpu_start_ns) == [905, 1915, 2925]
+    # period K to K: 1010; inside it, FLUSH's 900 of other work (window [905, 1915) is busy 100 + 900)
+    assert list(eager.period[:2]) == [1010, 1010] and list(eager.other_gpu_ns[:2]) == [900, 900]
+    # GPU-bound: K's work runs from the end of the FLUSH before it to its own end: 1005 - 900 = 105
+    assert list(eager.gpu_bound[:2]) == [True, True] and list(eager.work[:2]) == [105, 105]
+
+
+def test_an_unrolled_graph_is_compared_with_its_body(tmp_path: Path) -> None:
+    """Synthetic: the graph runs A four times (Triton's do_bench_cudagraph unrolls the timed call); eagerly A
+    only ever runs between FLUSH kernels, so the whole sequence never ran eagerly: its body A did."""
+    assert primitive_root(("A", "A", "A", "A")) == ("A",)
+    assert primitive_root(("A", "B", "A", "B")) == ("A", "B") and primitive_root(("A", "B", "A")) == ("A", "B", "A")
+    t = ScriptTrace()
+    # eager, CPU-bound: A launched at 1000, 2000, 3000, 4000, each after a FLUSH, each running 100
+    for k in range(4):
+        t.eager_kernel("FLUSH", 1000 * (k + 1) - 500, (1000 * (k + 1) - 490, 1000 * (k + 1) - 400))
+        t.eager_kernel("A", 1000 * (k + 1), (1000 * (k + 1) + 10, 1000 * (k + 1) + 110))
+    t.captured_graph(1, ["A"] * 4, (5000, 5100), (5100, 5200), None)
+    for launch in (6000, 7000, 8000, 9000):  # replays of 4 x A take 450; launched 1000 apart, synchronized
+        t.replay(1, launch, (launch + 30, launch + 480), launch + 500)
+    a = analyze(load(t.write_script(tmp_path / "unrolled.gmtrace")))
+    (g,) = a.graphs
+    assert g.units_per_replay == 4 and g.eager is not None and g.eager.work is not None and g.graph is not None
+    # eager: A's GPU starts 1010, 2010, 3010, 4010: period 1000 (CPU-bound, the FLUSH is part of the loop)
+    assert g.eager.bound == "cpu" and g.eager.work.trimmed_mean == 1000
+    # a replay (period 1000) does the work of 4 eager iterations (4000): saves 3000; one-time 200: 1 replay
+    assert g.break_even is not None and g.break_even.eager_ns == 4000 and g.break_even.saved_per_replay_ns == 3000
+    assert g.break_even.replays == 1 and "a replay runs it 4 times" in g.eager_basis
+
+
+def test_trimmed_mean_and_its_standard_error() -> None:
+    # 1..10: 10% (one value) cut from each end: mean of 2..9 = 5.5. Winsorized: 2,2,3,...,9,9, mean 5.5, squared
+    # deviations 4 x 12.25 + 2 x 6.25 + 2 x 2.25 + 2 x 0.25 = 66.5, sd = sqrt(66.5 / 9) = 2.7183;
+    # se = 2.7183 / (0.8 sqrt(10)) = 1.0745
+    tm, se = trimmed_mean(np.arange(1, 11, dtype=float))
+    assert tm == 5.5 and se == pytest.approx(math.sqrt(66.5 / 9) / (0.8 * math.sqrt(10)), rel=1e-12)
+    assert se == pytest.approx(1.0745, abs=1e-4)
+    # one outlier (a first step that autotunes) moves the plain mean, not the trimmed one
+    v = np.array([100.0] * 9 + [100_000.0])
+    assert trimmed_mean(v)[0] == 100.0 and v.mean() > 10_000
+
+
+def test_break_even_interval_allows_for_a_tracer_slowed_side() -> None:
+    e, g = np.full(5, 1500.0), np.full(5, 1000.0)
+    # no spread: saved 500, one-time 1000 -> 2 replays, interval [2, 2]
+    b = break_even_series("eager", e, g, 1, 1000.0, 10)
+    assert (b.replays, b.interval_low, b.interval_high) == (2, 2, 2)
+    # the eager side may be 25% too long: 1500 / 1.25 = 1200, saved 200 -> ceil(1000 / 200) = 5 replays at most
+    b = break_even_series("eager", e, g, 1, 1000.0, 10, eager_inflation=0.25)
+    assert (b.replays, b.interval_low, b.interval_high) == (2, 2, 5)
+    # 50%: 1000 saves nothing: the upper end is never
+    b = break_even_series("eager", e, g, 1, 1000.0, 10, eager_inflation=0.5)
+    assert b.interval_high is None and b.interval_high_never
+    # the replay side may be 100% too long: 1000 / 2 = 500, saved 1000 -> 1 replay at least
+    b = break_even_series("eager", e, g, 1, 1000.0, 10, graph_inflation=1.0)
+    assert (b.interval_low, b.replays, b.interval_high) == (1, 2, 2)
+    # units: a replay (700) does 3 eager iterations (3 x 400 = 1200): saves 500
+    b = break_even_series("eager", np.full(5, 400.0), np.full(5, 700.0), 3, 1000.0, 10)
+    assert (b.eager_ns, b.saved_per_replay_ns, b.replays) == (1200, 500, 2)
+    # a replay slower than the eager work never pays back
+    b = break_even_series("eager", g, e, 1, 1000.0, 10)
+    assert b.never and b.replays is None
