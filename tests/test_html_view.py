@@ -66,6 +66,7 @@ def _open(browser: Chromium, page: Path) -> dict[str, Any]:
     browser.dialogs.clear()
     state = browser.open(page)
     assert "error" not in state, state
+    browser.evaluate("window.graphmode.loadCharts()")  # plotly charts load lazily; draw them all
     return state
 
 

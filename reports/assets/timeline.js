@@ -17,7 +17,17 @@
   const SELECT = "#ffb000";
 
   // ---- columns -------------------------------------------------------------------------------
-  function rawColumn(buf, c) { return new DT[c.dtype](buf, c.offset, c.length); }
+  function rawColumn(buf, c) {
+    if (!c.shuffled) return new DT[c.dtype](buf, c.offset, c.length);
+    // byte planes (every value's byte 0, then every byte 1, ...) back into values
+    const T = DT[c.dtype], size = T.BYTES_PER_ELEMENT, n = c.length, src = new Uint8Array(buf, c.offset, n * size);
+    const out = new Uint8Array(n * size);
+    for (let b = 0; b < size; b++) {
+      const plane = b * n;
+      for (let i = 0; i < n; i++) out[i * size + b] = src[plane + i];
+    }
+    return new T(out.buffer);
+  }
   function column(buf, c, n, T) {
     if (Object.prototype.hasOwnProperty.call(c, "const")) { const a = new T(n); a.fill(c.const); return a; }
     return rawColumn(buf, c);
