@@ -73,9 +73,9 @@ def _section(title: str, body: str, sid: str = "") -> str:
     return f"<section{f' id={chr(39)}{sid}{chr(39)}' if sid else ''}><h2>{html.escape(title)}</h2>{body}</section>"
 
 
-def _timeline_block(div: str, legend: bool = True) -> str:
-    """A timeline's container: the canvas, its legend and its docked details box."""
-    return (f"<div class='tl-row'><div class='tl-main'><div id='{div}' class='timeline'></div>"
+def _timeline_block(div: str, legend: bool = True, above: str = "") -> str:
+    """A timeline's container: the canvas (with `above` it), its legend and its docked details box."""
+    return (f"<div class='tl-row'><div class='tl-main'>{above}<div id='{div}' class='timeline'></div>"
             + (f"<div class='legend' id='{div}-legend'></div>" if legend else "") + "</div>"
             f"<div class='details' id='{div}-details' aria-live='polite'><p class='hint'>Hover a span for its details; "
             "click to keep them.</p></div></div>")
@@ -111,7 +111,7 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
             f"{(extent[1] - extent[0]) / 1e6:,.1f} ms); <b>whole run</b> shows all of it. " if cropped else "")
     hint = ("<p class='hint'>" + crop + "Scroll to zoom, drag to pan, shift-drag to zoom to a range, double-click "
             "to go back. Zoomed out, a pixel column's shade says how busy its lane was; zoomed in, every span is drawn "
-            "as recorded. The strip above is the whole pass, with the visible part outlined: click it to go there.</p>")
+            "as recorded. The strip on top is the whole pass, with the visible part outlined: click it to go there.</p>")
     note = (f"<p class='note' id='gm-window-note'>{html.escape(selection.note)}</p>" if selection.note else "")
     toolbar = ("<div class='toolbar'><label>Find kernels and calls <input type='search' id='gm-search' "
                "placeholder='name, e.g. gemm or cudaLaunchKernel' autocomplete='off'></label>"
@@ -119,8 +119,8 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                "<span id='gm-search-count' class='hint'></span><span class='spacer'></span>"
                "<button type='button' id='gm-zoom-out'>zoom out</button><button type='button' id='gm-reset'>CUDA activity</button>"
                "<button type='button' id='gm-whole'>whole run</button></div>")
-    return _section("The whole run", toolbar + hint + note + "<div id='gm-minimap' class='minimap'></div>"
-                    + _timeline_block("gm-timeline-full"), "gm-run")
+    return _section("The whole run", toolbar + hint + note
+                    + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
 
 
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:

@@ -23,12 +23,12 @@ COLOURS: dict[tuple[str, str], str] = {
     ("gpu", "kernel"): "#009e73", ("gpu", "memcpy"): "#e69f00", ("gpu", "memset"): "#f0e442",
     ("gpu", "graph"): "#cc79a7",
     ("api", "kernel_launch"): "#0072b2", ("api", "graph_launch"): "#9467bd", ("api", "sync"): "#d62728",
-    ("api", "capture"): "#e377c2", ("api", "instantiate"): "#ff7f0e", ("api", "upload"): "#bcbd22",
+    ("api", "capture"): "#ff9896", ("api", "instantiate"): "#ff7f0e", ("api", "upload"): "#bcbd22",
     ("api", "update"): "#17becf", ("api", "graph_build"): "#8c564b", ("api", "graph_destroy"): "#7f7f7f",
     ("api", "memcpy"): "#2ca02c", ("api", "memset"): "#98df8a", ("api", "memory"): "#aec7e8",
     ("api", "event"): "#c5b0d5", ("api", "stream"): "#c49c94", ("api", "module"): "#dbdb8d",
     ("api", "other"): "#c7c7c7",
-    ("marker", "phase"): "#e8e8e8", ("marker", "iteration"): "#56b4e9", ("marker", "op"): "#6b4c9a",
+    ("marker", "phase"): "#dddddd", ("marker", "iteration"): "#56b4e9", ("marker", "op"): "#6b4c9a",
     ("marker", "nvtx"): "#999999",
 }
 FALLBACK_COLOUR = "#555555"

@@ -361,3 +361,10 @@ def test_break_even_marks_this_runs_replays_and_histogram_drops_outliers(rendere
     # the traced eager iterations include one of 42 ms (the first, with cuBLAS set-up); the axis stops far below
     assert all(t["xbins"]["end"] < 1_000 for t in hist["data"])
     assert "not drawn; the longest took 42," in hist["layout"]["title"]["text"]
+
+
+def test_every_span_kind_has_its_own_colour_and_words() -> None:
+    assert len(set(COLOURS.values())) == len(COLOURS)  # instantiate and the op marker once shared one
+    from graphmode.reports.timeline_plot import LEGEND
+
+    assert set(LEGEND) == set(COLOURS) and len(set(LEGEND.values())) == len(LEGEND)

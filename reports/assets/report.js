@@ -107,7 +107,7 @@
     const miniRoot = document.getElementById("gm-minimap");
     if (miniRoot) {
       const miniSpec = Object.assign({}, full.spec, { range: full.spec.full.slice() });
-      const mini = new T.Timeline(miniRoot, miniSpec, full.d, { compact: true });
+      const mini = new T.Timeline(miniRoot, miniSpec, full.d, { compact: true, gutter: full.gutter });
       mini.draw();
       const win = document.createElement("div");
       win.className = "window";
@@ -115,12 +115,14 @@
       const place = () => {
         const [a, b] = full.range, k = mini.plotW / (miniSpec.full[1] - miniSpec.full[0]);
         const x0 = Math.max(0, (a - miniSpec.full[0]) * k), x1 = Math.min(mini.plotW, (b - miniSpec.full[0]) * k);
-        win.style.left = x0 + "px"; win.style.width = Math.max(2, x1 - x0) + "px";
+        win.style.left = mini.gutter + x0 + "px"; win.style.width = Math.max(3, x1 - x0) + "px";
       };
       place();
       full.onRange(place);
       const go = (e) => {
-        const r = mini.canvas.getBoundingClientRect(), t = mini.tOf(e.clientX - r.left), half = (full.range[1] - full.range[0]) / 2;
+        const r = mini.canvas.getBoundingClientRect();
+        if (e.clientX - r.left < mini.gutter) return;
+        const t = mini.tOf(e.clientX - r.left), half = (full.range[1] - full.range[0]) / 2;
         full.setRange(t - half, t + half);
       };
       miniRoot.addEventListener("pointerdown", (e) => { go(e); miniRoot.setPointerCapture(e.pointerId); miniRoot._drag = true; });

@@ -106,7 +106,7 @@
       this.spec = spec; this.d = data; this.opts = opts || {};
       this.compact = !!this.opts.compact;
       this.laneH = this.compact ? 6 : 22;
-      this.gutter = this.compact ? 0 : 200;
+      this.gutter = this.opts.gutter !== undefined ? this.opts.gutter : this.compact ? 0 : 200;
       this.right = this.compact ? 0 : 8;
       this.top = this.compact ? 1 : 6;
       this.axisH = this.compact ? 1 : 34;
@@ -178,6 +178,7 @@
       ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
       ctx.globalAlpha = 1;
       ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, W, H);
+      if (this.compact) { ctx.fillStyle = "#f4f5f7"; ctx.fillRect(gx, 0, pw, H); }
       const [t0, t1] = this.range, k = pw / (t1 - t0);
       const nL = spec.lanes.length, lh = this.laneH, pad = this.compact ? 0 : 3, bh = lh - 2 * pad;
       const used = new Set();
@@ -224,7 +225,12 @@
         ctx.globalAlpha = 1;
       }
       if (!this.compact) { this.drawHighlights(ctx, k); this.drawFrame(ctx, k); }
-      else if (this.window) this.drawWindow(ctx, k);
+      else if (this.gutter > 0) {
+        ctx.globalAlpha = 1; ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, this.gutter, H);
+        ctx.fillStyle = "#333"; ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle"; ctx.textAlign = "right";
+        ctx.fillText("whole pass, " + fmtDur(t1 - t0), this.gutter - 6, H / 2);
+        ctx.textAlign = "left";
+      }
       this.used = used;
       this.drawnAt = performance.now();
     }
@@ -323,13 +329,6 @@
         ctx.fillRect(Math.min(...this.boxTo), this.top, Math.abs(this.boxTo[1] - this.boxTo[0]), yAxis - this.top);
         ctx.globalAlpha = 1;
       }
-    }
-
-    drawWindow(ctx, k) {
-      const [a, b] = this.window, gx = this.gutter;
-      const x0 = gx + (a - this.range[0]) * k, x1 = gx + (b - this.range[0]) * k;
-      ctx.globalAlpha = 1; ctx.strokeStyle = "#d62728"; ctx.lineWidth = 2;
-      ctx.strokeRect(Math.max(1, x0), 1, Math.max(2, Math.min(this.width - 1, x1) - Math.max(1, x0)), this.height - 2);
     }
 
     laneOf(i) { return upperBound(this.spec.lane_bounds, i, 0, this.spec.lane_bounds.length) - 1; }
