@@ -125,9 +125,9 @@ def test_small_trace_draws_every_span_without_errors(browser: Chromium, tmp_path
     with load(tmp_path / "t.gmtrace") as trace:
         summary = write_html(trace, tmp_path / "t.html")
     state = _open(browser, tmp_path / "t.html")
-    assert browser.errors == [] and browser.dialogs == []
+    assert browser.errors == [] and browser.dialogs == [], (browser.errors, browser.dialogs)
     assert summary.note == ""
-    assert state["kernelSpansDrawn"] == counts.kernels == 60
+    assert state["kernelSpansDrawn"] == counts.kernels == 60, state
     assert state["apiCallsDrawn"] == counts.api_calls
     assert 0 < state["firstPaintMs"] <= state["renderedMs"]
     # The page opens offline: no script or stylesheet is fetched from anywhere.
@@ -140,7 +140,8 @@ def test_small_trace_draws_every_span_without_errors(browser: Chromium, tmp_path
 
     pixels = np.asarray(Image.open(shot).convert("RGB")).astype(np.int16)
     kernel_green = np.array([0, 158, 115])  # COLOURS[('gpu','kernel')] on the timelines' canvases
-    assert int((np.abs(pixels - kernel_green).max(axis=2) < 12).sum()) > 500
+    green = int((np.abs(pixels - kernel_green).max(axis=2) < 12).sum())
+    assert green > 500, f"{green} kernel-green pixels in a {pixels.shape} screenshot"
 
 
 @needs_chromium
