@@ -62,7 +62,8 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
 
 
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
-                  units_by_graph: dict[int, int] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
+                  units_by_graph: dict[int, int] | None = None,
+                  failed_captures: set[int] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
     """Per-graph results, the headline's graph first (then by time saved, then replays). `units_by_graph`: per
     graph, eager iterations one replay does the work of (analyzers.inference)."""
     units_of = units_by_graph or {}
@@ -123,7 +124,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             if be.saved_per_replay_ns is not None and graph is not None:
                 saved_in_run = be.saved_per_replay_ns * graph.iterations
         status = ("replayed" if replays else "built_before_tracing" if g is None
-                  else "never_replayed" if gid in instantiated else "never_instantiated")
+                  else "never_replayed" if gid in instantiated
+                  else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
         if status == "never_replayed":
             notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
         results.append(GraphResult(

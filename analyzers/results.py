@@ -338,7 +338,7 @@ class GraphResult:
     label: str
     site: str  # 'file:line function' of the line that captured or built it ('' unknown)
     origin: str  # 'capture' | 'explicit' | 'unknown'
-    status: str  # 'replayed' | 'never_replayed' | 'never_instantiated' | 'built_before_tracing'
+    status: str  # 'replayed' | 'never_replayed' | 'capture_failed' | 'never_instantiated' | 'built_before_tracing'
     replays: int  # replays in the run, the first launch included
     units_per_replay: int  # eager iterations one replay does the work of (N for an unrolled loop)
     nodes: int

@@ -58,7 +58,11 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
     notes = list(sg.notes)
     timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
     table, units = table_for(trace, sg)
-    graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units)
+    failed = {int(g) for (g,) in trace.rows(
+        "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
+        "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "
+        "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
+    graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed)
     costs = tuple(g.cost for g in graphs if g.cost is not None)
     primary = next((g for g in graphs if g.status == "replayed"), graphs[0] if graphs else None)
     modes: list[ModeMetrics] = []

@@ -1,39 +1,50 @@
-"""`graphmode view`: one self-contained HTML page (plotly.js inlined, opens offline).
+"""`graphmode view`: one self-contained HTML page (opens offline, no network).
 
-The page: headline numbers, an eager iteration above a graph replay on one scale, the whole run
-(an aggregate overview, and every span of the run or of a bounded window), each graph's topology
-with its critical path, the break-even chart and the iteration-time distributions. Data goes in one
-`<script type="application/json">` block with `<`, `>` and `&` escaped, so no string from the trace
-can close it; the page's script writes user strings with textContent only.
+Top to bottom: the verdict in one sentence, the headline numbers beside where the time went per mode,
+diagnostics, one section per graph (when the analysis reports per graph), one iteration of each mode
+on one scale, the whole run (cropped to the CUDA activity, the full extent one click away), every
+kernel eager vs graph, each graph's topology, the break-even chart, iteration times, the CPU profile.
+
+Timelines are drawn by the page's own canvas renderer (assets/timeline.js) from columns in one gzip
+blob; the page paints them before it loads plotly.js (itself gzipped in the page) for the charts.
+Data goes in `<script type="application/json">` / `application/octet-stream` blocks with `<`, `>` and
+`&` escaped, so no string from the trace can close them; the page's scripts write user strings with
+textContent only.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.kernel_totals import kernel_totals
 from graphmode.reports import html_charts
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
+from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
+    activity_extent,
     iteration_views,
     lanes_of,
     load_view,
-    overview,
     select_spans,
     traced_pass,
 )
-from graphmode.reports.timeline_plot import overview_figure, timeline_figure
-from graphmode.tracer.store import Trace
+from graphmode.reports.timeline_plot import BlobWriter, encode_view
+from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
-MAX_TOPOLOGIES = 6
+MAX_TOPOLOGIES = 8
+ACTIVITY_MARGIN = 0.03  # the whole-run view opens on the CUDA activity plus this share on each side
 
 
 @dataclass(frozen=True)
@@ -58,140 +69,165 @@ def _default(o: Any) -> Any:
     raise TypeError(f"cannot put {type(o).__name__} in the page")
 
 
-def _us(ns: float | None) -> str:
-    return "—" if ns is None else f"{ns / 1e3:,.2f} µs"
+def _section(title: str, body: str, sid: str = "") -> str:
+    return f"<section{f' id={chr(39)}{sid}{chr(39)}' if sid else ''}><h2>{html.escape(title)}</h2>{body}</section>"
 
 
-def _headline_rows(a: TraceAnalysis) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    for m in a.modes:
-        if m.wall is not None:
-            rows.append((f"{m.mode} iteration (median, p10–p90)",
-                         f"{_us(m.wall.median)} ({_us(m.wall.p10)} – {_us(m.wall.p90)}), {m.iterations:,} iterations, {m.wall_source} pass"))
-    saved = a.primary_overhead_saved()
-    if saved is not None:
-        rows.append((f"launch overhead saved vs {saved.baseline}, per iteration", _us(saved.wall_ns)))
-        if saved.wall_per_kernel_ns is not None:
-            rows.append(("… per kernel", _us(saved.wall_per_kernel_ns)))
-        if saved.api_ns is not None:
-            rows.append(("CPU time in CUDA API calls saved, per iteration", _us(saved.api_ns)))
-        if saved.gpu_idle_ns is not None:
-            rows.append(("GPU idle time saved, per iteration", _us(saved.gpu_idle_ns)))
-    for c in a.graph_costs:
-        rows.append((f"one-time cost of graph {c.graph_id}" + (f" ({c.label})" if c.label else ""),
-                     f"{_us(c.total_ns)} = build {_us(c.build_ns)} + instantiate {_us(c.instantiate_ns)} + upload "
-                     f"{_us(c.upload_ns)} + first-launch excess {_us(c.first_launch_excess_ns)}"))
-    b = a.primary_break_even()
-    if b is not None:
-        if b.replays is not None:
-            hi = "never" if b.interval_high_never else (f"{b.interval_high:,}" if b.interval_high is not None else "—")
-            lo = f"{b.interval_low:,}" if b.interval_low is not None else "—"
-            rows.append((f"break-even vs {b.baseline}", f"{b.replays:,} replays (95% interval {lo} – {hi})"))
-        else:
-            rows.append((f"break-even vs {b.baseline}", "never: a replay is not faster" if b.never else b.reason))
-        if b.amortised_speedup is not None:
-            rows.append((f"speed-up over this run's {b.run_replays:,} replays, one-time cost included", f"{b.amortised_speedup:.2f}×"))
-    return rows
+def _timeline_block(div: str, legend: bool = True, above: str = "") -> str:
+    """A timeline's container: the canvas (with `above` it), its legend and its docked details box."""
+    return (f"<div class='tl-row'><div class='tl-main'>{above}<div id='{div}' class='timeline'></div>"
+            + (f"<div class='legend' id='{div}-legend'></div>" if legend else "") + "</div>"
+            f"<div class='details' id='{div}-details' aria-live='polite'><p class='hint'>Hover a span for its details; "
+            "click to keep them.</p></div></div>")
 
 
-def _section(title: str, body: str) -> str:
-    return f"<section><h2>{html.escape(title)}</h2>{body}</section>"
+class _Page:
+    def __init__(self) -> None:
+        self.plots: list[dict[str, Any]] = []
+        self.blob = BlobWriter()
+
+    def chart(self, div: str, figure: dict[str, Any] | None) -> str:
+        if figure is None:
+            return ""
+        self.plots.append({"div": div, "kind": "plotly", "figure": figure, "hover": None})
+        return f"<div id='{div}' class='plot'></div>"
+
+
+def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any]) -> str:
+    origin = tp.start_ns
+    full = load_view(trace, tp.pass_id, lanes, selection.intervals, origin,
+                     f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans")
+    extent = (0, max(1, tp.end_ns - origin)) if not selection.note else full.extent_ns
+    active = activity_extent(trace, tp)
+    initial = extent
+    if active is not None and not selection.note:
+        a, b = active[0] - origin, active[1] - origin
+        margin = max(int((b - a) * ACTIVITY_MARGIN), 1_000)
+        initial = (max(extent[0], a - margin), min(extent[1], b + margin))
+    page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
+                                  initial=initial, full=extent))
+    cropped = initial != extent
+    crop = (f"It opens on the CUDA activity ({(initial[1] - initial[0]) / 1e6:,.1f} ms of the pass's "
+            f"{(extent[1] - extent[0]) / 1e6:,.1f} ms); <b>whole run</b> shows all of it. " if cropped else "")
+    hint = ("<p class='hint'>" + crop + "Scroll to zoom, drag to pan, shift-drag to zoom to a range, double-click "
+            "to go back. Zoomed out, a pixel column's shade says how busy its lane was; zoomed in, every span is drawn "
+            "as recorded. The strip on top is the whole pass, with the visible part outlined: click it to go there.</p>")
+    note = (f"<p class='note' id='gm-window-note'>{html.escape(selection.note)}</p>" if selection.note else "")
+    toolbar = ("<div class='toolbar'><label>Find kernels and calls <input type='search' id='gm-search' "
+               "placeholder='name, e.g. gemm or cudaLaunchKernel' autocomplete='off'></label>"
+               "<button type='button' id='gm-prev'>◀ previous</button><button type='button' id='gm-next'>next ▶</button>"
+               "<span id='gm-search-count' class='hint'></span><span class='spacer'></span>"
+               "<button type='button' id='gm-zoom-out'>zoom out</button><button type='button' id='gm-reset'>CUDA activity</button>"
+               "<button type='button' id='gm-whole'>whole run</button></div>")
+    return _section("The whole run", toolbar + hint + note
+                    + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
+
+
+def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
+    views = iteration_views(trace, tp.pass_id, lanes)
+    if not views:
+        return ""
+    longest = max(v.extent_ns[1] for v in views)
+    divs = []
+    for k, view in enumerate(views):
+        page.plots.append(encode_view(view, page.blob, div=f"gm-iter-{k}", origin="the iteration start",
+                                      initial=(0, longest), full=(min(0, int(view.start_ns.min(initial=0))), max(longest, view.extent_ns[1])),
+                                      sync="iterations", fade_note="starts before or after this iteration (context)"))
+        divs.append(f"<h3 class='view-title'>{esc(view.title)}</h3><div id='gm-iter-{k}' class='timeline'></div>")
+    body = ("<p class='hint'>The middle iteration of each mode, each from its own start, on one time scale: the gaps "
+            "between launches that a graph removes show as white space. Hover a span for its details; a launch call "
+            "and the GPU work it caused (same correlation id) light up together, with an arrow from the call to the work. "
+            "Zooming or double-clicking one view does the same to the others.</p>"
+            "<div class='tl-row'><div class='tl-main'>" + "".join(divs)
+            + "<div class='legend' id='gm-iter-legend'></div></div>"
+            "<div class='details' id='gm-iter-details' aria-live='polite'><p class='hint'>Hover a span for its details; "
+            "click to keep them.</p></div></div>")
+    return _section("One iteration of each mode, same scale", body, "gm-iterations")
+
+
+def _topologies(trace: Trace, page: _Page, a: TraceAnalysis, tp: PassInfo) -> str:
+    graphs = tuple(getattr(a, "graphs", ()) or ())
+    paths = {cp.graph_id: cp for cp in a.critical_paths}
+    rows = trace.rows("SELECT graph_id, label, num_nodes, EXISTS (SELECT 1 FROM gpu_spans s WHERE s.pass_id = g.pass_id "
+                      "AND s.graph_id = g.graph_id) FROM graphs g WHERE pass_id = ? ORDER BY graph_id", [tp.pass_id])
+    status = {int(g.graph_id): str(g.status) for g in graphs}
+    items: list[str] = []
+    notes: list[str] = []
+    for gid, label, nodes, ran in rows:
+        gid = int(gid)
+        never = status.get(gid) == "never_replayed" or (not graphs and not ran)
+        note = "never replayed in this run" if never else ""
+        if len(items) >= MAX_TOPOLOGIES:
+            notes.append(f"{graph_title(gid, label)}: not drawn (the page shows {MAX_TOPOLOGIES} topologies)")
+            continue
+        fig = html_charts.topology_figure(trace, tp.pass_id, gid, paths.get(gid), str(label), note)
+        if fig is None:
+            why = "no topology recorded" if not nodes else f"{int(nodes):,} nodes, too many to draw"
+            notes.append(f"{graph_title(gid, label)}: {why}" + (f"; {note}" if note else ""))
+            continue
+        items.append(page.chart(f"gm-topo-{len(items)}", fig))
+    if not items and not notes:
+        return ""
+    hint = ("<p class='hint'>Nodes by dependency level, coloured by type, sized by measured median duration; "
+            "the critical path in red.</p>" if a.critical_paths else
+            "<p class='hint'>Nodes by dependency level, coloured by type. No measured node durations (record with "
+            "<code>--detail node</code> for durations and the critical path).</p>")
+    extra = "".join(f"<p class='note'>{esc(n)}</p>" for n in notes)
+    return _section("Graph topology", hint + extra + "".join(items), "gm-topology")
 
 
 def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
                 window_ms: tuple[float, float] | None = None, max_spans: int = MAX_DRAWN_SPANS,
                 analysis: TraceAnalysis | None = None) -> tuple[str, Selection | None]:
-    """The page as a string, and what part of the run its full timeline draws (None: no traced pass)."""
+    """The page as a string, and what part of the run its whole-run timeline draws (None: no traced pass)."""
     a = analysis if analysis is not None else analyze(trace)
-    plots: list[dict[str, Any]] = []
-    parts: list[str] = []
+    page = _Page()
     meta = trace.meta
     title = f"graphmode · {trace.path.name}"
     sub = " · ".join(html.escape(str(v)) for v in (meta.get("workload", ""), meta.get("gpu_name", ""),
                                                       meta.get("started_at", ""), f"status {meta.get('status', '?')}") if v)
     if meta.get("workload") == "synthetic":
         sub += " · <b>synthetic trace (built by a test, not a recording)</b>"
-    parts.append(f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>")
+    parts = [f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>", verdict_html(a)]
 
-    table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _headline_rows(a))
-    body = f"<table class='headline'>{table}</table>" if table else "<p>No headline numbers: see below.</p>"
+    body = f"<div class='two'><div>{headline_table(a)}</div><div>{time_split_html(a.modes, a)}</div></div>"
     for cls, items in (("warn", a.warnings), ("cannot", a.cannot_compute)):
         if items:
             body += f"<ul class='{cls}'>" + "".join(f"<li>{html.escape(s)}</li>" for s in items) + "</ul>"
-    parts.append(_section("Headline numbers", body))
+    parts.append(_section("Headline numbers", body, "gm-headline"))
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:
         parts.append(_section("Diagnostics", diagnostics))
+    graphs = tuple(getattr(a, "graphs", ()) or ())
+    if graphs:
+        parts.append(_section("Per graph", graphs_html(graphs, getattr(a, "totals", None)), "gm-graphs"))
 
     selection: Selection | None = None
     tp = traced_pass(trace)
     if tp is not None:
         lanes = lanes_of(trace, tp.pass_id)
-        views = iteration_views(trace, tp.pass_id, lanes)
-        if views:
-            longest = max(v.extent_ns[1] for v in views) / 1e3
-            divs = []
-            for k, view in enumerate(views):
-                fig, hov = timeline_figure(view, unit="us", x_range=(0.0, longest), show_legend=(k == len(views) - 1))
-                plots.append({"div": f"gm-iter-{k}", "figure": fig, "hover": hov, "sync": "iterations"})
-                divs.append(f"<div id='gm-iter-{k}' class='plot'></div>")
-            parts.append(_section(
-                "One iteration of each mode, aligned at its start, same scale",
-                "<p class='hint'>Hover or click a span for its details; a launch call and the GPU work it caused "
-                "(same correlation id) light up together, with an arrow from launch to work. Zooming one view zooms all.</p>"
-                + "".join(divs)))
+        parts.append(_iterations(trace, page, tp, lanes))
         selection = select_spans(trace, tp, iterations=iterations, window_ms=window_ms, max_spans=max_spans)
-        busy, bin_ns = overview(trace, tp, lanes)
-        window = ([((s - tp.start_ns) / 1e6, (e - tp.start_ns) / 1e6) for s, e in selection.intervals]
-                  if selection.note else None)
-        plots.append({"div": "gm-overview", "figure": overview_figure(busy, bin_ns, [ln.label for ln in lanes], window),
-                      "hover": None, "sync": None})
-        full = load_view(trace, tp.pass_id, lanes, selection.intervals, tp.start_ns,
-                         f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans drawn")
-        fig, hov = timeline_figure(full, unit="ms")
-        plots.append({"div": "gm-timeline-full", "figure": fig, "hover": hov, "sync": None})
-        note = (f"<p class='note' id='gm-window-note'>{html.escape(selection.note)}</p>" if selection.note else
-                f"<p class='hint'>Every span of the pass is drawn ({selection.total:,}).</p>")
-        parts.append(_section("The whole run", "<div id='gm-overview' class='plot'></div>" + note
-                              + "<div id='gm-timeline-full' class='plot'></div>"))
-        topo = []
-        for k, cp in enumerate(a.critical_paths[:MAX_TOPOLOGIES]):
-            fig_t = html_charts.topology_figure(trace, cp.pass_id, cp.graph_id, cp)
-            if fig_t is not None:
-                plots.append({"div": f"gm-topo-{k}", "figure": fig_t, "hover": None, "sync": None})
-                topo.append(f"<div id='gm-topo-{k}' class='plot'></div>")
-        if not a.critical_paths:
-            for k, (gid,) in enumerate(trace.rows("SELECT graph_id FROM graphs WHERE pass_id = ? ORDER BY graph_id LIMIT ?",
-                                                  [tp.pass_id, MAX_TOPOLOGIES])):
-                fig_t = html_charts.topology_figure(trace, tp.pass_id, int(gid), None)
-                if fig_t is not None:
-                    plots.append({"div": f"gm-topo-{k}", "figure": fig_t, "hover": None, "sync": None})
-                    topo.append(f"<div id='gm-topo-{k}' class='plot'></div>")
-        if topo:
-            extra = (f"<p class='note'>Showing {MAX_TOPOLOGIES} of {len(a.critical_paths)} graphs.</p>"
-                     if len(a.critical_paths) > MAX_TOPOLOGIES else "")
-            hint = ("<p class='hint'>Nodes by dependency level, sized by measured median duration; "
-                    "the critical path in red.</p>" if a.critical_paths else
-                    "<p class='hint'>No measured node durations (record with <code>--detail node</code> for the critical path).</p>")
-            parts.append(_section("Graph topology", hint + extra + "".join(topo)))
+        parts.append(_whole_run(trace, page, tp, selection, lanes))
+        if tp.detail in ("graph", "node"):
+            table = kernel_table_html(kernel_totals(trace, tp.pass_id, tp.detail))
+            if table:
+                parts.append(_section("Kernels, eager vs graph", table, "gm-kernel-table"))
+        parts.append(_topologies(trace, page, a, tp))
     else:
         parts.append(_section("Timeline", "<p class='note'>The trace has no pass; nothing to draw.</p>"))
 
-    charts = []
     b = a.primary_break_even()
-    fig_b = html_charts.break_even_figure(b) if b is not None else None
-    if fig_b is not None:
-        plots.append({"div": "gm-break-even", "figure": fig_b, "hover": None, "sync": None})
-        charts.append(_section("Break-even", "<div id='gm-break-even' class='plot'></div>"))
-    fig_d = html_charts.iteration_time_figure(a.modes)
-    if fig_d is not None:
-        plots.append({"div": "gm-iteration-times", "figure": fig_d, "hover": None, "sync": None})
-        charts.append(_section("Iteration times", "<div id='gm-iteration-times' class='plot'></div>"))
-    parts.extend(charts)
+    chart = page.chart("gm-break-even", html_charts.break_even_figure(b) if b is not None else None)
+    if chart:
+        parts.append(_section("Break-even", chart, "gm-break-even-section"))
+    chart = page.chart("gm-iteration-times", html_charts.iteration_time_figure(a.modes))
+    if chart:
+        parts.append(_section("Iteration times", chart))
     profile = cpu_profile_html(a.cpu_profile, _profile_session(trace) if a.cpu_profile is not None else None)
     if profile:
-        parts.append(_section("CPU profile", profile))
-    return _page(title, "".join(parts), {"plots": plots}), selection
+        parts.append(_section("CPU profile", profile, "gm-profile-section"))
+    return _page(title, "".join(parts), {"plots": page.plots}, page.blob), selection
 
 
 def _profile_session(trace: Trace) -> Any:
@@ -205,19 +241,27 @@ def _profile_session(trace: Trace) -> Any:
     return stored.session() if stored is not None else None
 
 
-def _page(title: str, body: str, data: dict[str, Any]) -> str:
+@lru_cache(maxsize=1)
+def _plotly_gzip() -> str:
+    """plotly.js, gzipped and base64-encoded once per process (4.8 MB of script becomes about 1.9 MB)."""
     from plotly.offline import get_plotlyjs
 
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
     assets = resources.files("graphmode.reports") / "assets"
-    script = (assets / "report.js").read_text(encoding="utf-8")
+    scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "report.js"))
     css = (assets / "report.css").read_text(encoding="utf-8")
+    spans = base64.b64encode(blob.gzip()).decode("ascii")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{css}</style>"
-        f"<script>{get_plotlyjs()}</script></head><body>{body}"
-        "<div id='gm-info' class='info' aria-live='polite'>Hover or click a span on a timeline.</div>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+        f"<style>{css}</style></head><body>{body}"
         f"<script type='application/json' id='gm-data'>{_script_json(data)}</script>"
-        f"<script>{script}</script></body></html>"
+        f"<script type='application/octet-stream' id='gm-spans'>{spans}</script>"
+        f"<script type='application/octet-stream' id='gm-plotly'>{_plotly_gzip()}</script>"
+        f"<script>{scripts}</script></body></html>"
     )
 
 

@@ -13,6 +13,7 @@ from rich.text import Text
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
+from graphmode.reports.names import short_name
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
@@ -118,7 +119,7 @@ def _source_table(lines: tuple[SourceLine, ...], traced_detail: str | None) -> T
     for col in ("source line", "what", "kernels", "count", "GPU median", "GPU total"):
         t.add_column(col, justify="right" if col in ("count", "GPU median", "GPU total") else "left")
     for s in shown:
-        names = ", ".join(k[:60] for k in s.kernels[:2]) + (f" +{s.distinct_kernels - 2} more" if s.distinct_kernels > 2 else "")
+        names = ", ".join(short_name(k, 60) for k in s.kernels[:2]) + (f" +{s.distinct_kernels - 2} more" if s.distinct_kernels > 2 else "")
         what = f"graph {s.graph_id} nodes" if s.kind == "graph node" else "eager launches"
         unit = "node" if s.kind == "graph node" else "launch"
         t.add_row(Text(short_source(s.source)), what, Text(names), f"{s.count:,} {unit}{'s' if s.count != 1 else ''}",
@@ -209,7 +210,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference"):
             t.add_column(col, justify="right" if col != "kernel" else "left")
         for k in a.kernels[:MAX_KERNEL_ROWS]:
-            t.add_row(escape(k.name[:60]), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
+            t.add_row(Text(short_name(k.name, 60)), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
                       human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
         console.print(t)
 

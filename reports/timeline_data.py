@@ -1,8 +1,9 @@
-"""What the HTML timeline draws: lanes, spans as columns, and which part of a run fits in a page.
+"""What the HTML timelines draw: lanes, and the spans of a part of a run as sorted columns.
 
-Reads the trace with SQL and returns numpy columns; draws nothing. A page holds at most
-`max_spans` spans (a million WebGL segments with their hover data would not fit the 25 MB and
-5 s budget), so `select_spans` picks whole iterations, or a time window, and says what it left out.
+Reads the trace with SQL and returns numpy columns; draws nothing and computes no metric. The page's
+renderer (assets/timeline.js) draws at the level of detail the zoom needs, so a page can carry every
+span of a run of a million kernels; `select_spans` still bounds what goes into one page (`max_spans`)
+and says what it left out and how to see it.
 """
 
 from __future__ import annotations
@@ -13,16 +14,22 @@ import numpy as np
 
 from graphmode.tracer.store import PassInfo, Trace
 
-MAX_DRAWN_SPANS = 120_000
+MAX_DRAWN_SPANS = 3_000_000
 ITERATION_MODES = ("eager", "eager_sync_each", "graph")
+# API categories and GPU work that are CUDA activity: the whole-run view opens cropped to them.
+ACTIVITY_CATEGORIES = ("kernel_launch", "graph_launch", "capture", "instantiate", "upload", "update", "graph_build",
+                       "memcpy", "memset")
 
-# Lane keys are built in SQL so that every view (window, one iteration, overview) agrees on lanes.
+# Lane keys are built in SQL so that every view (window, one iteration) agrees on lanes.
 _API_LANE = "'api|' || CAST(thread_id AS VARCHAR)"
 _MARKER_LANE = ("CASE kind WHEN 'nvtx' THEN 'nvtx|' WHEN 'phase' THEN 'phase|' ELSE 'markers|' END "
                 "|| CAST(thread_id AS VARCHAR)")
 _GPU_LANE = ("CASE WHEN kind = 'graph' THEN 'graph|' ELSE 'gpu|' END || CAST(device_id AS VARCHAR) "
              "|| '|' || CAST(stream_id AS VARCHAR)")
 _LANE_ORDER = {"phase": 0, "markers": 1, "api": 2, "nvtx": 3, "gpu": 4, "graph": 5}
+# Integer columns the details box shows (0: not applicable to the span).
+FIELDS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes", "graph_id", "node", "return_code")
+TEXT_FIELDS = ("source", "api")
 
 
 @dataclass(frozen=True)
@@ -32,34 +39,41 @@ class Lane:
     side: str  # cpu | gpu
 
 
-@dataclass
+@dataclass(frozen=True)
 class SpanGroup:
     """Spans drawn in one colour: an API category, a GPU span kind, or a marker kind."""
 
-    label: str
     source: str  # api | gpu | marker
-    lane: np.ndarray  # int32 index into TimelineView.lanes
-    start_ns: np.ndarray  # int64, relative to TimelineView.origin_ns
-    end_ns: np.ndarray
-    name_id: np.ndarray  # int32 index into TimelineView.names
-    correlation_id: np.ndarray  # int64, 0 where none
-    fields: dict[str, np.ndarray] = field(default_factory=dict)  # more hover columns (ints)
-
-    def __len__(self) -> int:
-        return len(self.start_ns)
+    label: str
 
 
 @dataclass
 class TimelineView:
+    """Spans sorted by (lane, start); times in ns relative to origin_ns."""
+
     title: str
     lanes: list[Lane]
     groups: list[SpanGroup]
     names: list[str]
     origin_ns: int
-    extent_ns: tuple[int, int]  # relative to origin
+    extent_ns: tuple[int, int]  # relative to origin: what the view opens on
+    lane: np.ndarray  # int32 index into lanes
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray
+    group: np.ndarray  # int32 index into groups
+    name_id: np.ndarray  # int32 index into names
+    correlation_id: np.ndarray  # int64, 0 where none
+    outside: np.ndarray  # bool: context drawn faded (before or after the iteration the view shows)
+    fields: dict[str, np.ndarray] = field(default_factory=dict)  # FIELDS, int64
+    text_codes: dict[str, np.ndarray] = field(default_factory=dict)  # TEXT_FIELDS: int32 code in the group's table
+    text_tables: dict[str, list[list[str]]] = field(default_factory=dict)  # TEXT_FIELDS: per group, code -> string
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
 
     def count(self, source: str, label: str | None = None) -> int:
-        return sum(len(g) for g in self.groups if g.source == source and (label is None or g.label == label))
+        ids = [k for k, g in enumerate(self.groups) if g.source == source and (label is None or g.label == label)]
+        return int(np.isin(self.group, ids).sum())
 
 
 @dataclass(frozen=True)
@@ -110,12 +124,43 @@ def count_spans(trace: Trace, pass_id: int, intervals: list[tuple[int, int]] | N
     )
 
 
+def activity_extent(trace: Trace, pass_info: PassInfo) -> tuple[int, int] | None:
+    """First to last CUDA activity of the pass (GPU work, launches, graph building; absolute ns), or None."""
+    cats = ", ".join(f"'{c}'" for c in ACTIVITY_CATEGORIES)
+    lo, hi = trace.rows(
+        f"""SELECT min(s), max(e) FROM (
+              SELECT min(start_ns) AS s, max(end_ns) AS e FROM gpu_spans WHERE pass_id = ?
+              UNION ALL SELECT min(start_ns), max(end_ns) FROM api_calls WHERE pass_id = ? AND category IN ({cats}))""",
+        [pass_info.pass_id, pass_info.pass_id])[0]
+    return None if lo is None else (int(lo), int(hi))
+
+
 def iteration_markers(trace: Trace, pass_id: int) -> dict[str, dict[str, np.ndarray]]:
-    """mode -> columns iteration, start_ns, end_ns of the pass's iteration markers, by iteration."""
+    """mode -> columns iteration, start_ns, end_ns of the pass's iterations, by iteration: the runner's
+    markers, or in a script trace the steady iterations of the headline's graph (analyzers.iterations)."""
     cols = trace.sql(
-        "SELECT mode, iteration, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' "
+        "SELECT mode, iteration, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND name <> 'inferred' "
         "ORDER BY mode, iteration", [pass_id])
     out: dict[str, dict[str, np.ndarray]] = {}
+    if not cols["mode"].size:
+        from graphmode.analyzers.iterations import find_iterations
+
+        it = find_iterations(trace, pass_id)
+        steady = it.select(np.isin(it.role, ("steady", "warmup")))
+        if steady.size:
+            # the graph with the most replays, and its eager iterations
+            replays = steady.graph_id[steady.mode == "graph"]
+            graph = int(np.bincount(replays).argmax()) if replays.size else int(steady.graph_id[0])
+            mine = steady.select(steady.graph_id == graph)
+            for mode in ITERATION_MODES:
+                sel = mine.mode == mode
+                if sel.any():
+                    # an iteration's view holds its own GPU work, which a GPU-bound loop runs after later launches
+                    gpu = mine.gpu_start_ns[sel] >= 0
+                    start = np.where(gpu, np.minimum(mine.start_ns[sel], mine.gpu_start_ns[sel]), mine.start_ns[sel])
+                    end = np.where(gpu, np.maximum(mine.end_ns[sel], mine.gpu_end_ns[sel]), mine.end_ns[sel])
+                    out[mode] = {"iteration": np.arange(int(sel.sum())), "start_ns": start, "end_ns": end}
+        return out
     for mode in ITERATION_MODES:
         sel = cols["mode"] == mode
         if sel.any():
@@ -174,8 +219,8 @@ def select_spans(
         what += f", cut at {(cut - pass_info.start_ns) / 1e6:,.3f} ms to stay within {max_spans:,} spans"
     if drawn >= total:
         return Selection(intervals, drawn, total, "")
-    note = (f"The full-run timeline draws {what}: {drawn:,} of the pass's {total:,} spans "
-            f"(a page holds at most {max_spans:,}); the overview above it aggregates the whole run. {how}")
+    note = (f"The whole-run timeline draws {what}: {drawn:,} of the pass's {total:,} spans "
+            f"(a page holds at most {max_spans:,}). {how}")
     return Selection(intervals, drawn, total, note)
 
 
@@ -196,64 +241,98 @@ def _auto_intervals(trace: Trace, pass_info: PassInfo, its: dict[str, dict[str, 
     return [(pass_info.start_ns, cut)], f"the first {(cut - pass_info.start_ns) / 1e6:,.3f} ms"
 
 
-def load_view(trace: Trace, pass_id: int, lanes: list[Lane], intervals: list[tuple[int, int]], origin_ns: int,
-              title: str) -> TimelineView:
-    """The spans of the pass overlapping `intervals`, grouped by colour, times relative to origin_ns."""
-    lane_index = {ln.key: i for i, ln in enumerate(lanes)}
-    where, params = _overlap(intervals)
-    raw: list[tuple[str, str, dict[str, np.ndarray]]] = []
-    api = trace.sql(
-        f"SELECT {_API_LANE} AS lane, category AS label, name, start_ns, end_ns, correlation_id, api, return_code, source "
-        f"FROM api_calls WHERE pass_id = ? AND {where} ORDER BY start_ns", [pass_id, *params])
-    raw.append(("api", "category", api))
-    # A span's source line: a graph node's is the line that created it during capture; eager work's is
-    # its launch call's (same correlation id), recorded with --launch-sources. '' where neither is known.
-    gpu = trace.sql(
-        f"""SELECT {_GPU_LANE} AS lane, g.kind AS label, g.name, g.start_ns, g.end_ns, g.correlation_id, g.stream_id, g.graph_id,
-                   g.graph_node_id, g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z, g.bytes,
-                   coalesce(nullif(n.source, ''), c.source, '') AS source
-            FROM (SELECT * FROM gpu_spans WHERE pass_id = ? AND {where}) g
-            LEFT JOIN (SELECT node_id, max(source) AS source FROM graph_nodes
-                       WHERE pass_id = ? AND source <> '' GROUP BY node_id) n
-                   ON g.graph_node_id <> 0 AND n.node_id = g.graph_node_id
-            LEFT JOIN (SELECT correlation_id, max(source) AS source FROM api_calls
-                       WHERE pass_id = ? AND source <> '' GROUP BY correlation_id) c
-                   ON g.graph_node_id = 0 AND c.correlation_id = g.correlation_id
-            ORDER BY g.start_ns""", [pass_id, *params, pass_id, pass_id])
-    raw.append(("gpu", "kind", gpu))
-    markers = trace.sql(
-        f"SELECT {_MARKER_LANE} AS lane, kind AS label, "
-        f"CASE WHEN kind = 'iteration' THEN mode || ' iteration ' || CAST(iteration AS VARCHAR) "
-        f"     WHEN kind = 'op' THEN name || ' (graph ' || CAST(graph_id AS VARCHAR) || ')' ELSE name END AS name, "
-        f"start_ns, end_ns, graph_id FROM markers WHERE pass_id = ? AND {where} ORDER BY start_ns",
-        [pass_id, *params])
-    raw.append(("marker", "kind", markers))
+def _spans_sql(where: str) -> str:
+    """The three span tables as one relation with the same columns (parameters: pass_id, overlap, pass_id x2
+    for the GPU joins, pass_id, overlap, focus mode, focus iteration for the markers)."""
+    zero = "0 AS grid_x, 0 AS grid_y, 0 AS grid_z, 0 AS block_x, 0 AS block_y, 0 AS block_z, 0 AS bytes"
+    return f"""
+        SELECT {_API_LANE} AS lane, 'api' AS src, category AS label, name, start_ns, end_ns, correlation_id,
+               {zero}, 0 AS graph_id, 0 AS node, coalesce(return_code, 0) AS return_code,
+               coalesce(source, '') AS source, coalesce(api, '') AS api
+        FROM api_calls WHERE pass_id = ? AND {where}
+        UNION ALL
+        -- A span's source line: a graph node's is the line that created it during capture; eager work's is
+        -- its launch call's (same correlation id), recorded with --launch-sources. '' where neither is known.
+        SELECT {_GPU_LANE}, 'gpu', g.kind, g.name, g.start_ns, g.end_ns, g.correlation_id,
+               g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z, coalesce(g.bytes, 0),
+               g.graph_id, coalesce(n.node_index + 1, 0), 0, coalesce(nullif(n.source, ''), c.source, ''), ''
+        FROM (SELECT * FROM gpu_spans WHERE pass_id = ? AND {where}) g
+        LEFT JOIN (SELECT node_id, max(source) AS source, min(node_index) AS node_index FROM graph_nodes
+                   WHERE pass_id = ? GROUP BY node_id) n
+               ON g.graph_node_id <> 0 AND n.node_id = g.graph_node_id
+        LEFT JOIN (SELECT correlation_id, max(source) AS source FROM api_calls
+                   WHERE pass_id = ? AND source <> '' GROUP BY correlation_id) c
+               ON g.graph_node_id = 0 AND c.correlation_id = g.correlation_id
+        UNION ALL
+        SELECT {_MARKER_LANE}, 'marker', kind,
+               CASE WHEN kind = 'iteration' THEN mode || ' iteration ' || CAST(iteration AS VARCHAR)
+                    WHEN kind = 'op' THEN name || ' (graph ' || CAST(graph_id AS VARCHAR) || ')' ELSE name END,
+               start_ns, end_ns, 0, {zero}, graph_id, 0, 0, '', ''
+        FROM markers WHERE pass_id = ? AND {where}
+          AND (kind <> 'iteration' OR ? IS NULL OR (mode = ? AND iteration = ?))"""
 
-    all_names = np.concatenate([cols["name"] for _, _, cols in raw]).astype(object)
-    names, inverse = np.unique(all_names, return_inverse=True) if len(all_names) else (np.array([], object), np.array([], np.int64))
-    groups: list[SpanGroup] = []
-    offset = 0
-    for source, _, cols in raw:
-        n = len(cols["start_ns"])
-        name_id = inverse[offset:offset + n].astype(np.int32)
-        offset += n
-        lane = np.array([lane_index[str(k)] for k in np.unique(cols["lane"])], np.int32)
-        lane_of = dict(zip(np.unique(cols["lane"]), lane))
-        lane_col = np.vectorize(lane_of.__getitem__, otypes=[np.int32])(cols["lane"]) if n else np.zeros(0, np.int32)
-        extra = [c for c in cols if c not in ("lane", "label", "name", "start_ns", "end_ns", "correlation_id")]
-        for label in np.unique(cols["label"]):
-            sel = cols["label"] == label
-            groups.append(SpanGroup(
-                label=str(label), source=source, lane=lane_col[sel],
-                start_ns=cols["start_ns"][sel].astype(np.int64) - origin_ns,
-                end_ns=cols["end_ns"][sel].astype(np.int64) - origin_ns,
-                name_id=name_id[sel],
-                correlation_id=cols.get("correlation_id", np.zeros(n, np.int64))[sel].astype(np.int64),
-                fields={c: cols[c][sel] for c in extra},
-            ))
-    lo = min(a for a, _ in intervals) - origin_ns
-    hi = max(b for _, b in intervals) - origin_ns
-    return TimelineView(title, lanes, groups, [str(s) for s in names], origin_ns, (lo, hi))
+
+def load_view(trace: Trace, pass_id: int, lanes: list[Lane], intervals: list[tuple[int, int]], origin_ns: int,
+              title: str, focus: tuple[int, int, str, int] | None = None) -> TimelineView:
+    """The spans of the pass overlapping `intervals`, sorted by (lane, start), times relative to origin_ns.
+
+    `focus` (start, end, mode, iteration): the view shows that one iteration; other iterations'
+    markers are left out, and spans that start before or after it are marked `outside` (faded).
+    Names, groups and text fields are coded in SQL: a string crosses into Python once per distinct value.
+    """
+    where, params = _overlap(intervals) if intervals else ("FALSE", [])
+    mode, iteration = (focus[2], focus[3]) if focus else (None, None)
+    args = [pass_id, *params, pass_id, *params, pass_id, pass_id, pass_id, *params, mode, mode, iteration]
+    # Dictionaries: every distinct name, group and (group, text) value, numbered in sorted order.
+    dictionaries = f"""s AS ({_spans_sql(where)}),
+        nm AS (SELECT name, CAST(row_number() OVER (ORDER BY name) - 1 AS INTEGER) AS code FROM (SELECT DISTINCT name FROM s)),
+        gp AS (SELECT src, label, CAST(row_number() OVER (ORDER BY src, label) - 1 AS INTEGER) AS code
+               FROM (SELECT DISTINCT src, label FROM s)),
+        sc AS (SELECT src, label, source, CAST(row_number() OVER (PARTITION BY src, label ORDER BY source) - 1 AS INTEGER)
+                      AS code FROM (SELECT DISTINCT src, label, source FROM s)),
+        ap AS (SELECT src, label, api, CAST(row_number() OVER (PARTITION BY src, label ORDER BY api) - 1 AS INTEGER)
+                      AS code FROM (SELECT DISTINCT src, label, api FROM s))"""
+    ints = ", ".join(f"CAST(s.{f} AS BIGINT) AS {f}" for f in FIELDS)
+    cols = trace.sql(
+        f"""WITH {dictionaries}
+            SELECT CAST(list_position(?, s.lane) - 1 AS INTEGER) AS lane, s.start_ns - ? AS start_ns,
+                   greatest(s.end_ns, s.start_ns) - ? AS end_ns, gp.code AS group_id, nm.code AS name_id,
+                   coalesce(s.correlation_id, 0) AS correlation_id, {ints}, sc.code AS source_code, ap.code AS api_code
+            FROM s JOIN nm USING (name) JOIN gp USING (src, label) JOIN sc USING (src, label, source)
+                   JOIN ap USING (src, label, api)
+            ORDER BY lane, s.start_ns, s.end_ns DESC""",
+        [*args, [ln.key for ln in lanes], origin_ns, origin_ns])
+    words = trace.rows(
+        f"""WITH {dictionaries}
+            SELECT 'name', 0, code, name FROM nm
+            UNION ALL SELECT 'group', 0, code, src || '|' || label FROM gp
+            UNION ALL SELECT 'source', gp.code, sc.code, source FROM sc JOIN gp USING (src, label)
+            UNION ALL SELECT 'api', gp.code, ap.code, api FROM ap JOIN gp USING (src, label)""", args)
+    n = len(cols["start_ns"])
+    table: dict[str, dict[tuple[int, int], str]] = {"name": {}, "group": {}, "source": {}, "api": {}}
+    for what, g, code, value in words:
+        table[what][(int(g), int(code))] = str(value)
+    names = [table["name"][(0, k)] for k in range(len(table["name"]))]
+    groups = [SpanGroup(*table["group"][(0, k)].split("|", 1)) for k in range(len(table["group"]))]
+    tables: dict[str, list[list[str]]] = {f: [[] for _ in groups] for f in TEXT_FIELDS}
+    for f in TEXT_FIELDS:
+        for (g, code), value in sorted(table[f].items()):
+            tables[f][g].append(value)  # codes run 0, 1, ... within each group
+    codes = {f: cols[f"{f}_code"].astype(np.int32) for f in TEXT_FIELDS}
+    name_id, group = cols["name_id"].astype(np.int32), cols["group_id"].astype(np.int32)
+    start = cols["start_ns"].astype(np.int64)
+    if focus is not None:
+        outside = (start < focus[0] - origin_ns) | (start > focus[1] - origin_ns)
+        lo, hi = focus[0] - origin_ns, focus[1] - origin_ns
+    else:
+        outside = np.zeros(n, bool)
+        lo = min(a for a, _ in intervals) - origin_ns if intervals else 0
+        hi = max(b for _, b in intervals) - origin_ns if intervals else 1
+    return TimelineView(
+        title=title, lanes=lanes, groups=groups, names=names, origin_ns=origin_ns, extent_ns=(lo, hi),
+        lane=cols["lane"].astype(np.int32), start_ns=start, end_ns=cols["end_ns"].astype(np.int64), group=group,
+        name_id=name_id, correlation_id=cols["correlation_id"].astype(np.int64), outside=outside,
+        fields={f: np.asarray(cols[f]).astype(np.int64) for f in FIELDS}, text_codes=codes, text_tables=tables)
 
 
 def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], iteration: int | None = None) -> list[TimelineView]:
@@ -263,24 +342,6 @@ def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], iteration: in
         i = len(cols["iteration"]) // 2 if iteration is None else min(iteration, len(cols["iteration"]) - 1)
         s, e = int(cols["start_ns"][i]), int(cols["end_ns"][i])
         it = int(cols["iteration"][i])
-        views.append(load_view(trace, pass_id, lanes, [(s, e)], s,
-                               f"{mode} iteration {it}: {(e - s) / 1e3:,.1f} µs"))
+        views.append(load_view(trace, pass_id, lanes, [(s, e)], s, f"{mode} iteration {it}: {(e - s) / 1e3:,.1f} µs",
+                               focus=(s, e, mode, it)))
     return views
-
-
-def overview(trace: Trace, pass_info: PassInfo, lanes: list[Lane], bins: int = 1500) -> tuple[np.ndarray, float]:
-    """Busy fraction per lane and time bin over the whole pass (each span counted in its start bin)."""
-    t0, t1 = pass_info.start_ns, max(pass_info.end_ns, pass_info.start_ns + 1)
-    width = (t1 - t0) / bins
-    lane_index = {ln.key: i for i, ln in enumerate(lanes)}
-    busy = np.zeros((len(lanes), bins), np.float64)
-    for table, lane_sql in (("api_calls", _API_LANE), ("gpu_spans", _GPU_LANE), ("markers", _MARKER_LANE)):
-        extra = " AND kind NOT IN ('phase')" if table == "markers" else ""
-        cols = trace.sql(
-            f"SELECT {lane_sql} AS lane, least(greatest(CAST(floor((start_ns - ?) / ?) AS BIGINT), 0), ?) AS bin, "
-            f"sum(end_ns - start_ns) AS busy FROM {table} WHERE pass_id = ?{extra} GROUP BY ALL",
-            [t0, width, bins - 1, pass_info.pass_id])
-        for key in np.unique(cols["lane"]):
-            sel = cols["lane"] == key
-            np.add.at(busy[lane_index[str(key)]], cols["bin"][sel].astype(np.int64), cols["busy"][sel].astype(np.float64))
-    return np.minimum(busy / width, 1.0), width

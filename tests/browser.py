@@ -2,6 +2,10 @@
 
 Used by the HTML tests and benchmarks/html_scale.py. `find_chromium()` returns None where no
 browser is installed (Debian: `apt-get install chromium`), and the tests skip with that reason.
+
+Errors are collected from every frame: Chromium runs a sandboxed iframe (the CPU profile) in a process
+of its own, whose console the page's DevTools session does not see, so the harness auto-attaches to
+every such target (flattened sessions) and listens there too.
 """
 
 from __future__ import annotations
@@ -67,32 +71,51 @@ class Chromium:
         self.errors: list[str] = []
         self.dialogs: list[str] = []
         self.events: list[dict[str, Any]] = []
+        self.frames: list[str] = []  # sessions of out-of-process frames (the sandboxed CPU-profile iframe)
         for method in ("Page.enable", "Runtime.enable", "Log.enable"):
             self.send(method)
+        self.send("Target.setAutoAttach", autoAttach=True, waitForDebuggerOnStart=True, flatten=True)
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
 
     def _handle_event(self, msg: dict[str, Any]) -> None:
         method = msg.get("method", "")
         params = msg.get("params", {})
         self.events.append(msg)
+        where = " (in a frame)" if msg.get("sessionId") else ""
+        if method == "Target.attachedToTarget":
+            session = params["sessionId"]
+            self.frames.append(session)
+            # Listen in the new frame before it runs, then let it run (it waits: waitForDebuggerOnStart).
+            for m in ("Runtime.enable", "Log.enable"):
+                self._post(m, session)
+            self._post("Target.setAutoAttach", session, autoAttach=True, waitForDebuggerOnStart=True, flatten=True)
+            self._post("Runtime.runIfWaitingForDebugger", session)
+            return
         if method == "Runtime.exceptionThrown":
             d = params.get("exceptionDetails", {})
-            self.errors.append(str(d.get("exception", {}).get("description") or d.get("text")))
+            self.errors.append(str(d.get("exception", {}).get("description") or d.get("text")) + where)
         elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
-            self.errors.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+            self.errors.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])) + where)
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             entry = params["entry"]
-            self.errors.append(f"{entry.get('source')}: {entry.get('text')}")
+            self.errors.append(f"{entry.get('source')}: {entry.get('text')}{where}")
         elif method == "Page.javascriptDialogOpening":
             self.dialogs.append(str(params.get("message")))
             # Answer it without blocking on it: the page must go on so the test can see the dialog.
             self._ws.send(json.dumps({"id": 10**9 + len(self.dialogs), "method": "Page.handleJavaScriptDialog",
                                       "params": {"accept": True}}))
 
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
+    def _post(self, method: str, session: str | None = None, **params: Any) -> int:
+        """Sends a command without waiting for its answer (answers to it are skipped when they come)."""
         self._next_id += 1
-        call_id = self._next_id
-        self._ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
+        msg: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        self._ws.send(json.dumps(msg))
+        return self._next_id
+
+    def send(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        call_id = self._post(method, session, **params)
         while True:
             msg = json.loads(self._ws.recv())
             if msg.get("id") == call_id:
@@ -102,8 +125,15 @@ class Chromium:
             if "method" in msg:
                 self._handle_event(msg)
 
-    def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+    def pump(self, seconds: float) -> None:
+        """Reads events for a while (errors from frames that are still starting arrive this way)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.evaluate("1")
+            time.sleep(0.05)
+
+    def evaluate(self, expression: str, session: str | None = None) -> Any:
+        result = self.send("Runtime.evaluate", session, expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:
             raise RuntimeError(f"evaluating {expression!r}: {result['exceptionDetails'].get('text')}")
         return result.get("result", {}).get("value")
@@ -118,6 +148,30 @@ class Chromium:
                 return dict(json.loads(state))
             time.sleep(0.05)
         raise TimeoutError(f"{path} did not finish drawing within {timeout_s} s; errors: {self.errors}")
+
+    # Real input, as a person gives it: the browser turns these into pointer, wheel and click events.
+    def mouse_move(self, x: float, y: float, buttons: int = 0) -> None:
+        self.send("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y, buttons=buttons,
+                  button="left" if buttons else "none")
+
+    def wheel(self, x: float, y: float, delta_y: float = 0.0, delta_x: float = 0.0) -> None:
+        self.send("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=delta_x, deltaY=delta_y)
+
+    def drag(self, x0: float, y0: float, x1: float, y1: float, steps: int = 8) -> None:
+        self.mouse_move(x0, y0)
+        self.send("Input.dispatchMouseEvent", type="mousePressed", x=x0, y=y0, button="left", buttons=1, clickCount=1)
+        for k in range(1, steps + 1):
+            self.mouse_move(x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps, buttons=1)
+        self.send("Input.dispatchMouseEvent", type="mouseReleased", x=x1, y=y1, button="left", buttons=0, clickCount=1)
+
+    def click(self, x: float, y: float, count: int = 1) -> None:
+        for k in range(1, count + 1):
+            self.send("Input.dispatchMouseEvent", type="mousePressed", x=x, y=y, button="left", buttons=1, clickCount=k)
+            self.send("Input.dispatchMouseEvent", type="mouseReleased", x=x, y=y, button="left", buttons=0, clickCount=k)
+
+    def next_frame(self) -> None:
+        """Returns once the page has drawn a frame after everything sent so far."""
+        self.evaluate("new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
 
     def screenshot(self, out: Path, full_page: bool = True) -> Path:
         params: dict[str, Any] = {"format": "png"}

@@ -30,6 +30,7 @@ NODE_GAP_NS = 500  # gap between dependent graph nodes on the GPU
 GRAPH_LAUNCH_CALL_NS = 8_000
 SYNC_TAIL_NS = 2_000
 ITERATION_GAP_NS = 1_000
+JITTER_NS = 400  # below every gap of the layout (500 ns between graph nodes), so spans keep their order
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,14 @@ def write_synthetic_trace(
     kernel_name: str = "chain_kernel",
     nvtx_message: str | None = "user range",
     detail: str = "node",
+    jitter_seed: int | None = None,
 ) -> SyntheticCounts:
-    """Writes a two-pass synthetic trace (timing + `detail`) and returns what it holds."""
+    """Writes a two-pass synthetic trace (timing + `detail`) and returns what it holds.
+
+    `jitter_seed`: kernel and launch-call durations shortened by up to JITTER_NS and kernel starts
+    delayed by up to JITTER_NS / 2 (seeded uniform noise), so timestamps do not repeat as exactly as
+    the layout's (what the page's compression sees in a recording); counts and ordering stay the same.
+    """
     if detail not in ("node", "graph"):
         raise ValueError(f"detail must be 'node' or 'graph', not {detail!r}")
     n, k = iterations, kernels_per_iteration
@@ -70,6 +77,10 @@ def write_synthetic_trace(
     launch_start = (e_start[:, None] + ki[None, :] * LAUNCH_PERIOD_NS).ravel()
     kernel_start = launch_start + LAUNCH_CALL_NS + LAUNCH_LATENCY_NS
     launch_corr = np.arange(1, n * k + 1, dtype=np.int64)
+    rng = np.random.default_rng(jitter_seed) if jitter_seed is not None else None
+    launch_end = launch_start + LAUNCH_CALL_NS
+    if rng is not None:
+        launch_end -= rng.integers(0, JITTER_NS, launch_end.size)
     e_sync_start = e_start + eager_sync_start
     e_end = e_start + eager_iter_ns
     eager_phase_end = int(e_end[-1])
@@ -125,7 +136,7 @@ def write_synthetic_trace(
         api_cat = (["kernel_launch"] * (n * k) + ["graph_launch"] * n + ["sync"] * (2 * n) + [o[1] for o in one_time])
         api_start = np.concatenate([launch_start, g_start, e_sync_start, g_start + GRAPH_LAUNCH_CALL_NS,
                                     np.array([o[2] for o in one_time], dtype=np.int64)])
-        api_end = np.concatenate([launch_start + LAUNCH_CALL_NS, g_start + GRAPH_LAUNCH_CALL_NS, e_end, g_end,
+        api_end = np.concatenate([launch_end, g_start + GRAPH_LAUNCH_CALL_NS, e_end, g_end,
                                   np.array([o[3] for o in one_time], dtype=np.int64)])
         api_corr = np.concatenate([launch_corr, g_corr, e_sync_corr, g_sync_corr, one_time_corr])
         m = len(api_start)
@@ -134,7 +145,7 @@ def write_synthetic_trace(
             "name": api_names, "category": api_cat, "start_ns": api_start, "end_ns": api_end,
             "process_id": np.full(m, PROCESS_ID, np.int32), "thread_id": np.full(m, THREAD_ID, np.int64),
         })
-        _write_gpu(w, kernel_name, kernel_start, launch_corr, g_start, g_corr, node_offset, graph_iter_ns, detail, k)
+        _write_gpu(w, kernel_name, kernel_start, launch_corr, g_start, g_corr, node_offset, graph_iter_ns, detail, k, rng)
         w.append("synchronizations", {
             "pass_id": np.ones(2 * n, np.int32), "type": ["stream"] * (2 * n),
             "start_ns": np.concatenate([e_sync_start, g_start + GRAPH_LAUNCH_CALL_NS]),
@@ -162,7 +173,7 @@ def write_synthetic_trace(
 
 def _write_gpu(w: TraceWriter, kernel_name: str, kernel_start: np.ndarray, launch_corr: np.ndarray,
                g_start: np.ndarray, g_corr: np.ndarray, node_offset: np.ndarray, graph_iter_ns: int,
-               detail: str, k: int) -> None:
+               detail: str, k: int, rng: np.random.Generator | None = None) -> None:
     n = len(g_start)
     if detail == "node":
         node_start = (g_start[:, None] + node_offset[None, :]).ravel()
@@ -173,6 +184,9 @@ def _write_gpu(w: TraceWriter, kernel_name: str, kernel_start: np.ndarray, launc
         kinds = ["kernel"] * len(starts)
         names = [kernel_name] * len(starts)
         ends = starts + KERNEL_NS
+        if rng is not None:
+            starts = starts + rng.integers(0, JITTER_NS // 2, starts.size)
+            ends = ends - rng.integers(0, JITTER_NS // 2, ends.size)
     else:
         g_first = g_start + int(node_offset[0])
         g_last = g_start + int(node_offset[-1]) + KERNEL_NS

@@ -210,11 +210,8 @@ def test_hover_box_shows_the_source_line_in_a_browser(tmp_path: Path) -> None:
         write_html(trace, tmp_path / "s.html")
 
     def hover(source: str, label: str, row: int) -> str:
-        js = (f"(() => {{ const gd = document.getElementById('gm-timeline-full'); "
-              f"const c = gd.data.findIndex(t => t.meta && t.meta.source === '{source}' && t.meta.label === '{label}'); "
-              f"gd.emit('plotly_hover', {{points: [{{curveNumber: c, pointNumber: 3 * {row}, data: gd.data[c]}}]}}); "
-              f"return document.getElementById('gm-info').textContent; }})()")
-        text: str = browser.evaluate(js)
+        # the page's details box for span `row` (start order) of the group drawn as (source, label)
+        text: str = browser.evaluate(f"window.graphmode.showSpan('gm-timeline-full', '{source}', '{label}', {row})")
         return text
 
     with Chromium() as browser:

@@ -1,181 +1,300 @@
-// graphmode report page: draws the plots described in #gm-data, shows span details on hover,
-// links a CPU launch to the GPU work it caused (same correlation id), keeps aligned views in step.
-// User strings (kernel names, NVTX messages) are only ever written with textContent.
+// graphmode report page: inflates the span columns, draws the timelines (timeline.js) first; plotly.js
+// (gzipped in the page) loads for the charts once they come near the viewport. Search, legends, docked
+// details, sortable tables. window.graphmode appears when the timelines are on screen (tests wait for it).
+// User strings (kernel names, NVTX messages, source lines) are only ever written with textContent.
 (function () {
   "use strict";
+  const T = window.GMTimeline;
   const spec = JSON.parse(document.getElementById("gm-data").textContent);
-  const info = document.getElementById("gm-info");
-  const DTYPES = { f8: Float64Array, f4: Float32Array, i4: Int32Array, i2: Int16Array, i1: Int8Array };
+  const state = { plots: spec.plots.length, views: {}, errors: [] };
+  window.graphmode = undefined; // set when the timelines are on screen (the test harness waits for it)
 
-  function decode(col) {
-    if (col === undefined || col === null) return null;
-    if (Object.prototype.hasOwnProperty.call(col, "const")) return { constant: col.const };
-    const bin = atob(col.bdata);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return { array: new DTYPES[col.dtype](bytes.buffer) };
-  }
-  function at(col, i) { return col === null ? null : ("constant" in col ? col.constant : col.array[i]); }
-
-  function prepareHover(h) {
-    if (!h) return null;
-    for (const g of h.groups) {
-      g.cols = { name_id: decode(g.name_id), lane: decode(g.lane), correlation_id: decode(g.correlation_id) };
-      g.fieldCols = {};
-      for (const k of Object.keys(g.fields)) g.fieldCols[k] = decode(g.fields[k]);
-      g.textCols = {};
-      for (const k of Object.keys(g.text_codes)) g.textCols[k] = decode(g.text_codes[k]);
+  async function inflate(id) {
+    const b64 = document.getElementById(id).textContent;
+    let bytes;
+    try {
+      bytes = await (await fetch("data:application/octet-stream;base64," + b64)).blob();
+    } catch (e) { // fetch of a data: URL refused: decode by hand
+      const bin = atob(b64), a = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+      bytes = new Blob([a]);
     }
-    return h;
+    return new Response(bytes.stream().pipeThrough(new DecompressionStream("gzip")));
   }
+  const nextFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
 
-  function fmtDur(ns) {
-    if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
-    if (ns >= 1e3) return (ns / 1e3).toFixed(2) + " µs";
-    return ns.toFixed(0) + " ns";
+  // ---- legends and details ----
+  function legendItem(key, colour, text, alpha) {
+    const item = document.createElement("span");
+    item.className = "item"; item.dataset.key = key;
+    const sw = document.createElement("span");
+    sw.className = "swatch";
+    sw.style.background = colour;
+    if (alpha !== undefined) sw.style.opacity = alpha;
+    if (key === "selected") { sw.style.background = "transparent"; sw.style.border = "2px solid " + colour; }
+    item.append(sw, document.createTextNode(text));
+    return item;
   }
-
-  // Reads a span's fields: x holds (start, end, NaN) per span in the plot's unit.
-  function spanFields(gd, h, traceIndex, row) {
-    const tr = gd.data[traceIndex];
-    const g = h.groups[tr.meta.group];
-    const scale = h.unit === "us" ? 1e3 : 1e6;
-    const x = tr.x;
-    const start = x[3 * row] * scale, end = x[3 * row + 1] * scale;
-    const out = [["name", h.names[at(g.cols.name_id, row)]], ["what", g.label + " (" + g.source + ")"],
-      ["duration", fmtDur(end - start)], ["start", fmtDur(start) + " after " + (h.unit === "us" ? "the iteration start" : "the pass start")],
-      ["lane", h.lanes[at(g.cols.lane, row)]]];
-    const corr = at(g.cols.correlation_id, row);
-    if (corr) out.push(["correlation id", String(corr)]);
-    const f = g.fieldCols;
-    if (f.grid_x && at(f.grid_x, row)) out.push(["grid", [at(f.grid_x, row), at(f.grid_y, row), at(f.grid_z, row)].join("×")]);
-    if (f.block_x && at(f.block_x, row)) out.push(["block", [at(f.block_x, row), at(f.block_y, row), at(f.block_z, row)].join("×")]);
-    for (const k of ["stream_id", "graph_id", "graph_node_id", "bytes", "return_code"]) {
-      if (f[k] && at(f[k], row)) out.push([k.replace(/_/g, " "), String(at(f[k], row))]);
+  function buildLegend(el, views) {
+    if (!el) return;
+    const seen = new Map();
+    let faded = false;
+    for (const v of views) {
+      for (const g of v.spec.hover.groups) {
+        if (g.count > 0 && !seen.has(g.colour)) seen.set(g.colour, g.legend);
+      }
+      for (let i = 0; i < v.d.n && !faded; i++) if (v.d.outside[i]) faded = true;
     }
-    for (const k of Object.keys(g.textCols)) {
-      const v = g.text_fields[k][at(g.textCols[k], row)];
-      // source: the user's line that launched the work (or created its graph node); '' when not recorded
-      if (v !== undefined && v !== "") out.push([k === "source" ? "source line" : k, v]);
-    }
-    return { fields: out, start: start, corr: corr, lane: at(g.cols.lane, row), source: g.source };
+    el.replaceChildren();
+    for (const [colour, text] of seen) el.append(legendItem(colour, colour, text));
+    if (faded) el.append(legendItem("faded", "#888", "pale: " + views[0].spec.fade_note, 0.35));
+    const nm = legendItem("nomatch", "#d0d0d0", "grey: not matching the search");
+    nm.hidden = true; nm.classList.add("search-only");
+    el.append(nm, legendItem("selected", "#ffb000", "outlined: the span under the pointer and the work with its correlation id"));
   }
-
-  function showInfo(fields) {
-    info.replaceChildren();
+  function showDetails(box, fields) {
+    if (!box) return;
+    box.replaceChildren();
+    if (!fields) {
+      const p = document.createElement("p"); p.className = "hint"; p.textContent = "Hover a span for its details; click to keep them.";
+      box.append(p); return;
+    }
+    const dl = document.createElement("dl");
     for (const [k, v] of fields) {
-      const line = document.createElement("div");
-      const key = document.createElement("b");
-      key.textContent = k + ": ";
-      line.appendChild(key);
-      line.appendChild(document.createTextNode(v));
-      info.appendChild(line);
+      const dt = document.createElement("dt"); dt.textContent = k;
+      const dd = document.createElement("dd"); dd.textContent = v;
+      dl.append(dt, dd);
     }
+    box.append(dl);
   }
 
-  // Spans with the same correlation id: the launch call (CPU) and the kernels/copies/graph it caused.
-  function linkedSpans(gd, h, corr) {
-    if (!gd._gmCorr) {
-      const m = new Map();
-      gd.data.forEach((tr, ti) => {
-        if (!tr.meta || tr.meta.group === undefined) return;
-        const c = h.groups[tr.meta.group].cols.correlation_id;
-        const n = tr.x.length / 3;
-        for (let r = 0; r < n; r++) {
-          const v = at(c, r);
-          if (!v) continue;
-          if (!m.has(v)) m.set(v, []);
-          m.get(v).push([ti, r]);
-        }
+  // ---- timelines ----
+  async function drawTimelines() {
+    const views = spec.plots.filter((p) => p.kind === "timeline");
+    if (!views.length) return [];
+    const buf = await (await inflate("gm-spans")).arrayBuffer();
+    const made = [];
+    const syncGroups = {};
+    for (const v of views) {
+      const root = document.getElementById(v.div);
+      const data = T.decode(v, buf);
+      const sync = v.sync;
+      const detailsBox = document.getElementById(sync ? "gm-iter-details" : v.div + "-details");
+      const tl = new T.Timeline(root, v, data, {
+        onSelect: (fields, who) => {
+          showDetails(detailsBox, fields);
+          if (sync) for (const o of syncGroups[sync]) if (o !== who && (o.hover >= 0 || o.pinned >= 0)) { o.hover = -1; o.pinned = -1; o.linked = []; o.schedule(); }
+        },
       });
-      gd._gmCorr = m;
-    }
-    return gd._gmCorr.get(corr) || [];
-  }
-
-  function highlight(gd, h, picked) {
-    const idxLinked = gd.data.findIndex((t) => t.meta && t.meta.role === "linked");
-    const idxArrows = gd.data.findIndex((t) => t.meta && t.meta.role === "arrows");
-    const lx = [], ly = [], ax = [], ay = [];
-    if (picked.corr) {
-      const spans = linkedSpans(gd, h, picked.corr).map(([ti, r]) => {
-        const tr = gd.data[ti];
-        return { x0: tr.x[3 * r], x1: tr.x[3 * r + 1], y: tr.y[3 * r], src: h.groups[tr.meta.group].source };
-      });
-      for (const s of spans) { lx.push(s.x0, s.x1, NaN); ly.push(s.y, s.y, NaN); }
-      for (const cpu of spans.filter((s) => s.src === "api")) {
-        for (const g of spans.filter((s) => s.src === "gpu")) { ax.push(cpu.x0, g.x0, NaN); ay.push(cpu.y, g.y, NaN); }
+      if (sync) {
+        (syncGroups[sync] = syncGroups[sync] || []).push(tl);
+        tl.onRange((a, b, who) => { for (const o of syncGroups[sync]) if (o !== who) o.setRange(a, b, true); });
       }
+      state.views[v.div] = tl;
+      made.push(tl);
+      tl.draw();
     }
-    Plotly.restyle(gd, { x: [lx, ax], y: [ly, ay] }, [idxLinked, idxArrows]);
+    for (const g of Object.values(syncGroups)) buildLegend(document.getElementById("gm-iter-legend"), g);
+    const full = state.views["gm-timeline-full"];
+    if (full) {
+      buildLegend(document.getElementById("gm-timeline-full-legend"), [full]);
+      attachWholeRun(full);
+    }
+    return made;
   }
 
-  function attachTimeline(gd, h) {
-    const onPoint = (ev) => {
-      const p = ev.points && ev.points[0];
-      if (!p || !p.data.meta || p.data.meta.group === undefined) return;
-      const picked = spanFields(gd, h, p.curveNumber, Math.floor(p.pointNumber / 3));
-      showInfo(picked.fields);
-      highlight(gd, h, picked);
+  function attachWholeRun(full) {
+    const miniRoot = document.getElementById("gm-minimap");
+    if (miniRoot) {
+      const miniSpec = Object.assign({}, full.spec, { range: full.spec.full.slice() });
+      const mini = new T.Timeline(miniRoot, miniSpec, full.d, { compact: true, gutter: full.gutter });
+      mini.draw();
+      const win = document.createElement("div");
+      win.className = "window";
+      miniRoot.append(win);
+      const place = () => {
+        const [a, b] = full.range, k = mini.plotW / (miniSpec.full[1] - miniSpec.full[0]);
+        const x0 = Math.max(0, (a - miniSpec.full[0]) * k), x1 = Math.min(mini.plotW, (b - miniSpec.full[0]) * k);
+        win.style.left = mini.gutter + x0 + "px"; win.style.width = Math.max(3, x1 - x0) + "px";
+      };
+      place();
+      full.onRange(place);
+      const go = (e) => {
+        const r = mini.canvas.getBoundingClientRect();
+        if (e.clientX - r.left < mini.gutter) return;
+        const t = mini.tOf(e.clientX - r.left), half = (full.range[1] - full.range[0]) / 2;
+        full.setRange(t - half, t + half);
+      };
+      miniRoot.addEventListener("pointerdown", (e) => { go(e); miniRoot.setPointerCapture(e.pointerId); miniRoot._drag = true; });
+      miniRoot.addEventListener("pointermove", (e) => { if (miniRoot._drag) go(e); });
+      miniRoot.addEventListener("pointerup", () => { miniRoot._drag = false; });
+      state.minimap = mini;
+    }
+    const on = (id, fn) => { const el = document.getElementById(id); if (el) el.addEventListener("click", fn); };
+    on("gm-zoom-out", () => full.zoom(2));
+    on("gm-reset", () => full.reset());
+    on("gm-whole", () => full.setRange(full.spec.full[0], full.spec.full[1]));
+    // search: every timeline greys out what does not match; the kernel table keeps the matching rows
+    const input = document.getElementById("gm-search"), count = document.getElementById("gm-search-count");
+    let timer = 0;
+    const apply = () => {
+      const q = input.value;
+      let n = 0;
+      for (const tl of Object.values(state.views)) {
+        tl.match = T.matchNames(tl.spec, q);
+        tl.schedule();
+      }
+      if (full.match) for (let i = 0; i < full.d.n; i++) n += full.match[full.d.name[i]];
+      count.textContent = full.match ? n.toLocaleString("en-US") + " matching spans in the whole run" : "";
+      for (const el of document.querySelectorAll(".legend .search-only")) el.hidden = !full.match;
+      const rows = document.querySelectorAll("#gm-kernels tbody tr"), ql = q.trim().toLowerCase();
+      for (const r of rows) r.hidden = ql !== "" && !r.dataset.name.includes(ql);
+      state.searchMatches = n;
     };
-    gd.on("plotly_hover", onPoint);
-    gd.on("plotly_click", onPoint);
+    if (input) input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 120); });
+    const jump = (dir) => {
+      if (!full.match) return;
+      const d = full.d, mid = (full.range[0] + full.range[1]) / 2;
+      let best = -1;
+      for (let i = 0; i < d.n; i++) {
+        if (!full.match[d.name[i]]) continue;
+        const s = d.start[i];
+        if (dir > 0 ? s > mid + 1 && (best < 0 || s < d.start[best]) : s < mid - 1 && (best < 0 || s > d.start[best])) best = i;
+      }
+      if (best < 0) return;
+      const w = Math.max(full.range[1] - full.range[0], 1), dur = d.end[best] - d.start[best];
+      const half = dur * 3 > w ? dur * 2 : w / 2, c = d.start[best] + dur / 2;
+      full.setRange(c - half, c + half);
+      full.select(best, true);
+    };
+    on("gm-next", () => jump(1));
+    on("gm-prev", () => jump(-1));
+    state.applySearch = (q) => { input.value = q; apply(); };
   }
 
-  // Views in one sync group share the x range (the eager iteration and the graph replay).
-  const syncGroups = {};
-  function attachSync(gd, group) {
-    (syncGroups[group] = syncGroups[group] || []).push(gd);
-    gd.on("plotly_relayout", (ev) => {
-      if (gd._gmSyncing) return;
-      const upd = {};
-      for (const k of ["xaxis.range[0]", "xaxis.range[1]", "xaxis.autorange"]) if (k in ev) upd[k] = ev[k];
-      if (!Object.keys(upd).length) return;
-      for (const other of syncGroups[group]) {
-        if (other === gd) continue;
-        other._gmSyncing = true;
-        Plotly.relayout(other, upd).then(() => { other._gmSyncing = false; });
+  // ---- sortable tables ----
+  function attachSorting() {
+    for (const table of document.querySelectorAll("table.sortable")) {
+      const heads = table.querySelectorAll("thead th");
+      heads.forEach((th, col) => {
+        th.tabIndex = 0;
+        th.addEventListener("click", () => {
+          const asc = th.getAttribute("aria-sort") !== "ascending" && (th.getAttribute("aria-sort") === "descending" || th.dataset.type === "text");
+          heads.forEach((h) => h.removeAttribute("aria-sort"));
+          th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+          const text = th.dataset.type === "text";
+          const rows = Array.from(table.tBodies[0].rows);
+          const key = (r) => { const v = r.cells[col].dataset.sort; return text ? v : parseFloat(v); };
+          rows.sort((a, b) => { const x = key(a), y = key(b); const c = x < y ? -1 : x > y ? 1 : 0; return asc ? c : -c; });
+          table.tBodies[0].append(...rows);
+        });
+      });
+    }
+  }
+
+  // ---- plotly charts, after the timelines are on screen ----
+  async function drawCharts() {
+    const charts = spec.plots.filter((p) => p.kind === "plotly");
+    if (!charts.length) return;
+    performance.mark("gm-plotly-start");
+    const code = await (await inflate("gm-plotly")).text();
+    performance.mark("gm-plotly-inflated");
+    const s = document.createElement("script");
+    s.text = code;
+    document.head.appendChild(s);
+    performance.mark("gm-plotly-loaded");
+    const config = { displaylogo: false, responsive: true };
+    for (const p of charts) {
+      await Plotly.newPlot(document.getElementById(p.div), p.figure.data, p.figure.layout, config);
+      performance.mark("gm-chart-" + p.div);
+    }
+  }
+
+  // ---- for tests and benchmarks ----
+  function spansOf(div, source, label) {
+    const tl = state.views[div], groups = tl.spec.hover.groups, d = tl.d, out = [];
+    for (let i = 0; i < d.n; i++) { const g = groups[d.group[i]]; if (g.source === source && g.label === label) out.push(i); }
+    return out.sort((a, b) => d.start[a] - d.start[b] || a - b);
+  }
+  function detailsText(div) { // 'key: value' lines of the details box a view writes to
+    const box = document.getElementById(state.views[div].spec.sync ? "gm-iter-details" : div + "-details");
+    return Array.from(box.querySelectorAll("dt")).map((dt) => dt.textContent + ": " + dt.nextSibling.textContent).join("\n");
+  }
+  const api = {
+    range: (div) => state.views[div].range.slice(),
+    initial: (div) => state.views[div].initial.slice(),
+    count: (div, source, label) => spansOf(div, source, label).length,
+    // page coordinates of the point at `frac` along the k-th span (start order) of a group, after bringing it into view
+    spanPoint: (div, source, label, k, frac) => {
+      const tl = state.views[div], i = spansOf(div, source, label)[k], d = tl.d;
+      const s = d.start[i], e = d.end[i];
+      tl.canvas.scrollIntoView({ block: "center" });
+      if (s < tl.range[0] || e > tl.range[1] || (e - s) * tl.k() < 40) { // bring it in and make it wide
+        const w = Math.max(e - s, 1) * 4;
+        tl.setRange(s - w, e + w);
+        tl.draw();
       }
+      const r = tl.canvas.getBoundingClientRect(), t = s + (e - s) * frac;
+      return { x: r.left + tl.xOf(t), y: r.top + tl.top + tl.laneOf(i) * tl.laneH + tl.laneH / 2, index: i, start: s, end: e };
+    },
+    showSpan: (div, source, label, k) => {
+      const tl = state.views[div], i = spansOf(div, source, label)[k];
+      tl.select(i, true);
+      return detailsText(div);
+    },
+    hovered: (div) => { const tl = state.views[div]; return tl.pinned >= 0 ? tl.pinned : tl.hover; },
+    unpin: (div) => { const tl = state.views[div]; tl.pinned = -1; tl.select(-1, false); return true; },
+    details: (div) => detailsText(div),
+    linked: (div) => state.views[div].linked.length,
+    arrows: (div) => state.views[div].arrows || 0,
+    used: (div) => Array.from(state.views[div].used),
+    legend: (id) => Array.from(document.querySelectorAll("#" + id + " .item")).filter((e) => !e.hidden).map((e) => e.dataset.key),
+    search: (q) => { state.applySearch(q); return state.searchMatches; },
+    drawnAt: (div) => state.views[div].drawnAt,
+  };
+
+  // plotly.js takes seconds of main-thread time to start on a slow machine: it loads when a chart comes
+  // near the viewport (or when asked), so the timelines at the top stay responsive meanwhile.
+  let charts = null;
+  const loadCharts = () => {
+    if (!charts) {
+      charts = drawCharts().then(() => {
+        if (window.graphmode) window.graphmode.chartsMs = performance.now();
+        document.body.setAttribute("data-charts", "1");
+        return performance.now();
+      });
+    }
+    return charts;
+  };
+  api.loadCharts = loadCharts;
+
+  const t0 = performance.now();
+  attachSorting();
+  drawTimelines().then(async (made) => {
+    await nextFrame();
+    const firstPaintMs = performance.now();
+    const full = state.views["gm-timeline-full"];
+    const count = (source, label) => {
+      if (!full) return 0;
+      let n = 0;
+      const g = full.spec.hover.groups;
+      for (const x of g) if (x.source === source && (label === null || x.label === label)) n += x.count;
+      return n;
+    };
+    window.graphmode = Object.assign(api, {
+      firstPaintMs, renderedMs: firstPaintMs, scriptStartMs: t0, timelines: made.length, plots: state.plots,
+      kernelSpansDrawn: count("gpu", "kernel"), gpuSpansDrawn: count("gpu", null), apiCallsDrawn: count("api", null),
     });
-  }
-
-  function countSegments(gd, source, label) {
-    let n = 0;
-    for (const tr of gd.data) {
-      if (!tr.meta || tr.meta.source !== source || (label && tr.meta.label !== label)) continue;
-      for (let i = 0; i < tr.x.length; i += 3) if (Number.isFinite(tr.x[i])) n++;
-    }
-    return n;
-  }
-
-  const config = { displaylogo: false, scrollZoom: true, responsive: true };
-  const drawn = [];
-  for (const plot of spec.plots) {
-    const gd = document.getElementById(plot.div);
-    const hover = prepareHover(plot.hover);
-    // Decode span coordinates here so gd.data holds typed arrays the hover code can index.
-    for (const tr of plot.figure.data) {
-      if (tr.type !== "scattergl") continue;
-      for (const k of ["x", "y"]) if (tr[k] && tr[k].bdata !== undefined) tr[k] = decode(tr[k]).array;
-    }
-    drawn.push(Plotly.newPlot(gd, plot.figure.data, plot.figure.layout, config).then(() => {
-      if (hover) attachTimeline(gd, hover);
-      if (plot.sync) attachSync(gd, plot.sync);
-      return gd;
-    }));
-  }
-  Promise.all(drawn).then(() => {
-    const full = document.getElementById("gm-timeline-full");
-    window.graphmode = {
-      renderedMs: performance.now(),
-      kernelSpansDrawn: full ? countSegments(full, "gpu", "kernel") : 0,
-      gpuSpansDrawn: full ? countSegments(full, "gpu", null) : 0,
-      apiCallsDrawn: full ? countSegments(full, "api", null) : 0,
-      plots: spec.plots.length,
-    };
     document.body.setAttribute("data-rendered", "1");
-  }, (err) => {
-    window.graphmode = { error: String(err) };
+    const targets = spec.plots.filter((p) => p.kind === "plotly").map((p) => document.getElementById(p.div));
+    if (targets.length && typeof IntersectionObserver !== "undefined") {
+      const seen = new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); loadCharts(); }
+      }, { rootMargin: "600px 0px" });
+      for (const el of targets) seen.observe(el);
+    } else if (targets.length) loadCharts();
+  }).catch((err) => {
+    window.graphmode = { error: String(err && err.stack || err) };
     throw err;
   });
 })();
