@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphmode.analyzers.coverage_results import GraphBudget, GraphCoverage, TorchGraphs
+
 
 @dataclass(frozen=True)
 class Stat:
@@ -261,6 +263,9 @@ class TraceAnalysis:
     pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
     cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
+    coverage: GraphCoverage | None = None  # share of the work that ran inside graphs, per phase (analyzers.coverage)
+    torch_graphs: TorchGraphs | None = None  # PyTorch's cudagraph decisions, when the program used torch (analyzers.torch_graphs)
+    graph_budget: GraphBudget | None = None  # memory and start-up time per graph (analyzers.graph_budget)
 
     def mode(self, name: str) -> ModeMetrics | None:
         return next((m for m in self.modes if m.mode == name), None)

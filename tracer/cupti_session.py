@@ -131,6 +131,8 @@ class CuptiSession:
         self._graph_handles: dict[int, int] = {}  # graph id -> handle, for graphs alive now
         self._lock = threading.Lock()
         self.started = False
+        # (api, cbdata, exiting) -> None, called for both sites of the followed API calls (tracer.graph_memory)
+        self.on_api_call: Callable[[str, Any, bool], None] | None = None
 
     # -- CUPTI callbacks: keep them minimal, they run inside the workload -------------------------
     def _buffer_requested(self) -> tuple[int, int]:
@@ -161,7 +163,10 @@ class CuptiSession:
     def _api_callback(self, api: str, cbdata: Any) -> None:
         cupti = cupti_module()
         cd = cbdata if hasattr(cbdata, "callback_site") else cupti.CallbackData.from_ptr(int(cbdata))
-        if int(cd.callback_site) != int(cupti.ApiCallbackSite.API_ENTER):
+        entering = int(cd.callback_site) == int(cupti.ApiCallbackSite.API_ENTER)
+        if self.on_api_call is not None:
+            self.on_api_call(api, cd, not entering)
+        if not entering:
             return
         from graphmode.tracer.sources import user_source
 

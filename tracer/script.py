@@ -67,6 +67,8 @@ class ScriptTracer:
 
     def start(self) -> None:
         from graphmode.tracer.cuda_util import init_device
+        from graphmode.tracer.graph_memory import GraphMemorySampler
+        from graphmode.tracer.torch_hooks import TorchHooks
         from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
         from graphmode.tracer.runner import machine_meta
         from graphmode.tracer.sources import user_source
@@ -86,8 +88,10 @@ class ScriptTracer:
         source_api = LIFECYCLE_API if not self.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
         self._session = CuptiSession(self.detail, on_node_created=user_source, nvtx=self.nvtx,
                                      source_api=source_api, snapshot_topology=True)
+        self._memory = GraphMemorySampler.attach(self._session, device.ordinal)  # graph memory (tracer/graph_memory.py)
         self._session.start()
         self.start_ns = timestamp()
+        self._torch = TorchHooks(self._memory).install()  # what PyTorch says about its graphs (tracer/torch_hooks.py)
         if self.profile:
             from pyinstrument import Profiler
 
@@ -99,6 +103,7 @@ class ScriptTracer:
 
         assert self._writer is not None and self._session is not None, "start() first"
         writer = self._writer
+        observed = {"torch": self._torch.uninstall(), "graph_memory": self._memory.columns()}
         profile_json = None
         if self._profiler is not None:
             try:
@@ -123,6 +128,7 @@ class ScriptTracer:
                 meta["callback_errors"] = raw.callback_errors
             if profile_json is not None:
                 meta["cpu_profile"] = profile_json
+            meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra_meta or {})
             writer.set_meta(meta)
             writer.close(status, reason)
