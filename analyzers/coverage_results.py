@@ -89,6 +89,7 @@ class CudagraphFunction:
     graph_ids: tuple[int, ...]  # CUPTI ids of the graphs its recordings captured (matched by thread and time)
     shapes: tuple[str, ...]  # input shapes of each recording, as PyTorch logged them
     called_from: tuple[str, ...]  # user lines that called it when it was warmed up or recorded
+    defined_at: str = ""  # 'file:line' of the Python function Dynamo compiled ('' when not seen)
 
 
 @dataclass(frozen=True)

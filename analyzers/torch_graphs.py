@@ -107,8 +107,8 @@ def _skips(ev: dict[str, np.ndarray]) -> tuple[CudagraphSkip, ...]:
 
 
 class _Fn:
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, defined_at: str) -> None:
+        self.name, self.defined_at = name, defined_at
         self.compile_ids: list[str] = []
         self.warmups = self.recordings = self.rerecords = 0
         self.reasons: list[str] = []
@@ -124,16 +124,33 @@ class _Fn:
 
     def result(self) -> CudagraphFunction:
         return CudagraphFunction(self.name, tuple(self.compile_ids), self.warmups, self.recordings, self.rerecords,
-                                 tuple(dict.fromkeys(self.reasons)), tuple(self.graphs), tuple(self.shapes), tuple(self.called))
+                                 tuple(dict.fromkeys(self.reasons)), tuple(self.graphs), tuple(self.shapes), tuple(self.called),
+                                 self.defined_at)
+
+
+def _frame(compile_id: str) -> str:
+    """Dynamo's frame id of a compile id ('3/1' -> '3'): one per Python function it compiled, recompilations included."""
+    return compile_id.lstrip("!").split("/")[0]
 
 
 def _functions(ev: dict[str, np.ndarray], caps: dict[str, np.ndarray]) -> tuple[tuple[CudagraphFunction, ...], int, int, int]:
+    # the Python function behind each Dynamo frame id, from the compile-start callbacks ('name file:line')
+    compiled = {_frame(str(c)): str(m) for k, c, m in zip(ev["kind"], ev["compile_id"], ev["message"])
+                if k == "start_dynamo" and m}
     fns: dict[str, _Fn] = {}
+
+    def fn(cid: str, pytorch_name: str) -> _Fn:
+        key = _frame(cid) or pytorch_name
+        if key not in fns:
+            name, _, where = compiled.get(key, "").partition(" ")
+            fns[key] = _Fn(name or pytorch_name, where)
+        return fns[key]
+
     warmups = recordings = trees = 0
     for i in np.flatnonzero(ev["kind"] == "log"):  # log records: a few per compiled function
         msg, src = str(ev["message"][i]), str(ev["source"][i])
         if (m := _RECORDING.match(msg)) is not None:
-            f = fns.setdefault(m["fn"], _Fn(m["fn"]))
+            f = fn(m["cid"], m["fn"])
             f.seen(m["cid"], src)
             f.recordings += 1
             recordings += 1
@@ -142,14 +159,14 @@ def _functions(ev: dict[str, np.ndarray], caps: dict[str, np.ndarray]) -> tuple[
                 f.graphs.append(gid)
             f.shapes.append(m["inputs"].strip()[:200])
         elif (m := _WARMUP.match(msg)) is not None:
-            f = fns.setdefault(m["fn"], _Fn(m["fn"]))
+            f = fn(m["cid"], m["fn"])
             f.seen(m["cid"], src)
             f.warmups += 1
             warmups += 1
         elif (m := _EAGER.match(msg)) is not None:
-            fns.setdefault(m["fn"], _Fn(m["fn"])).seen(m["cid"], src)
+            fn(m["cid"], m["fn"]).seen(m["cid"], src)
         elif (m := _RERECORD.match(msg)) is not None:
-            f = fns.setdefault(m["fn"], _Fn(m["fn"]))
+            f = fn(m["cid"], m["fn"])
             f.seen(m["cid"], src)
             f.rerecords += 1
             f.reasons.append(m["reason"].strip().splitlines()[0][:300])

@@ -35,6 +35,7 @@ import json
 import logging
 import sys
 import threading
+import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -204,7 +205,9 @@ class TorchHooks:
             handler = dynamo.callback_handler
 
             def start(args: Any) -> None:
-                self.add("start_" + _trigger(args), compile_id=str(getattr(args, "compile_id", "")))
+                trigger = _trigger(args)
+                self.add("start_" + trigger, compile_id=str(getattr(args, "compile_id", "")),
+                         message=_compiled_code() if trigger == "dynamo" else "")
 
             def end(args: Any) -> None:
                 self.add("end_" + _trigger(args), compile_id=str(getattr(args, "compile_id", "")))
@@ -360,6 +363,20 @@ class TorchHooks:
         self._guard("counters", counters)
         self._guard("memory at the end", memory)
         return out
+
+
+def _compiled_code() -> str:
+    """'name file:line' of the function Dynamo is compiling, from its compile_inner(code, ...) frame ('' if not found)."""
+    frame = sys._getframe(1)
+    for _ in range(40):  # a start callback runs a few frames below compile_inner
+        if frame is None:
+            break
+        if frame.f_code.co_name == "compile_inner":
+            code = frame.f_locals.get("code")
+            if isinstance(code, types.CodeType):
+                return f"{code.co_name} {code.co_filename}:{code.co_firstlineno}"
+        frame = frame.f_back
+    return ""
 
 
 def _trigger(args: Any) -> str:
