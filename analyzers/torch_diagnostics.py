@@ -94,12 +94,14 @@ def _graph_startup(trace: Trace, pass_id: int | None) -> dict[int, float]:
 
 
 def _rerecorded(tg: TorchGraphs, startup: dict[int, float]) -> list[Pitfall]:
+    from graphmode.analyzers.pitfalls import _us  # one way to print a duration in the diagnostics
+
     out = []
     for f in tg.functions:
         shapes = list(dict.fromkeys(f.shapes))
         where = f.called_from[0] if f.called_from else ""
         cost = sum(startup.get(g, 0.0) for g in f.graph_ids)
-        cost_text = f"; capturing and instantiating them took {cost / 1e6:,.2f} ms" if f.graph_ids else ""
+        cost_text = f"; capturing and instantiating them took {_us(cost)}" if f.graph_ids else ""
         if len(shapes) > 1:
             evidence = (f"PyTorch recorded {f.recordings} CUDA graphs for '{f.name}', one per input shape "
                         f"({'; '.join(shapes[:4])}{' …' if len(shapes) > 4 else ''}){cost_text}.")

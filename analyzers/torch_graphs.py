@@ -97,7 +97,8 @@ def _skips(ev: dict[str, np.ndarray]) -> tuple[CudagraphSkip, ...]:
             continue
         reason = skip_reason(msg)
         where, _ = stack_frame(msg)
-        groups.setdefault((reason, where, msg.splitlines()[0].strip()), []).append(int(i))
+        first_line = msg.splitlines()[0].split(" Found from")[0].strip()  # the stack trace is kept apart, in `where`
+        groups.setdefault((reason, where, first_line), []).append(int(i))
     out = []
     for (reason, where, first_line), idx in groups.items():
         _, code = stack_frame(str(ev["message"][idx[0]]))

@@ -32,6 +32,15 @@ def human_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def plural(n: int, word: str) -> str:
+    """'1 graph', '2 graphs'."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def memory_basis(source: str) -> str:
+    return "memory not sampled" if source == "not sampled" else f"memory from {source}"
+
+
 def _ns(ns: float | None) -> str:
     from graphmode.reports.terminal import human_ns
 
@@ -83,9 +92,8 @@ def _eager_lines(console: Console, c: GraphCoverage) -> None:
 def _torch(console: Console, tg: TorchGraphs) -> None:
     skipped = sum(s.count for s in tg.skips)
     console.print(Text(
-        f"PyTorch {tg.torch_version}: {tg.recordings} cudagraph recording{'s' if tg.recordings != 1 else ''}, "
-        f"{tg.warmups} warm-up run{'s' if tg.warmups != 1 else ''}, {tg.captures} CUDAGraph capture{'s' if tg.captures != 1 else ''}"
-        + (f", {skipped} skip{'s' if skipped != 1 else ''} (see Diagnostics)" if skipped else "")
+        f"PyTorch {tg.torch_version}: {plural(tg.recordings, 'cudagraph recording')}, {plural(tg.warmups, 'warm-up run')}, "
+        f"{plural(tg.captures, 'CUDAGraph capture')}" + (f", {plural(skipped, 'skip')} (see Diagnostics)" if skipped else "")
         + (f"; {tg.events_dropped} log records not kept" if tg.events_dropped else "") + "."))
     if tg.functions:
         t = Table(title="Compiled functions under cudagraph trees", title_justify="left")
@@ -106,8 +114,8 @@ def _torch(console: Console, tg: TorchGraphs) -> None:
 def _budget(console: Console, b: GraphBudget) -> None:
     shown = b.rows[:MAX_BUDGET_ROWS]
     pools = any(r.pool for r in shown)
-    t = Table(title=f"Graph start-up and memory: {b.graphs} graph{'s' if b.graphs != 1 else ''}, {_ns(b.total_startup_ns)} "
-                    f"to build, {human_bytes(b.total_bytes)} held (memory from {b.memory_source})", title_justify="left")
+    t = Table(title=f"Graph start-up and memory: {plural(b.graphs, 'graph')}, {_ns(b.total_startup_ns)} "
+                    f"to build, {human_bytes(b.total_bytes)} held ({memory_basis(b.memory_source)})", title_justify="left")
     cols = ["graph", "built at", *(["pool"] if pools else []), "start-up", "replays", "memory", "verdict"]
     for col in cols:
         t.add_column(col, justify="right" if col in ("start-up", "replays", "memory") else "left")

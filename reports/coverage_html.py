@@ -11,7 +11,7 @@ import html
 
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.reports.coverage import MAX_BUDGET_ROWS, MAX_FUNCTION_ROWS, MAX_RANGE_ROWS, human_bytes, pct
+from graphmode.reports.coverage import MAX_BUDGET_ROWS, MAX_FUNCTION_ROWS, MAX_RANGE_ROWS, human_bytes, memory_basis, pct, plural
 
 GRAPH_COLOUR = "#2e7d32"
 EAGER_COLOUR = "#c7c7c7"
@@ -71,8 +71,9 @@ def _row(name: str, s: CoverageSlice) -> str:
 
 def _torch(tg: TorchGraphs) -> str:
     skipped = sum(s.count for s in tg.skips)
-    out = (f"<h3>PyTorch {_e(tg.torch_version)}</h3><p>{tg.recordings} cudagraph recordings, {tg.warmups} warm-up runs, "
-           f"{tg.captures} CUDAGraph captures" + (f", {skipped} skips (see Diagnostics)" if skipped else "") + ".</p>")
+    out = (f"<h3>PyTorch {_e(tg.torch_version)}</h3><p>{plural(tg.recordings, 'cudagraph recording')}, "
+           f"{plural(tg.warmups, 'warm-up run')}, {plural(tg.captures, 'CUDAGraph capture')}"
+           + (f", {plural(skipped, 'skip')} (see Diagnostics)" if skipped else "") + ".</p>")
     if tg.functions:
         rows = "".join(
             f"<tr><td>{_e(f.name)}" + (f" <code>{_e(f.defined_at)}</code>" if f.defined_at else "") + "</td>"
@@ -84,7 +85,7 @@ def _torch(tg: TorchGraphs) -> str:
     if tg.pools:
         rows = "".join(f"<tr><td><code>{_e(p.pool)}</code></td><td>{_e(', '.join(map(str, p.graph_ids)))}</td>"
                        f"<td>{human_bytes(p.reserved_bytes)}</td><td>{human_bytes(p.end_reserved_bytes)}</td></tr>" for p in tg.pools)
-        out += ("<table class='headline'><tr><th>memory pool</th><th>graphs</th><th>reserved after its last capture</th>"
+        out += ("<table class='headline' style='margin-top:10px'><tr><th>memory pool</th><th>graphs</th><th>reserved after its last capture</th>"
                 f"<th>at the end</th></tr>{rows}</table>")
     return out
 
@@ -94,8 +95,8 @@ def _budget(b: GraphBudget) -> str:
         f"<tr><td>{r.graph_id}</td><td><code>{_e(r.site)}</code></td><td>{_e(r.pool)}</td><td>{_ns(r.capture_ns)}</td>"
         f"<td>{_ns(r.instantiate_ns)}</td><td>{_ns(r.upload_ns)}</td><td>{r.replays:,}</td><td>{human_bytes(r.bytes)}</td>"
         f"<td>{_e(r.verdict)}</td></tr>" for r in b.rows[:MAX_BUDGET_ROWS])
-    out = (f"<h3>Start-up time and memory per graph</h3><p>{b.graphs} graphs, {_ns(b.total_startup_ns)} to build, "
-           f"{human_bytes(b.total_bytes)} held (memory from {_e(b.memory_source)}); {b.never_replayed} never replayed.</p>"
+    out = (f"<h3>Start-up time and memory per graph</h3><p>{plural(b.graphs, 'graph')}, {_ns(b.total_startup_ns)} to build, "
+           f"{human_bytes(b.total_bytes)} held ({_e(memory_basis(b.memory_source))}); {b.never_replayed} never replayed.</p>"
            "<table class='headline gm-budget'><tr><th>graph</th><th>built at</th><th>pool</th><th>capture</th><th>instantiate</th>"
            f"<th>upload</th><th>replays</th><th>memory</th><th>verdict</th></tr>{rows}</table>")
     if b.graphs > MAX_BUDGET_ROWS:
