@@ -11,9 +11,9 @@ buffers): it reads only api_calls, gpu_spans, graph_nodes, graph_events and mark
 - **launch calls**: outermost graph-launch calls vs outermost kernel-launch calls, those made while the
   calling thread's stream was capturing counted apart (they record work, they do not run it).
 
-Each unit of GPU work is placed in time by the start of the API call that launched it (its correlation
-id), so a kernel and its launch call always fall in the same phase. Everything is SQL and numpy: the
-Python loops run per phase and per range name.
+GPU work counts where it ran (its GPU start), a launch call where it was made (its start). Events are
+sorted by time once and summed with prefix sums, so a phase or a range of any number of occurrences costs
+two binary searches per interval; the Python loops run per launching thread and per range name.
 """
 
 from __future__ import annotations
@@ -31,47 +31,29 @@ LAUNCH_SOURCES_HINT = ("the lines that launch eager kernels are recorded with `g
 PHASE_RULE = ("'before the first graph' ends where the first capture, explicit build or instantiation starts; "
               "'building graphs' runs from there to the end of the last one; 'steady state' is the rest")
 
-# GPU work placed at the start of its launch call: a correlation id may match a runtime and a driver
-# call (cuda-python's direct driver calls carry their own); the earliest call with the id is the launch.
+# Only numeric columns leave DuckDB, computed there: `kernels` packs graph kernels (a kernel node span counts 1,
+# a whole-graph span its graph's kernel nodes) in the high 32 bits and eager kernels in the low 32 bits, so
+# that one cumulative sum serves both; `graph_dur` is the duration of graph work, 0 for eager work.
 _SPANS_SQL = """
-WITH launch AS (
-  SELECT correlation_id, min(start_ns) AS launch_ns FROM api_calls WHERE pass_id = $1 GROUP BY correlation_id
-), kernel_nodes AS (
+WITH kernel_nodes AS (
   SELECT graph_id, count(*) FILTER (WHERE node_type = 'kernel') AS k, count(*) AS n
   FROM graph_nodes WHERE pass_id = $1 GROUP BY graph_id
 )
-SELECT coalesce(l.launch_ns, s.start_ns)::BIGINT AS t,
-       (s.end_ns - s.start_ns)::BIGINT AS dur,
-       s.kind = 'kernel' AS is_kernel,
-       s.kind = 'graph' AS is_graph_span,
-       s.graph_id <> 0 AS in_graph,
-       s.graph_id,
-       coalesce(k.k, 0)::BIGINT AS graph_kernels,
-       coalesce(k.n, 0) = 0 AS unknown_topology
-FROM gpu_spans s
-LEFT JOIN launch l ON s.correlation_id <> 0 AND l.correlation_id = s.correlation_id
-LEFT JOIN kernel_nodes k ON s.kind = 'graph' AND k.graph_id = s.graph_id
+SELECT s.start_ns, (s.end_ns - s.start_ns)::BIGINT AS dur,
+       CASE WHEN s.graph_id = 0 THEN (s.kind = 'kernel')::BIGINT
+            WHEN s.kind = 'graph' THEN coalesce(k.k, 0)::BIGINT << 32
+            ELSE (s.kind = 'kernel')::BIGINT << 32 END AS kernels,
+       CASE WHEN s.graph_id <> 0 THEN s.end_ns - s.start_ns ELSE 0 END::BIGINT AS graph_dur,
+       CASE WHEN s.kind <> 'graph' THEN 0 WHEN coalesce(k.n, 0) = 0 THEN 2 ELSE 1 END::UTINYINT AS graph_span
+FROM gpu_spans s LEFT JOIN kernel_nodes k ON s.kind = 'graph' AND k.graph_id = s.graph_id
 WHERE s.pass_id = $1
 """
-
-# Outermost launch calls (docs/metrics.md, "Outermost calls"): per thread, ordered by start, longer
-# first, runtime before driver; a call ending at or before the running maximum end of the calls
-# before it is nested in one of them (a runtime call's own driver call) and is not counted again.
 _CALLS_SQL = """
-WITH ordered AS (
-  SELECT start_ns, end_ns, thread_id, category,
-         max(end_ns) OVER (PARTITION BY thread_id ORDER BY start_ns, end_ns DESC, api DESC
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered
-  FROM api_calls WHERE pass_id = $1
-), captures AS (
-  SELECT start_ns, end_ns, thread_id FROM graph_events WHERE pass_id = $1 AND event = 'capture'
-)
-SELECT o.start_ns AS t, (o.end_ns - o.start_ns)::BIGINT AS dur, o.category = 'graph_launch' AS is_graph_launch,
-       EXISTS (SELECT 1 FROM captures c WHERE c.thread_id = o.thread_id
-               AND o.start_ns >= c.start_ns AND o.start_ns <= c.end_ns) AS captured
-FROM ordered o
-WHERE o.category IN ('kernel_launch', 'graph_launch') AND (o.covered IS NULL OR o.end_ns > o.covered)
+SELECT start_ns, end_ns, thread_id, api = 'runtime' AS is_runtime, category = 'graph_launch' AS is_graph_launch
+FROM api_calls WHERE pass_id = $1 AND category IN ('kernel_launch', 'graph_launch')
 """
+_CAPTURES_SQL = "SELECT start_ns, end_ns, thread_id FROM graph_events WHERE pass_id = $1 AND event = 'capture' ORDER BY start_ns"
+_LAUNCHES_SQL = "SELECT start_ns, graph_id FROM graph_events WHERE pass_id = $1 AND event = 'launch' ORDER BY start_ns"
 
 _BUILD_SQL = """
 SELECT min(start_ns), max(end_ns) FROM graph_events
@@ -91,59 +73,135 @@ def share(part: float, other: float) -> float | None:
     return float(part / total) if total > 0 else None
 
 
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals sorted by start, as disjoint sorted intervals."""
+    if starts.size == 0:
+        return starts, ends
+    run_end = np.maximum.accumulate(ends)
+    new = np.ones(starts.size, dtype=bool)
+    new[1:] = starts[1:] > run_end[:-1]
+    return starts[new], np.maximum.reduceat(run_end, np.flatnonzero(new))
+
+
+def _inside(t: np.ndarray, us: np.ndarray, ue: np.ndarray) -> np.ndarray:
+    """Whether each time lies in one of the disjoint sorted intervals [us, ue]."""
+    if us.size == 0:
+        return np.zeros(t.size, dtype=bool)
+    k = np.searchsorted(us, t, side="right") - 1
+    return (k >= 0) & (t <= ue[np.maximum(k, 0)])
+
+
+class _Prefix:
+    """Events sorted by time with cumulative sums of their columns: the sums over any set of disjoint time
+    intervals cost two binary searches per interval, whatever the number of events."""
+
+    def __init__(self, t: np.ndarray, columns: dict[str, np.ndarray]):
+        order = None if t.size < 2 or bool(np.all(t[1:] >= t[:-1])) else np.argsort(t, kind="stable")
+        self.t = t if order is None else t[order]
+        self.cum: dict[str, np.ndarray] = {}
+        for key, values in columns.items():
+            c = np.zeros(values.size + 1, dtype=np.int64)
+            np.cumsum(values if order is None else values[order], out=c[1:])
+            self.cum[key] = c
+
+    def sums(self, starts: np.ndarray, ends: np.ndarray, closed: bool = True) -> dict[str, int]:
+        """Sums of every column over events with time in [start, end] (or [start, end)) of each interval."""
+        lo = np.searchsorted(self.t, starts, side="left")
+        hi = np.searchsorted(self.t, ends, side="right" if closed else "left")
+        return {k: int((c[hi] - c[lo]).sum()) for k, c in self.cum.items()}
+
+
+# two counts packed in one int64 (high and low 32 bits) so one cumulative sum serves both
+_HIGH = np.int64(1 << 32)
+
+
+def _unpack(packed: int) -> tuple[int, int]:
+    return packed >> 32, packed & 0xFFFFFFFF
+
+
 class _Work:
-    """The pass's GPU spans and launch calls as columns, each with the time that places it."""
+    """The pass's GPU work and launch calls, placed in time, as prefix sums (see _Prefix)."""
 
     def __init__(self, trace: Trace, pass_id: int):
         s = trace.sql(_SPANS_SQL, [pass_id])
-        self.span_t = s["t"].astype(np.int64)
-        self.span_dur = s["dur"].astype(np.float64)
-        is_kernel = s["is_kernel"].astype(bool)
-        is_graph_span = s["is_graph_span"].astype(bool)
-        in_graph = s["in_graph"].astype(bool)
-        self.graph_id = s["graph_id"].astype(np.int64)
-        # kernels each span stands for: one per kernel span, the graph's kernel nodes per whole-graph span
-        self.graph_kernels = np.where(is_graph_span, s["graph_kernels"].astype(np.int64), (is_kernel & in_graph).astype(np.int64))
-        self.eager_kernel = is_kernel & ~in_graph
-        self.graph_work = in_graph
-        self.eager_work = ~in_graph  # kernels, copies, memsets launched one by one
-        self.unknown_launch = is_graph_span & s["unknown_topology"].astype(bool)
-        self.is_graph_span = is_graph_span
+        self.kernels_from_topology = bool(s["graph_span"].any())
+        self.unknown_launches = int(np.count_nonzero(s["graph_span"] == 2))  # graphs built before tracing: no topology
+        self.spans = _Prefix(s["start_ns"].astype(np.int64), {"kernels": s["kernels"], "gpu_ns": s["dur"],
+                                                               "graph_gpu_ns": s["graph_dur"]})
+        del s
         c = trace.sql(_CALLS_SQL, [pass_id])
-        self.call_t = c["t"].astype(np.int64)
-        self.call_dur = c["dur"].astype(np.float64)
-        self.graph_call = c["is_graph_launch"].astype(bool)
-        self.captured = c["captured"].astype(bool) & ~self.graph_call
-        self.eager_call = ~self.graph_call & ~self.captured
+        start, end, thread = c["start_ns"].astype(np.int64), c["end_ns"].astype(np.int64), c["thread_id"]
+        runtime, is_graph = c["is_runtime"].astype(bool), c["is_graph_launch"].astype(bool)
+        del c
+        outer = np.ones(start.size, dtype=bool)
+        captured = np.zeros(start.size, dtype=bool)
+        caps = trace.sql(_CAPTURES_SQL, [pass_id])
+        single = start.size == 0 or bool((thread == thread[0]).all())
+        for tid in (thread[:1] if single else np.unique(thread)):  # launching threads: a handful
+            rows = slice(None) if single else np.flatnonzero(thread == tid)
+            st, en, rt = start[rows], end[rows], runtime[rows]
+            # outermost calls (docs/metrics.md): a launch call is nested when a call of the other API on its thread
+            # spans it. Launch calls nest at most runtime -> driver, and a thread's runtime calls do not overlap, so
+            # the only candidate is the runtime call that started last at or before it.
+            if rt.any() and not rt.all():
+                r_idx = np.flatnonzero(rt)
+                r_order = r_idx[np.argsort(st[r_idx], kind="stable")]
+                d_idx = np.flatnonzero(~rt)
+                k = np.searchsorted(st[r_order], st[d_idx], side="right") - 1
+                nested = (k >= 0) & (en[r_order][np.maximum(k, 0)] >= en[d_idx])
+                o = outer[rows]
+                o[d_idx[nested]] = False
+                outer[rows] = o
+            on = caps["thread_id"] == tid
+            if on.any():
+                us, ue = _merge(caps["start_ns"][on].astype(np.int64), caps["end_ns"][on].astype(np.int64))
+                captured[rows] = _inside(st, us, ue)
+        captured &= ~is_graph
+        dur = end - start
+        # launch calls: graph << 32 | eager; captured calls apart; CPU time in all of them and in graph launches
+        calls = np.where(is_graph, _HIGH, np.where(captured, 0, 1))
+        self.calls = _Prefix(start[outer], {"calls": calls[outer], "captured": captured[outer].astype(np.int64),
+                                            "api_ns": np.where(captured, 0, dur)[outer],
+                                            "graph_api_ns": np.where(is_graph, dur, 0)[outer]})
+        launches = trace.sql(_LAUNCHES_SQL, [pass_id])
+        self.launch_t, self.launch_graph = launches["start_ns"].astype(np.int64), launches["graph_id"].astype(np.int64)
+
+    @property
+    def first_ns(self) -> int:
+        return int(min(self.spans.t[0] if self.spans.t.size else np.iinfo(np.int64).max,
+                       self.calls.t[0] if self.calls.t.size else np.iinfo(np.int64).max))
+
+    @property
+    def last_ns(self) -> int:
+        return int(max(self.spans.t[-1] if self.spans.t.size else np.iinfo(np.int64).min,
+                       self.calls.t[-1] if self.calls.t.size else np.iinfo(np.int64).min))
 
     def slice(self, name: str, kind: str, start_ns: int, duration_ns: float, occurrences: int,
-              spans: np.ndarray | None = None, calls: np.ndarray | None = None) -> CoverageSlice:
-        """Figures over the spans and calls selected by the masks (None: all)."""
-        sm = np.ones(self.span_t.size, dtype=bool) if spans is None else spans
-        cm = np.ones(self.call_t.size, dtype=bool) if calls is None else calls
-        gk = int(self.graph_kernels[sm].sum())
-        ek = int(np.count_nonzero(self.eager_kernel & sm))
-        gt = float(self.span_dur[self.graph_work & sm].sum())
-        et = float(self.span_dur[self.eager_work & sm].sum())
-        gc = int(np.count_nonzero(self.graph_call & cm))
-        ec = int(np.count_nonzero(self.eager_call & cm))
-        launched = self.graph_id[self.graph_work & sm]
+              starts: np.ndarray, ends: np.ndarray, closed: bool = True) -> CoverageSlice:
+        """Figures over the work placed in the disjoint intervals [starts, ends] ([starts, ends) if not closed)."""
+        s = self.spans.sums(starts, ends, closed)
+        c = self.calls.sums(starts, ends, closed)
+        gk, ek = _unpack(s["kernels"])
+        gc, ec = _unpack(c["calls"])
+        gt, et = s["graph_gpu_ns"], s["gpu_ns"] - s["graph_gpu_ns"]
+        graphs = self.launch_graph[_inside_any(self.launch_t, starts, ends, closed)]
         return CoverageSlice(
             name=name, kind=kind, start_ns=int(start_ns), duration_ns=float(duration_ns), occurrences=occurrences,
             graph_kernels=gk, eager_kernels=ek, kernel_share=share(gk, ek),
-            graph_gpu_ns=gt, eager_gpu_ns=et, gpu_time_share=share(gt, et),
+            graph_gpu_ns=float(gt), eager_gpu_ns=float(et), gpu_time_share=share(gt, et),
             graph_launch_calls=gc, eager_launch_calls=ec, launch_call_share=share(gc, ec),
-            graph_launch_api_ns=float(self.call_dur[self.graph_call & cm].sum()),
-            eager_launch_api_ns=float(self.call_dur[self.eager_call & cm].sum()),
-            captured_launch_calls=int(np.count_nonzero(self.captured & cm)),
-            graphs_launched=int(np.unique(launched).size),
+            graph_launch_api_ns=float(c["graph_api_ns"]), eager_launch_api_ns=float(c["api_ns"] - c["graph_api_ns"]),
+            captured_launch_calls=c["captured"], graphs_launched=int(np.unique(graphs).size),
         )
 
-    def between(self, lo: int, hi: int, last: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Masks of the spans and calls placed in [lo, hi) ([lo, hi] for the last phase)."""
-        if last:
-            return (self.span_t >= lo) & (self.span_t <= hi), (self.call_t >= lo) & (self.call_t <= hi)
-        return (self.span_t >= lo) & (self.span_t < hi), (self.call_t >= lo) & (self.call_t < hi)
+
+def _inside_any(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, closed: bool) -> np.ndarray:
+    """Whether each (few) time lies in one of the disjoint sorted intervals."""
+    if starts.size == 0:
+        return np.zeros(t.size, dtype=bool)
+    k = np.searchsorted(starts, t, side="right") - 1
+    end = ends[np.maximum(k, 0)] if starts.size else np.zeros(t.size, dtype=np.int64)
+    return (k >= 0) & ((t <= end) if closed else (t < end))
 
 
 def _phases(trace: Trace, pass_id: int, work: _Work, start: int, end: int) -> tuple[CoverageSlice, ...]:
@@ -152,29 +210,13 @@ def _phases(trace: Trace, pass_id: int, work: _Work, start: int, end: int) -> tu
         return ()
     first, last = int(first), int(last)
     # work placed before the pass's recorded start (a call that began just before) belongs to the first phase
-    lo = min(start, int(work.span_t.min(initial=start)), int(work.call_t.min(initial=start)))
-    hi = max(end, int(work.span_t.max(initial=end)), int(work.call_t.max(initial=end)))
+    lo, hi = min(start, work.first_ns), max(end, work.last_ns)
     cuts = [("before the first graph", lo, first), ("building graphs", first, last), ("steady state", last, hi)]
     out = []
     for i, (name, a, b) in enumerate(cuts):
-        sm, cm = work.between(a, b, last=i == len(cuts) - 1)
-        out.append(work.slice(name, "phase", a, max(b - a, 0), 1, sm, cm))
+        closed = i == len(cuts) - 1  # [a, b) but the last phase [a, b]: each event in exactly one phase
+        out.append(work.slice(name, "phase", a, max(b - a, 0), 1, np.array([a]), np.array([b]), closed))
     return tuple(out)
-
-
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals sorted by start, as disjoint sorted intervals."""
-    run_end = np.maximum.accumulate(ends)
-    new = np.ones(starts.size, dtype=bool)
-    new[1:] = starts[1:] > run_end[:-1]
-    idx = np.flatnonzero(new)
-    return starts[new], np.maximum.reduceat(ends, idx)
-
-
-def _inside(t: np.ndarray, us: np.ndarray, ue: np.ndarray) -> np.ndarray:
-    """Whether each time lies in one of the disjoint sorted intervals [us, ue]."""
-    k = np.searchsorted(us, t, side="right") - 1
-    return (k >= 0) & (t <= ue[np.maximum(k, 0)])
 
 
 def _ranges(trace: Trace, pass_id: int, work: _Work) -> tuple[CoverageSlice, ...]:
@@ -189,11 +231,7 @@ def _ranges(trace: Trace, pass_id: int, work: _Work) -> tuple[CoverageSlice, ...
         us, ue = _merge(starts[a:b], ends[a:b])
         merged.append((float((ue - us).sum()), str(names[a]), us, ue, int(b - a)))
     merged.sort(key=lambda m: (-m[0], m[1]))
-    out = []
-    for total, name, us, ue, count in merged[:MAX_RANGES]:
-        out.append(work.slice(name, "range", int(us[0]), total, count,
-                              _inside(work.span_t, us, ue), _inside(work.call_t, us, ue)))
-    return tuple(out)
+    return tuple(work.slice(name, "range", int(us[0]), total, count, us, ue) for total, name, us, ue, count in merged[:MAX_RANGES])
 
 
 def _eager_lines(lines: tuple[SourceLine, ...], eager_gpu_ns: float, launch_sources: bool) -> tuple[tuple[EagerLine, ...], str]:
@@ -213,17 +251,18 @@ def graph_coverage(trace: Trace, pass_id: int, source_lines: tuple[SourceLine, .
     if p is None:
         return None
     work = _Work(trace, pass_id)
-    if work.span_t.size == 0 and work.call_t.size == 0:
+    if work.spans.t.size == 0 and work.calls.t.size == 0:
         return None
-    run = work.slice("whole run", "run", p.start_ns, float(p.end_ns - p.start_ns), 1)
+    lo, hi = min(p.start_ns, work.first_ns), max(p.end_ns, work.last_ns)
+    run = work.slice("whole run", "run", p.start_ns, float(p.end_ns - p.start_ns), 1, np.array([lo]), np.array([hi]))
     params = trace.meta.get("params") or {}
     launch_sources = bool(params.get("launch_sources")) if isinstance(params, dict) else False
     lines, note = _eager_lines(source_lines, run.eager_gpu_ns, launch_sources)
     if run.eager_kernels == 0 and not lines:
         note = ""
     return GraphCoverage(
-        pass_id=pass_id, detail=p.detail, kernels_from_topology=bool(work.is_graph_span.any()),
-        unknown_graph_launches=int(np.count_nonzero(work.unknown_launch)),
+        pass_id=pass_id, detail=p.detail, kernels_from_topology=work.kernels_from_topology,
+        unknown_graph_launches=work.unknown_launches,
         run=run, phases=_phases(trace, pass_id, work, p.start_ns, p.end_ns), ranges=_ranges(trace, pass_id, work),
         eager_lines=lines, eager_lines_note=note, phase_rule=PHASE_RULE,
     )

@@ -13,10 +13,13 @@ import ast
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.tracer.store import Trace, load
+from graphmode.tracer.validate import validate_trace
 from tests.conftest import DATA, ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -72,6 +75,8 @@ def line_of(source: str, example: str) -> int:
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(DATA)))
 def test_coverage_invariants_on_every_recording(path: Path) -> None:
     t, a = _analysed(path)
+    assert validate_trace(t) == []
+    jsonschema.Draft202012Validator(load_schema()).validate(report_dict(a))
     c = a.coverage
     assert c is not None and c.pass_id == a.traced_pass_id
     for s in (c.run, *c.phases, *c.ranges):
