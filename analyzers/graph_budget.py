@@ -36,8 +36,10 @@ WITH ev AS (
          arg_min(thread_id, start_ns) FILTER (WHERE event IN ('capture', 'build', 'instantiate')) AS thread_id,
          list(correlation_id) FILTER (WHERE event IN ('capture', 'instantiate') AND correlation_id <> 0) AS corrs
   FROM graph_events WHERE pass_id = $1 GROUP BY graph_id
-), site AS (
-  SELECT correlation_id, max(source) AS source FROM api_calls WHERE pass_id = $1 AND source <> '' GROUP BY correlation_id
+), site AS (  -- only the lifecycle calls' lines: grouping every call of a --launch-sources pass would cost seconds
+  SELECT correlation_id, max(source) AS source FROM api_calls WHERE pass_id = $1 AND source <> '' AND correlation_id IN
+    (SELECT correlation_id FROM graph_events WHERE pass_id = $1 AND event IN ('capture', 'instantiate') AND correlation_id <> 0)
+  GROUP BY correlation_id
 ), node_site AS (
   SELECT graph_id, arg_min(source, node_index) FILTER (WHERE source <> '') AS source FROM graph_nodes WHERE pass_id = $1 GROUP BY graph_id
 )
