@@ -7,7 +7,8 @@
 #
 # Writes tests/data/coverage/*.gmtrace (a few hundred KB each); each program's output, the timings and
 # the pytest log go to $OUT (default /tmp/graphmode-coverage), with crosscheck.md: coverage and memory
-# against the programs' own counts and torch.cuda.memory_stats, for docs/benchmarks.md.
+# against the programs' own counts and torch.cuda.memory_stats, for docs/benchmarks.md; a copy of the
+# recordings goes to $OUT/fixtures/ (copy them to tests/data/coverage/ and commit them).
 set -u
 d=tests/data/coverage
 out=${OUT:-/tmp/graphmode-coverage}
@@ -26,6 +27,7 @@ run torch_compile_shapes examples/torch_compile_shapes.py
 run torch_overwritten examples/torch_overwritten.py                        # exits 1 on purpose
 run graph_per_batch_size examples/graph_per_batch_size.py
 run jax_jit examples/jax_jit.py
+mkdir -p "$out/fixtures" && cp "$d"/*.gmtrace "$out/fixtures/"   # the recordings come back through $OUT
 t0=$SECONDS
 GRAPHMODE_COVERAGE_LOGS="$out" python3 -m pytest -q -rs tests/test_coverage_fixtures.py tests/test_gpu_coverage.py \
   > "$out/pytest.log" 2>&1
