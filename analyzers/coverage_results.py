@@ -139,7 +139,8 @@ class GraphBudgetRow:
     bytes: int | None  # what the table shows: pool_bytes for PyTorch graphs, else device_bytes
     saved_ns: float | None  # saved per replay against eager (per-graph analysis), when known
     net_ns: float | None  # replays x saved - startup
-    verdict: str  # one phrase: 'never replayed', 'paid back', 'did not pay back its start-up time', ...
+    verdict: str  # one phrase: 'never replayed', 'paid back', 'did not pay back its start-up time', 'empty graph', ...
+    nodes: int = 0  # nodes of its recorded topology (0: empty, or built before tracing)
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,6 @@ class GraphBudget:
     total_startup_ns: float
     total_bytes: int | None
     memory_source: str  # 'pytorch pools' | 'device free memory' | 'not sampled'
-    never_replayed: int
+    never_replayed: int  # graphs with nodes that were never launched
     shared_pools: int  # pools holding more than one graph
     notes: tuple[str, ...]

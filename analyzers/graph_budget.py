@@ -43,7 +43,7 @@ WITH ev AS (
 ), node_site AS (
   SELECT graph_id, arg_min(source, node_index) FILTER (WHERE source <> '') AS source FROM graph_nodes WHERE pass_id = $1 GROUP BY graph_id
 )
-SELECT g.graph_id, g.label, g.origin, e.build_ns, e.instantiate_ns, e.upload_ns, coalesce(e.launches, 0) AS launches,
+SELECT g.graph_id, g.label, g.origin, g.num_nodes, e.build_ns, e.instantiate_ns, e.upload_ns, coalesce(e.launches, 0) AS launches,
        e.build_start, e.build_end, e.inst_start, e.inst_end, coalesce(e.thread_id, 0) AS thread_id,
        coalesce((SELECT max(s.source) FROM site s WHERE list_contains(e.corrs, s.correlation_id)), n.source, '') AS site
 FROM graphs g LEFT JOIN ev e USING (graph_id) LEFT JOIN node_site n USING (graph_id)
@@ -90,7 +90,9 @@ def _saved_per_replay(analysis: TraceAnalysis) -> dict[int, float]:
     return out
 
 
-def _verdict(replays: int, net: float | None) -> str:
+def _verdict(replays: int, net: float | None, nodes: int, origin: str) -> str:
+    if replays == 0 and nodes == 0 and origin != "unknown":
+        return "empty graph"
     if replays == 0:
         return "never replayed"
     if net is None:
@@ -122,7 +124,7 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     shared = sum(1 for p in (torch_graphs.pools if torch_graphs else ()) if len(p.graph_ids) > 1)
     saved = _saved_per_replay(analysis)
     rows = []
-    for (gid, label, origin, build_ns, inst_ns, up_ns, launches, build_start, build_end, inst_start, inst_end, thread,
+    for (gid, label, origin, nodes, build_ns, inst_ns, up_ns, launches, build_start, build_end, inst_start, inst_end, thread,
          site) in graphs:
         startup = sum(float(x) for x in (build_ns, inst_ns, up_ns) if x is not None)
         device = graph_mem = pool_bytes = None
@@ -148,12 +150,17 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
             graph_id=int(gid), label=str(label), site=str(site), pool=pools.get(int(gid), ""),
             capture_ns=_num(build_ns), instantiate_ns=_num(inst_ns), upload_ns=_num(up_ns), startup_ns=startup, replays=replays,
             device_bytes=device, pool_bytes=pool_bytes, graph_mem_bytes=graph_mem,
-            bytes=pool_bytes if pool_bytes is not None else device, saved_ns=per, net_ns=net, verdict=_verdict(replays, net)))
+            bytes=pool_bytes if pool_bytes is not None else device, saved_ns=per, net_ns=net,
+            verdict=_verdict(replays, net, int(nodes), str(origin)), nodes=int(nodes)))
     rows.sort(key=lambda r: (r.bytes is None, -(r.bytes or 0), -r.startup_ns, r.graph_id))
     sizes = [r.bytes for r in rows if r.bytes is not None]
     source = ("pytorch pools" if any(r.pool_bytes is not None for r in rows)
               else "device free memory" if any(r.device_bytes is not None for r in rows) else "not sampled")
     notes = []
+    empty = sum(1 for r in rows if r.verdict == "empty graph")
+    if empty:
+        notes.append(f"{empty} empty graph{'s' if empty > 1 else ''} (no nodes), such as the one PyTorch's cudagraph trees "
+                     "capture to keep their memory pool alive")
     if source == "not sampled":
         notes.append("no memory samples in this trace (recorded before graphmode sampled graph memory, or not by `graphmode run`)")
     elif source == "device free memory":
@@ -167,7 +174,7 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     return GraphBudget(
         rows=tuple(rows[:MAX_ROWS]), graphs=len(rows), total_startup_ns=float(sum(r.startup_ns for r in rows)),
         total_bytes=int(sum(sizes)) if sizes else None, memory_source=source,
-        never_replayed=sum(1 for r in rows if r.replays == 0), shared_pools=shared, notes=tuple(notes))
+        never_replayed=sum(1 for r in rows if r.verdict == "never replayed"), shared_pools=shared, notes=tuple(notes))
 
 
 def _num(v: Any) -> float | None:
