@@ -31,26 +31,35 @@ LAUNCH_SOURCES_HINT = ("the lines that launch eager kernels are recorded with `g
 PHASE_RULE = ("'before the first graph' ends where the first capture, explicit build or instantiation starts; "
               "'building graphs' runs from there to the end of the last one; 'steady state' is the rest")
 
-# Only numeric columns leave DuckDB, computed there: `kernels` packs graph kernels (a kernel node span counts 1,
-# a whole-graph span its graph's kernel nodes) in the high 32 bits and eager kernels in the low 32 bits, so
-# that one cumulative sum serves both; `graph_dur` is the duration of graph work, 0 for eager work.
+# Few numeric columns leave DuckDB, computed there (converting columns to numpy is most of the cost on a
+# 10M-event trace): `kernels` packs graph kernels (a kernel node span counts 1, a whole-graph span its graph's
+# kernel nodes) in the high 32 bits and eager kernels in the low 32 bits, so one cumulative sum serves both;
+# `signed_dur` is the span's duration, negative for graph work.
 _SPANS_SQL = """
 WITH kernel_nodes AS (
   SELECT graph_id, count(*) FILTER (WHERE node_type = 'kernel') AS k, count(*) AS n
   FROM graph_nodes WHERE pass_id = $1 GROUP BY graph_id
 )
-SELECT s.start_ns, (s.end_ns - s.start_ns)::BIGINT AS dur,
+SELECT s.start_ns,
        CASE WHEN s.graph_id = 0 THEN (s.kind = 'kernel')::BIGINT
             WHEN s.kind = 'graph' THEN coalesce(k.k, 0)::BIGINT << 32
             ELSE (s.kind = 'kernel')::BIGINT << 32 END AS kernels,
-       CASE WHEN s.graph_id <> 0 THEN s.end_ns - s.start_ns ELSE 0 END::BIGINT AS graph_dur,
-       CASE WHEN s.kind <> 'graph' THEN 0 WHEN coalesce(k.n, 0) = 0 THEN 2 ELSE 1 END::UTINYINT AS graph_span
+       CASE WHEN s.graph_id <> 0 THEN s.start_ns - s.end_ns ELSE s.end_ns - s.start_ns END::BIGINT AS signed_dur
 FROM gpu_spans s LEFT JOIN kernel_nodes k ON s.kind = 'graph' AND k.graph_id = s.graph_id
 WHERE s.pass_id = $1
 """
+_GRAPH_SPANS_SQL = """
+SELECT count(*) AS spans, count(*) FILTER (WHERE graph_id NOT IN (SELECT graph_id FROM graph_nodes WHERE pass_id = $1))
+FROM gpu_spans WHERE pass_id = $1 AND kind = 'graph'
+"""
+_LAUNCH_THREADS_SQL = """
+SELECT thread_id, count(DISTINCT api) = 2 AS mixed FROM api_calls
+WHERE pass_id = $1 AND category IN ('kernel_launch', 'graph_launch') GROUP BY thread_id
+"""
+# one thread's launch calls: start, and a code = duration * 4 + runtime * 2 + graph launch
 _CALLS_SQL = """
-SELECT start_ns, end_ns, thread_id, api = 'runtime' AS is_runtime, category = 'graph_launch' AS is_graph_launch
-FROM api_calls WHERE pass_id = $1 AND category IN ('kernel_launch', 'graph_launch')
+SELECT start_ns, ((end_ns - start_ns) * 4 + (api = 'runtime')::BIGINT * 2 + (category = 'graph_launch')::BIGINT)::BIGINT AS code
+FROM api_calls WHERE pass_id = $1 AND thread_id = $2 AND category IN ('kernel_launch', 'graph_launch')
 """
 _CAPTURES_SQL = "SELECT start_ns, end_ns, thread_id FROM graph_events WHERE pass_id = $1 AND event = 'capture' ORDER BY start_ns"
 _LAUNCHES_SQL = "SELECT start_ns, graph_id FROM graph_events WHERE pass_id = $1 AND event = 'launch' ORDER BY start_ns"
@@ -124,45 +133,44 @@ class _Work:
 
     def __init__(self, trace: Trace, pass_id: int):
         s = trace.sql(_SPANS_SQL, [pass_id])
-        self.kernels_from_topology = bool(s["graph_span"].any())
-        self.unknown_launches = int(np.count_nonzero(s["graph_span"] == 2))  # graphs built before tracing: no topology
-        self.spans = _Prefix(s["start_ns"].astype(np.int64), {"kernels": s["kernels"], "gpu_ns": s["dur"],
-                                                               "graph_gpu_ns": s["graph_dur"]})
-        del s
-        c = trace.sql(_CALLS_SQL, [pass_id])
-        start, end, thread = c["start_ns"].astype(np.int64), c["end_ns"].astype(np.int64), c["thread_id"]
-        runtime, is_graph = c["is_runtime"].astype(bool), c["is_graph_launch"].astype(bool)
-        del c
-        outer = np.ones(start.size, dtype=bool)
-        captured = np.zeros(start.size, dtype=bool)
+        signed = s["signed_dur"]
+        self.spans = _Prefix(s["start_ns"], {"kernels": s["kernels"], "gpu_ns": np.abs(signed),
+                                              "graph_gpu_ns": np.maximum(-signed, 0)})
+        del s, signed
+        (graph_spans, unknown), = trace.rows(_GRAPH_SPANS_SQL, [pass_id])
+        self.kernels_from_topology = bool(graph_spans)
+        self.unknown_launches = int(unknown)  # launches of graphs built before tracing: no topology, no kernels counted
         caps = trace.sql(_CAPTURES_SQL, [pass_id])
-        single = start.size == 0 or bool((thread == thread[0]).all())
-        for tid in (thread[:1] if single else np.unique(thread)):  # launching threads: a handful
-            rows = slice(None) if single else np.flatnonzero(thread == tid)
-            st, en, rt = start[rows], end[rows], runtime[rows]
-            # outermost calls (docs/metrics.md): a launch call is nested when a call of the other API on its thread
-            # spans it. Launch calls nest at most runtime -> driver, and a thread's runtime calls do not overlap, so
-            # the only candidate is the runtime call that started last at or before it.
-            if rt.any() and not rt.all():
-                r_idx = np.flatnonzero(rt)
-                r_order = r_idx[np.argsort(st[r_idx], kind="stable")]
-                d_idx = np.flatnonzero(~rt)
-                k = np.searchsorted(st[r_order], st[d_idx], side="right") - 1
-                nested = (k >= 0) & (en[r_order][np.maximum(k, 0)] >= en[d_idx])
-                o = outer[rows]
-                o[d_idx[nested]] = False
-                outer[rows] = o
+        parts: list[tuple[np.ndarray, ...]] = []
+        for tid, mixed in trace.rows(_LAUNCH_THREADS_SQL, [pass_id]):  # launching threads: a handful
+            c = trace.sql(_CALLS_SQL, [pass_id, tid])
+            start, code = c["start_ns"], c["code"]
+            dur = code >> 2
+            runtime, graph = ((code >> 1) & 1).astype(bool), (code & 1).astype(bool)
+            keep = np.ones(start.size, dtype=bool)
+            if mixed:
+                # outermost calls (docs/metrics.md): launch calls nest at most runtime -> driver, and a thread's
+                # runtime calls do not overlap, so a driver call is nested when the runtime call that started
+                # last at or before it ends at or after it
+                r_idx = np.flatnonzero(runtime)
+                r_idx = r_idx[np.argsort(start[r_idx], kind="stable")]
+                d_idx = np.flatnonzero(~runtime)
+                k = np.searchsorted(start[r_idx], start[d_idx], side="right") - 1
+                r_end = (start[r_idx] + dur[r_idx])[np.maximum(k, 0)]
+                keep[d_idx[(k >= 0) & (r_end >= start[d_idx] + dur[d_idx])]] = False
             on = caps["thread_id"] == tid
+            captured = np.zeros(start.size, dtype=bool)
             if on.any():
                 us, ue = _merge(caps["start_ns"][on].astype(np.int64), caps["end_ns"][on].astype(np.int64))
-                captured[rows] = _inside(st, us, ue)
-        captured &= ~is_graph
-        dur = end - start
-        # launch calls: graph << 32 | eager; captured calls apart; CPU time in all of them and in graph launches
-        calls = np.where(is_graph, _HIGH, np.where(captured, 0, 1))
-        self.calls = _Prefix(start[outer], {"calls": calls[outer], "captured": captured[outer].astype(np.int64),
-                                            "api_ns": np.where(captured, 0, dur)[outer],
-                                            "graph_api_ns": np.where(is_graph, dur, 0)[outer]})
+                captured = _inside(start, us, ue) & ~graph
+            parts.append((start[keep], graph[keep], captured[keep], dur[keep]))
+        start, graph, captured, dur = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+                                       for i in range(4))
+        graph, captured = graph.astype(bool), captured.astype(bool)
+        # launch calls: graph << 32 | eager; captured calls apart; CPU time in the launches that ran work, and in graph launches
+        self.calls = _Prefix(start.astype(np.int64), {
+            "calls": np.where(graph, _HIGH, (~captured).astype(np.int64)), "captured": captured.astype(np.int64),
+            "api_ns": np.where(captured, 0, dur), "graph_api_ns": np.where(graph, dur, 0)})
         launches = trace.sql(_LAUNCHES_SQL, [pass_id])
         self.launch_t, self.launch_graph = launches["start_ns"].astype(np.int64), launches["graph_id"].astype(np.int64)
 
