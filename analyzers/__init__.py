@@ -21,6 +21,7 @@ from graphmode.analyzers.break_even import break_even, overhead_saved
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
 from graphmode.analyzers.critical_path import critical_paths
 from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
+from graphmode.analyzers.graph_use import graph_use_fields
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
@@ -208,6 +209,7 @@ def analyze(trace: Trace) -> TraceAnalysis:
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
         graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
     )
+    result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
     try:
         profile = cpu_profile_summary(trace, traced_id)

@@ -14,6 +14,7 @@ import numpy as np
 
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
+from graphmode.analyzers.torch_diagnostics import torch_pitfalls
 from graphmode.tracer.store import Trace
 
 # CUresult / cudaError_t values of a broken stream capture (identical in the driver and the runtime).
@@ -312,4 +313,5 @@ def find_pitfalls(trace: Trace, analysis: TraceAnalysis | None = None) -> tuple[
         subjects = _subjects(trace, analysis)
         found += _payback_and_speed(subjects)
         found += _gaps_between_replays(trace, analysis, subjects)
+    found += torch_pitfalls(trace, analysis)  # PyTorch graph mode (analyzers/torch_diagnostics.py)
     return tuple(sorted(found, key=lambda x: x.severity != "error"))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphmode.analyzers.coverage_results import GraphBudget, GraphCoverage, TorchGraphs
+
 
 @dataclass(frozen=True)
 class Stat:
@@ -287,6 +289,10 @@ class TraceAnalysis:
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
     graphs: tuple[GraphResult, ...] = ()  # one per graph of a script trace, the headline's graph first
     totals: GraphTotals | None = None  # all graphs of a script trace together
+
+    coverage: GraphCoverage | None = None  # share of the work that ran inside graphs, per phase (analyzers.coverage)
+    torch_graphs: TorchGraphs | None = None  # PyTorch's cudagraph decisions, when the program used torch (analyzers.torch_graphs)
+    graph_budget: GraphBudget | None = None  # memory and start-up time per graph (analyzers.graph_budget)
 
     def primary_graph(self) -> GraphResult | None:
         """The graph the headline names (the first of `graphs`), when the trace has per-graph results."""

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
+from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
 from graphmode.reports.names import short_name
@@ -217,6 +218,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
     if a.source_lines:
         console.print(_source_table(a.source_lines, a.traced_detail))
 
+    print_graph_use(console, a)  # coverage, PyTorch's cudagraph decisions, graph budget (reports/coverage.py)
     print_cpu_profile(console, a.cpu_profile)
 
     if a.cannot_compute:

@@ -202,6 +202,8 @@ class CuptiSession:
         self._cb_names: dict[int, str] = {}
         self._lock = threading.Lock()
         self.started = False
+        # (api, cbdata, exiting) -> None, called for both sites of the followed API calls (tracer.graph_memory)
+        self.on_api_call: Callable[[str, Any, bool], None] | None = None
 
     # -- CUPTI callbacks: keep them minimal, they run inside the workload -------------------------
     def _buffer_requested(self) -> tuple[int, int]:
@@ -233,6 +235,8 @@ class CuptiSession:
         cupti = cupti_module()
         cd = cbdata if hasattr(cbdata, "callback_site") else cupti.CallbackData.from_ptr(int(cbdata))
         enter = int(cd.callback_site) == int(cupti.ApiCallbackSite.API_ENTER)
+        if self.on_api_call is not None:
+            self.on_api_call(api, cd, not enter)
         if (api, cbid) in self._instantiate_cbids:
             # Graphs the driver creates inside an instantiation are its own (the executable's copy):
             # not the program's, and cuGraphGetNodes refuses them (CUDA_ERROR_INVALID_VALUE). Resource

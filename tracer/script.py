@@ -116,6 +116,8 @@ class ScriptTracer:
         self._session: Any = None
         self._profiler: Any = None
         self._writer: TraceWriter | None = None
+        self._memory: Any = None
+        self._torch: Any = None
         self.start_ns = 0
 
     @property
@@ -124,6 +126,8 @@ class ScriptTracer:
 
     def start(self) -> None:
         from graphmode.tracer.cuda_util import init_device
+        from graphmode.tracer.graph_memory import GraphMemorySampler
+        from graphmode.tracer.torch_hooks import TorchHooks
         from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
         from graphmode.tracer.runner import machine_meta
         from graphmode.tracer.sources import user_location
@@ -149,12 +153,16 @@ class ScriptTracer:
                                      source_api=source_api, snapshot_topology=True, api_filter=cfg.api_filter,
                                      node_events=cfg.node_events, callbacks=cfg.callbacks,
                                      gpu_kinds=cfg.gpu_kinds)
+        # What PyTorch says about its graphs and the graphs' memory come from Python callbacks and hooks:
+        # the runs that have them (not the measuring run).
+        self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
         self._session.start()
         from graphmode.tracer.conflicts import ProfilerWatch
 
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
         self.start_ns = timestamp()
+        self._torch = TorchHooks(self._memory).install() if cfg.callbacks else None
         if cfg.profile:
             from pyinstrument import Profiler
 
@@ -168,6 +176,8 @@ class ScriptTracer:
         from graphmode.tracer.profile_store import stop_profiler, write_profile
 
         writer = self._writer
+        observed = {"torch": self._torch.uninstall() if self._torch is not None else None,
+                    "graph_memory": self._memory.columns() if self._memory is not None else None}
         profile = stop_profiler(self._profiler)
         try:
             from cuda.bindings import driver as cu
@@ -194,6 +204,7 @@ class ScriptTracer:
                 run_entry.update({k: v for k, v in extra.items() if k == "script"})
                 extra.pop("script", None)
             meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
+            meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
             try:
                 self._watch.uninstall()
