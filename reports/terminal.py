@@ -11,6 +11,7 @@ from rich.text import Text
 
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
+from graphmode.reports.prediction import print_prediction
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
@@ -210,6 +211,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print(_source_table(a.source_lines, a.traced_detail))
 
     print_cpu_profile(console, a.cpu_profile)
+    print_prediction(console, a.prediction)
 
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")

@@ -1,0 +1,642 @@
+"""Predict whether a CUDA graph would pay off, from eager work only (and the converse for graph work).
+
+For each repeated region of a trace (eager iterations: the runner's, the inferred ones of a script, NVTX
+`graphmode:eager` ranges; any NVTX range name repeated at least MIN_NVTX_REPEATS times; or lines the
+user names), `predict` builds the graph a stream capture would make of one iteration
+(analyzers.eager_graph), and prices it with the GPU's cost model (analyzers.costmodel):
+
+- one-time cost = capture + instantiate + upload + first-launch excess (+ the first-graph-of-a-process
+  extra when no graph was instantiated before the region);
+- replay period = the iteration's GPU work as measured eagerly plus the model's per-node cost, bounded
+  below by the critical path across streams, plus the replay's host overhead (launch + synchronize) when
+  the eager iterations synchronize, else the larger of the launch call and the GPU span;
+- saving per iteration = measured eager period - predicted replay period; break-even = the smallest n
+  with n * saving >= one-time cost, with a 95% interval from 2000 draws of the model's spread and
+  bootstrap medians of the eager sample.
+
+A graph that the trace replays without any eager twin (XLA runs everything as graphs) gets the converse:
+its nodes launched eagerly, priced with the model's per-launch costs. docs/metrics.md, "Prediction",
+gives every formula.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
+from graphmode.analyzers.costmodel import CostModel, ModelChoice, Spread, find_model
+from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.eager_graph import (
+    BREAKER_ADVICE,
+    EagerGraph,
+    WindowActivity,
+    capture_breakers,
+    event_call_counts,
+    iteration_graph,
+    name_mask,
+    window_activity,
+)
+from graphmode.analyzers.results import (
+    CaptureBreaker,
+    Estimate,
+    PredictedGraph,
+    Prediction,
+    RegionPrediction,
+    TraceAnalysis,
+)
+from graphmode.tracer.store import Trace
+
+EAGER_MODES = ("eager", "eager_sync_each")
+MIN_NVTX_REPEATS = 3
+MAX_REGIONS = 20
+MAX_WINDOWS = 1000  # iterations read per region for the graph and node durations (all of them give the period)
+# Graph node types (graph_nodes.node_type) as the cost model counts them.
+_NODE_TYPE = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "host": "host",
+              "event_record": "event", "wait_event": "event", "ext_semas_signal": "event", "ext_semas_wait": "event"}
+
+EVENT_GAP_NOTE = (
+    "the trace records no stream or event for cudaEventRecord, so cross-stream edges pair each waited event with a "
+    "record by order and take the record's stream from its thread's last launch; enabling CUPTI's CUDA_EVENT "
+    "activity (CUpti_ActivityCudaEvent2: correlationId, streamId, eventId) in the tracer would make them exact"
+)
+
+
+@dataclass
+class _Region:
+    label: str
+    basis: str
+    mode: str
+    graph_id: int  # graph measured in the trace that did this work (0: none)
+    starts: np.ndarray  # windows in the traced pass
+    ends: np.ndarray
+    wall: np.ndarray  # periods (ns) from the wall pass
+    wall_start: int  # first start in the wall pass (is a graph instantiated before it?)
+    wall_traced: bool  # the periods include the tracer's overhead
+    correction: float  # timing/traced ratio of the mode's median (1 without a timing pass)
+    runner: bool  # iterations written by graphmode's runner (bench / compare)
+
+
+# ---------------------------------------------------------------------------------------------- regions
+
+
+def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
+    """Iterations of a pass as columns mode, graph_id, name, start_ns, end_ns (steady ones only when the
+    iteration module (issue 9, analyzers.iterations.find_iterations) says which are warm-ups)."""
+    from graphmode.analyzers import iterations as it_module
+
+    find = getattr(it_module, "find_iterations", None)
+    if find is not None:
+        try:
+            t = find(trace, pass_id)
+            steady = np.asarray(t.role) == "steady"
+            return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
+                    "name": np.full(int(steady.sum()), "", dtype=object),
+                    "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
+        except (AttributeError, TypeError, KeyError, ValueError):
+            pass  # an interface still moving: the markers below say the same for bench and script traces
+    return trace.sql("SELECT mode, graph_id, name, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' "
+                     "ORDER BY start_ns", [pass_id])
+
+
+def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
+    if name == "inferred":
+        return (f"{mode} iterations doing graph {graph_id}'s work", "inferred from the graph's kernel sequence")
+    if name == "nvtx":
+        return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
+    if name == mode:
+        return (f"{mode} iterations", "the runner's iteration markers")
+    return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")
+
+
+def _marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[_Region]:
+    tr = _iteration_windows(trace, traced_id)
+    wl = _iteration_windows(trace, timing_id) if timing_id is not None else None
+    out: list[_Region] = []
+    if tr["mode"].size == 0:
+        return out
+    # graphmode's runner (bench, compare) writes phase markers; a script's traced pass has none.
+    runner = bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'phase'", [traced_id])[0][0])
+    modes = tr["mode"].astype(str)
+    gids = tr["graph_id"].astype(np.int64)
+    names = tr["name"].astype(str)
+    for mode in EAGER_MODES:
+        for g in np.unique(gids[modes == mode]):  # per (mode, graph): a handful
+            sel = (modes == mode) & (gids == g)
+            starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
+            label, basis = _label(mode, int(g), names[sel][0])
+            wall, wall_traced, wall_start, correction = ends - starts, True, int(starts.min()), 1.0
+            if wl is not None and wl["mode"].size:
+                wsel = (wl["mode"].astype(str) == mode) & (wl["graph_id"].astype(np.int64) == g)
+                if wsel.any():
+                    ws, we = wl["start_ns"][wsel].astype(np.int64), wl["end_ns"][wsel].astype(np.int64)
+                    wall, wall_traced, wall_start = we - ws, False, int(ws.min())
+                    traced_med = float(np.median(ends - starts))
+                    correction = float(np.median(wall)) / traced_med if traced_med > 0 else 1.0
+            out.append(_Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner))
+    return out
+
+
+def _non_overlapping(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Mask keeping the leftmost of overlapping ranges (sorted by start): nested or crossing ranges of one
+    name are not separate iterations."""
+    keep = np.ones(starts.size, dtype=bool)
+    last_end = -np.inf
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):  # per range of one name: iterations, not events
+        if s < last_end:
+            keep[i] = False
+        else:
+            last_end = e
+    return keep
+
+
+def _nvtx_regions(trace: Trace, traced_id: int) -> list[_Region]:
+    r = trace.sql("SELECT name, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'nvtx' AND NOT starts_with(name, 'graphmode:') "
+                  "AND name IN (SELECT name FROM markers WHERE pass_id = ? AND kind = 'nvtx' GROUP BY name HAVING count(*) >= ?) "
+                  "ORDER BY name, start_ns", [traced_id, traced_id, MIN_NVTX_REPEATS])
+    out: list[_Region] = []
+    names = r["name"].astype(str) if r["name"].size else np.zeros(0, dtype=str)
+    for name in np.unique(names):  # per repeated range name
+        sel = names == name
+        s, e = r["start_ns"][sel].astype(np.int64), r["end_ns"][sel].astype(np.int64)
+        keep = _non_overlapping(s, e)
+        if int(keep.sum()) < MIN_NVTX_REPEATS:
+            continue
+        s, e = s[keep], e[keep]
+        out.append(_Region(f"NVTX range '{name}'", f"{int(keep.sum())} NVTX ranges named '{name}'", "eager", 0, s, e, e - s,
+                           int(s.min()), True, 1.0, False))
+    return out
+
+
+_LINES = re.compile(r"^(?P<file>.+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
+_SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
+
+
+def _line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[list[_Region], list[str]]:
+    """Regions from lines the user names ('file.py:12-30'), from the calls' source lines (recorded with
+    --launch-sources). An iteration is a run of consecutive calls from those lines; a call from another
+    line ends it (the loop's synchronize, say), and it lasts until the next run starts. If the lines
+    make a single run, it is cut at each launch of the first kernel launched from them instead."""
+    out: list[_Region] = []
+    notes: list[str] = []
+    calls = trace.sql("SELECT start_ns, end_ns, source FROM api_calls WHERE pass_id = ? AND source <> '' ORDER BY start_ns, end_ns DESC",
+                      [traced_id])
+    src = calls["source"].astype(str) if calls["source"].size else np.zeros(0, dtype=str)
+    uniq, inv = np.unique(src, return_inverse=True)
+    parsed = [_SOURCE.fullmatch(u) for u in uniq]  # per distinct source line
+    for spec in specs:
+        m = _LINES.match(spec.strip())
+        if m is None:
+            raise ValueError(f"--predict-lines {spec!r}: write FILE:LINE or FILE:FIRST-LAST (like train.py:40-52)")
+        a, b, file = int(m.group("a")), int(m.group("b") or m.group("a")), m.group("file")
+        if b < a:
+            raise ValueError(f"--predict-lines {spec!r}: the last line comes before the first")
+        if src.size == 0:
+            notes.append(f"lines {spec}: the trace has no call source lines; record with `graphmode run --launch-sources`")
+            continue
+        hit_u = np.array([p is not None and (p.group(1) == file or p.group(1).endswith("/" + file)) and a <= int(p.group(2)) <= b
+                          for p in parsed], dtype=bool)
+        inside = hit_u[inv]
+        if not inside.any():
+            notes.append(f"lines {spec}: no CUDA call was made from them")
+            continue
+        t = calls["start_ns"].astype(np.int64)
+        change = np.flatnonzero(np.diff(inside.astype(np.int8)) != 0) + 1
+        run_first = np.concatenate([[0], change])
+        starts = t[run_first[inside[run_first]]]
+        if starts.size < 2:
+            launches = trace.sql(
+                """SELECT min(a.start_ns) AS t, any_value(s.name) AS name, any_value(a.source) AS source FROM gpu_spans s JOIN api_calls a
+                   ON a.pass_id = s.pass_id AND a.correlation_id = s.correlation_id
+                   WHERE s.pass_id = ? AND s.graph_id = 0 AND a.source <> '' AND a.start_ns >= ? GROUP BY s.correlation_id ORDER BY t""",
+                [traced_id, int(starts[0])])
+            key = (str(launches["source"][0]), str(launches["name"][0])) if launches["t"].size else ("", "")
+            first = (launches["source"].astype(str) == key[0]) & (launches["name"].astype(str) == key[1]) if launches["t"].size else \
+                np.zeros(0, dtype=bool)
+            starts = launches["t"][first].astype(np.int64)
+        if starts.size < 2:
+            notes.append(f"lines {spec}: their work ran once; a prediction needs a repeated region")
+            continue
+        last_end = int(calls["end_ns"][inside].max())
+        ends = np.append(starts[1:], max(last_end, int(starts[-1])) + 1)
+        out.append(_Region(f"lines {spec}", f"{starts.size} runs of calls from {file}:{a}-{b}", "eager", 0, starts, ends,
+                           (ends - starts).astype(np.int64), int(starts.min()), True, 1.0, False))
+    return out, notes
+
+
+# ---------------------------------------------------------------------------------------------- estimates
+
+
+def _estimate(draws: np.ndarray, point: float) -> Estimate:
+    finite = draws[np.isfinite(draws)]
+    if finite.size == 0:
+        return Estimate(point, point, point)
+    lo, hi = np.percentile(finite, [2.5, 97.5])
+    return Estimate(float(point), float(lo), float(hi))
+
+
+def _normal(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndarray:
+    out: np.ndarray = mean + sd * rng.standard_normal(n)
+    return out
+
+
+def _from_samples(rng: np.random.Generator, s: Spread, n: int) -> np.ndarray:
+    out: np.ndarray = rng.choice(np.asarray(s.samples, dtype=np.float64), size=n, replace=True)
+    return out
+
+
+def _break_even(one_time: np.ndarray, saved: np.ndarray) -> np.ndarray:
+    """Per draw, the smallest n >= 1 with n * saved >= one_time (inf: nothing saved); one definition with
+    analyzers.break_even (n * saved >= C  <=>  n * (saved / C) >= 1)."""
+    c = np.maximum(one_time, 0.0)
+    ratio = np.where(c > 0, saved / np.where(c > 0, c, 1.0), np.where(saved > 0, np.inf, -1.0))
+    out: np.ndarray = _replays_vector(1.0, ratio)
+    return out
+
+
+def _interval(n: np.ndarray) -> tuple[int | None, int | None, bool]:
+    s = np.sort(n)
+    lo = s[int(math.floor(0.025 * s.size))]
+    hi = s[int(math.ceil(0.975 * s.size)) - 1]
+    return (int(lo) if np.isfinite(lo) else None, int(hi) if np.isfinite(hi) else None, not bool(np.isfinite(hi)))
+
+
+# ---------------------------------------------------------------------------------------------- one region
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """The iterations whose operations match the representative one, position by position."""
+
+    rep: int  # iteration index of the representative
+    rows: np.ndarray  # (k, m) op indices into the WindowActivity, one row per matching iteration
+    iterations: np.ndarray  # iteration index of each row
+
+
+def _matched(act: WindowActivity, n_it: int) -> _Matched | None:
+    placed = np.flatnonzero(act.op_iteration >= 0)
+    if placed.size == 0:
+        return None
+    order = placed[np.lexsort((act.op_launch[placed], act.op_iteration[placed]))]
+    it = act.op_iteration[order]
+    counts = np.bincount(it, minlength=n_it)
+    present = counts[counts > 0]
+    vals, freq = np.unique(present, return_counts=True)
+    m = int(vals[np.argmax(freq)])  # the most common number of ops per iteration
+    cand = np.flatnonzero(counts == m)
+    first = np.searchsorted(it, cand, side="left")
+    rows = order[first[:, None] + np.arange(m)[None, :]]
+    _, codes = np.unique(act.op_name[rows].astype(str), return_inverse=True)
+    codes = codes.reshape(rows.shape)
+    ref = codes[1] if cand.size >= 3 else codes[0]  # skip the first as a possible warm-up
+    match = np.all(codes == ref, axis=1)
+    rep = int(cand[1] if cand.size >= 3 else cand[0])
+    return _Matched(rep, rows[match], cand[match])
+
+
+def _busy(act: WindowActivity, rows: np.ndarray) -> np.ndarray:
+    """GPU busy (union of the op spans) per row, vectorised over the (k, m) matrix."""
+    s = act.op_start[rows].astype(np.float64)
+    e = act.op_end[rows].astype(np.float64)
+    order = np.argsort(s, axis=1, kind="stable")
+    s, e = np.take_along_axis(s, order, 1), np.take_along_axis(e, order, 1)
+    run = np.maximum.accumulate(e, axis=1)
+    covered = s.copy()
+    covered[:, 1:] = np.maximum(s[:, 1:], run[:, :-1])
+    out: np.ndarray = np.maximum(e - covered, 0.0).sum(axis=1)
+    return out
+
+
+def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -> np.ndarray:
+    """Host time to issue each matching iteration's work: first launch call's start to last launch call's
+    end, less the time in synchronizations between them (a fixed capture would not have them)."""
+    first = act.op_launch[rows].min(axis=1)
+    last = act.op_launch_end[rows].max(axis=1)
+    out: np.ndarray = (last - first).astype(np.float64)
+    is_sync = name_mask(act.call_name, "Synchronize")
+    if not is_sync.any():
+        return out
+    pos = np.full(int(max(act.call_iteration.max(initial=-1), iterations.max(initial=-1))) + 1, -1, dtype=np.int64)
+    pos[iterations] = np.arange(iterations.size)  # iteration index -> row
+    row = np.where(act.call_iteration >= 0, pos[np.clip(act.call_iteration, 0, None)], -1)
+    sel = is_sync & (row >= 0)
+    sel &= (act.call_start >= first[np.clip(row, 0, None)]) & (act.call_end <= last[np.clip(row, 0, None)])
+    out -= np.bincount(row[sel], weights=(act.call_end - act.call_start)[sel].astype(np.float64), minlength=iterations.size)
+    return out
+
+
+def _first_graph_of_process(trace: Trace, before_ns: int) -> bool:
+    n = trace.rows("SELECT (SELECT count(*) FROM graph_events WHERE event = 'instantiate' AND start_ns < ?)"
+                   " + (SELECT count(*) FROM markers WHERE kind = 'op' AND name = 'instantiate' AND start_ns < ?)",
+                   [before_ns, before_ns])[0][0]
+    return int(n) == 0
+
+
+def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
+    hits, trailing = capture_breakers(act)
+    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1), BREAKER_ADVICE[h.kind]) for h in hits]
+    # Stream-level findings are read from the representative iteration: once per iteration.
+    if graph.uncaptured:
+        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured), BREAKER_ADVICE["uncaptured_stream"]))
+    for s in graph.unjoined_streams:
+        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0, BREAKER_ADVICE["unjoined_stream"]))
+    if graph.external_waits:
+        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits),
+                                  BREAKER_ADVICE["external_event"]))
+    return out, trailing
+
+
+def _measured(trace: Trace, analysis: TraceAnalysis | None, region: _Region, wall_pass: int | None,
+              eager_median: float) -> tuple[float | None, float | None, int | None]:
+    """One-time cost, replay period and break-even of the graph this trace built for the region's work."""
+    if analysis is None:
+        return None, None, None
+    if region.runner:
+        be = next((b for b in analysis.break_even if b.baseline == region.mode), None)
+        if be is None:
+            return None, None, None
+        return be.one_time_ns, be.graph_ns, be.replays
+    if not region.graph_id:
+        return None, None, None
+    cost = next((c.total_ns for c in analysis.graph_costs if c.graph_id == region.graph_id), None)
+    replay = None
+    if wall_pass is not None:
+        r = trace.rows("SELECT median(end_ns - start_ns) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' "
+                       "AND graph_id = ?", [wall_pass, region.graph_id])[0][0]
+        replay = float(r) if r is not None else None
+    be_n = smallest_replays(cost, eager_median - replay) if cost is not None and replay is not None and eager_median > replay else None
+    return cost, replay, be_n
+
+
+def _to_graph(trace: Trace, region: _Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
+              wall_pass: int | None, seed: int) -> RegionPrediction | None:
+    starts, ends = region.starts, region.ends
+    wall_same_windows = region.wall_traced and region.wall.size == starts.size
+    if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
+        order = np.argsort(starts, kind="stable")
+        keep = order[starts.size // 2 - MAX_WINDOWS // 2:][:MAX_WINDOWS]
+        starts, ends = starts[keep], ends[keep]
+        if wall_same_windows:
+            region = dataclasses.replace(region, starts=starts, ends=ends, wall=region.wall[keep])
+    n_it = int(starts.size)
+    act = window_activity(trace, traced_id, starts, ends)
+    matched = _matched(act, n_it)
+    if matched is None or matched.rows.shape[0] == 0:
+        return None  # no eager GPU work in these iterations: nothing to capture
+    graph = iteration_graph(act, matched.rep)
+    breakers, trailing = _breakers(act, graph, n_it)
+    notes: list[str] = []
+    rows = matched.rows
+    dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
+    busy = _busy(act, rows)
+    issue = _issue_time(act, rows, matched.iterations)
+    synchronized = trailing >= 0.5 * n_it
+    counts = graph.counts()
+    n_rec, n_wait = event_call_counts(act, matched.rep)
+    kinds = graph.ops.kind.astype(str)
+    cap = graph.captured
+    wall = region.wall.astype(np.float64)
+    if wall_same_windows:  # the same windows: drop iterations with no eager GPU work
+        has_ops = np.bincount(act.op_iteration[act.op_iteration >= 0], minlength=n_it) > 0
+        wall = wall[has_ops]
+    t_e = float(np.median(wall))
+    if rows.shape[0] < n_it:
+        notes.append(f"{n_it - rows.shape[0]} of {n_it} iterations launched different work and were left out of the per-node durations")
+    if region.wall_traced:
+        notes.append("the eager period and the capture estimate come from a traced pass: they include the tracer's overhead, "
+                     "so the saving may be overstated")
+    if wall.size < 5:
+        notes.append(f"the eager period comes from {wall.size} iteration(s): a tiny sample")
+
+    # Critical path across streams with the model's per-node cost added to each node's eager duration.
+    g_cost = {k: (model.costs["replay_gpu_overhead"].coefficient(f"path_{k}") if model is not None else 0.0)
+              for k in ("kernel", "memcpy", "memset", "host")}
+    per_node = np.array([g_cost.get(k, 0.0) for k in kinds])
+    weights = np.where(cap, dur + per_node, 0.0)
+    dist, _ = longest_path(weights, graph.edge_from, graph.edge_to)
+    path = _path(dist, weights, graph.edge_from, graph.edge_to)
+    path_counts = {f"path_{k}": float(np.count_nonzero(kinds[path] == k)) for k in ("kernel", "memcpy", "memset", "host")}
+    path_dur = float(dur[path].sum())
+    pgraph = PredictedGraph(
+        nodes=graph.nodes, edges=graph.edges, kernels=counts["kernel"], memcpys=counts["memcpy"], memsets=counts["memset"],
+        host_nodes=counts["host"], streams=graph.streams, cross_stream_edges=graph.cross_stream_edges,
+        event_pairing=graph.event_pairing, serial_ns=float(dur[cap].sum()), critical_path_ns=float(dist.max()) if dist.size else 0.0,
+        critical_path_nodes=int(path.size),
+    )
+    measured = _measured(trace, analysis, region, wall_pass, t_e)
+    if measured[0] is not None and region.wall_traced:
+        notes.append("the measured one-time cost comes from a traced pass: the tracer's callbacks slow capture and instantiation")
+    base = dict(label=region.label, basis=region.basis, direction="to_graph", mode=region.mode, graph_id=region.graph_id,
+                iterations=int(wall.size), synchronized=bool(synchronized), graph=pgraph, gpu_work_ns=float(np.median(busy)),
+                measured_one_time_ns=measured[0], measured_replay_ns=measured[1], measured_break_even=measured[2],
+                breakers=tuple(breakers))
+    B = BOOTSTRAP_RESAMPLES
+    rng = np.random.default_rng(seed)
+    t_e_draw = bootstrap_medians(wall, B, rng)
+    if model is None:
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
+                                first_graph_extra=None, one_time=None, eager_period=_estimate(t_e_draw, t_e), replay_period=None,
+                                saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
+                                break_even_high_never=False, never=False, notes=tuple(notes))
+
+    c = model.costs
+    gcounts = {**{k: float(v) for k, v in counts.items()}, "event": 0.0, "edges": float(graph.edges)}
+    ccounts = {**{k: float(v) for k, v in counts.items()}, "record_calls": float(n_rec), "wait_calls": float(n_wait)}
+    all_path = {f"path_{k}": float(counts[k]) for k in ("kernel", "memcpy", "memset", "host")}
+
+    # Capture runs the iteration's host code once more, each call in capture mode: the eager issue time
+    # (corrected to the untraced pass where there is one) plus what capture adds per call; never less than
+    # the model's own capture of the same calls from a plain loop.
+    issue_med = float(np.median(issue)) * region.correction
+    cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
+    cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
+    z = rng.standard_normal(B)
+    cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
+    inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
+    upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
+    exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
+    first = _first_graph_of_process(trace, region.wall_start)
+    extra_spread = model.first_graph_extra() if first else None
+    extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
+    if first and extra_spread is None:
+        notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
+    one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
+                 + (extra_spread.median if extra_spread is not None else 0.0))
+    one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra
+
+    # Replay: GPU span = max(critical path + per-node cost, eager GPU busy + per-node cost of every node).
+    ov = c["replay_gpu_overhead"]
+    zo = rng.standard_normal(B)
+    busy_draw = bootstrap_medians(busy, B, rng)
+    span_cp = path_dur + ov.mean(path_counts) + ov.sd(path_counts) * zo
+    span_busy = busy_draw + ov.mean(all_path) + ov.sd(all_path) * zo
+    span_draw = np.maximum(span_cp, span_busy)
+    span_point = max(path_dur + ov.mean(path_counts), float(np.median(busy)) + ov.mean(all_path))
+    if synchronized:
+        host = _normal(rng, c["replay_host"].mean(gcounts), c["replay_host"].sd(gcounts), B)
+        t_g_draw = host + span_draw
+        t_g = c["replay_host"].mean(gcounts) + span_point
+    else:
+        call = _normal(rng, c["launch_call"].mean(gcounts), c["launch_call"].sd(gcounts), B)
+        t_g_draw = np.maximum(call, span_draw)
+        t_g = max(c["launch_call"].mean(gcounts), span_point)
+    saved_draw = t_e_draw - t_g_draw
+    saved = t_e - t_g
+    n_draw = _break_even(one_draw, saved_draw)
+    low, high, high_never = _interval(n_draw)
+    never = saved <= 0
+    if breakers:
+        notes.append("the region as recorded would not capture: see the capture breakers; the figures assume they are fixed")
+    return RegionPrediction(
+        **base,  # type: ignore[arg-type]
+        capture=_estimate(cap_draw, cap_point), instantiate=_estimate(inst, c["instantiate"].mean(gcounts)),
+        upload=_estimate(upl, c["upload"].mean(gcounts)), first_launch_excess=_estimate(exc, c["first_launch_excess"].mean(gcounts)),
+        first_graph_extra=_estimate(extra, extra_spread.median) if extra_spread is not None else None,
+        one_time=_estimate(one_draw, one_point), eager_period=_estimate(t_e_draw, t_e), replay_period=_estimate(t_g_draw, t_g),
+        saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
+        break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
+    )
+
+
+def _path(dist: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Node indices of one heaviest path (analyzers.critical_path's backtrack, on these weights)."""
+    if dist.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    from graphmode.analyzers.critical_path import _backtrack
+
+    return np.asarray(_backtrack(dist, weights, src, dst), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- converse
+
+
+def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, wall_pass: int, model: CostModel | None,
+              analysis: TraceAnalysis | None, seed: int) -> RegionPrediction | None:
+    """What the replays of a graph would cost launched eagerly (a graph-only trace: XLA, or a graph
+    whose eager twin is not in the trace)."""
+    it = trace.sql("SELECT start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' AND graph_id = ? "
+                   "ORDER BY start_ns", [wall_pass, graph_id])
+    wall = (it["end_ns"] - it["start_ns"]).astype(np.float64)
+    if wall.size == 0:
+        return None
+    nodes = trace.sql("SELECT node_id, node_type FROM graph_nodes WHERE pass_id = ? AND graph_id = ?", [traced_id, graph_id])
+    if nodes["node_id"].size == 0:
+        return None
+    types = [_NODE_TYPE.get(str(t), "") for t in nodes["node_type"]]
+    counts = {k: float(types.count(k)) for k in ("kernel", "memcpy", "memset", "host", "event")}
+    edges = int(trace.rows("SELECT count(*) FROM graph_edges WHERE pass_id = ? AND graph_id = ?", [traced_id, graph_id])[0][0])
+    notes = []
+    other = len(types) - int(sum(counts.values()))
+    if other:
+        notes.append(f"{other} node(s) of other types (empty, child graph, ...) are not priced")
+    if traced_detail == "node":
+        d = node_durations(trace, traced_id, graph_id)
+        gpu_serial = float(sum(d.values()))
+    else:
+        r = trace.rows("SELECT median(end_ns - start_ns) FROM gpu_spans WHERE pass_id = ? AND kind = 'graph' AND graph_id = ?",
+                       [traced_id, graph_id])[0][0]
+        gpu_serial = float(r) if r is not None else 0.0
+        notes.append("graph-detail trace: the eager GPU time is the replay's GPU span (parallel branches would run one after another)")
+    tw = trace.sql("SELECT start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' AND graph_id = ? "
+                   "ORDER BY start_ns", [traced_id, graph_id])
+    sync_t = trace.sql("SELECT start_ns FROM api_calls WHERE pass_id = ? AND category = 'sync' ORDER BY start_ns", [traced_id])["start_ns"]
+    j = np.searchsorted(tw["start_ns"], sync_t, side="right") - 1  # the replay window each synchronization starts in
+    inside = (j >= 0) & (sync_t < tw["end_ns"][np.clip(j, 0, None)]) if tw["start_ns"].size else np.zeros(0, dtype=bool)
+    synchronized = np.unique(j[inside]).size >= 0.5 * max(tw["start_ns"].size, 1)
+    label = str(trace.rows("SELECT coalesce(max(label), '') FROM graphs WHERE graph_id = ?", [graph_id])[0][0])
+    cost = next((c.total_ns for c in analysis.graph_costs if c.graph_id == graph_id), None) if analysis is not None else None
+    t_g = float(np.median(wall))
+    base = dict(label=f"graph {graph_id} {label}".strip(), basis="graph replays (no eager twin in the trace)", direction="to_eager",
+                mode="graph", graph_id=graph_id, iterations=int(wall.size), synchronized=bool(synchronized), graph=None,
+                gpu_work_ns=gpu_serial, measured_one_time_ns=cost, measured_replay_ns=t_g, measured_break_even=None, breakers=())
+    if model is None:
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
+                                first_graph_extra=None, one_time=None, eager_period=None, replay_period=None,
+                                saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
+                                break_even_high_never=False, never=False, notes=tuple(notes))
+    c = model.costs
+    ccounts = {**{k: counts[k] for k in ("kernel", "memcpy", "memset", "host")}, "record_calls": 0.0, "wait_calls": 0.0}
+    if edges > len(types) - 1:
+        notes.append("the graph has parallel branches: their eager twin would also need event record/wait calls, not priced")
+    B = BOOTSTRAP_RESAMPLES
+    rng = np.random.default_rng(seed)
+    issue_point, issue_sd = c["eager_issue"].mean(ccounts), c["eager_issue"].sd(ccounts)
+    gpu_eager = gpu_serial + sum(counts[k] * model.eager_gap_ns.get(k, 0.0) for k in ("kernel", "memcpy", "memset"))
+    tail = model.eager_tail
+    issue = _normal(rng, issue_point, issue_sd, B)
+    tail_draw = _from_samples(rng, tail, B) if synchronized and tail is not None else np.zeros(B)
+    t_e_draw = np.maximum(issue, gpu_eager) + tail_draw
+    t_e = max(issue_point, gpu_eager) + (tail.median if synchronized and tail is not None else 0.0)
+    t_g_draw = bootstrap_medians(wall, B, rng)
+    saved_draw = t_e_draw - t_g_draw
+    saved = t_e - t_g
+    never = saved <= 0
+    low = high = None
+    high_never = False
+    be = None
+    if cost is not None:
+        low, high, high_never = _interval(_break_even(np.full(B, cost), saved_draw))
+        be = None if never else smallest_replays(cost, saved)
+    else:
+        notes.append("the trace recorded no one-time cost for this graph: no break-even")
+    return RegionPrediction(
+        **base,  # type: ignore[arg-type]
+        capture=None, instantiate=None, upload=None, first_launch_excess=None, first_graph_extra=None,
+        one_time=Estimate(cost, cost, cost) if cost is not None else None, eager_period=_estimate(t_e_draw, t_e),
+        replay_period=_estimate(t_g_draw, t_g), saved_per_iteration=_estimate(saved_draw, saved), break_even=be,
+        break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+
+
+def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
+            lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED) -> Prediction:
+    """Graph predictions for every repeated region of the trace (module doc). `analysis`, when given,
+    supplies the measured graph of each region for comparison; `choice` the cost model (default: the
+    installed model for the trace's GPU, analyzers.costmodel.find_model); `lines` user-named regions."""
+    choice = choice if choice is not None else find_model(trace.meta)
+    model = choice.model
+    notes: list[str] = []
+    traced = trace.pass_by_detail("node", "graph")
+    timing = trace.pass_by_detail("timing")
+
+    def result(regions: list[RegionPrediction]) -> Prediction:
+        if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
+            notes.append(EVENT_GAP_NOTE)
+        return Prediction(
+            model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
+            model_cuda=model.cuda_driver_version if model else 0, model_path=model.path if model else "",
+            model_match=choice.match, model_note=choice.note, regions=tuple(regions), notes=tuple(notes))
+
+    if traced is None:
+        notes.append("no traced pass: the eager work's kernels and streams are needed to predict a graph")
+        return result([])
+    timing_id = timing.pass_id if timing is not None and trace.rows(
+        "SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [timing.pass_id])[0][0] else None
+    wall_pass = timing_id if timing_id is not None else traced.pass_id
+    regions = _marker_regions(trace, traced.pass_id, timing_id) + _nvtx_regions(trace, traced.pass_id)
+    extra, line_notes = _line_regions(trace, traced.pass_id, lines) if lines else ([], [])
+    regions += extra
+    notes += line_notes
+    if len(regions) > MAX_REGIONS:
+        notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
+        regions = regions[:MAX_REGIONS]
+    out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed)) is not None]
+    # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
+    if not any(r.runner for r in regions):
+        twinned = {r.graph_id for r in regions}
+        for (gid,) in trace.rows("SELECT DISTINCT graph_id FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' "
+                                 "AND graph_id <> 0 ORDER BY graph_id", [wall_pass]):
+            if int(gid) in twinned:
+                continue
+            p = _to_eager(trace, int(gid), traced.pass_id, traced.detail, wall_pass, model, analysis, seed)
+            if p is not None:
+                out.append(p)
+    return result(out)
