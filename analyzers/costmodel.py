@@ -36,7 +36,9 @@ GPU_NODE_TYPES = ("kernel", "memset", "memcpy")  # node types with GPU work of t
 # a coefficient each; '1' is the intercept. A graph is described by a dict of these counts.
 CALL_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "record_calls", "wait_calls")
 GRAPH_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "event", "edges")
-PATH_FEATURES = ("1", "path_kernel", "path_memset", "path_memcpy", "path_host", "path_event")
+# Kernel nodes on the path are split between the calibration's short kernel and its ~5 us spin kernel:
+# a node's per-node replay cost is interpolated between the two by its own duration (kernel_split).
+PATH_FEATURES = ("1", "path_kernel_tiny", "path_kernel_spin", "path_memset", "path_memcpy", "path_host", "path_event")
 
 # quantity -> (features, relative residuals?, what it is). Relative: the fit minimises relative error
 # (timings whose noise grows with their size); absolute: quantities that can be near zero or negative.
@@ -138,6 +140,17 @@ class CostModel:
     calibration: dict[str, Any] = field(default_factory=dict)  # how it was run: repeats, replays, seconds, ...
     path: str = ""  # where it was read from ('' when built in memory)
 
+    def kernel_split(self, durations: np.ndarray) -> np.ndarray:
+        """Per kernel duration (ns), the share of the ~5 us calibration kernel in its per-node replay cost:
+        0 at or below the short calibration kernel's duration, 1 at or above the spin kernel's, linear
+        between. 0 everywhere when the calibration has no spin-kernel measurement."""
+        lo, hi = self.node_gpu_ns.get("kernel"), self.node_gpu_ns.get("kernel_spin")
+        d = np.asarray(durations, dtype=np.float64)
+        if lo is None or hi is None or hi <= lo:
+            return np.zeros(d.shape)
+        out: np.ndarray = np.clip((d - lo) / (hi - lo), 0.0, 1.0)
+        return out
+
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.gpu_name, self.driver_version, self.cuda_driver_version)
@@ -210,6 +223,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
         if r.get("replay_gpu") is not None:
             # 'kernel_spin' nodes (a few microseconds, calibration only) are kernels with their own duration
             spin = float(r.get("path_kernel_spin", 0))
+            r["path_kernel_tiny"] = float(r.get("path_kernel", 0)) - spin
             own = sum(float(r.get(f"path_{t}", 0)) * float(node_gpu_ns.get(t, 0.0)) for t in GPU_NODE_TYPES)
             own += spin * (float(node_gpu_ns.get("kernel_spin", 0.0)) - float(node_gpu_ns.get("kernel", 0.0)))
             r["replay_gpu_overhead"] = float(r["replay_gpu"]) - own

@@ -413,14 +413,30 @@ def _to_graph(trace: Trace, region: _Region, traced_id: int, model: CostModel | 
     if wall.size < 5:
         notes.append(f"the eager period comes from {wall.size} iteration(s): a tiny sample")
 
-    # Critical path across streams with the model's per-node cost added to each node's eager duration.
-    g_cost = {k: (model.costs["replay_gpu_overhead"].coefficient(f"path_{k}") if model is not None else 0.0)
-              for k in ("kernel", "memcpy", "memset", "host")}
-    per_node = np.array([g_cost.get(k, 0.0) for k in kinds])
+    # Critical path across streams with the model's per-node cost added to each node's eager duration. A
+    # kernel's per-node cost is interpolated between the calibration's short and ~5 us kernels by its
+    # own duration: `spin_share` of it is counted as a ~5 us kernel (costmodel.CostModel.kernel_split).
+    is_kernel = kinds == "kernel"
+    spin_share = np.where(is_kernel, model.kernel_split(dur), 0.0) if model is not None else np.zeros(dur.size)
+    ov_cost = model.costs["replay_gpu_overhead"] if model is not None else None
+
+    def node_counts(sel: np.ndarray) -> dict[str, float]:
+        """Feature counts of replay_gpu_overhead over the selected nodes (fractional for kernels)."""
+        return {"path_kernel_tiny": float(((1.0 - spin_share) * is_kernel)[sel].sum()), "path_kernel_spin": float(spin_share[sel].sum()),
+                **{f"path_{k}": float(np.count_nonzero(kinds[sel] == k)) for k in ("memcpy", "memset", "host")}}
+
+    per_node = np.zeros(dur.size)
+    if ov_cost is not None:
+        per_node = np.where(is_kernel, (1.0 - spin_share) * ov_cost.coefficient("path_kernel_tiny")
+                            + spin_share * ov_cost.coefficient("path_kernel_spin"), 0.0)
+        for k in ("memcpy", "memset", "host"):
+            per_node = np.where(kinds == k, ov_cost.coefficient(f"path_{k}"), per_node)
     weights = np.where(cap, dur + per_node, 0.0)
     dist, _ = longest_path(weights, graph.edge_from, graph.edge_to)
     path = _path(dist, weights, graph.edge_from, graph.edge_to)
-    path_counts = {f"path_{k}": float(np.count_nonzero(kinds[path] == k)) for k in ("kernel", "memcpy", "memset", "host")}
+    on_path = np.zeros(dur.size, dtype=bool)
+    on_path[path] = True
+    path_counts = node_counts(on_path)
     path_dur = float(dur[path].sum())
     pgraph = PredictedGraph(
         nodes=graph.nodes, edges=graph.edges, kernels=counts["kernel"], memcpys=counts["memcpy"], memsets=counts["memset"],
@@ -447,7 +463,7 @@ def _to_graph(trace: Trace, region: _Region, traced_id: int, model: CostModel | 
     c = model.costs
     gcounts = {**{k: float(v) for k, v in counts.items()}, "event": 0.0, "edges": float(graph.edges)}
     ccounts = {**{k: float(v) for k, v in counts.items()}, "record_calls": float(n_rec), "wait_calls": float(n_wait)}
-    all_path = {f"path_{k}": float(counts[k]) for k in ("kernel", "memcpy", "memset", "host")}
+    all_path = node_counts(cap)
 
     # Capture runs the iteration's host code once more, each call in capture mode: the eager issue time
     # (corrected to the untraced pass where there is one) plus what capture adds per call; never less than

@@ -123,15 +123,16 @@ def print_cost_model(console: Console, m: CostModel) -> None:
                   f"{m.calibration.get('seconds', '?')} s" + (f", written to {escape(m.path)}" if m.path else ""))
     t = Table(title="Fitted costs: intercept and per node / edge (± 1 sd of the coefficient)", title_justify="left")
     t.add_column("quantity", style="bold")
-    cols = ["1", *NODE_TYPES, "edges", "record_calls", "wait_calls"]
+    cols = ["1", "kernel", "kernel_spin", *NODE_TYPES[1:], "edges", "record_calls", "wait_calls"]
+    heads = {"1": "fixed", "kernel_spin": "kernel ~5 us", "record_calls": "record call", "wait_calls": "wait call"}
     for col in cols:
-        t.add_column("fixed" if col == "1" else col.replace("_calls", " call"), justify="right")
+        t.add_column(heads.get(col, col), justify="right")
     t.add_column("residual sd", justify="right")
     t.add_column("worst residual", justify="right")
     for q, c in m.costs.items():
         cells = []
         for f in cols:
-            name = f if f in c.features else (f"path_{f}" if f"path_{f}" in c.features else "")
+            name = next((n for n in (f, f"path_{f}", f"path_{f}_tiny") if n in c.features), "")
             if not name:
                 cells.append("")
                 continue

@@ -23,7 +23,9 @@ TRUE: dict[str, dict[str, float]] = {
     "first_launch_excess": {"1": 5_000, "kernel": 800, "memset": 600, "memcpy": 700, "host": 900, "event": 300, "edges": 0},
     "launch_call": {"1": 1_500, "kernel": 10, "memset": 10, "memcpy": 10, "host": 20, "event": 10, "edges": 2},
     "replay_host": {"1": 8_000, "kernel": 5, "memset": 5, "memcpy": 5, "host": 10, "event": 5, "edges": 1},
-    "replay_gpu_overhead": {"1": 2_000, "path_kernel": 150, "path_memset": 300, "path_memcpy": 400, "path_host": 3_000, "path_event": 500},
+    # the same per-node cost for short and ~5 us kernels, so that hand calculations need no interpolation
+    "replay_gpu_overhead": {"1": 2_000, "path_kernel_tiny": 150, "path_kernel_spin": 150, "path_memset": 300, "path_memcpy": 400,
+                            "path_host": 3_000, "path_event": 500},
 }
 NODE_GPU_NS = {"kernel": 1_500.0, "kernel_spin": 5_200.0, "memset": 1_200.0, "memcpy": 1_800.0}
 EAGER_GAP_NS = {"kernel": 1_000.0, "memset": 1_000.0, "memcpy": 1_000.0}
@@ -34,7 +36,8 @@ MACHINE = {"gpu_name": "SYNTHETIC GPU", "compute_capability": "0.0", "driver_ver
 
 
 def true_value(quantity: str, counts: dict[str, float]) -> float:
-    return sum(c * (1.0 if f == "1" else float(counts.get(f, 0.0))) for f, c in TRUE[quantity].items())
+    c = {**counts, "path_kernel_tiny": counts.get("path_kernel", 0.0) - counts.get("path_kernel_spin", 0.0)}
+    return sum(v * (1.0 if f == "1" else float(c.get(f, 0.0))) for f, v in TRUE[quantity].items())
 
 
 def synthetic_table(repeats: int = 3, rel_noise: float = 0.0, abs_noise: float = 0.0, seed: int = 1) -> list[dict[str, Any]]:

@@ -30,7 +30,8 @@ def test_noise_free_table_gives_the_true_coefficients_and_no_spread() -> None:
         assert c.resid_sd == pytest.approx(0, abs=1e-6)
     # replay_gpu_overhead is the replay's GPU span less the path nodes' own durations (CUPTI): it must
     # not absorb the kernels' 1.5 us
-    assert m.costs["replay_gpu_overhead"].coefficient("path_kernel") == pytest.approx(150)
+    assert m.costs["replay_gpu_overhead"].coefficient("path_kernel_tiny") == pytest.approx(150)
+    assert m.costs["replay_gpu_overhead"].coefficient("path_kernel_spin") == pytest.approx(150)
     assert m.first_graph_extra() is not None and m.first_graph_extra().median == pytest.approx(225_000)  # type: ignore[union-attr]
     assert m.eager_tail is not None and m.eager_tail.median == pytest.approx(3_000)
 
@@ -134,3 +135,13 @@ def test_find_model_reads_the_environment_and_the_user_directory(tmp_path: Path,
     assert find_model(meta).model is not None
     with pytest.raises(CostModelError):
         find_model(meta, tmp_path / "nope.json")
+
+
+def test_a_kernels_per_node_cost_is_interpolated_by_its_duration() -> None:
+    # synthetic calibration kernels: 1500 ns (short) and 5200 ns (spin)
+    m = synthetic_model()
+    share = m.kernel_split(np.array([1000.0, 1500.0, 3350.0, 5200.0, 9000.0]))
+    assert share.tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
+    no_spin = synthetic_model()
+    no_spin.node_gpu_ns.pop("kernel_spin")
+    assert no_spin.kernel_split(np.array([3350.0])).tolist() == [0.0]

@@ -4,6 +4,7 @@ real recordings in tests/data (their eager part predicted, compared with the gra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -95,6 +96,21 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     assert (r.break_even_low, r.break_even_high, r.never) == (5, 5, False)
     assert r.breakers == ()  # the synchronize ends each iteration: outside the captured region
     assert any("cudaEventRecord" in n for n in p.notes)
+
+
+def test_a_kernels_per_node_replay_cost_follows_its_duration(tmp_path: Path) -> None:
+    # A model whose ~5 us calibration kernel (5200 ns) costs 50 ns per node in a replay and the short one
+    # (1500 ns) 150: a 2000 ns kernel is 500/3700 of the way, 150 - 100 * 500/3700 = 136.49 ns; 1000 ns: 150
+    m = synthetic_model()
+    ov = m.costs["replay_gpu_overhead"]
+    coef = list(ov.coef)
+    coef[ov.features.index("path_kernel_spin")] = 50.0
+    m.costs["replay_gpu_overhead"] = dataclasses.replace(ov, coef=tuple(coef))
+    [r] = predict(load(fork_join_trace(tmp_path / "fj.gmtrace")), None, ModelChoice(m, "exact", "")).regions
+    g2000 = 150 - 100 * 500 / 3700
+    assert r.graph is not None and r.graph.critical_path_ns == pytest.approx(2000 + 2000 + 1000 + 2 * g2000 + 150)
+    # GPU span: busy 5300 + 2000 + per-node costs of all four kernels (two of 2000 ns, two of 1000 ns)
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(8024 + 5300 + 2000 + 2 * g2000 + 2 * 150)
 
 
 def test_a_graph_built_before_the_region_removes_the_first_graph_extra(tmp_path: Path) -> None:
