@@ -27,7 +27,7 @@ from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
-from graphmode.analyzers.predict import predict
+from graphmode.analyzers.predict import parse_line_spec, predict
 from graphmode.analyzers.results import (
     BreakEven,
     CpuProfile,
@@ -192,10 +192,10 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     result = dataclasses.replace(result, pitfalls=find_pitfalls(trace, result),
                                  cpu_profile=cpu_profile_summary(trace, traced_id))
     # The prediction compares itself with the graph measured above, so it comes after everything.
+    for spec in predict_lines:
+        parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
     try:
         prediction = predict(trace, result, cost_model, predict_lines)
-    except ValueError:
-        raise  # a user mistake in predict_lines: the message says what to write
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         return dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
                                    f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))

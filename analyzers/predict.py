@@ -177,6 +177,17 @@ _LINES = re.compile(r"^(?P<file>.+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 _SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
 
 
+def parse_line_spec(spec: str) -> tuple[str, int, int]:
+    """'train.py:40-52' -> ('train.py', 40, 52); 'train.py:40' -> ('train.py', 40, 40). ValueError says what to write."""
+    m = _LINES.match(spec.strip())
+    if m is None:
+        raise ValueError(f"--predict-lines {spec!r}: write FILE:LINE or FILE:FIRST-LAST (like train.py:40-52)")
+    a, b = int(m.group("a")), int(m.group("b") or m.group("a"))
+    if b < a:
+        raise ValueError(f"--predict-lines {spec!r}: the last line comes before the first")
+    return m.group("file"), a, b
+
+
 def _line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[list[_Region], list[str]]:
     """Regions from lines the user names ('file.py:12-30'), from the calls' source lines (recorded with
     --launch-sources). An iteration is a run of consecutive calls from those lines; a call from another
@@ -190,12 +201,7 @@ def _line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[l
     uniq, inv = np.unique(src, return_inverse=True)
     parsed = [_SOURCE.fullmatch(u) for u in uniq]  # per distinct source line
     for spec in specs:
-        m = _LINES.match(spec.strip())
-        if m is None:
-            raise ValueError(f"--predict-lines {spec!r}: write FILE:LINE or FILE:FIRST-LAST (like train.py:40-52)")
-        a, b, file = int(m.group("a")), int(m.group("b") or m.group("a")), m.group("file")
-        if b < a:
-            raise ValueError(f"--predict-lines {spec!r}: the last line comes before the first")
+        file, a, b = parse_line_spec(spec)
         if src.size == 0:
             notes.append(f"lines {spec}: the trace has no call source lines; record with `graphmode run --launch-sources`")
             continue
