@@ -27,7 +27,8 @@ from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
-from graphmode.analyzers.predict import parse_line_spec, predict
+from graphmode.analyzers.predict import predict
+from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
     CpuProfile,
