@@ -206,6 +206,26 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def pack(work: Path, dest: Path, limit_mb: float) -> None:
+    """The traces of a run as one tar.gz of at most `limit_mb` (smallest first; what does not fit is named)."""
+    import io
+    import tarfile
+
+    traces = sorted(work.glob("*.gmtrace"), key=lambda p: p.stat().st_size)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    kept: list[Path] = []
+    for p in traces:  # a handful of traces: recompress with each added, keep it if the archive still fits
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for q in [*kept, p]:
+                tar.add(q, arcname=q.name)
+        if buf.tell() <= limit_mb * 2**20:
+            kept.append(p)
+            dest.write_bytes(buf.getvalue())
+    left = [p.name for p in traces if p not in kept]
+    print(f"{len(kept)} traces in {dest}" + (f"; left out (size): {', '.join(left)}" if left else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,6 +235,10 @@ def main() -> None:
     r.add_argument("--quick", action="store_true", help="fewer sizes and iterations (a check that it runs)")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
+    k = sub.add_parser("pack", help="the traces of a run as one tar.gz under a size limit")
+    k.add_argument("out", type=Path)
+    k.add_argument("dest", type=Path)
+    k.add_argument("--limit-mb", type=float, default=15.0)
     w = sub.add_parser("torch", help="(internal) record one PyTorch step with graphmode.compare")
     w.add_argument("name")
     w.add_argument("trace", type=Path)
@@ -224,6 +248,8 @@ def main() -> None:
         run(args.out, args.model, args.quick)
     elif args.cmd == "table":
         print(table(json.loads((args.out / "results.json").read_text())))
+    elif args.cmd == "pack":
+        pack(args.out, args.dest, args.limit_mb)
     else:
         record_torch(args.name, args.trace, args.iterations)
 
