@@ -8,16 +8,19 @@ Entry points (stable names; the reports call them):
 
 Result types (analyzers.results): `TraceAnalysis`, `ModeMetrics`, `Stat`, `IterationSeries`,
 `OverheadSaved`, `GraphCost`, `BreakEven`, `KernelComparison`, `CriticalPath`, `Distortion`, `Pitfall`
-(diagnostics, analyzers.pitfalls), `CpuProfile` (analyzers.cpu_profile), `SourceLine` (analyzers.sources).
+(diagnostics, analyzers.pitfalls), `CpuProfile` (analyzers.cpu_profile), `SourceLine` (analyzers.sources),
+`Prediction` / `RegionPrediction` (analyzers.predict: a graph's cost and saving predicted from eager work).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from graphmode.analyzers.break_even import break_even, overhead_saved
+from graphmode.analyzers.costmodel import ModelChoice
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
 from graphmode.analyzers.critical_path import critical_paths
 from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
@@ -26,6 +29,8 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
+from graphmode.analyzers.predict import predict
+from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
     CpuProfile,
@@ -37,6 +42,8 @@ from graphmode.analyzers.results import (
     ModeMetrics,
     OverheadSaved,
     Pitfall,
+    Prediction,
+    RegionPrediction,
     SourceLine,
     Stat,
     TraceAnalysis,
@@ -50,7 +57,7 @@ DISTORTION_WARNING_RATIO = 1.05
 __all__ = [
     "BreakEven", "CriticalPath", "Distortion", "GraphCost", "IterationSeries", "KernelComparison",
     "ModeMetrics", "OverheadSaved", "Stat", "TraceAnalysis", "analyze", "to_dict", "Pitfall", "CpuProfile",
-    "SourceLine",
+    "SourceLine", "Prediction", "RegionPrediction",
 ]
 
 
@@ -63,8 +70,12 @@ def _has_iterations(trace: Trace, pass_id: int) -> bool:
     return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
 
-def analyze(trace: Trace) -> TraceAnalysis:
-    """Computes every metric that the trace allows; says in `cannot_compute` what it does not, and why."""
+def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = ()) -> TraceAnalysis:
+    """Computes every metric that the trace allows; says in `cannot_compute` what it does not, and why.
+
+    `cost_model`: the model for the graph prediction (default: the installed one for the trace's GPU,
+    analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST'.
+    """
     warnings: list[str] = []
     cannot: list[str] = []
     timing = trace.pass_by_detail("timing")
@@ -216,7 +227,16 @@ def analyze(trace: Trace) -> TraceAnalysis:
     except ValueError as e:  # a damaged profile costs the profile section, not the report
         profile = None
         result = dataclasses.replace(result, warnings=(*result.warnings, f"the CPU profile is not shown: {e}"))
-    return dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
+    result = dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
+    # The prediction compares itself with the graph measured above, so it comes after everything.
+    for spec in predict_lines:
+        parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
+    try:
+        prediction = predict(trace, result, cost_model, predict_lines)
+    except Exception as e:  # a bug in the prediction must not take the measured report with it
+        return dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
+                                   f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))
+    return dataclasses.replace(result, prediction=prediction)
 
 
 def recording_problems(trace: Trace) -> list[str]:
@@ -234,6 +254,7 @@ def recording_problems(trace: Trace) -> list[str]:
         out.extend(f"while recording: {n}" for n in notes)
     out.extend(f"reading the trace: {n}" for n in getattr(trace, "notes", ()))
     return out
+
 
 
 def _plain(value: Any) -> Any:

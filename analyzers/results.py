@@ -294,6 +294,8 @@ class TraceAnalysis:
     torch_graphs: TorchGraphs | None = None  # PyTorch's cudagraph decisions, when the program used torch (analyzers.torch_graphs)
     graph_budget: GraphBudget | None = None  # memory and start-up time per graph (analyzers.graph_budget)
 
+    prediction: Prediction | None = None  # what a graph would cost and save, predicted from the eager work (analyzers.predict)
+
     def primary_graph(self) -> GraphResult | None:
         """The graph the headline names (the first of `graphs`), when the trace has per-graph results."""
         return self.graphs[0] if self.graphs else None
@@ -369,3 +371,92 @@ class GraphTotals:
     one_time_ns: float  # sum of their one-time costs (first-launch excess included)
     saved_ns: float | None  # sum over replayed graphs with an eager baseline of replays x saved per replay
     net_ns: float | None  # saved - one-time cost of those graphs
+# ---- Prediction (issue 11): what a CUDA graph would cost and save, before it is built (analyzers.predict) ----
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A predicted duration (ns) and its 95% interval (model spread and eager sample, docs/metrics.md)."""
+
+    ns: float
+    low_ns: float
+    high_ns: float
+
+
+@dataclass(frozen=True)
+class PredictedGraph:
+    """The graph a stream capture of one eager iteration would build (analyzers.eager_graph)."""
+
+    nodes: int
+    edges: int
+    kernels: int
+    memcpys: int
+    memsets: int
+    host_nodes: int
+    streams: int
+    cross_stream_edges: int
+    event_pairing: str  # 'exact' | 'inferred' (a record's stream and event guessed) | 'none' (no events)
+    serial_ns: float  # sum of the nodes' eager GPU durations (medians per position)
+    critical_path_ns: float  # longest dependency chain of those durations plus the model's per-node cost
+    critical_path_nodes: int
+
+
+@dataclass(frozen=True)
+class CaptureBreaker:
+    """Calls inside the region that stream capture forbids (or work it would leave out), with their line."""
+
+    kind: str  # sync | query | host_read | blocking_copy | blocking_memset | allocation | free | uncaptured_stream | unjoined_stream | external_event
+    api: str  # the call's name ('' for stream-level findings)
+    where: str  # 'file:line function' from api_calls.source; '' when not recorded
+    calls: int  # calls (or operations, streams, waits) found over the iterations looked at
+    per_iteration: float  # calls / iterations looked at
+    advice: str
+
+
+@dataclass(frozen=True)
+class RegionPrediction:
+    """One repeated region: the graph it would become and what it would cost and save (or, for work that
+    already runs as a graph, what it would cost launched eagerly)."""
+
+    label: str
+    basis: str  # how the region's iterations were found
+    direction: str  # 'to_graph' (eager work, graph predicted) | 'to_eager' (graph work, eager predicted)
+    mode: str  # the iterations' mode ('eager', 'eager_sync_each', 'graph')
+    graph_id: int  # the graph measured in this trace that did this work (0: none)
+    iterations: int  # iterations measured for the period
+    synchronized: bool  # each iteration ends with a synchronization (period = launch + GPU + sync)
+    graph: PredictedGraph | None
+    capture: Estimate | None
+    instantiate: Estimate | None
+    upload: Estimate | None
+    first_launch_excess: Estimate | None
+    first_graph_extra: Estimate | None  # the process's first graph costs more; included in one_time when it would be the first
+    one_time: Estimate | None
+    eager_period: Estimate | None  # measured (to_graph: median and bootstrap interval) or predicted (to_eager)
+    replay_period: Estimate | None  # predicted (to_graph) or measured (to_eager)
+    gpu_work_ns: float | None  # median GPU busy of an eager iteration (to_graph) or GPU work of a replay (to_eager)
+    saved_per_iteration: Estimate | None
+    break_even: int | None  # replays (counting the first launch) until the one-time cost is paid back
+    break_even_low: int | None
+    break_even_high: int | None  # None with break_even_high_never
+    break_even_high_never: bool
+    never: bool  # the graph would not be faster: it never pays back
+    measured_one_time_ns: float | None  # the graph this trace did build, for comparison
+    measured_replay_ns: float | None
+    measured_break_even: int | None
+    breakers: tuple[CaptureBreaker, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Graph predictions for a trace's repeated regions, and the cost model they come from."""
+
+    model_gpu: str  # '' without a model
+    model_driver: str
+    model_cuda: int
+    model_path: str
+    model_match: str  # 'exact' | 'same_gpu' | 'other_gpu' | 'none'
+    model_note: str  # says when the model comes from another GPU or version
+    regions: tuple[RegionPrediction, ...]
+    notes: tuple[str, ...]  # what the trace lacks for a better prediction

@@ -204,14 +204,25 @@ def report(
     out: Annotated[
         Optional[Path], typer.Option("--out", "-o", help="Write the report to this file; a .json name implies --json.")
     ] = None,
+    cost_model: Annotated[
+        Optional[Path], typer.Option(help="Cost model for the graph prediction (default: the installed one for the trace's GPU).")
+    ] = None,
+    predict_lines: Annotated[
+        Optional[list[str]], typer.Option(help="Also predict a graph for the work launched from these lines, FILE:FIRST-LAST (needs --launch-sources).")
+    ] = None,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
     if out is not None:
         _check_output(out, [trace_file])
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
+    from graphmode.analyzers.costmodel import CostModelError, find_model
 
-    analysis = analyze(trace)
+    try:
+        choice = find_model(trace.meta, cost_model) if cost_model is not None else None
+        analysis = analyze(trace, choice, predict_lines or ())
+    except (CostModelError, ValueError) as e:
+        _fail(str(e))
     as_json = json_output or (out is not None and out.suffix.lower() == ".json")
     try:
         if as_json:
@@ -378,3 +389,65 @@ def run(
         typer.secho(f"graphmode: interactive report in {page}", err=True)
     code = done.exit_code
     raise typer.Exit(code if code >= 0 else 128 - code)  # killed by signal N: 128 + N, as a shell says
+
+
+@app.command()
+def calibrate(
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: ~/.local/share/graphmode/costmodel-<gpu>.json).")] = None,
+    repeats: Annotated[int, typer.Option(min=2, help="Graphs built per shape.")] = 5,
+    replays: Annotated[int, typer.Option(min=5, help="Steady replays timed per graph.")] = 30,
+    probes: Annotated[int, typer.Option(min=0, help="Fresh processes that measure the first graph of a process.")] = 4,
+    quick: Annotated[bool, typer.Option(help="Fewer and smaller shapes (a check that calibration runs, not a model to rely on).")] = False,
+    from_measurements: Annotated[Optional[Path], typer.Option(help="Fit again from a calibration's *.measurements.json (no GPU).")] = None,
+) -> None:
+    """Measure what CUDA graphs cost on this GPU (capture, instantiate, upload, launch, replay per node and
+    edge) and write the cost model that predictions from eager traces use."""
+    from rich.console import Console
+
+    from graphmode.analyzers.costmodel import CostModelError
+    from graphmode.reports.prediction import print_cost_model
+
+    if from_measurements is not None:
+        from graphmode.tracer.calibrate import fit_measurements
+
+        target = out or from_measurements.with_name(from_measurements.name.replace(".measurements.json", ".json"))
+        try:
+            refit = fit_measurements(from_measurements, target)
+        except CostModelError as e:
+            _fail(str(e))
+        print_cost_model(Console(), refit)
+        typer.echo(f"cost model written to {refit.path}")
+        return
+    reason = _gpu_unavailable()
+    if reason is not None:
+        _fail(f"no usable GPU: {reason}. `graphmode calibrate` measures the GPU it runs on; "
+              "reports use the bundled H200 model where no model of their GPU exists", 3)
+    from graphmode.tracer.calibrate import calibrate as run_calibration
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from graphmode.tracer.cuda_util import CudaError
+
+    # Redrawn between graphs only, with no refresh thread: nothing wakes up inside the timed loops.
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+            bar.refresh()
+
+        failure: Exception | None = None
+        try:
+            model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress)
+        except KeyboardInterrupt:
+            _fail("interrupted: no cost model written", 130)
+        except (CudaError, CostModelError, OSError) as e:
+            failure = e  # reported once the progress bar is gone
+    if isinstance(failure, CudaError):
+        _fail(f"calibration failed: {failure}", 1)
+    if isinstance(failure, CostModelError):
+        _fail(f"calibration ran but the model could not be fitted: {failure}", 1)
+    if isinstance(failure, OSError):
+        _fail(f"cannot write the cost model to {out}: {failure.strerror or failure}; choose another --out path")
+    print_cost_model(Console(), model)
+    typer.echo(f"cost model written to {model.path}")

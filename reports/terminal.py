@@ -15,6 +15,7 @@ from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
 from graphmode.reports.names import short_name
+from graphmode.reports.prediction import print_prediction
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
@@ -220,6 +221,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
 
     print_graph_use(console, a)  # coverage, PyTorch's cudagraph decisions, graph budget (reports/coverage.py)
     print_cpu_profile(console, a.cpu_profile)
+    print_prediction(console, a.prediction)
 
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")

@@ -1,0 +1,401 @@
+"""The per-GPU cost model of CUDA graphs: fitted from a calibration table, stored as JSON, evaluated for a graph.
+
+`graphmode calibrate` (tracer/calibrate.py) builds graphs of growing size and node mix on the GPU and
+times each one (docs/metrics.md, "Cost model"); this module, pure numpy, turns that table into per-node
+and per-edge costs with their spread, reads and writes the model file, finds the model for a trace's
+GPU, and evaluates a cost for a graph described by its feature counts. No GPU is needed here.
+
+The model file (`costmodel-<gpu>.json`) holds the key (GPU name, driver, CUDA version), every fitted
+quantity (features, coefficients, their covariance, the residual spread, one residual per table row),
+the node types' own GPU durations, the first-graph-of-a-process extra cost, and the calibration table
+itself, so that a fit can be redone and checked offline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "graphmode-costmodel"
+FORMAT_VERSION = 1
+
+# Node types of a graph as the prediction counts them. 'event' = event record / wait *nodes* (external
+# events); the cross-stream cudaEventRecord / cudaStreamWaitEvent of an eager program become edges in a
+# capture, not nodes, and are counted as calls for the capture cost.
+NODE_TYPES = ("kernel", "memset", "memcpy", "host", "event")
+GPU_NODE_TYPES = ("kernel", "memset", "memcpy")  # node types with GPU work of their own (a CUPTI span)
+
+# Features of each fitted quantity: names of the columns of the calibration table that are summed with
+# a coefficient each; '1' is the intercept. A graph is described by a dict of these counts.
+CALL_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "record_calls", "wait_calls")
+GRAPH_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "event", "edges")
+# Kernel nodes on the path are split between the calibration's short kernel and its ~5 us spin kernel:
+# a node's per-node replay cost is interpolated between the two by its own duration (kernel_split).
+PATH_FEATURES = ("1", "path_kernel_tiny", "path_kernel_spin", "path_memset", "path_memcpy", "path_host", "path_event")
+
+# quantity -> (features, relative residuals?, what it is). Relative: the fit minimises relative error
+# (timings whose noise grows with their size); absolute: quantities that can be near zero or negative.
+QUANTITIES: dict[str, tuple[tuple[str, ...], bool, str]] = {
+    "capture": (CALL_FEATURES, True, "cuStreamBeginCapture to cuStreamEndCapture, the ops issued from a Python loop (cuda-python)"),
+    "eager_issue": (CALL_FEATURES, True, "the same ops issued eagerly (no capture) from the same loop, no synchronize"),
+    "instantiate": (GRAPH_FEATURES, True, "cuGraphInstantiate"),
+    "upload": (GRAPH_FEATURES, True, "cuGraphUpload + cuStreamSynchronize"),
+    "first_launch_excess": (GRAPH_FEATURES, False, "first launch + synchronize after upload, minus a steady replay"),
+    "launch_call": (GRAPH_FEATURES, True, "host time of one cuGraphLaunch call (GPU busy behind a spin kernel)"),
+    "replay_host": (GRAPH_FEATURES, False, "steady replay (launch + synchronize, host clock) minus its GPU span (CUDA events)"),
+    "replay_gpu_overhead": (PATH_FEATURES, False, "GPU span of a replay (CUDA events) minus the own GPU durations of the nodes on its longest path"),
+}
+
+# Below this many rows more than features a fit is refused: its spread would mean nothing.
+MIN_DEGREES_OF_FREEDOM = 2
+
+
+class CostModelError(ValueError):
+    """A cost model file or calibration table that cannot be used; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class FittedCost:
+    """One quantity fitted by (weighted) least squares: y = Σ coef[f] * x[f] over `features`."""
+
+    quantity: str
+    features: tuple[str, ...]
+    coef: tuple[float, ...]
+    cov: tuple[tuple[float, ...], ...]  # covariance of coef
+    relative: bool  # residuals (and resid_sd) are relative to y
+    resid_sd: float  # sd of one measurement around the fit (relative if `relative`, else ns)
+    rows: int  # table rows used
+    residuals: tuple[float, ...]  # per used row, in table order (relative or ns)
+    row_index: tuple[int, ...]  # which table rows were used
+
+    def x(self, counts: dict[str, float]) -> np.ndarray:
+        return np.array([1.0 if f == "1" else float(counts.get(f, 0.0)) for f in self.features])
+
+    def mean(self, counts: dict[str, float]) -> float:
+        return float(self.x(counts) @ np.asarray(self.coef))
+
+    def sd(self, counts: dict[str, float]) -> float:
+        """Spread of one new measurement at these counts: the coefficients' uncertainty plus the
+        residual spread of a single measurement."""
+        x = self.x(counts)
+        var_mean = float(x @ np.asarray(self.cov) @ x)
+        mu = self.mean(counts)
+        var_one = (self.resid_sd * abs(mu)) ** 2 if self.relative else self.resid_sd ** 2
+        return math.sqrt(max(var_mean, 0.0) + var_one)
+
+    def coefficient(self, feature: str) -> float:
+        return self.coef[self.features.index(feature)] if feature in self.features else 0.0
+
+    def max_abs_residual(self) -> float:
+        return float(np.max(np.abs(self.residuals))) if self.residuals else 0.0
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A measured extra cost over several samples: median, p10, p90 (ns)."""
+
+    n: int
+    median: float
+    p10: float
+    p90: float
+    samples: tuple[float, ...]
+
+    @staticmethod
+    def of(values: list[float] | np.ndarray) -> Spread | None:
+        v = np.asarray(values, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            return None
+        p10, p50, p90 = np.percentile(v, [10, 50, 90])
+        return Spread(int(v.size), float(p50), float(p10), float(p90), tuple(float(x) for x in v))
+
+    @property
+    def sd(self) -> float:
+        """A normal-equivalent sd from the p10-p90 range (2 * 1.2816 sd); 0 for a single sample."""
+        return (self.p90 - self.p10) / 2.5631
+
+
+@dataclass(frozen=True)
+class CostModel:
+    gpu_name: str
+    compute_capability: str
+    driver_version: str
+    cuda_driver_version: int
+    cuda_runtime_version: int
+    created_at: str
+    tool_version: str
+    costs: dict[str, FittedCost]
+    node_gpu_ns: dict[str, float]  # own GPU duration (CUPTI) of the calibration's node of each type
+    eager_gap_ns: dict[str, float]  # GPU idle between back-to-back eager ops of a type on one stream (CUPTI)
+    eager_tail: Spread | None  # last eager launch's return to the synchronize's return (tiny ops)
+    first_graph: dict[str, Spread]  # 'capture' | 'instantiate' | 'upload' | 'first_launch' -> extra of the process's first graph
+    table: list[dict[str, Any]]  # the calibration rows the fit used
+    calibration: dict[str, Any] = field(default_factory=dict)  # how it was run: repeats, replays, seconds, ...
+    path: str = ""  # where it was read from ('' when built in memory)
+
+    def kernel_split(self, durations: np.ndarray) -> np.ndarray:
+        """Per kernel duration (ns), the share of the ~5 us calibration kernel in its per-node replay cost:
+        0 at or below the short calibration kernel's duration, 1 at or above the spin kernel's, linear
+        between. 0 everywhere when the calibration has no spin-kernel measurement."""
+        lo, hi = self.node_gpu_ns.get("kernel"), self.node_gpu_ns.get("kernel_spin")
+        d = np.asarray(durations, dtype=np.float64)
+        if lo is None or hi is None or hi <= lo:
+            return np.zeros(d.shape)
+        out: np.ndarray = np.clip((d - lo) / (hi - lo), 0.0, 1.0)
+        return out
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.gpu_name, self.driver_version, self.cuda_driver_version)
+
+    def first_graph_extra(self) -> Spread | None:
+        """The first graph of a process: capture + instantiate + upload + first-launch extra, summed per probe."""
+        parts = [self.first_graph[k] for k in ("capture", "instantiate", "upload", "first_launch") if k in self.first_graph]
+        if not parts:
+            return None
+        n = min(len(p.samples) for p in parts)
+        return Spread.of(np.sum([np.asarray(p.samples[:n]) for p in parts], axis=0))
+
+
+# ---------------------------------------------------------------------------------------------- fitting
+
+
+def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None = None) -> FittedCost:
+    """Least squares of one quantity over the table rows that have it (not the process's first graph).
+
+    Relative quantities are fitted by weighted least squares with weights 1/y (minimises relative error,
+    for timings whose noise grows with the graph); residuals are then relative. The coefficients'
+    covariance is resid_sd² (XᵀWX)⁻¹.
+    """
+    features, relative, _ = QUANTITIES[quantity]
+    key = y_key or quantity
+    idx = [i for i, r in enumerate(table) if r.get(key) is not None and np.isfinite(r[key]) and not r.get("first_graph", False)]
+    if relative:
+        idx = [i for i in idx if table[i][key] > 0]
+    X = np.array([[1.0 if f == "1" else float(table[i].get(f, 0.0)) for f in features] for i in idx]).reshape(len(idx), len(features))
+    y = np.array([float(table[i][key]) for i in idx])
+    # Features that are zero in every row (a node type the calibration could not build) are left out:
+    # coefficient 0, said by the model's errors list.
+    used = np.flatnonzero(np.any(X != 0, axis=0))
+    if len(idx) < used.size + MIN_DEGREES_OF_FREEDOM:
+        raise CostModelError(f"cannot fit '{quantity}': {len(idx)} calibration rows for {used.size} features; "
+                             f"run `graphmode calibrate` with more --repeats")
+    w = 1.0 / y if relative else np.ones_like(y)
+    Xw, yw = X * w[:, None], y * w
+    if np.linalg.matrix_rank(Xw[:, used]) < used.size:
+        raise CostModelError(f"cannot fit '{quantity}': the calibration shapes do not separate its features "
+                             f"{[features[j] for j in used]} (collinear); the calibration set is incomplete")
+    beta_u, *_ = np.linalg.lstsq(Xw[:, used], yw, rcond=None)
+    beta = np.zeros(len(features))
+    beta[used] = beta_u
+    resid_w = yw - Xw @ beta  # relative residuals when weighted by 1/y
+    dof = max(len(idx) - used.size, 1)
+    s2 = float(resid_w @ resid_w) / dof
+    cov = np.zeros((len(features), len(features)))
+    cov[np.ix_(used, used)] = s2 * np.linalg.inv(Xw[:, used].T @ Xw[:, used])
+    return FittedCost(
+        quantity=quantity, features=features, coef=tuple(float(b) for b in beta),
+        cov=tuple(tuple(float(c) for c in row) for row in cov), relative=relative, resid_sd=math.sqrt(s2),
+        rows=len(idx), residuals=tuple(float(r) for r in resid_w), row_index=tuple(idx),
+    )
+
+
+def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], eager_gap_ns: dict[str, float],
+                   first_graph_probes: list[dict[str, float]], machine: dict[str, Any],
+                   calibration: dict[str, Any] | None = None) -> CostModel:
+    """Fits every quantity of QUANTITIES from a calibration table.
+
+    `table` rows: the feature counts (QUANTITIES' features), and per measured quantity its value in ns
+    (medians over the graph's replays for the per-replay quantities); `replay_gpu` and the path counts
+    give `replay_gpu_overhead` = replay_gpu - Σ path_<type> * node_gpu_ns[type]. Rows with
+    first_graph=True are left out of every fit. `first_graph_probes`: per fresh process, the extra cost
+    of its first graph over an identical second one ({'capture': ns, 'instantiate': ns, ...}).
+    """
+    rows = [dict(r) for r in table]
+    for r in rows:
+        if r.get("replay_gpu") is not None:
+            # 'kernel_spin' nodes (a few microseconds, calibration only) are kernels with their own duration
+            spin = float(r.get("path_kernel_spin", 0))
+            r["path_kernel_tiny"] = float(r.get("path_kernel", 0)) - spin
+            own = sum(float(r.get(f"path_{t}", 0)) * float(node_gpu_ns.get(t, 0.0)) for t in GPU_NODE_TYPES)
+            own += spin * (float(node_gpu_ns.get("kernel_spin", 0.0)) - float(node_gpu_ns.get("kernel", 0.0)))
+            r["replay_gpu_overhead"] = float(r["replay_gpu"]) - own
+        if r.get("replay_wall") is not None and r.get("replay_gpu") is not None:
+            r["replay_host"] = float(r["replay_wall"]) - float(r["replay_gpu"])
+        if r.get("first_launch") is not None and r.get("replay_wall") is not None:
+            r["first_launch_excess"] = float(r["first_launch"]) - float(r["replay_wall"])
+    costs = {q: fit_quantity(q, rows) for q in QUANTITIES}
+    first = {k: s for k in ("capture", "instantiate", "upload", "first_launch")
+             if (s := Spread.of([p[k] for p in first_graph_probes if k in p])) is not None}
+    tails = [float(r["eager_wall"]) - float(r["eager_issue"]) for r in rows
+             if r.get("eager_wall") is not None and r.get("eager_issue") is not None and not r.get("first_graph", False)]
+    return CostModel(
+        gpu_name=str(machine.get("gpu_name", "")), compute_capability=str(machine.get("compute_capability", "")),
+        driver_version=str(machine.get("driver_version", "")), cuda_driver_version=int(machine.get("cuda_driver_version", 0) or 0),
+        cuda_runtime_version=int(machine.get("cuda_runtime_version", 0) or 0), created_at=str(machine.get("created_at", "")),
+        tool_version=str(machine.get("tool_version", "")), costs=costs, node_gpu_ns=dict(node_gpu_ns),
+        eager_gap_ns=dict(eager_gap_ns), eager_tail=Spread.of(tails), first_graph=first, table=rows,
+        calibration=dict(calibration or {}),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- JSON
+
+
+def _spread_dict(s: Spread | None) -> dict[str, Any] | None:
+    return None if s is None else {"n": s.n, "median": s.median, "p10": s.p10, "p90": s.p90, "samples": list(s.samples)}
+
+
+def _spread_from(d: Any) -> Spread | None:
+    return None if d is None else Spread.of(list(d.get("samples") or [d["median"]]))
+
+
+def model_to_dict(m: CostModel) -> dict[str, Any]:
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "key": {"gpu_name": m.gpu_name, "driver_version": m.driver_version, "cuda_driver_version": m.cuda_driver_version},
+        "compute_capability": m.compute_capability, "cuda_runtime_version": m.cuda_runtime_version,
+        "created_at": m.created_at, "tool_version": m.tool_version, "calibration": m.calibration,
+        "units": "ns",
+        "costs": {q: {"what": QUANTITIES[q][2], "features": list(c.features), "coef": list(c.coef),
+                      "cov": [list(r) for r in c.cov], "relative": c.relative, "resid_sd": c.resid_sd, "rows": c.rows,
+                      "max_abs_residual": c.max_abs_residual(), "residuals": list(c.residuals), "row_index": list(c.row_index)}
+                  for q, c in m.costs.items()},
+        "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
+        "first_graph": {k: _spread_dict(s) for k, s in m.first_graph.items()},
+        "table": m.table,
+    }
+
+
+def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
+    where = path or "cost model"
+    if d.get("format") != FORMAT:
+        raise CostModelError(f"{where}: not a graphmode cost model (format {d.get('format')!r}); write one with `graphmode calibrate`")
+    if int(d.get("format_version", 0)) > FORMAT_VERSION:
+        raise CostModelError(f"{where}: cost model format {d.get('format_version')} is newer than this graphmode reads "
+                             f"({FORMAT_VERSION}); upgrade graphmode")
+    try:
+        costs = {}
+        for q in QUANTITIES:
+            c = d["costs"][q]
+            costs[q] = FittedCost(q, tuple(c["features"]), tuple(float(x) for x in c["coef"]),
+                                  tuple(tuple(float(x) for x in r) for r in c["cov"]), bool(c["relative"]),
+                                  float(c["resid_sd"]), int(c["rows"]), tuple(float(x) for x in c.get("residuals", [])),
+                                  tuple(int(x) for x in c.get("row_index", [])))
+        key = d["key"]
+        return CostModel(
+            gpu_name=str(key["gpu_name"]), compute_capability=str(d.get("compute_capability", "")),
+            driver_version=str(key["driver_version"]), cuda_driver_version=int(key["cuda_driver_version"]),
+            cuda_runtime_version=int(d.get("cuda_runtime_version", 0)), created_at=str(d.get("created_at", "")),
+            tool_version=str(d.get("tool_version", "")), costs=costs,
+            node_gpu_ns={str(k): float(v) for k, v in d.get("node_gpu_ns", {}).items()},
+            eager_gap_ns={str(k): float(v) for k, v in d.get("eager_gap_ns", {}).items()},
+            eager_tail=_spread_from(d.get("eager_tail")),
+            first_graph={str(k): s for k, v in d.get("first_graph", {}).items() if (s := _spread_from(v)) is not None},
+            table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})), path=path,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "
+                             "write it again with `graphmode calibrate`") from None
+
+
+def save_model(m: CostModel, path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(model_to_dict(m), indent=1, allow_nan=False) + "\n")
+    return p
+
+
+def load_model(path: str | os.PathLike[str]) -> CostModel:
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise CostModelError(f"{p}: no such cost model file; write one with `graphmode calibrate --out {p}`") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise CostModelError(f"{p}: cannot be read as a cost model ({e}); write it again with `graphmode calibrate`") from None
+    if not isinstance(d, dict):
+        raise CostModelError(f"{p}: not a graphmode cost model; write one with `graphmode calibrate`")
+    return model_from_dict(d, str(p))
+
+
+# ---------------------------------------------------------------------------------------------- lookup
+
+
+def model_file_name(gpu_name: str) -> str:
+    """'NVIDIA H200' -> 'costmodel-nvidia-h200.json'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-") or "gpu"
+    return f"costmodel-{slug}.json"
+
+
+def bundled_dir() -> Path:
+    """graphmode/data/ in the installed package (or the checkout)."""
+    import graphmode
+
+    return Path(graphmode.__file__).parent / "data"
+
+
+def user_dir() -> Path:
+    """Where `graphmode calibrate` writes by default: $XDG_DATA_HOME/graphmode (~/.local/share/graphmode)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "graphmode"
+
+
+def candidate_files() -> list[Path]:
+    """Model files graphmode looks at, most specific first: $GRAPHMODE_COSTMODEL, the user's, the bundled."""
+    out: list[Path] = []
+    env = os.environ.get("GRAPHMODE_COSTMODEL")
+    if env:
+        out.append(Path(env))
+    for d in (user_dir(), bundled_dir()):
+        if d.is_dir():  # a calibration's raw *.measurements.json sits next to its model: not a model
+            out.extend(p for p in sorted(d.glob("costmodel-*.json")) if not p.name.endswith(".measurements.json"))
+    return out
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model used for a trace, and how well it fits the trace's machine."""
+
+    model: CostModel | None
+    match: str  # 'exact' | 'same_gpu' | 'other_gpu' | 'none'
+    note: str  # one sentence for the report ('' for an exact match)
+
+
+def choose_model(meta: dict[str, Any], models: list[CostModel]) -> ModelChoice:
+    """The model for a trace's GPU: same GPU, driver and CUDA version first; then same GPU; else another GPU (said)."""
+    gpu = str(meta.get("gpu_name", ""))
+    driver = str(meta.get("driver_version", ""))
+    cuda = int(meta.get("cuda_driver_version", 0) or 0)
+    if not models:
+        return ModelChoice(None, "none", "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs")
+    for m in models:
+        if m.key == (gpu, driver, cuda):
+            return ModelChoice(m, "exact", "")
+    for m in models:
+        if m.gpu_name == gpu:
+            return ModelChoice(m, "same_gpu", f"the cost model was calibrated on this GPU ({gpu}) with driver {m.driver_version}, "
+                                              f"CUDA {m.cuda_driver_version}; this trace has driver {driver or '?'}, CUDA {cuda or '?'}")
+    m = models[0]
+    return ModelChoice(m, "other_gpu", f"no cost model for {gpu or 'this GPU'}: using the one calibrated on {m.gpu_name} "
+                                       f"(driver {m.driver_version}); run `graphmode calibrate` on this GPU for its own")
+
+
+def find_model(meta: dict[str, Any], path: str | os.PathLike[str] | None = None) -> ModelChoice:
+    """The model for a trace: `path` if given (errors raise), else the best of candidate_files()."""
+    if path is not None:
+        return choose_model(meta, [load_model(path)])
+    models: list[CostModel] = []
+    for p in candidate_files():
+        try:
+            models.append(load_model(p))
+        except CostModelError:
+            continue  # a damaged file elsewhere must not stop the report; an explicit path does raise
+    return choose_model(meta, models)

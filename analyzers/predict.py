@@ -1,0 +1,503 @@
+"""Predict whether a CUDA graph would pay off, from eager work only (and the converse for graph work).
+
+For each repeated region of a trace (analyzers.regions: eager iterations, the runner's or inferred or
+NVTX `graphmode:eager` ranges; any NVTX range name repeated at least 3 times; or lines the user
+names), `predict` builds the graph a stream capture would make of one iteration
+(analyzers.eager_graph), and prices it with the GPU's cost model (analyzers.costmodel):
+
+- one-time cost = capture + instantiate + upload + first-launch excess (+ the first-graph-of-a-process
+  extra when no graph was instantiated before the region);
+- replay period = the iteration's GPU work as measured eagerly plus the model's per-node cost, bounded
+  below by the critical path across streams, plus the replay's host overhead (launch + synchronize) when
+  the eager iterations synchronize, else the larger of the launch call and the GPU span;
+- saving per iteration = measured eager period - predicted replay period; break-even = the smallest n
+  with n * saving >= one-time cost, with a 95% interval from 2000 draws of the model's spread and
+  bootstrap medians of the eager sample.
+
+A graph that the trace replays without any eager twin (XLA runs everything as graphs) gets the converse:
+its nodes launched eagerly, priced with the model's per-launch costs. docs/metrics.md, "Prediction",
+gives every formula.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
+from graphmode.analyzers.costmodel import CostModel, ModelChoice, Spread, find_model
+from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.eager_graph import (
+    BREAKER_ADVICE,
+    EagerGraph,
+    WindowActivity,
+    capture_breakers,
+    event_call_counts,
+    iteration_graph,
+    name_mask,
+    window_activity,
+)
+from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
+from graphmode.analyzers.results import (
+    CaptureBreaker,
+    Estimate,
+    PredictedGraph,
+    Prediction,
+    RegionPrediction,
+    TraceAnalysis,
+)
+from graphmode.tracer.store import Trace
+
+MAX_REGIONS = 20
+MAX_WINDOWS = 1000  # iterations read per region for the graph and node durations (all of them give the period)
+# Graph node types (graph_nodes.node_type) as the cost model counts them.
+_NODE_TYPE = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "host": "host",
+              "event_record": "event", "wait_event": "event", "ext_semas_signal": "event", "ext_semas_wait": "event"}
+
+EVENT_GAP_NOTE = (
+    "the trace records no stream or event for cudaEventRecord, so cross-stream edges pair each waited event with a "
+    "record by order and take the record's stream from its thread's last launch; enabling CUPTI's CUDA_EVENT "
+    "activity (CUpti_ActivityCudaEvent2: correlationId, streamId, eventId) in the tracer would make them exact"
+)
+
+
+# ---------------------------------------------------------------------------------------------- estimates
+
+
+def _estimate(draws: np.ndarray, point: float) -> Estimate:
+    finite = draws[np.isfinite(draws)]
+    if finite.size == 0:
+        return Estimate(point, point, point)
+    lo, hi = np.percentile(finite, [2.5, 97.5])
+    return Estimate(float(point), float(lo), float(hi))
+
+
+def _normal(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndarray:
+    out: np.ndarray = mean + sd * rng.standard_normal(n)
+    return out
+
+
+def _from_samples(rng: np.random.Generator, s: Spread, n: int) -> np.ndarray:
+    out: np.ndarray = rng.choice(np.asarray(s.samples, dtype=np.float64), size=n, replace=True)
+    return out
+
+
+def _break_even(one_time: np.ndarray, saved: np.ndarray) -> np.ndarray:
+    """Per draw, the smallest n >= 1 with n * saved >= one_time (inf: nothing saved); one definition with
+    analyzers.break_even (n * saved >= C  <=>  n * (saved / C) >= 1)."""
+    c = np.maximum(one_time, 0.0)
+    ratio = np.where(c > 0, saved / np.where(c > 0, c, 1.0), np.where(saved > 0, np.inf, -1.0))
+    out: np.ndarray = _replays_vector(1.0, ratio)
+    return out
+
+
+def _interval(n: np.ndarray) -> tuple[int | None, int | None, bool]:
+    s = np.sort(n)
+    lo = s[int(math.floor(0.025 * s.size))]
+    hi = s[int(math.ceil(0.975 * s.size)) - 1]
+    return (int(lo) if np.isfinite(lo) else None, int(hi) if np.isfinite(hi) else None, not bool(np.isfinite(hi)))
+
+
+# ---------------------------------------------------------------------------------------------- one region
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """The iterations whose operations match the representative one, position by position."""
+
+    rep: int  # iteration index of the representative
+    rows: np.ndarray  # (k, m) op indices into the WindowActivity, one row per matching iteration
+    iterations: np.ndarray  # iteration index of each row
+
+
+def _matched(act: WindowActivity, n_it: int) -> _Matched | None:
+    placed = np.flatnonzero(act.op_iteration >= 0)
+    if placed.size == 0:
+        return None
+    order = placed[np.lexsort((act.op_launch[placed], act.op_iteration[placed]))]
+    it = act.op_iteration[order]
+    counts = np.bincount(it, minlength=n_it)
+    present = counts[counts > 0]
+    vals, freq = np.unique(present, return_counts=True)
+    m = int(vals[np.argmax(freq)])  # the most common number of ops per iteration
+    cand = np.flatnonzero(counts == m)
+    first = np.searchsorted(it, cand, side="left")
+    rows = order[first[:, None] + np.arange(m)[None, :]]
+    _, codes = np.unique(act.op_name[rows].astype(str), return_inverse=True)
+    codes = codes.reshape(rows.shape)
+    ref = codes[1] if cand.size >= 3 else codes[0]  # skip the first as a possible warm-up
+    match = np.all(codes == ref, axis=1)
+    rep = int(cand[1] if cand.size >= 3 else cand[0])
+    return _Matched(rep, rows[match], cand[match])
+
+
+def _busy(act: WindowActivity, rows: np.ndarray) -> np.ndarray:
+    """GPU busy (union of the op spans) per row, vectorised over the (k, m) matrix."""
+    s = act.op_start[rows].astype(np.float64)
+    e = act.op_end[rows].astype(np.float64)
+    order = np.argsort(s, axis=1, kind="stable")
+    s, e = np.take_along_axis(s, order, 1), np.take_along_axis(e, order, 1)
+    run = np.maximum.accumulate(e, axis=1)
+    covered = s.copy()
+    covered[:, 1:] = np.maximum(s[:, 1:], run[:, :-1])
+    out: np.ndarray = np.maximum(e - covered, 0.0).sum(axis=1)
+    return out
+
+
+def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -> np.ndarray:
+    """Host time to issue each matching iteration's work: first launch call's start to last launch call's
+    end, less the time in synchronizations between them (a fixed capture would not have them)."""
+    first = act.op_launch[rows].min(axis=1)
+    last = act.op_launch_end[rows].max(axis=1)
+    out: np.ndarray = (last - first).astype(np.float64)
+    is_sync = name_mask(act.call_name, "Synchronize")
+    if not is_sync.any():
+        return out
+    pos = np.full(int(max(act.call_iteration.max(initial=-1), iterations.max(initial=-1))) + 1, -1, dtype=np.int64)
+    pos[iterations] = np.arange(iterations.size)  # iteration index -> row
+    row = np.where(act.call_iteration >= 0, pos[np.clip(act.call_iteration, 0, None)], -1)
+    sel = is_sync & (row >= 0)
+    sel &= (act.call_start >= first[np.clip(row, 0, None)]) & (act.call_end <= last[np.clip(row, 0, None)])
+    out -= np.bincount(row[sel], weights=(act.call_end - act.call_start)[sel].astype(np.float64), minlength=iterations.size)
+    return out
+
+
+def _first_graph_of_process(trace: Trace, before_ns: int) -> bool:
+    n = trace.rows("SELECT (SELECT count(*) FROM graph_events WHERE event = 'instantiate' AND start_ns < ?)"
+                   " + (SELECT count(*) FROM markers WHERE kind = 'op' AND name = 'instantiate' AND start_ns < ?)",
+                   [before_ns, before_ns])[0][0]
+    return int(n) == 0
+
+
+def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
+    hits, trailing = capture_breakers(act)
+    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1), BREAKER_ADVICE[h.kind]) for h in hits]
+    # Stream-level findings are read from the representative iteration: once per iteration.
+    if graph.uncaptured:
+        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured), BREAKER_ADVICE["uncaptured_stream"]))
+    for s in graph.unjoined_streams:
+        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0, BREAKER_ADVICE["unjoined_stream"]))
+    if graph.external_waits:
+        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits),
+                                  BREAKER_ADVICE["external_event"]))
+    return out, trailing
+
+
+def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall_pass: int | None,
+              eager_median: float) -> tuple[float | None, float | None, int | None]:
+    """One-time cost, replay period and break-even of the graph this trace built for the region's work."""
+    if analysis is None:
+        return None, None, None
+    if region.runner:
+        be = next((b for b in analysis.break_even if b.baseline == region.mode), None)
+        if be is None:
+            return None, None, None
+        return be.one_time_ns, be.graph_ns, be.replays
+    if not region.graph_id:
+        return None, None, None
+    g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)
+    if g is not None:  # a script trace: the per-graph answer (analyzers.per_graph), periods from the measuring run
+        be = g.break_even
+        replay_tm = g.graph.work.trimmed_mean if g.graph is not None and g.graph.work is not None else None
+        return (g.cost.total_ns if g.cost is not None else None, replay_tm,
+                be.replays if be is not None else None)
+    cost = next((c.total_ns for c in analysis.graph_costs if c.graph_id == region.graph_id), None)
+    replay = None
+    if wall_pass is not None:
+        r = trace.rows("SELECT median(end_ns - start_ns) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' "
+                       "AND graph_id = ?", [wall_pass, region.graph_id])[0][0]
+        replay = float(r) if r is not None else None
+    be_n = smallest_replays(cost, eager_median - replay) if cost is not None and replay is not None and eager_median > replay else None
+    return cost, replay, be_n
+
+
+def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
+              wall_pass: int | None, seed: int) -> RegionPrediction | None:
+    starts, ends = region.starts, region.ends
+    wall_same_windows = region.wall_traced and region.wall.size == starts.size
+    if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
+        order = np.argsort(starts, kind="stable")
+        keep = order[starts.size // 2 - MAX_WINDOWS // 2:][:MAX_WINDOWS]
+        starts, ends = starts[keep], ends[keep]
+        if wall_same_windows:
+            region = dataclasses.replace(region, starts=starts, ends=ends, wall=region.wall[keep])
+    n_it = int(starts.size)
+    act = window_activity(trace, traced_id, starts, ends)
+    matched = _matched(act, n_it)
+    if matched is None or matched.rows.shape[0] == 0:
+        return None  # no eager GPU work in these iterations: nothing to capture
+    graph = iteration_graph(act, matched.rep)
+    breakers, trailing = _breakers(act, graph, n_it)
+    notes: list[str] = []
+    rows = matched.rows
+    dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
+    busy = _busy(act, rows)
+    issue = _issue_time(act, rows, matched.iterations)
+    synchronized = trailing >= 0.5 * n_it
+    counts = graph.counts()
+    n_rec, n_wait = event_call_counts(act, matched.rep)
+    kinds = graph.ops.kind.astype(str)
+    cap = graph.captured
+    wall = region.wall.astype(np.float64)
+    if wall_same_windows:  # the same windows: drop iterations with no eager GPU work
+        has_ops = np.bincount(act.op_iteration[act.op_iteration >= 0], minlength=n_it) > 0
+        wall = wall[has_ops]
+    t_e = float(np.median(wall))
+    if rows.shape[0] < n_it:
+        notes.append(f"{n_it - rows.shape[0]} of {n_it} iterations launched different work and were left out of the per-node durations")
+    if region.wall_traced:
+        notes.append("the eager period and the capture estimate come from a traced pass: they include the tracer's overhead, "
+                     "so the saving may be overstated")
+    if wall.size < 5:
+        notes.append(f"the eager period comes from {wall.size} iteration(s): a tiny sample")
+
+    # Critical path across streams with the model's per-node cost added to each node's eager duration. A
+    # kernel's per-node cost is interpolated between the calibration's short and ~5 us kernels by its
+    # own duration: `spin_share` of it is counted as a ~5 us kernel (costmodel.CostModel.kernel_split).
+    is_kernel = kinds == "kernel"
+    spin_share = np.where(is_kernel, model.kernel_split(dur), 0.0) if model is not None else np.zeros(dur.size)
+    ov_cost = model.costs["replay_gpu_overhead"] if model is not None else None
+
+    def node_counts(sel: np.ndarray) -> dict[str, float]:
+        """Feature counts of replay_gpu_overhead over the selected nodes (fractional for kernels)."""
+        return {"path_kernel_tiny": float(((1.0 - spin_share) * is_kernel)[sel].sum()), "path_kernel_spin": float(spin_share[sel].sum()),
+                **{f"path_{k}": float(np.count_nonzero(kinds[sel] == k)) for k in ("memcpy", "memset", "host")}}
+
+    per_node = np.zeros(dur.size)
+    if ov_cost is not None:
+        per_node = np.where(is_kernel, (1.0 - spin_share) * ov_cost.coefficient("path_kernel_tiny")
+                            + spin_share * ov_cost.coefficient("path_kernel_spin"), 0.0)
+        for k in ("memcpy", "memset", "host"):
+            per_node = np.where(kinds == k, ov_cost.coefficient(f"path_{k}"), per_node)
+    weights = np.where(cap, dur + per_node, 0.0)
+    dist, _ = longest_path(weights, graph.edge_from, graph.edge_to)
+    path = _path(dist, weights, graph.edge_from, graph.edge_to)
+    on_path = np.zeros(dur.size, dtype=bool)
+    on_path[path] = True
+    path_counts = node_counts(on_path)
+    path_dur = float(dur[path].sum())
+    pgraph = PredictedGraph(
+        nodes=graph.nodes, edges=graph.edges, kernels=counts["kernel"], memcpys=counts["memcpy"], memsets=counts["memset"],
+        host_nodes=counts["host"], streams=graph.streams, cross_stream_edges=graph.cross_stream_edges,
+        event_pairing=graph.event_pairing, serial_ns=float(dur[cap].sum()), critical_path_ns=float(dist.max()) if dist.size else 0.0,
+        critical_path_nodes=int(path.size),
+    )
+    measured = _measured(trace, analysis, region, wall_pass, t_e)
+    if measured[0] is not None and region.wall_traced:
+        notes.append("the measured one-time cost comes from a traced pass: the tracer's callbacks slow capture and instantiation")
+    base = dict(label=region.label, basis=region.basis, direction="to_graph", mode=region.mode, graph_id=region.graph_id,
+                iterations=int(wall.size), synchronized=bool(synchronized), graph=pgraph, gpu_work_ns=float(np.median(busy)),
+                measured_one_time_ns=measured[0], measured_replay_ns=measured[1], measured_break_even=measured[2],
+                breakers=tuple(breakers))
+    B = BOOTSTRAP_RESAMPLES
+    rng = np.random.default_rng(seed)
+    t_e_draw = bootstrap_medians(wall, B, rng)
+    if model is None:
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
+                                first_graph_extra=None, one_time=None, eager_period=_estimate(t_e_draw, t_e), replay_period=None,
+                                saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
+                                break_even_high_never=False, never=False, notes=tuple(notes))
+
+    c = model.costs
+    gcounts = {**{k: float(v) for k, v in counts.items()}, "event": 0.0, "edges": float(graph.edges)}
+    ccounts = {**{k: float(v) for k, v in counts.items()}, "record_calls": float(n_rec), "wait_calls": float(n_wait)}
+    all_path = node_counts(cap)
+
+    # Capture runs the iteration's host code once more, each call in capture mode: the eager issue time
+    # (corrected to the untraced pass where there is one) plus what capture adds per call; never less than
+    # the model's own capture of the same calls from a plain loop.
+    issue_med = float(np.median(issue)) * region.correction
+    cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
+    cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
+    z = rng.standard_normal(B)
+    cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
+    inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
+    upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
+    exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
+    first = _first_graph_of_process(trace, region.wall_start)
+    extra_spread = model.first_graph_extra() if first else None
+    extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
+    if first and extra_spread is None:
+        notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
+    one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
+                 + (extra_spread.median if extra_spread is not None else 0.0))
+    one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra
+
+    # Replay: GPU span = max(critical path + per-node cost, eager GPU busy + per-node cost of every node).
+    ov = c["replay_gpu_overhead"]
+    zo = rng.standard_normal(B)
+    busy_draw = bootstrap_medians(busy, B, rng)
+    span_cp = path_dur + ov.mean(path_counts) + ov.sd(path_counts) * zo
+    span_busy = busy_draw + ov.mean(all_path) + ov.sd(all_path) * zo
+    span_draw = np.maximum(span_cp, span_busy)
+    span_point = max(path_dur + ov.mean(path_counts), float(np.median(busy)) + ov.mean(all_path))
+    if synchronized:
+        host = _normal(rng, c["replay_host"].mean(gcounts), c["replay_host"].sd(gcounts), B)
+        t_g_draw = host + span_draw
+        t_g = c["replay_host"].mean(gcounts) + span_point
+    else:
+        call = _normal(rng, c["launch_call"].mean(gcounts), c["launch_call"].sd(gcounts), B)
+        t_g_draw = np.maximum(call, span_draw)
+        t_g = max(c["launch_call"].mean(gcounts), span_point)
+    saved_draw = t_e_draw - t_g_draw
+    saved = t_e - t_g
+    n_draw = _break_even(one_draw, saved_draw)
+    low, high, high_never = _interval(n_draw)
+    never = saved <= 0
+    if breakers:
+        notes.append("the region as recorded would not capture: see the capture breakers; the figures assume they are fixed")
+    return RegionPrediction(
+        **base,  # type: ignore[arg-type]
+        capture=_estimate(cap_draw, cap_point), instantiate=_estimate(inst, c["instantiate"].mean(gcounts)),
+        upload=_estimate(upl, c["upload"].mean(gcounts)), first_launch_excess=_estimate(exc, c["first_launch_excess"].mean(gcounts)),
+        first_graph_extra=_estimate(extra, extra_spread.median) if extra_spread is not None else None,
+        one_time=_estimate(one_draw, one_point), eager_period=_estimate(t_e_draw, t_e), replay_period=_estimate(t_g_draw, t_g),
+        saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
+        break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
+    )
+
+
+def _path(dist: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Node indices of one heaviest path (analyzers.critical_path's backtrack, on these weights)."""
+    if dist.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    from graphmode.analyzers.critical_path import _backtrack
+
+    return np.asarray(_backtrack(dist, weights, src, dst), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- converse
+
+
+def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, wall_pass: int, model: CostModel | None,
+              analysis: TraceAnalysis | None, seed: int) -> RegionPrediction | None:
+    """What the replays of a graph would cost launched eagerly (a graph-only trace: XLA, or a graph
+    whose eager twin is not in the trace)."""
+    it = trace.sql("SELECT start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' AND graph_id = ? "
+                   "ORDER BY start_ns", [wall_pass, graph_id])
+    wall = (it["end_ns"] - it["start_ns"]).astype(np.float64)
+    if wall.size == 0:
+        return None
+    nodes = trace.sql("SELECT node_id, node_type FROM graph_nodes WHERE pass_id = ? AND graph_id = ?", [traced_id, graph_id])
+    if nodes["node_id"].size == 0:
+        return None
+    types = [_NODE_TYPE.get(str(t), "") for t in nodes["node_type"]]
+    counts = {k: float(types.count(k)) for k in ("kernel", "memcpy", "memset", "host", "event")}
+    edges = int(trace.rows("SELECT count(*) FROM graph_edges WHERE pass_id = ? AND graph_id = ?", [traced_id, graph_id])[0][0])
+    notes = []
+    other = len(types) - int(sum(counts.values()))
+    if other:
+        notes.append(f"{other} node(s) of other types (empty, child graph, ...) are not priced")
+    if traced_detail == "node":
+        d = node_durations(trace, traced_id, graph_id)
+        gpu_serial = float(sum(d.values()))
+    else:
+        r = trace.rows("SELECT median(end_ns - start_ns) FROM gpu_spans WHERE pass_id = ? AND kind = 'graph' AND graph_id = ?",
+                       [traced_id, graph_id])[0][0]
+        gpu_serial = float(r) if r is not None else 0.0
+        notes.append("graph-detail trace: the eager GPU time is the replay's GPU span (parallel branches would run one after another)")
+    tw = trace.sql("SELECT start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' AND graph_id = ? "
+                   "ORDER BY start_ns", [traced_id, graph_id])
+    sync_t = trace.sql("SELECT start_ns FROM api_calls WHERE pass_id = ? AND category = 'sync' ORDER BY start_ns", [traced_id])["start_ns"]
+    j = np.searchsorted(tw["start_ns"], sync_t, side="right") - 1  # the replay window each synchronization starts in
+    inside = (j >= 0) & (sync_t < tw["end_ns"][np.clip(j, 0, None)]) if tw["start_ns"].size else np.zeros(0, dtype=bool)
+    synchronized = np.unique(j[inside]).size >= 0.5 * max(tw["start_ns"].size, 1)
+    label = str(trace.rows("SELECT coalesce(max(label), '') FROM graphs WHERE graph_id = ?", [graph_id])[0][0])
+    cost = next((c.total_ns for c in analysis.graph_costs if c.graph_id == graph_id), None) if analysis is not None else None
+    t_g = float(np.median(wall))
+    base = dict(label=f"graph {graph_id} {label}".strip(), basis="graph replays (no eager twin in the trace)", direction="to_eager",
+                mode="graph", graph_id=graph_id, iterations=int(wall.size), synchronized=bool(synchronized), graph=None,
+                gpu_work_ns=gpu_serial, measured_one_time_ns=cost, measured_replay_ns=t_g, measured_break_even=None, breakers=())
+    if model is None:
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
+                                first_graph_extra=None, one_time=None, eager_period=None, replay_period=None,
+                                saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
+                                break_even_high_never=False, never=False, notes=tuple(notes))
+    c = model.costs
+    ccounts = {**{k: counts[k] for k in ("kernel", "memcpy", "memset", "host")}, "record_calls": 0.0, "wait_calls": 0.0}
+    if edges > len(types) - 1:
+        notes.append("the graph has parallel branches: their eager twin would also need event record/wait calls, not priced")
+    B = BOOTSTRAP_RESAMPLES
+    rng = np.random.default_rng(seed)
+    issue_point, issue_sd = c["eager_issue"].mean(ccounts), c["eager_issue"].sd(ccounts)
+    gpu_eager = gpu_serial + sum(counts[k] * model.eager_gap_ns.get(k, 0.0) for k in ("kernel", "memcpy", "memset"))
+    tail = model.eager_tail
+    issue = _normal(rng, issue_point, issue_sd, B)
+    tail_draw = _from_samples(rng, tail, B) if synchronized and tail is not None else np.zeros(B)
+    t_e_draw = np.maximum(issue, gpu_eager) + tail_draw
+    t_e = max(issue_point, gpu_eager) + (tail.median if synchronized and tail is not None else 0.0)
+    t_g_draw = bootstrap_medians(wall, B, rng)
+    saved_draw = t_e_draw - t_g_draw
+    saved = t_e - t_g
+    never = saved <= 0
+    low = high = None
+    high_never = False
+    be = None
+    if cost is not None:
+        low, high, high_never = _interval(_break_even(np.full(B, cost), saved_draw))
+        be = None if never else smallest_replays(cost, saved)
+    else:
+        notes.append("the trace recorded no one-time cost for this graph: no break-even")
+    return RegionPrediction(
+        **base,  # type: ignore[arg-type]
+        capture=None, instantiate=None, upload=None, first_launch_excess=None, first_graph_extra=None,
+        one_time=Estimate(cost, cost, cost) if cost is not None else None, eager_period=_estimate(t_e_draw, t_e),
+        replay_period=_estimate(t_g_draw, t_g), saved_per_iteration=_estimate(saved_draw, saved), break_even=be,
+        break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+
+
+def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
+            lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED) -> Prediction:
+    """Graph predictions for every repeated region of the trace (module doc). `analysis`, when given,
+    supplies the measured graph of each region for comparison; `choice` the cost model (default: the
+    installed model for the trace's GPU, analyzers.costmodel.find_model); `lines` user-named regions."""
+    choice = choice if choice is not None else find_model(trace.meta)
+    model = choice.model
+    notes: list[str] = []
+    traced = trace.pass_by_detail("node", "graph")
+    if analysis is not None and analysis.traced_pass_id is not None:
+        # a script trace: the pass that recorded every call (the detail run), not the measuring run
+        traced = next((p for p in trace.passes if p.pass_id == analysis.traced_pass_id), traced)
+    timing = trace.pass_by_detail("timing")
+
+    def result(regions: list[RegionPrediction]) -> Prediction:
+        if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
+            notes.append(EVENT_GAP_NOTE)
+        return Prediction(
+            model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
+            model_cuda=model.cuda_driver_version if model else 0, model_path=model.path if model else "",
+            model_match=choice.match, model_note=choice.note, regions=tuple(regions), notes=tuple(notes))
+
+    if traced is None:
+        notes.append("no traced pass: the eager work's kernels and streams are needed to predict a graph")
+        return result([])
+    timing_id = timing.pass_id if timing is not None and trace.rows(
+        "SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [timing.pass_id])[0][0] else None
+    wall_pass = timing_id if timing_id is not None else traced.pass_id
+    regions = marker_regions(trace, traced.pass_id, timing_id) + nvtx_regions(trace, traced.pass_id)
+    extra, line_notes = line_regions(trace, traced.pass_id, lines) if lines else ([], [])
+    regions += extra
+    notes += line_notes
+    if len(regions) > MAX_REGIONS:
+        notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
+        regions = regions[:MAX_REGIONS]
+    out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed)) is not None]
+    # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
+    if not any(r.runner for r in regions):
+        twinned = {r.graph_id for r in regions}
+        for (gid,) in trace.rows("SELECT DISTINCT graph_id FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' "
+                                 "AND graph_id <> 0 ORDER BY graph_id", [wall_pass]):
+            if int(gid) in twinned:
+                continue
+            p = _to_eager(trace, int(gid), traced.pass_id, traced.detail, wall_pass, model, analysis, seed)
+            if p is not None:
+                out.append(p)
+    return result(out)

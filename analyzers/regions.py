@@ -1,0 +1,191 @@
+"""Repeated regions of a trace that a CUDA graph could replace (for analyzers.predict).
+
+A region is a set of iterations of the same work: the eager iterations of the traced pass (the runner's
+markers, a script's inferred iterations per graph, NVTX `graphmode:eager` ranges; the steady ones of the
+iteration module once it gives roles), every NVTX range name repeated at least MIN_NVTX_REPEATS times,
+and runs of calls from lines the user names. Each comes with its windows in the traced pass (where its
+operations are read) and its periods from the wall pass (timing pass when it has the same iterations).
+docs/metrics.md, "Prediction", gives the rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.tracer.store import Trace
+
+EAGER_MODES = ("eager", "eager_sync_each")
+MIN_NVTX_REPEATS = 3
+
+
+@dataclass
+class Region:
+    label: str
+    basis: str
+    mode: str
+    graph_id: int  # graph measured in the trace that did this work (0: none)
+    starts: np.ndarray  # windows in the traced pass
+    ends: np.ndarray
+    wall: np.ndarray  # periods (ns) from the wall pass
+    wall_start: int  # first start in the wall pass (is a graph instantiated before it?)
+    wall_traced: bool  # the periods include the tracer's overhead
+    correction: float  # timing/traced ratio of the mode's median (1 without a timing pass)
+    runner: bool  # iterations written by graphmode's runner (bench / compare)
+
+
+def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
+    """Iterations of a pass as columns mode, graph_id, name, start_ns, end_ns (steady ones only when the
+    iteration module (issue 9, analyzers.iterations.find_iterations) says which are warm-ups)."""
+    from graphmode.analyzers import iterations as it_module
+
+    find = getattr(it_module, "find_iterations", None)
+    if find is not None:
+        try:
+            t = find(trace, pass_id)
+            role, mode, gid = np.asarray(t.role), np.asarray(t.mode).astype(str), np.asarray(t.graph_id)
+            steady = role == "steady"
+            # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
+            with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
+            steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
+            return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
+                    "name": np.full(int(steady.sum()), "", dtype=object),
+                    "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
+        except (AttributeError, TypeError, KeyError, ValueError):
+            pass  # an interface still moving: the markers below say the same for bench and script traces
+    return trace.sql("SELECT mode, graph_id, name, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' "
+                     "ORDER BY start_ns", [pass_id])
+
+
+def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
+    if name == "inferred":
+        return (f"{mode} iterations doing graph {graph_id}'s work", "inferred from the graph's kernel sequence")
+    if name == "nvtx":
+        return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
+    if name == mode:
+        return (f"{mode} iterations", "the runner's iteration markers")
+    return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")
+
+
+def marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[Region]:
+    tr = _iteration_windows(trace, traced_id)
+    wl = _iteration_windows(trace, timing_id) if timing_id is not None else None
+    out: list[Region] = []
+    if tr["mode"].size == 0:
+        return out
+    # graphmode's runner (bench, compare) writes phase markers; a script's traced pass has none.
+    runner = bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'phase'", [traced_id])[0][0])
+    modes = tr["mode"].astype(str)
+    gids = tr["graph_id"].astype(np.int64)
+    names = tr["name"].astype(str)
+    for mode in EAGER_MODES:
+        for g in np.unique(gids[modes == mode]):  # per (mode, graph): a handful
+            sel = (modes == mode) & (gids == g)
+            starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
+            label, basis = _label(mode, int(g), names[sel][0])
+            wall, wall_traced, wall_start, correction = ends - starts, True, int(starts.min()), 1.0
+            if wl is not None and wl["mode"].size:
+                wsel = (wl["mode"].astype(str) == mode) & (wl["graph_id"].astype(np.int64) == g)
+                if wsel.any():
+                    ws, we = wl["start_ns"][wsel].astype(np.int64), wl["end_ns"][wsel].astype(np.int64)
+                    wall, wall_traced, wall_start = we - ws, False, int(ws.min())
+                    traced_med = float(np.median(ends - starts))
+                    correction = float(np.median(wall)) / traced_med if traced_med > 0 else 1.0
+            out.append(Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner))
+    return out
+
+
+def _non_overlapping(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Mask keeping the leftmost of overlapping ranges (sorted by start): nested or crossing ranges of one
+    name are not separate iterations."""
+    keep = np.ones(starts.size, dtype=bool)
+    last_end = -np.inf
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):  # per range of one name: iterations, not events
+        if s < last_end:
+            keep[i] = False
+        else:
+            last_end = e
+    return keep
+
+
+def nvtx_regions(trace: Trace, traced_id: int) -> list[Region]:
+    r = trace.sql("SELECT name, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'nvtx' AND NOT starts_with(name, 'graphmode:') "
+                  "AND name IN (SELECT name FROM markers WHERE pass_id = ? AND kind = 'nvtx' GROUP BY name HAVING count(*) >= ?) "
+                  "ORDER BY name, start_ns", [traced_id, traced_id, MIN_NVTX_REPEATS])
+    out: list[Region] = []
+    names = r["name"].astype(str) if r["name"].size else np.zeros(0, dtype=str)
+    for name in np.unique(names):  # per repeated range name
+        sel = names == name
+        s, e = r["start_ns"][sel].astype(np.int64), r["end_ns"][sel].astype(np.int64)
+        keep = _non_overlapping(s, e)
+        if int(keep.sum()) < MIN_NVTX_REPEATS:
+            continue
+        s, e = s[keep], e[keep]
+        out.append(Region(f"NVTX range '{name}'", f"{int(keep.sum())} NVTX ranges named '{name}'", "eager", 0, s, e, e - s,
+                           int(s.min()), True, 1.0, False))
+    return out
+
+
+_LINES = re.compile(r"^(?P<file>.+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
+_SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
+
+
+def parse_line_spec(spec: str) -> tuple[str, int, int]:
+    """'train.py:40-52' -> ('train.py', 40, 52); 'train.py:40' -> ('train.py', 40, 40). ValueError says what to write."""
+    m = _LINES.match(spec.strip())
+    if m is None:
+        raise ValueError(f"--predict-lines {spec!r}: write FILE:LINE or FILE:FIRST-LAST (like train.py:40-52)")
+    a, b = int(m.group("a")), int(m.group("b") or m.group("a"))
+    if b < a:
+        raise ValueError(f"--predict-lines {spec!r}: the last line comes before the first")
+    return m.group("file"), a, b
+
+
+def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[list[Region], list[str]]:
+    """Regions from lines the user names ('file.py:12-30'), from the calls' source lines (recorded with
+    --launch-sources). An iteration is a run of consecutive calls from those lines; a call from another
+    line ends it (the loop's synchronize, say), and it lasts until the next run starts. If the lines
+    make a single run, it is cut at each launch of the first kernel launched from them instead."""
+    out: list[Region] = []
+    notes: list[str] = []
+    calls = trace.sql("SELECT start_ns, end_ns, source FROM api_calls WHERE pass_id = ? AND source <> '' ORDER BY start_ns, end_ns DESC",
+                      [traced_id])
+    src = calls["source"].astype(str) if calls["source"].size else np.zeros(0, dtype=str)
+    uniq, inv = np.unique(src, return_inverse=True)
+    parsed = [_SOURCE.fullmatch(u) for u in uniq]  # per distinct source line
+    for spec in specs:
+        file, a, b = parse_line_spec(spec)
+        if src.size == 0:
+            notes.append(f"lines {spec}: the trace has no call source lines; record with `graphmode run --launch-sources`")
+            continue
+        hit_u = np.array([p is not None and (p.group(1) == file or p.group(1).endswith("/" + file)) and a <= int(p.group(2)) <= b
+                          for p in parsed], dtype=bool)
+        inside = hit_u[inv]
+        if not inside.any():
+            notes.append(f"lines {spec}: no CUDA call was made from them")
+            continue
+        t = calls["start_ns"].astype(np.int64)
+        change = np.flatnonzero(np.diff(inside.astype(np.int8)) != 0) + 1
+        run_first = np.concatenate([[0], change])
+        starts = t[run_first[inside[run_first]]]
+        if starts.size < 2:
+            launches = trace.sql(
+                """SELECT min(a.start_ns) AS t, any_value(s.name) AS name, any_value(a.source) AS source FROM gpu_spans s JOIN api_calls a
+                   ON a.pass_id = s.pass_id AND a.correlation_id = s.correlation_id
+                   WHERE s.pass_id = ? AND s.graph_id = 0 AND a.source <> '' AND a.start_ns >= ? GROUP BY s.correlation_id ORDER BY t""",
+                [traced_id, int(starts[0])])
+            key = (str(launches["source"][0]), str(launches["name"][0])) if launches["t"].size else ("", "")
+            first = (launches["source"].astype(str) == key[0]) & (launches["name"].astype(str) == key[1]) if launches["t"].size else \
+                np.zeros(0, dtype=bool)
+            starts = launches["t"][first].astype(np.int64)
+        if starts.size < 2:
+            notes.append(f"lines {spec}: their work ran once; a prediction needs a repeated region")
+            continue
+        last_end = int(calls["end_ns"][inside].max())
+        ends = np.append(starts[1:], max(last_end, int(starts[-1])) + 1)
+        out.append(Region(f"lines {spec}", f"{starts.size} runs of calls from {file}:{a}-{b}", "eager", 0, starts, ends,
+                           (ends - starts).astype(np.int64), int(starts.min()), True, 1.0, False))
+    return out, notes

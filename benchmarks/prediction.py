@@ -1,0 +1,259 @@
+"""Predicted vs measured: does graphmode's prediction from eager work match the graph it then measures? (issue 11)
+
+    python benchmarks/prediction.py run OUT [--model FILE] [--quick]      # on the GPU
+    python benchmarks/prediction.py table OUT                            # anywhere: the markdown table
+
+`run` calibrates the GPU (`graphmode calibrate`, unless --model names a model file), then records, each in a
+fresh process (so that each one's graph is its process's first, as in any `graphmode bench`):
+  - `graphmode bench chain` at several kernels per step and `graphmode bench dag` at several widths/depths;
+  - third-party work through `graphmode.compare` (PyTorch: an MLP step and a transformer encoder layer,
+    random weights, no downloads), the same two-pass runner;
+then analyses each trace with the model: the prediction from the eager iterations (analyzers.predict)
+beside the one-time cost, replay period and break-even that the same trace measured for the graph.
+Targets (issue 11): break-even within 20% (or 1 replay), one-time cost within 25%.
+
+The `dag` graph is built with the explicit node API, not captured: its measured build is cuGraphAdd*Node
+calls, the prediction's a capture of the eager twin; the table also gives the one-time cost without the
+build (instantiate + upload + first-launch excess), which does not depend on how the graph was made.
+Results: OUT/results.json (every number), OUT/prediction.md (the table), OUT/*.gmtrace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHAIN_KERNELS = (5, 20, 80, 320)
+DAG_SHAPES = ((2, 2), (4, 3), (8, 4))
+TORCH_STEPS = ("mlp", "encoder")
+ITERATIONS = 200
+
+
+def _torch_step(name: str) -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        w = torch.randn(512, 512, device="cuda") / 512**0.5
+        x = torch.randn(32, 512, device="cuda")
+
+        def mlp() -> Any:
+            h = x
+            for _ in range(8):
+                h = torch.relu(h @ w)
+            return h
+
+        return mlp
+    if name == "encoder":
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True).cuda().eval()
+        x = torch.randn(8, 64, 256, device="cuda")
+
+        def encoder() -> Any:
+            with torch.no_grad():
+                return layer(x)
+
+        return encoder
+    raise SystemExit(f"unknown torch step {name!r}")
+
+
+def record_torch(name: str, out: Path, iterations: int) -> None:
+    from graphmode.tracer.compare import record_comparison
+
+    record_comparison(_torch_step(name), out, iters=iterations, warmup=10, detail="graph", framework="torch")
+
+
+def _run(cmd: list[str], log: Path) -> bool:
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.perf_counter()
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(cmd)}\n")
+        f.flush()
+        rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+        f.write(f"(exit {rc}, {time.perf_counter() - t0:.1f} s)\n")
+    print(f"  {' '.join(cmd[2:])}: exit {rc}, {time.perf_counter() - t0:.1f} s", flush=True)
+    return rc == 0
+
+
+def _rel(pred: float | None, meas: float | None) -> float | None:
+    return pred / meas - 1.0 if pred is not None and meas else None
+
+
+def compare_trace(path: Path, model_path: Path, label: str) -> dict[str, Any]:
+    """The prediction from the trace's eager iterations beside what the trace measured for its graph."""
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.costmodel import find_model
+    from graphmode.tracer.store import load
+
+    with load(path) as t:
+        a = analyze(t, find_model(t.meta, model_path))
+    p = a.prediction
+    r = next((r for r in (p.regions if p else ()) if r.mode == "eager" and r.direction == "to_graph"), None)
+    be = a.primary_break_even()
+    cost = a.graph_costs[0] if a.graph_costs else None
+    row: dict[str, Any] = {"label": label, "trace": path.name, "model_match": p.model_match if p else None}
+    if r is None or be is None or cost is None or r.one_time is None or r.replay_period is None:
+        row["error"] = "no eager region, measured break-even or prediction"
+        return row
+    meas_rest = (cost.instantiate_ns or 0.0) + (cost.upload_ns or 0.0) + (cost.first_launch_excess_ns or 0.0)
+    pred_rest = sum(e.ns for e in (r.instantiate, r.upload, r.first_launch_excess, r.first_graph_extra) if e is not None)
+    pred_exact = r.one_time.ns / r.saved_per_iteration.ns if r.saved_per_iteration and r.saved_per_iteration.ns > 0 else math.inf
+    meas_exact = be.one_time_ns / be.saved_per_replay_ns if be.one_time_ns and be.saved_per_replay_ns and be.saved_per_replay_ns > 0 else math.inf
+    row.update({
+        "nodes": r.graph.nodes if r.graph else None, "edges": r.graph.edges if r.graph else None,
+        "eager_ns": be.eager_ns,
+        "one_time_pred_ns": r.one_time.ns, "one_time_low_ns": r.one_time.low_ns, "one_time_high_ns": r.one_time.high_ns,
+        "one_time_meas_ns": be.one_time_ns, "one_time_err": _rel(r.one_time.ns, be.one_time_ns),
+        "build_pred_ns": r.capture.ns if r.capture else None, "build_meas_ns": cost.build_ns,
+        "rest_pred_ns": pred_rest, "rest_meas_ns": meas_rest, "rest_err": _rel(pred_rest, meas_rest),
+        "replay_pred_ns": r.replay_period.ns, "replay_low_ns": r.replay_period.low_ns, "replay_high_ns": r.replay_period.high_ns,
+        "replay_meas_ns": be.graph_ns, "replay_err": _rel(r.replay_period.ns, be.graph_ns),
+        "break_even_pred": r.break_even, "break_even_low": r.break_even_low,
+        "break_even_high": None if r.break_even_high_never else r.break_even_high, "break_even_meas": be.replays,
+        "break_even_exact_pred": pred_exact, "break_even_exact_meas": meas_exact,
+        "break_even_exact_err": pred_exact / meas_exact - 1.0 if math.isfinite(pred_exact) and math.isfinite(meas_exact) else None,
+    })
+    if r.break_even is not None and be.replays is not None:
+        row["break_even_ok"] = abs(r.break_even - be.replays) <= max(0.2 * be.replays, 1.0)
+    row["one_time_ok"] = row["one_time_err"] is not None and abs(row["one_time_err"]) <= 0.25
+    return row
+
+
+def run(out: Path, model: Path | None, quick: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "run.log"
+    py = sys.executable
+    began = time.perf_counter()
+    if model is None:
+        from graphmode.analyzers.costmodel import model_file_name
+
+        name = model_file_name(_gpu_name())
+        model = ROOT / "graphmode" / "data" / name
+        print(f"calibrating into {model} ...", flush=True)
+        if not _run([py, "-m", "graphmode", "calibrate", "--out", str(model)] + (["--quick"] if quick else []), log):
+            raise SystemExit(f"calibration failed; see {log}")
+        (out / name).write_bytes(model.read_bytes())
+    kernels = CHAIN_KERNELS[:2] if quick else CHAIN_KERNELS
+    dags = DAG_SHAPES[:1] if quick else DAG_SHAPES
+    torch_steps = TORCH_STEPS[:1] if quick else TORCH_STEPS
+    n = "60" if quick else str(ITERATIONS)
+    jobs: list[tuple[str, Path, list[str]]] = []
+    for k in kernels:
+        p = out / f"chain-{k}.gmtrace"
+        jobs.append((f"chain, {k} kernels", p, [py, "-m", "graphmode", "bench", "chain", "--kernels", str(k), "-n", n, "--warmup", "20",
+                                                "--out", str(p), "--no-report"]))
+    for w, d in dags:
+        p = out / f"dag-{w}x{d}.gmtrace"
+        jobs.append((f"dag, {w} x {d}", p, [py, "-m", "graphmode", "bench", "dag", "--width", str(w), "--depth", str(d), "-n", n,
+                                            "--warmup", "20", "--out", str(p), "--no-report"]))
+    for s in torch_steps:
+        p = out / f"torch-{s}.gmtrace"
+        jobs.append((f"PyTorch {s} (compare)", p, [py, str(Path(__file__).resolve()), "torch", s, str(p), "--iterations", n]))
+    rows = []
+    for label, path, cmd in jobs:
+        if _run(cmd, log):
+            rows.append(compare_trace(path, model, label))
+        else:
+            rows.append({"label": label, "trace": path.name, "error": f"recording failed; see {log.name}"})
+    result = {"model": str(model), "seconds": round(time.perf_counter() - began, 1), "quick": quick, "rows": rows}
+    (out / "results.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    text = table(result)
+    (out / "prediction.md").write_text(text + "\n")
+    print(text)
+
+
+def _gpu_name() -> str:
+    from graphmode.tracer.cuda_util import init_device
+
+    return init_device().name
+
+
+def _us(ns: float | None) -> str:
+    return "—" if ns is None else f"{ns / 1e3:.1f}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.0f}%"
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = ["| workload | nodes / edges | one-time predicted [95%] | measured | error | without build: predicted / measured | "
+             "replay predicted | measured | error | break-even predicted [95%] | measured | exact ratio error | within target |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['label']} | {r['error']} |" + " |" * 11)
+            continue
+        hi = r["break_even_high"] if r["break_even_high"] is not None else "never"
+        ok = ("yes" if r.get("break_even_ok") else "no") + " / " + ("yes" if r.get("one_time_ok") else "no")
+        lines.append(
+            f"| {r['label']} | {r['nodes']} / {r['edges']} | {_us(r['one_time_pred_ns'])} [{_us(r['one_time_low_ns'])}, "
+            f"{_us(r['one_time_high_ns'])}] us | {_us(r['one_time_meas_ns'])} us | {_pct(r['one_time_err'])} | "
+            f"{_us(r['rest_pred_ns'])} / {_us(r['rest_meas_ns'])} us ({_pct(r['rest_err'])}) | {_us(r['replay_pred_ns'])} us | "
+            f"{_us(r['replay_meas_ns'])} us | {_pct(r['replay_err'])} | {r['break_even_pred']} [{r['break_even_low']}, {hi}] | "
+            f"{r['break_even_meas']} | {_pct(r['break_even_exact_err'])} | {ok} |")
+    lines.append("")
+    lines.append("Within target: break-even within 20% or 1 replay / one-time cost within 25%. "
+                 f"Model: {Path(result['model']).name}; {result['seconds']} s in all.")
+    return "\n".join(lines)
+
+
+def pack(work: Path, dest: Path, limit_mb: float) -> None:
+    """The traces of a run as one tar.gz of at most `limit_mb` (smallest first; what does not fit is named)."""
+    import io
+    import tarfile
+
+    traces = sorted(work.glob("*.gmtrace"), key=lambda p: p.stat().st_size)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    kept: list[Path] = []
+    for p in traces:  # a handful of traces: recompress with each added, keep it if the archive still fits
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for q in [*kept, p]:
+                tar.add(q, arcname=q.name)
+        if buf.tell() <= limit_mb * 2**20:
+            kept.append(p)
+            dest.write_bytes(buf.getvalue())
+    left = [p.name for p in traces if p not in kept]
+    print(f"{len(kept)} traces in {dest}" + (f"; left out (size): {', '.join(left)}" if left else ""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("out", type=Path)
+    r.add_argument("--model", type=Path, help="use this cost model instead of calibrating")
+    r.add_argument("--quick", action="store_true", help="fewer sizes and iterations (a check that it runs)")
+    t = sub.add_parser("table")
+    t.add_argument("out", type=Path)
+    k = sub.add_parser("pack", help="the traces of a run as one tar.gz under a size limit")
+    k.add_argument("out", type=Path)
+    k.add_argument("dest", type=Path)
+    k.add_argument("--limit-mb", type=float, default=15.0)
+    w = sub.add_parser("torch", help="(internal) record one PyTorch step with graphmode.compare")
+    w.add_argument("name")
+    w.add_argument("trace", type=Path)
+    w.add_argument("--iterations", type=int, default=ITERATIONS)
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args.out, args.model, args.quick)
+    elif args.cmd == "table":
+        print(table(json.loads((args.out / "results.json").read_text())))
+    elif args.cmd == "pack":
+        pack(args.out, args.dest, args.limit_mb)
+    else:
+        record_torch(args.name, args.trace, args.iterations)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()

@@ -1,0 +1,152 @@
+"""Terminal rendering of the graph prediction (analyzers.predict) and of a cost model. Computes nothing."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
+from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
+
+
+def _ns(ns: float | None) -> str:
+    from graphmode.reports.terminal import human_ns
+
+    return human_ns(ns)
+
+
+def _est(e: Estimate | None) -> str:
+    if e is None:
+        return "—"
+    return f"{_ns(e.ns)} [{_ns(e.low_ns)}–{_ns(e.high_ns)}]"
+
+
+def _replays(r: RegionPrediction) -> str:
+    if r.never:
+        return "never"
+    if r.break_even is None:
+        return "—"
+    low = str(r.break_even_low) if r.break_even_low is not None else "never"
+    high = "never" if r.break_even_high_never else str(r.break_even_high)
+    return f"{r.break_even:,} [{low}, {high}]"
+
+
+def _graph_line(r: RegionPrediction) -> str:
+    g = r.graph
+    if g is None:
+        return ""
+    parts = [f"{g.kernels} kernel", f"{g.memcpys} memcpy", f"{g.memsets} memset"] + ([f"{g.host_nodes} host"] if g.host_nodes else [])
+    streams = f", {g.streams} streams ({g.cross_stream_edges} cross-stream edges{', inferred' if g.event_pairing == 'inferred' else ''})" \
+        if g.streams > 1 else ""
+    return (f"{g.nodes} nodes ({', '.join(parts)}), {g.edges} edges{streams}; GPU work {_ns(g.serial_ns)} serial, "
+            f"critical path {_ns(g.critical_path_ns)} over {g.critical_path_nodes} nodes")
+
+
+def print_prediction(console: Console, p: Prediction | None) -> None:
+    """One table per direction: predicted one-time cost, replay period, saving, break-even, beside what
+    the trace measured for the same work where it built the graph; then capture breakers and notes."""
+    if p is None or not p.regions:
+        return
+    title = "Prediction: what a CUDA graph would cost and save"
+    if p.model_gpu:
+        title += f" (cost model: {p.model_gpu}, driver {p.model_driver})"
+    console.print(f"[bold]{escape(title)}[/bold]")
+    if p.model_note:
+        colour = "yellow" if p.model_match in ("other_gpu", "none") else "default"
+        console.print(f"  [{colour}]{escape(p.model_note)}[/{colour}]")
+    to_graph = [r for r in p.regions if r.direction == "to_graph"]
+    if to_graph:
+        t = Table(title="Predicted from the eager work (95% intervals)", title_justify="left")
+        t.add_column("", style="bold")
+        for r in to_graph:
+            t.add_column(Text(r.label), justify="right")
+        rows: list[tuple[str, list[str]]] = [
+            ("iterations", [f"{r.iterations:,}" + ("" if r.synchronized else " (not synchronized)") for r in to_graph]),
+            ("graph nodes / edges", [f"{r.graph.nodes} / {r.graph.edges}" if r.graph else "—" for r in to_graph]),
+            ("capture", [_est(r.capture) for r in to_graph]),
+            ("instantiate", [_est(r.instantiate) for r in to_graph]),
+            ("upload", [_est(r.upload) for r in to_graph]),
+            ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
+            ("first graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
+            ("one-time cost", [_est(r.one_time) for r in to_graph]),
+            ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
+            ("eager GPU work (measured)", [_ns(r.gpu_work_ns) for r in to_graph]),
+            ("graph replay", [_est(r.replay_period) for r in to_graph]),
+            ("saved per iteration", [_est(r.saved_per_iteration) for r in to_graph]),
+            ("break-even replays", [_replays(r) for r in to_graph]),
+            ("measured: one-time cost", [_ns(r.measured_one_time_ns) for r in to_graph]),
+            ("measured: graph replay", [_ns(r.measured_replay_ns) for r in to_graph]),
+            ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
+        ]
+        for name, cells in rows:
+            if any(c != "—" for c in cells):  # without a cost model only the measured rows have numbers
+                t.add_row(name, *cells)
+        console.print(t)
+        for r in to_graph:
+            console.print(f"  {escape(r.label)}: {escape(_graph_line(r))} ({escape(r.basis)})")
+    to_eager = [r for r in p.regions if r.direction == "to_eager"]
+    if to_eager:
+        t = Table(title="Graphs run without an eager twin: what the same work would cost launched eagerly", title_justify="left")
+        t.add_column("", style="bold")
+        for r in to_eager:
+            t.add_column(Text(r.label), justify="right")
+        for name, cells in [
+            ("replays (measured)", [f"{r.iterations:,}" for r in to_eager]),
+            ("graph replay (measured)", [_est(r.replay_period) for r in to_eager]),
+            ("GPU work of a replay", [_ns(r.gpu_work_ns) for r in to_eager]),
+            ("eager iteration (predicted)", [_est(r.eager_period) for r in to_eager]),
+            ("saved per replay", [_est(r.saved_per_iteration) for r in to_eager]),
+            ("one-time cost (measured)", [_ns(r.measured_one_time_ns) for r in to_eager]),
+            ("break-even replays", [_replays(r) for r in to_eager]),
+        ]:
+            t.add_row(name, *cells)
+        console.print(t)
+    for r in p.regions:
+        for b in r.breakers:
+            where = f" at {b.where}" if b.where else ""
+            what = f"{b.api} " if b.api else ""
+            console.print(f"[bold yellow]would break the capture:[/bold yellow] {escape(r.label)}: {escape(what)}({b.kind}, "
+                          f"{b.calls:,} over {r.iterations:,} iterations){escape(where)}")
+            console.print(f"  what to do: {escape(b.advice)}")
+        for n in r.notes:
+            console.print(f"  note ({escape(r.label)}): {escape(n)}")
+    for n in p.notes:
+        console.print(f"  note: {escape(n)}")
+
+
+def print_cost_model(console: Console, m: CostModel) -> None:
+    """What `graphmode calibrate` measured: per-node and per-edge costs with their spread, and the fit's residuals."""
+    console.print(f"[bold]Cost model for {escape(m.gpu_name)}[/bold] (driver {escape(m.driver_version)}, CUDA "
+                  f"{m.cuda_driver_version}), {m.calibration.get('graphs', len(m.table))} graphs in "
+                  f"{m.calibration.get('seconds', '?')} s" + (f", written to {escape(m.path)}" if m.path else ""))
+    t = Table(title="Fitted costs: intercept and per node / edge (± 1 sd of the coefficient)", title_justify="left")
+    t.add_column("quantity", style="bold")
+    cols = ["1", "kernel", "kernel_spin", *NODE_TYPES[1:], "edges", "record_calls", "wait_calls"]
+    heads = {"1": "fixed", "kernel_spin": "kernel ~5 us", "record_calls": "record call", "wait_calls": "wait call"}
+    for col in cols:
+        t.add_column(heads.get(col, col), justify="right")
+    t.add_column("residual sd", justify="right")
+    t.add_column("worst residual", justify="right")
+    for q, c in m.costs.items():
+        cells = []
+        for f in cols:
+            name = next((n for n in (f, f"path_{f}", f"path_{f}_tiny") if n in c.features), "")
+            if not name:
+                cells.append("")
+                continue
+            j = c.features.index(name)
+            cells.append(f"{_ns(c.coef[j])} ±{_ns(c.cov[j][j] ** 0.5)}")
+        unit = (lambda x: f"{100 * x:.1f}%") if c.relative else _ns
+        t.add_row(q, *cells, unit(c.resid_sd), unit(c.max_abs_residual()))
+    console.print(t)
+    if m.node_gpu_ns:
+        console.print("Own GPU duration of the calibration nodes (CUPTI): "
+                      + ", ".join(f"{k} {_ns(v)}" for k, v in m.node_gpu_ns.items()))
+    extra = m.first_graph_extra()
+    if extra is not None:
+        console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
+                      f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
+    for e in m.calibration.get("errors", []):
+        console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")

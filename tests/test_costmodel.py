@@ -1,0 +1,147 @@
+"""The cost model (analyzers.costmodel): the fit recovers hand-chosen coefficients from SYNTHETIC
+calibration tables, the file round-trips, and the right model is chosen for a trace's GPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmode.analyzers.costmodel import (
+    QUANTITIES,
+    CostModelError,
+    choose_model,
+    find_model,
+    fit_quantity,
+    load_model,
+    model_file_name,
+    save_model,
+)
+from synthetic_costmodel import TRUE, synthetic_model, synthetic_table
+
+
+def test_noise_free_table_gives_the_true_coefficients_and_no_spread() -> None:
+    m = synthetic_model()
+    for q, c in m.costs.items():
+        for f, v in TRUE[q].items():
+            assert c.coefficient(f) == pytest.approx(v, abs=1e-6 * max(abs(v), 1)), (q, f)
+        assert c.resid_sd == pytest.approx(0, abs=1e-6)
+    # replay_gpu_overhead is the replay's GPU span less the path nodes' own durations (CUPTI): it must
+    # not absorb the kernels' 1.5 us
+    assert m.costs["replay_gpu_overhead"].coefficient("path_kernel_tiny") == pytest.approx(150)
+    assert m.costs["replay_gpu_overhead"].coefficient("path_kernel_spin") == pytest.approx(150)
+    assert m.first_graph_extra() is not None and m.first_graph_extra().median == pytest.approx(225_000)  # type: ignore[union-attr]
+    assert m.eager_tail is not None and m.eager_tail.median == pytest.approx(3_000)
+
+
+def test_noisy_table_recovers_the_coefficients_within_their_standard_errors() -> None:
+    # 3% relative noise on timings, 300 ns absolute on differences, 5 repeats of each shape
+    m = synthetic_model(rel_noise=0.03, abs_noise=300, seed=7, repeats=5)
+    z = []
+    for q, c in m.costs.items():
+        se = np.sqrt(np.diag(np.asarray(c.cov)))
+        for j, f in enumerate(c.features):
+            if se[j] > 0:
+                z.append((c.coef[j] - TRUE[q].get(f, 0.0)) / se[j])
+        # the residual spread estimates the noise put in
+        assert c.resid_sd == pytest.approx(0.03 if c.relative else 300, rel=0.3), q
+        assert len(c.residuals) == c.rows and c.max_abs_residual() > 0
+    z_arr = np.abs(np.asarray(z))
+    assert np.mean(z_arr < 2) > 0.85  # about 95% of |z| < 2 if the standard errors are right
+    assert z_arr.max() < 5
+
+
+def test_spread_of_a_prediction_grows_with_the_graph() -> None:
+    m = synthetic_model(rel_noise=0.03, abs_noise=300, seed=3)
+    c = m.costs["instantiate"]
+    small, large = {"kernel": 10, "edges": 9}, {"kernel": 1000, "edges": 999}
+    assert c.sd(large) > c.sd(small) > 0
+    # relative residuals: one measurement's spread is resid_sd * mean, at least
+    assert c.sd(large) >= c.resid_sd * c.mean(large)
+
+
+def test_a_fit_without_enough_rows_says_what_to_do() -> None:
+    rows = synthetic_table(repeats=1)[:3]
+    with pytest.raises(CostModelError, match="--repeats"):
+        fit_quantity("instantiate", rows)
+
+
+def test_collinear_features_are_refused() -> None:
+    # only kernel chains: kernel and edges always move together (edges = kernels - 1 is separable, but
+    # memset == kernel here makes the two columns identical)
+    rows = [{"kernel": n, "memset": n, "edges": n - 1, "instantiate": 1000.0 + 10 * n} for n in (2, 4, 8, 16, 32, 64)]
+    with pytest.raises(CostModelError, match="collinear"):
+        fit_quantity("instantiate", rows)
+
+
+def test_first_graph_rows_stay_out_of_the_fit() -> None:
+    rows = synthetic_table()
+    extra = dict(rows[0], first_graph=True, instantiate=rows[0]["instantiate"] * 10)
+    fitted = fit_quantity("instantiate", rows)
+    with_extra = fit_quantity("instantiate", rows + [extra])
+    assert fitted.coef == pytest.approx(with_extra.coef) and with_extra.rows == fitted.rows
+
+
+def test_model_file_round_trip(tmp_path: Path) -> None:
+    m = synthetic_model(rel_noise=0.02, abs_noise=100)
+    p = save_model(m, tmp_path / model_file_name(m.gpu_name))
+    assert p.name == "costmodel-synthetic-gpu.json"
+    back = load_model(p)
+    assert back.key == m.key and back.path == str(p)
+    for q in QUANTITIES:
+        assert back.costs[q].coef == pytest.approx(m.costs[q].coef)
+        assert back.costs[q].sd({"kernel": 20}) == pytest.approx(m.costs[q].sd({"kernel": 20}))
+    assert back.first_graph_extra().median == pytest.approx(m.first_graph_extra().median)  # type: ignore[union-attr]
+    assert len(back.table) == len(m.table)
+    d = json.loads(p.read_text())
+    assert d["format"] == "graphmode-costmodel" and "residuals" in d["costs"]["instantiate"]
+
+
+def test_damaged_model_files_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(CostModelError, match="graphmode calibrate"):
+        load_model(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "graphmode-costmodel", "format_version": 1, "costs": {}}')
+    with pytest.raises(CostModelError, match="incomplete or damaged"):
+        load_model(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(CostModelError, match="not a graphmode cost model"):
+        load_model(bad)
+
+
+def test_the_model_of_the_traces_gpu_is_chosen_and_another_gpus_is_said() -> None:
+    m = synthetic_model()
+    meta = {"gpu_name": "SYNTHETIC GPU", "driver_version": "0.0", "cuda_driver_version": 0}
+    assert choose_model(meta, [m]).match == "exact"
+    c = choose_model({**meta, "driver_version": "999.1"}, [m])
+    assert c.match == "same_gpu" and "999.1" in c.note
+    c = choose_model({"gpu_name": "NVIDIA B200", "driver_version": "1", "cuda_driver_version": 13000}, [m])
+    assert c.match == "other_gpu" and c.model is m and "SYNTHETIC GPU" in c.note and "graphmode calibrate" in c.note
+    assert choose_model(meta, []).match == "none"
+
+
+def test_find_model_reads_the_environment_and_the_user_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = synthetic_model()
+    meta = {"gpu_name": "SYNTHETIC GPU", "driver_version": "0.0", "cuda_driver_version": 0}
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    save_model(m, tmp_path / "data" / "graphmode" / model_file_name(m.gpu_name))
+    assert find_model(meta).match == "exact"
+    (tmp_path / "data" / "graphmode" / "costmodel-broken.json").write_text("{")  # a damaged file elsewhere is skipped
+    assert find_model(meta).match == "exact"
+    other = save_model(m, tmp_path / "elsewhere.json")
+    monkeypatch.setenv("GRAPHMODE_COSTMODEL", str(other))
+    assert find_model(meta).model is not None
+    with pytest.raises(CostModelError):
+        find_model(meta, tmp_path / "nope.json")
+
+
+def test_a_kernels_per_node_cost_is_interpolated_by_its_duration() -> None:
+    # synthetic calibration kernels: 1500 ns (short) and 5200 ns (spin)
+    m = synthetic_model()
+    share = m.kernel_split(np.array([1000.0, 1500.0, 3350.0, 5200.0, 9000.0]))
+    assert share.tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
+    no_spin = synthetic_model()
+    no_spin.node_gpu_ns.pop("kernel_spin")
+    assert no_spin.kernel_split(np.array([3350.0])).tolist() == [0.0]

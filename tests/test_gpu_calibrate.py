@@ -1,0 +1,79 @@
+"""`graphmode calibrate` and the prediction on a real GPU (marker `gpu`; skipped with a reason where none is present).
+
+One quick calibration (about half a minute on an H200) in a fresh process, then checks on what it measured:
+every shape family built, graphmode's capture rules give the node and edge counts CUDA's capture made,
+the fit and its residuals are sane, and a fresh `bench chain` recording is predicted from its eager part.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmode.analyzers.costmodel import CostModel, ModelChoice, load_model
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> CostModel:
+    out = tmp_path_factory.mktemp("calibrate") / "costmodel.json"
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "calibrate", "--quick", "--repeats", "3", "--replays", "10",
+                           "--probes", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Cost model for" in proc.stdout
+    return load_model(out)
+
+
+def test_every_shape_family_was_built_and_timed(model: CostModel) -> None:
+    assert model.calibration["errors"] == [], model.calibration["errors"]
+    kinds = {r["kind"] for r in model.table}
+    assert kinds == {"chain", "event_chain", "forkjoin", "layers"}
+    for r in model.table:
+        assert 0 < r["instantiate"] and 0 < r["replay_gpu"] <= r["replay_wall"], r["shape"]
+        assert r["launch_call"] < r["replay_wall"], r["shape"]
+
+
+def test_capture_makes_the_graph_graphmodes_capture_rules_predict(model: CostModel) -> None:
+    # analyzers.eager_graph replays stream capture's rules; here CUDA's own capture is the judge
+    for r in model.table:
+        assert r["actual_nodes"] == r["predicted_nodes"], (r["shape"], r["actual_nodes"], r["predicted_nodes"])
+        assert r["actual_edges"] == r["predicted_edges"], (
+            f"{r['shape']}: CUDA's capture made {r['actual_edges']:.0f} edges, graphmode's capture rules predict "
+            f"{r['predicted_edges']:.0f} (analyzers/eager_graph.py keeps redundant stream-order edges)")
+
+
+def test_the_fit_is_sane(model: CostModel) -> None:
+    c = model.costs
+    assert c["instantiate"].coefficient("kernel") > 0 and c["capture"].coefficient("kernel") > 0
+    assert c["eager_issue"].coefficient("kernel") > 0
+    for q in ("capture", "instantiate", "launch_call"):
+        assert c[q].resid_sd < 0.5, (q, c[q].resid_sd)  # relative: a fit worse than 50% per graph is no model
+    assert set(model.node_gpu_ns) == {"kernel", "kernel_spin", "memset", "memcpy"} and min(model.node_gpu_ns.values()) > 0
+    assert model.node_gpu_ns["kernel_spin"] > model.node_gpu_ns["kernel"]  # the ~5 us spin kernel is the longer one
+    extra = model.first_graph.get("instantiate")
+    assert extra is not None and extra.n == 2  # this process and one fresh process
+
+
+def test_a_fresh_chain_recording_is_predicted_from_its_eager_part(model: CostModel, tmp_path: Path) -> None:
+    from graphmode.analyzers import analyze
+    from graphmode.tracer.store import load
+
+    trace = tmp_path / "chain.gmtrace"
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "bench", "chain", "--kernels", "20", "-n", "50", "--out", str(trace),
+                           "--no-report"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with load(trace) as t:
+        a = analyze(t, ModelChoice(model, "exact", ""))
+    assert a.prediction is not None
+    r = next(r for r in a.prediction.regions if r.mode == "eager")
+    be = a.primary_break_even()
+    assert r.graph is not None and (r.graph.nodes, r.graph.edges) == (20, 19)
+    assert r.one_time is not None and r.replay_period is not None and be is not None and be.one_time_ns and be.graph_ns
+    # a sanity bound, not the accuracy target (benchmarks/prediction.py measures that): within a factor of 3
+    assert be.one_time_ns / 3 < r.one_time.ns < be.one_time_ns * 3
+    assert be.graph_ns / 3 < r.replay_period.ns < be.graph_ns * 3

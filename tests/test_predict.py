@@ -1,0 +1,303 @@
+"""The prediction (analyzers.predict): SYNTHETIC traces priced with the SYNTHETIC noise-free cost model of
+tests/synthetic_costmodel.py, every expected number worked out by hand next to its assertion; then the
+real recordings in tests/data (their eager part predicted, compared with the graph they measured)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import duckdb
+import jsonschema
+import pytest
+from rich.console import Console
+
+from graphmode.analyzers import analyze
+from graphmode.analyzers.break_even import smallest_replays
+from graphmode.analyzers.costmodel import ModelChoice
+from graphmode.analyzers.predict import predict
+from graphmode.reports.json_report import load_schema, render_json
+from graphmode.reports.terminal import print_report
+from graphmode.tracer.store import load
+from synthetic import SyntheticTrace
+from synthetic_costmodel import synthetic_model
+from tests.conftest import DATA
+
+MODEL = ModelChoice(synthetic_model(), "exact", "")
+
+
+def fork_join_trace(path: Path, iterations: int = 3) -> Path:
+    """Timing pass 0: eager iterations of 100 us. Traced pass 1 (graph detail): each 50 us iteration
+    launches, at offsets (ns) from its start:
+        1000 K1 on s1 (GPU 5000-7000)   1200 record e1   1300 s2 waits e1 (event 11)
+        1400 K2 on s2 (GPU 7500-9500)   1500 record e2   1600 K3 on s1 (GPU 7200-8200)
+        1900 s1 waits e2 (event 12)     2000 K4 on s1 (GPU 10000-11000)   2200 synchronize until 12000
+    Launch calls last 100 ns; records and waits 50 ns."""
+    t = SyntheticTrace().add_pass(0, "timing").add_pass(1, "graph")
+    t.iterations(0, "eager", [100_000] * iterations, start=1_000)
+    for i in range(iterations):
+        b = 1_000_000 + i * 50_000
+        t.iteration(1, "eager", i, b, b + 50_000)
+
+        def kernel(name: str, at: int, gpu: tuple[int, int], stream: int) -> None:
+            corr = t.api(1, "cudaLaunchKernel", "kernel_launch", b + at, b + at + 100)
+            t.span(1, name, b + gpu[0], b + gpu[1], corr, stream=stream)
+
+        def wait(at: int, stream: int, event: int) -> None:
+            corr = t.api(1, "cudaStreamWaitEvent", "event", b + at, b + at + 50)
+            t._add("synchronizations", pass_id=1, type="stream_wait_event", start_ns=b + at + 10, end_ns=b + at + 40,
+                   correlation_id=corr, stream_id=stream, event_id=event)
+
+        kernel("K1", 1000, (5000, 7000), 1)
+        t.api(1, "cudaEventRecord", "event", b + 1200, b + 1250)
+        wait(1300, 2, 11)
+        kernel("K2", 1400, (7500, 9500), 2)
+        t.api(1, "cudaEventRecord", "event", b + 1500, b + 1550)
+        kernel("K3", 1600, (7200, 8200), 1)
+        wait(1900, 1, 12)
+        kernel("K4", 2000, (10_000, 11_000), 1)
+        t.api(1, "cudaStreamSynchronize", "sync", b + 2200, b + 12_000)
+    return t.write(path)
+
+
+def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
+    trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
+    p = predict(trace, None, MODEL)
+    assert (p.model_gpu, p.model_match) == ("SYNTHETIC GPU", "exact")
+    [r] = p.regions
+    assert (r.label, r.direction, r.iterations, r.synchronized) == ("eager iterations", "to_graph", 3, True)
+    g = r.graph
+    assert g is not None
+    # edges: K1->K3->K4 (stream 1), K1->K2 (wait on e1), K2->K4 (wait on e2)
+    assert (g.nodes, g.edges, g.kernels, g.streams, g.cross_stream_edges, g.event_pairing) == (4, 4, 4, 2, 2, "inferred")
+    assert g.serial_ns == 6000  # 2000 + 2000 + 1000 + 1000
+    # weights d + 150 (the model's per-kernel cost on a path): K1 K2 K4 = 2150 + 2150 + 1150 beats K1 K3 K4
+    assert g.critical_path_ns == pytest.approx(5450) and g.critical_path_nodes == 3
+    # GPU busy: K1 [5000, 7000] + K3 and K2 overlapping [7200, 9500] + K4 [10000, 11000] = 5300
+    assert r.gpu_work_ns == pytest.approx(5300)
+    # capture: model 10000 + 4*3000 + 2 records*1000 + 2 waits*1200 = 26400; from the issue time
+    # (2100 - 1000 = 1100 ns, times the untraced/traced ratio 100000/50000 = 2) + 26400 - eager issue
+    # (1000 + 4*2500 + 2*600 + 2*700 = 13600) = 15000: the larger, 26400
+    assert r.capture is not None and r.capture.ns == pytest.approx(26_400)
+    assert r.instantiate is not None and r.instantiate.ns == pytest.approx(40_000 + 4 * 4_000 + 4 * 500)  # 58000
+    assert r.upload is not None and r.upload.ns == pytest.approx(30_000 + 4 * 300 + 4 * 50)  # 31400
+    assert r.first_launch_excess is not None and r.first_launch_excess.ns == pytest.approx(5_000 + 4 * 800)  # 8200
+    # no graph was instantiated before: the process's first graph, 20000 + 200000 + 0 + 5000 more
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(225_000)
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(26_400 + 58_000 + 31_400 + 8_200 + 225_000)  # 349000
+    # replay: host 8000 + 4*5 + 4*1 = 8024, plus the GPU span max(critical path 5000 + 2000 + 3*150 = 7450,
+    # busy 5300 + 2000 + 4*150 = 7900) = 7900
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(15_924)
+    assert r.eager_period is not None and r.eager_period.ns == 100_000
+    assert r.saved_per_iteration is not None and r.saved_per_iteration.ns == pytest.approx(84_076)
+    assert r.break_even == 5  # ceil(349000 / 84076) = ceil(4.15)
+    # a noise-free model and identical iterations: the interval collapses onto the point
+    assert (r.break_even_low, r.break_even_high, r.never) == (5, 5, False)
+    assert r.breakers == ()  # the synchronize ends each iteration: outside the captured region
+    assert any("cudaEventRecord" in n for n in p.notes)
+
+
+def test_a_kernels_per_node_replay_cost_follows_its_duration(tmp_path: Path) -> None:
+    # A model whose ~5 us calibration kernel (5200 ns) costs 50 ns per node in a replay and the short one
+    # (1500 ns) 150: a 2000 ns kernel is 500/3700 of the way, 150 - 100 * 500/3700 = 136.49 ns; 1000 ns: 150
+    m = synthetic_model()
+    ov = m.costs["replay_gpu_overhead"]
+    coef = list(ov.coef)
+    coef[ov.features.index("path_kernel_spin")] = 50.0
+    m.costs["replay_gpu_overhead"] = dataclasses.replace(ov, coef=tuple(coef))
+    [r] = predict(load(fork_join_trace(tmp_path / "fj.gmtrace")), None, ModelChoice(m, "exact", "")).regions
+    g2000 = 150 - 100 * 500 / 3700
+    assert r.graph is not None and r.graph.critical_path_ns == pytest.approx(2000 + 2000 + 1000 + 2 * g2000 + 150)
+    # GPU span: busy 5300 + 2000 + per-node costs of all four kernels (two of 2000 ns, two of 1000 ns)
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(8024 + 5300 + 2000 + 2 * g2000 + 2 * 150)
+
+
+def test_a_graph_built_before_the_region_removes_the_first_graph_extra(tmp_path: Path) -> None:
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
+    con.close()
+    [r] = predict(load(path), None, MODEL).regions
+    assert r.first_graph_extra is None
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000)
+
+
+def test_synchronizations_inside_the_region_break_the_capture(tmp_path: Path) -> None:
+    t = SyntheticTrace().add_pass(0, "graph")
+    for i in range(4):
+        b = 1_000_000 + i * 100_000
+        t.iteration(0, "eager", i, b, b + 100_000)
+        for k in range(3):  # launch, then synchronize after each kernel (eager_sync_each style)
+            corr = t.api(0, "cudaLaunchKernel", "kernel_launch", b + 10_000 * k, b + 10_000 * k + 100)
+            t.span(0, f"K{k}", b + 10_000 * k + 500, b + 10_000 * k + 1500, corr, stream=3)
+            t.api(0, "cudaStreamSynchronize", "sync", b + 10_000 * k + 200, b + 10_000 * k + 1600)
+        t.api(0, "cudaMalloc", "memory", b + 30_500, b + 31_000)  # after the last launch, but an allocation
+        t._add("api_calls", pass_id=0, correlation_id=900 + i, api="runtime", name="cudaMemcpy", category="memcpy",
+               start_ns=b + 5_000, end_ns=b + 6_000, thread_id=1, process_id=1, source="train.py:12 step")
+    t.meta["workload"] = "synthetic-script"
+    [r] = predict(load(t.write(tmp_path / "s.gmtrace")), None, MODEL).regions
+    kinds = {(b.kind, b.api): b for b in r.breakers}
+    # 3 synchronizes per iteration, the last after the last launch: 2 inside x 4 iterations
+    assert kinds[("sync", "cudaStreamSynchronize")].calls == 8
+    assert kinds[("sync", "cudaStreamSynchronize")].per_iteration == 2
+    # a synchronous cudaMemcpy is a host read, with its line
+    assert kinds[("host_read", "cudaMemcpy")].calls == 4 and kinds[("host_read", "cudaMemcpy")].where == "train.py:12 step"
+    assert ("allocation", "cudaMalloc") not in kinds  # after the last launch: the allocation is outside the region
+    # the issue time excludes the synchronizes inside it: the capture estimate does not pay for them
+    assert r.capture is not None
+
+
+def test_graph_only_trace_gets_the_eager_converse(tmp_path: Path) -> None:
+    """A trace that only replays graph 5 (3 kernel nodes in a chain), as XLA runs. Replays take 10 us
+    (launch + synchronize), the graph's GPU span is 4 us; its capture took 20 us and instantiate 41 us."""
+    t = SyntheticTrace().add_pass(0, "graph")
+    t.graph(0, 5, "xla step", [(51, "kernel", "a"), (52, "kernel", "b"), (53, "kernel", "c")], [(51, 52), (52, 53)])
+    t._add("graph_events", pass_id=0, graph_id=5, event="capture", start_ns=100, end_ns=20_100)
+    t._add("graph_events", pass_id=0, graph_id=5, event="instantiate", start_ns=30_000, end_ns=71_000)
+    for i in range(4):
+        b = 100_000 + i * 10_000
+        t.iteration(0, "graph", i, b, b + 10_000)
+        t._add("markers", pass_id=0, kind="iteration", name="inferred", mode="graph", iteration=i, start_ns=b, end_ns=b + 10_000,
+               thread_id=1, graph_id=5)
+        corr = t.api(0, "cudaGraphLaunch", "graph_launch", b, b + 500)
+        t.span(0, "xla step", b + 1_000, b + 5_000, corr, kind="graph", graph_id=5)
+        t.api(0, "cudaStreamSynchronize", "sync", b + 600, b + 9_900)
+    path = t.write(tmp_path / "g.gmtrace")
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM markers WHERE kind = 'iteration' AND graph_id = 0")  # only the graph's own iterations
+    con.close()
+    trace = load(path)
+    a = analyze(trace, MODEL)
+    assert a.prediction is not None
+    [r] = a.prediction.regions
+    assert (r.direction, r.graph_id, r.iterations, r.synchronized) == ("to_eager", 5, 4, True)
+    # eager: issue 1000 + 3*2500 = 8500 ns vs GPU 4000 (the replay's span) + 3*1000 (eager gaps) = 7000:
+    # CPU-bound, 8500 + 3000 (synchronize tail) = 11500
+    assert r.eager_period is not None and r.eager_period.ns == pytest.approx(11_500)
+    assert r.replay_period is not None and r.replay_period.ns == 10_000
+    assert r.saved_per_iteration is not None and r.saved_per_iteration.ns == pytest.approx(1_500)
+    assert r.measured_one_time_ns == 61_000  # capture 20000 + instantiate 41000 (graph_events)
+    assert r.break_even == 41  # ceil(61000 / 1500) = ceil(40.7)
+
+
+def test_without_a_cost_model_the_graph_is_still_built_and_the_report_says_why(tmp_path: Path) -> None:
+    trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
+    p = predict(trace, None, ModelChoice(None, "none", "no cost model is installed: run `graphmode calibrate`"))
+    [r] = p.regions
+    assert r.graph is not None and r.graph.nodes == 4
+    assert r.one_time is None and r.break_even is None
+    assert r.eager_period is not None and r.eager_period.ns == 100_000
+    assert "graphmode calibrate" in p.model_note
+
+
+def test_predict_lines_spec_errors_say_what_to_write(tmp_path: Path) -> None:
+    trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
+    with pytest.raises(ValueError, match="FILE:LINE"):
+        predict(trace, None, MODEL, ["train.py"])
+    p = predict(trace, None, MODEL, ["train.py:3-9"])
+    assert any("--launch-sources" in n for n in p.notes)
+
+
+# ---- the real recordings (H200) with the synthetic model: the construction and the comparison are real,
+# ---- the prices synthetic
+
+
+@pytest.mark.parametrize("name", ["chain-graph", "chain-node", "dag-graph", "dag-node"])
+def test_bench_recordings_predict_from_their_eager_iterations(name: str) -> None:
+    trace = load(DATA / f"{name}.gmtrace")
+    a = analyze(trace, MODEL)
+    p = a.prediction
+    assert p is not None
+    r = next(r for r in p.regions if r.mode == "eager")
+    eager = a.mode("eager")
+    assert eager is not None and eager.wall is not None and eager.gpu_busy is not None
+    # the eager period is the timing pass's median eager iteration, as in the measured break-even
+    assert r.eager_period is not None and r.eager_period.ns == eager.wall.median
+    # GPU work: the same union of spans the per-iteration metrics take (ops placed by launch there, by GPU start here)
+    assert r.gpu_work_ns == pytest.approx(eager.gpu_busy.median, rel=0.02)
+    be = a.primary_break_even()
+    assert be is not None
+    assert (r.measured_one_time_ns, r.measured_replay_ns, r.measured_break_even) == (be.one_time_ns, be.graph_ns, be.replays)
+    assert r.graph is not None and r.graph.nodes == (20 if name.startswith("chain") else 15)
+    assert r.one_time is not None and r.saved_per_iteration is not None and r.break_even is not None
+    assert r.break_even == smallest_replays(r.one_time.ns, r.saved_per_iteration.ns)
+    assert r.break_even_low is not None and r.break_even_low <= r.break_even
+    assert r.break_even_high_never or (r.break_even_high is not None and r.break_even <= r.break_even_high)
+    assert r.first_graph_extra is not None  # the bench builds its process's first graph after these iterations
+    if name.startswith("chain"):
+        s = next(r for r in p.regions if r.mode == "eager_sync_each")
+        [sync] = [b for b in s.breakers if b.kind == "sync"]
+        assert sync.calls == 19 * 40  # 20 synchronizes per iteration, the last one ends it
+
+
+@pytest.mark.parametrize("name", ["cuda_python_capture", "torch_cudagraph", "torch_compile", "cupy_graph"])
+def test_script_recordings_predict_the_graph_each_one_built(name: str) -> None:
+    trace = load(DATA / "scripts" / f"{name}.gmtrace")
+    a = analyze(trace, MODEL)
+    assert a.prediction is not None
+    regions = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert regions, "every script recording has eager iterations inferred from its graph's kernels"
+    for r in regions:
+        nodes = trace.rows("SELECT count(*) FROM graph_nodes WHERE graph_id = ? AND node_type IN ('kernel', 'memcpy', 'memset')",
+                           [r.graph_id])[0][0]
+        # the predicted graph has the measured graph's GPU nodes: the eager twin launched the same work
+        assert r.graph is not None and r.graph.nodes == nodes
+        assert r.measured_replay_ns is not None
+        assert any("traced pass" in n for n in r.notes)
+
+
+def test_launch_source_lines_region(tmp_path: Path) -> None:
+    trace = load(DATA / "scripts" / "cuda_python_launch_sources.gmtrace")
+    p = predict(trace, None, MODEL, ["cuda_python_capture.py:49"])
+    r = next(r for r in p.regions if r.label.startswith("lines"))
+    # 200 eager steps of 16 launches from line 49, each ended by the synchronize of line 68
+    assert r.graph is not None and (r.graph.nodes, r.graph.edges) == (16, 15)
+    assert r.iterations == 200 and r.synchronized
+
+
+def test_prediction_in_json_and_terminal(tmp_path: Path) -> None:
+    a = analyze(load(DATA / "dag-node.gmtrace"), MODEL)
+    doc = json.loads(render_json(a))
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    region = doc["prediction"]["regions"][0]
+    assert region["graph"]["edges"] == 18 and region["break_even"] is not None
+    out = tmp_path / "report.txt"
+    with open(out, "w") as f:
+        print_report(a, Console(file=f, width=200, no_color=True))
+    text = out.read_text()
+    assert "Prediction: what a CUDA graph would cost and save" in text and "break-even replays" in text
+
+
+def test_analyze_refuses_a_bad_line_spec_and_survives_a_failing_prediction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
+    with pytest.raises(ValueError, match="FILE:FIRST-LAST"):
+        analyze(trace, MODEL, ["train.py:9-3x"])
+    import graphmode.analyzers as analyzers_pkg
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(analyzers_pkg, "predict", broken)
+    a = analyze(trace, MODEL)
+    assert a.prediction is None and a.modes  # the measured report is intact
+    assert any("prediction failed (RuntimeError: boom)" in c for c in a.cannot_compute)
+
+
+def test_the_bundled_model_when_there_is_one_predicts_the_h200_recordings() -> None:
+    from graphmode.analyzers.costmodel import bundled_dir, choose_model, load_model
+
+    files = [p for p in sorted(bundled_dir().glob("costmodel-*.json")) if not p.name.endswith(".measurements.json")]
+    if not files:
+        pytest.skip("no cost model bundled yet in graphmode/data/ (written by `graphmode calibrate` on the H200)")
+    trace = load(DATA / "chain-node.gmtrace")
+    choice = choose_model(trace.meta, [load_model(p) for p in files])
+    assert choice.match in ("exact", "same_gpu"), choice.note  # the fixtures were recorded on the H200 too
+    a = analyze(trace, choice)
+    assert a.prediction is not None
+    r = next(r for r in a.prediction.regions if r.mode == "eager")
+    be = a.primary_break_even()
+    assert be is not None and be.one_time_ns and be.graph_ns and r.one_time is not None and r.replay_period is not None
+    # a sanity bound on a recording made in another process (benchmarks/prediction.py measures the accuracy)
+    assert be.one_time_ns / 2 < r.one_time.ns < be.one_time_ns * 2
+    assert be.graph_ns / 2 < r.replay_period.ns < be.graph_ns * 2

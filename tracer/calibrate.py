@@ -1,0 +1,553 @@
+"""`graphmode calibrate`: measure what CUDA graphs cost on this GPU and fit the cost model.
+
+It builds graphs of growing size and node mix by stream capture (chains of kernels, memsets, memcpys,
+host functions and external-event record/wait nodes, mixed chains, fork/join and fully connected
+layers across streams), and times, per graph: the capture, cuGraphInstantiate, cuGraphUpload, the first
+launch, steady replays (launch + synchronize), the cuGraphLaunch call alone and the replay's GPU span,
+and the same operations issued eagerly. Host times are time.perf_counter_ns around the driver calls;
+GPU spans are CUDA events, with a spin kernel queued first so that the start event is stamped when the
+GPU reaches the graph. No CUPTI call is made while timing (docs/design.md: CUPTI calls made between a
+graph's build and its replays slowed them). Only at the very end, a short CUPTI session measures the
+calibration nodes' own GPU durations, the same quantity a trace gives the prediction for the user's
+kernels; it detaches when it stops.
+
+The first graph of a process costs more (docs/metrics.md): it is measured apart, as the extra of a
+process's first graph over an identical second one, in this process and in `probes` fresh processes,
+and kept out of the fit. Shapes and repetitions run in a seeded random order so that a drift over the
+run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
+biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
+
+Shape programs (`program`, `predicted_graph`) are pure and run on any machine; everything that touches
+the GPU is in `Calibrator`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# A program is a list of steps: ('op', kind, stream), ('record', event, stream), ('wait', stream, event),
+# ('record_ext', event, stream), ('wait_ext', stream, event) (external events: nodes in a capture).
+Step = tuple[str, Any, int]
+
+MAX_STREAMS = 17
+MAX_EVENTS = 64
+PROBE_KERNELS = 20  # the first-graph probe: a chain like `graphmode bench chain`'s default step
+SPIN_NODE_NS = 5_000  # 'kernel_spin' nodes: does the per-node cost of a replay depend on the kernel's length?
+
+SOURCE = r"""
+extern "C" __global__ void tiny(float *p) {
+    if (threadIdx.x == 0) p[blockIdx.x] += 1.0f;
+}
+extern "C" __global__ void spin_ns(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"""
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    kind: str  # 'chain' | 'forkjoin' | 'layers' | 'event_chain'
+    ops: tuple[str, ...] = ()  # chain: node kind per position
+    width: int = 0
+    depth: int = 0  # forkjoin: kernels per branch; layers: layers; event_chain: units
+
+
+def shapes(quick: bool = False) -> list[Shape]:
+    """The calibration set: sizes and mixes that separate per-node-type and per-edge costs."""
+    def chain(kind: str, n: int) -> Shape:
+        return Shape(f"{kind}-chain-{n}", "chain", (kind,) * n)
+
+    if quick:
+        return ([chain("kernel", n) for n in (1, 8, 64, 256)] + [chain("kernel_spin", n) for n in (8, 64)]
+                + [chain("memset", n) for n in (8, 64)]
+                + [chain("memcpy", n) for n in (8, 64)] + [chain("host", n) for n in (4, 32)]
+                + [Shape("mixed-24", "chain", ("kernel", "memset", "memcpy") * 8), Shape("mixed-96", "chain", ("kernel", "memset", "memcpy") * 32)]
+                + [Shape(f"event-chain-{n}", "event_chain", depth=n) for n in (4, 16)]
+                + [Shape(f"forkjoin-{w}x{d}", "forkjoin", width=w, depth=d) for w, d in ((2, 4), (4, 8), (8, 2))]
+                + [Shape(f"layers-{w}x{l}", "layers", width=w, depth=l) for w, l in ((4, 3), (8, 2))])
+    return ([chain("kernel", n) for n in (1, 4, 16, 64, 256, 1024)] + [chain("kernel_spin", n) for n in (8, 64, 256)]
+            + [chain("memset", n) for n in (8, 64, 256)]
+            + [chain("memcpy", n) for n in (8, 64, 256)] + [chain("host", n) for n in (8, 64)]
+            + [Shape("mixed-24", "chain", ("kernel", "memset", "memcpy") * 8), Shape("mixed-192", "chain", ("kernel", "memset", "memcpy") * 64)]
+            + [Shape(f"event-chain-{n}", "event_chain", depth=n) for n in (4, 32)]
+            + [Shape(f"forkjoin-{w}x{d}", "forkjoin", width=w, depth=d) for w, d in ((2, 4), (4, 8), (8, 2), (8, 16), (16, 8))]
+            + [Shape(f"layers-{w}x{l}", "layers", width=w, depth=l) for w, l in ((4, 4), (8, 3), (16, 2))])
+
+
+def program(shape: Shape) -> list[Step]:
+    """The stream operations of one shape; issued eagerly or under capture on stream 0."""
+    if shape.kind == "chain":
+        return [("op", k, 0) for k in shape.ops]
+    if shape.kind == "event_chain":
+        # kernel, then an external event record node and an external wait node (on another event, which
+        # was recorded long before: the wait is satisfied at once)
+        return [s for _ in range(shape.depth) for s in (("op", "kernel", 0), ("record_ext", 0, 0), ("wait_ext", 0, 1))]
+    w, d = shape.width, shape.depth
+    if w + 1 > MAX_STREAMS:
+        raise ValueError(f"shape {shape.name}: {w} branches need more than {MAX_STREAMS - 1} side streams")
+    steps: list[Step] = [("op", "memset", 0), ("record", 0, 0)]
+    if shape.kind == "forkjoin":
+        for i in range(1, w + 1):
+            steps += [("wait", i, 0)] + [("op", "kernel", i)] * d + [("record", i, i)]
+        steps += [("wait", 0, i) for i in range(1, w + 1)]
+    elif shape.kind == "layers":
+        if 1 + w * d > MAX_EVENTS:
+            raise ValueError(f"shape {shape.name}: needs more than {MAX_EVENTS} events")
+
+        def ev(layer: int, i: int) -> int:
+            return 1 + layer * w + (i - 1)
+
+        steps += [("wait", i, 0) for i in range(1, w + 1)]
+        for layer in range(d):
+            for i in range(1, w + 1):
+                if layer:
+                    steps += [("wait", i, ev(layer - 1, j)) for j in range(1, w + 1) if j != i]
+                steps += [("op", "kernel", i), ("record", ev(layer, i), i)]
+        steps += [("wait", 0, ev(d - 1, i)) for i in range(1, w + 1)]
+    else:
+        raise ValueError(f"unknown shape kind {shape.kind!r}")
+    return steps + [("op", "kernel", 0)]
+
+
+def predicted_graph(steps: list[Step]) -> dict[str, float]:
+    """Feature counts of the graph a capture of `steps` builds, by graphmode's own capture rules
+    (analyzers.eager_graph): the same construction the prediction applies to a user's eager trace. The
+    calibration records the captured graph's real node and edge counts next to these."""
+    from graphmode.analyzers.critical_path import longest_path
+    from graphmode.analyzers.eager_graph import EagerOps, EventCalls, build_eager_graph
+
+    kinds, streams, times = [], [], []
+    rec_t, rec_s, rec_e, wait_t, wait_s, wait_e = [], [], [], [], [], []
+    calls = {"record_calls": 0, "wait_calls": 0}
+    for t, (what, a, b) in enumerate(steps):  # per step of a calibration shape
+        if what == "op":
+            kinds.append(a)
+            streams.append(b)
+            times.append(t)
+        elif what in ("record_ext", "wait_ext"):
+            kinds.append("event")
+            streams.append(b if what == "record_ext" else a)
+            times.append(t)
+            calls["record_calls" if what == "record_ext" else "wait_calls"] += 1
+        elif what == "record":
+            rec_t.append(t)
+            rec_e.append(a)
+            rec_s.append(b)
+            calls["record_calls"] += 1
+        else:
+            wait_t.append(t)
+            wait_s.append(a)
+            wait_e.append(b)
+            calls["wait_calls"] += 1
+    def i64(v: list[int]) -> np.ndarray:
+        return np.asarray(v, dtype=np.int64)
+
+    ops = EagerOps(np.asarray(kinds, dtype=object), np.asarray(kinds, dtype=object), i64(streams), i64(times), np.zeros(len(kinds), dtype=np.int64))
+    g = build_eager_graph(ops, EventCalls(i64(rec_t), np.zeros(len(rec_t), dtype=np.int64), i64(rec_s), i64(rec_e), i64(wait_t), i64(wait_s), i64(wait_e)))
+    spin = np.asarray(kinds, dtype=str) == "kernel_spin"
+    k = np.where(spin, "kernel", np.asarray(kinds, dtype=str))  # a ~5 us kernel is a kernel node like any other
+    dist, _ = longest_path(np.ones(len(kinds)), g.edge_from, g.edge_to)
+    from graphmode.analyzers.critical_path import _backtrack
+
+    path = np.asarray(_backtrack(dist, np.ones(len(kinds)), g.edge_from, g.edge_to), dtype=np.int64)
+    out: dict[str, float] = {t: float(np.count_nonzero(k == t)) for t in ("kernel", "memset", "memcpy", "host", "event")}
+    out.update({f"path_{t}": float(np.count_nonzero(k[path] == t)) for t in ("kernel", "memset", "memcpy", "host", "event")})
+    out["path_kernel_spin"] = float(np.count_nonzero(spin[path]))  # for the own GPU time on the path (node_gpu_ns)
+    out["edges"] = float(g.edges)
+    out["nodes"] = float(g.nodes)
+    out.update({c: float(v) for c, v in calls.items()})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- GPU
+
+
+def _ms_to_ns(ms: float) -> float:
+    return float(ms) * 1e6
+
+
+class Calibrator:
+    """Device resources and the timed operations of the calibration (one stream set, one module)."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver as cu
+
+        from graphmode.tracer import cuda_util as cu_util
+        from graphmode.tracer.cuda_util import KernelArgs, check
+
+        self.cu, self.check = cu, check
+        self.device = cu_util.init_device()
+        self.module = cu_util.compile_module(SOURCE, "calibrate.cu", self.device)
+        self.f_tiny = cu_util.get_function(self.module, "tiny")
+        self.f_spin = cu_util.get_function(self.module, "spin_ns")
+        self.buf = cu_util.alloc(1 << 16)
+        self.src = cu_util.alloc(1 << 16)
+        self.dst = cu_util.alloc(1 << 16)
+        self.tiny_args = KernelArgs((self.buf, ctypes.c_uint64))
+        self.spin5_args = KernelArgs((SPIN_NODE_NS, ctypes.c_ulonglong))  # graph nodes of a few microseconds
+        self._spin_ns = ctypes.c_ulonglong(0)
+        self._spin_ptrs = np.array([ctypes.addressof(self._spin_ns)], dtype=np.uint64)
+        self.streams = [cu_util.new_stream() for _ in range(MAX_STREAMS)]
+        self.events = [cu_util.new_event() for _ in range(MAX_EVENTS)]
+        self.ext_events = [cu_util.new_event() for _ in range(2)]
+        self.t0 = check(cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DEFAULT)), "cuEventCreate")
+        self.t1 = check(cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DEFAULT)), "cuEventCreate")
+        # A host function that does nothing: libc's free(NULL) has the CUhostFn signature void(void*).
+        self.host_fn = cu.CUhostFn(ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p).value)
+        s0 = self.streams[0]
+        check(cu.cuEventRecord(self.ext_events[1], s0), "cuEventRecord")
+        check(cu.cuStreamSynchronize(s0), "cuStreamSynchronize")
+
+    def close(self) -> None:
+        from graphmode.tracer import cuda_util as cu_util
+
+        cu, check = self.cu, self.check
+        check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        for e in [*self.events, *self.ext_events, self.t0, self.t1]:
+            check(cu.cuEventDestroy(e), "cuEventDestroy")
+        for s in self.streams:
+            check(cu.cuStreamDestroy(s), "cuStreamDestroy")
+        for p in (self.buf, self.src, self.dst):
+            cu_util.free(p)
+        check(cu.cuModuleUnload(self.module), "cuModuleUnload")
+
+    def plan(self, steps: list[Step]) -> list[tuple[Callable[..., Any], tuple[Any, ...], str]]:
+        """The driver calls of a program, bound once so that the timed loop only calls them."""
+        cu, S, E, X = self.cu, self.streams, self.events, self.ext_events
+        rec_ext = int(cu.CUevent_record_flags.CU_EVENT_RECORD_EXTERNAL)
+        wait_ext = int(cu.CUevent_wait_flags.CU_EVENT_WAIT_EXTERNAL)
+        out: list[tuple[Callable[..., Any], tuple[Any, ...], str]] = []
+        for what, a, b in steps:  # per step of a shape (built once per shape, outside timing)
+            if what == "op":
+                s = S[b]
+                if a == "kernel":
+                    out.append((cu.cuLaunchKernel, (self.f_tiny, 1, 1, 1, 32, 1, 1, 0, s, self.tiny_args.address, 0), "cuLaunchKernel"))
+                elif a == "kernel_spin":
+                    out.append((cu.cuLaunchKernel, (self.f_spin, 1, 1, 1, 1, 1, 1, 0, s, self.spin5_args.address, 0), "cuLaunchKernel"))
+                elif a == "memset":
+                    out.append((cu.cuMemsetD32Async, (self.buf, 0, 256, s), "cuMemsetD32Async"))
+                elif a == "memcpy":
+                    out.append((cu.cuMemcpyDtoDAsync, (self.dst, self.src, 4096, s), "cuMemcpyDtoDAsync"))
+                elif a == "host":
+                    out.append((cu.cuLaunchHostFunc, (s, self.host_fn, 0), "cuLaunchHostFunc"))
+                else:
+                    raise ValueError(f"unknown op kind {a!r}")
+            elif what == "record":
+                out.append((cu.cuEventRecord, (E[a], S[b]), "cuEventRecord"))
+            elif what == "wait":
+                out.append((cu.cuStreamWaitEvent, (S[a], E[b], 0), "cuStreamWaitEvent"))
+            elif what == "record_ext":
+                out.append((cu.cuEventRecordWithFlags, (X[a], S[b], rec_ext), "cuEventRecordWithFlags"))
+            elif what == "wait_ext":
+                out.append((cu.cuStreamWaitEvent, (S[a], X[b], wait_ext), "cuStreamWaitEvent"))
+            else:
+                raise ValueError(f"unknown step {what!r}")
+        return out
+
+    def issue(self, plan: list[tuple[Callable[..., Any], tuple[Any, ...], str]]) -> None:
+        for f, args, name in plan:
+            r = f(*args)
+            if r[0]:
+                self.check(r, name)
+
+    def spin(self, ns: int, stream: Any) -> None:
+        self._spin_ns.value = int(ns)
+        self.check(self.cu.cuLaunchKernel(self.f_spin, 1, 1, 1, 1, 1, 1, 0, stream, int(self._spin_ptrs.ctypes.data), 0),
+                   "cuLaunchKernel(spin)")
+
+    def capture(self, plan: list[tuple[Callable[..., Any], tuple[Any, ...], str]]) -> tuple[Any, int]:
+        """Stream capture of the plan on stream 0; returns (graph, ns)."""
+        cu, check, s0, clock = self.cu, self.check, self.streams[0], time.perf_counter_ns
+        t0 = clock()
+        check(cu.cuStreamBeginCapture(s0, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture")
+        try:
+            self.issue(plan)
+        except BaseException:
+            res = cu.cuStreamEndCapture(s0)  # leave capture mode whatever happened; drop the partial graph
+            if int(res[0]) == 0 and len(res) > 1:
+                cu.cuGraphDestroy(res[1])
+            raise
+        graph = check(cu.cuStreamEndCapture(s0), "cuStreamEndCapture")
+        return graph, clock() - t0
+
+    def topology(self, graph: Any) -> dict[str, float]:
+        """Nodes per type and edges of a built graph (driver calls, after its timing)."""
+        from graphmode.tracer.topology import node_type_name
+
+        cu, check = self.cu, self.check
+        count = int(check(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")[-1])
+        nodes = list(check(cu.cuGraphGetNodes(graph, count), "cuGraphGetNodes")[0]) if count else []
+        types = [node_type_name(check(cu.cuGraphNodeGetType(n), "cuGraphNodeGetType")) for n in nodes]
+        out = {f"actual_{t}": float(types.count(t)) for t in set(types)}
+        out["actual_nodes"] = float(count)
+        out["actual_edges"] = float(int(cu.cuGraphGetEdges(graph, 0)[-1]))
+        return out
+
+    def measure(self, steps: list[Step], replays: int, gated: int, eager: int) -> dict[str, float]:
+        """Every timing of one graph of the program (module doc); the graph is destroyed afterwards."""
+        cu, check, s0, clock = self.cu, self.check, self.streams[0], time.perf_counter_ns
+        plan = self.plan(steps)
+        row: dict[str, float] = {}
+        graph, row["capture"] = self.capture(plan)
+        t0 = clock()
+        gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        t1 = clock()
+        check(cu.cuGraphUpload(gexec, s0), "cuGraphUpload")
+        check(cu.cuStreamSynchronize(s0), "cuStreamSynchronize")
+        t2 = clock()
+        check(cu.cuGraphLaunch(gexec, s0), "cuGraphLaunch")
+        check(cu.cuStreamSynchronize(s0), "cuStreamSynchronize")
+        t3 = clock()
+        row.update(instantiate=float(t1 - t0), upload=float(t2 - t1), first_launch=float(t3 - t2))
+        launch, sync = cu.cuGraphLaunch, cu.cuStreamSynchronize
+        walls = np.empty(replays, dtype=np.int64)
+        for i in range(replays):
+            a = clock()
+            (err,) = launch(gexec, s0)
+            if err:
+                check((err,), "cuGraphLaunch")
+            (err,) = sync(s0)
+            if err:
+                check((err,), "cuStreamSynchronize")
+            walls[i] = clock() - a
+        p10, p50, p90 = np.percentile(walls, [10, 50, 90])
+        row.update(replay_wall=float(p50), replay_wall_p10=float(p10), replay_wall_p90=float(p90))
+        # The launch call and the GPU span: the GPU is kept busy by a spin kernel long enough to cover the
+        # host's event record and launch call, so the call never waits and the start event is stamped
+        # when the GPU reaches the graph.
+        n = len(steps)
+        spin = 100_000 + 200 * n
+        calls = np.empty(gated, dtype=np.int64)
+        spans = np.empty(gated, dtype=np.float64)
+        for i in range(gated):  # gated=0: the first-graph probe needs none of this
+            self.spin(spin, s0)
+            check(cu.cuEventRecord(self.t0, s0), "cuEventRecord")
+            a = clock()
+            check(launch(gexec, s0), "cuGraphLaunch")
+            calls[i] = clock() - a
+            check(cu.cuEventRecord(self.t1, s0), "cuEventRecord")
+            check(cu.cuEventSynchronize(self.t1), "cuEventSynchronize")
+            spans[i] = _ms_to_ns(check(cu.cuEventElapsedTime(self.t0, self.t1), "cuEventElapsedTime"))
+        if gated:
+            row.update(launch_call=float(np.median(calls)), replay_gpu=float(np.median(spans)))
+        row.update(self.topology(graph))
+        check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
+        check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
+        if eager:
+            # The same operations issued eagerly from the same loop: the eager launch costs per node type.
+            self.issue(plan)
+            check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+            issue = np.empty(eager, dtype=np.int64)
+            wall = np.empty(eager, dtype=np.int64)
+            for i in range(eager):
+                a = clock()
+                self.issue(plan)
+                b = clock()
+                check(sync(s0), "cuStreamSynchronize")
+                issue[i], wall[i] = b - a, clock() - a
+            row.update(eager_issue=float(np.median(issue)), eager_wall=float(np.median(wall)))
+        return row
+
+    def first_graph_probe(self) -> dict[str, float]:
+        """The extra cost of this process's first graph: a probe chain built twice, first minus second.
+        Its kernels run eagerly once before (a program usually runs its step eagerly before capturing it)."""
+        steps: list[Step] = [("op", "kernel", 0)] * PROBE_KERNELS
+        plan = self.plan(steps)
+        self.issue(plan)
+        self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        first = self.measure(steps, replays=5, gated=0, eager=0)
+        second = self.measure(steps, replays=5, gated=0, eager=0)
+        out = {k: first[k] - second[k] for k in ("capture", "instantiate", "upload", "first_launch")}
+        out.update({f"first_{k}": first[k] for k in ("capture", "instantiate", "upload", "first_launch")})
+        return out
+
+    def node_durations(self, per_kind: int = 100) -> tuple[dict[str, float], dict[str, float]]:
+        """Own GPU duration (CUPTI) of the calibration's kernels, memset and memcpy, and the GPU idle between
+        back-to-back eager ops of one kind on one stream, queued behind a spin kernel so they run back to
+        back. The only CUPTI session of a calibration, made last; it detaches when it stops."""
+        from graphmode.tracer.cupti_session import CuptiSession
+        from graphmode.tracer.decode import decode
+
+        steps = {k: self.plan([("op", k, 0)] * per_kind) for k in ("kernel", "kernel_spin", "memset", "memcpy")}
+        s0 = self.streams[0]
+        session = CuptiSession("graph")
+        session.start()
+        try:
+            for plan in steps.values():
+                self.spin(5_000_000, s0)
+                self.issue(plan)
+                self.check(self.cu.cuStreamSynchronize(s0), "cuStreamSynchronize")
+        finally:
+            raw = session.stop()
+        spans = decode(raw, 0).get("gpu_spans")
+        dur: dict[str, float] = {}
+        gap: dict[str, float] = {}
+        if spans is None:
+            return dur, gap
+        kind, name = spans["kind"].astype(str), spans["name"].astype(str)
+        start, end = spans["start_ns"].astype(np.int64), spans["end_ns"].astype(np.int64)
+        for k in ("kernel", "kernel_spin", "memset", "memcpy"):  # per node type
+            if k == "kernel":
+                sel = (kind == "kernel") & np.char.startswith(name, "tiny")
+            elif k == "kernel_spin":  # the 5 ms gates are spin kernels too: told apart by their length
+                sel = (kind == "kernel") & np.char.startswith(name, "spin") & (end - start < 1_000_000)
+            else:
+                sel = kind == k
+            if not sel.any():
+                continue
+            o = np.argsort(start[sel])
+            s, e = start[sel][o], end[sel][o]
+            dur[k] = float(np.median(e - s))
+            if s.size > 1:
+                gap[k] = float(np.median(np.maximum(s[1:] - e[:-1], 0)))
+        return dur, gap
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+
+def _probe_in_fresh_process(timeout_s: float = 120.0) -> dict[str, float] | None:
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.calibrate", "--probe"], capture_output=True, text=True,
+                          timeout=timeout_s, env=env)
+    if proc.returncode != 0:
+        return None
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, float] = json.loads(line)
+            return result
+    return None
+
+
+def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 4, quick: bool = False,
+              seed: int = 0, progress: Callable[[str, int, int], None] | None = None) -> Any:
+    """Runs the calibration on this GPU, fits the cost model and writes it to `out` (default: the
+    user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel."""
+    from graphmode.analyzers.costmodel import model_file_name, user_dir
+    from graphmode.tracer.runner import machine_meta
+
+    note = progress or (lambda *_: None)
+    began = time.perf_counter()
+    cal = Calibrator()
+    meta = machine_meta(cal.device)
+    errors: list[str] = []
+    probe_rows: list[dict[str, float]] = []
+    gc_was = gc.isenabled()
+    gc.disable()  # no collection pause inside a timed loop
+    try:
+        note("first graph of the process", 0, 1)
+        probe_rows.append(cal.first_graph_probe())  # this process's first graph: before anything else builds one
+        for i in range(probes):
+            note(f"first graph in a fresh process ({i + 1}/{probes})", 0, 1)
+            try:
+                r = _probe_in_fresh_process()
+            except subprocess.TimeoutExpired:
+                r = None
+            if r is None:
+                errors.append(f"fresh-process probe {i + 1} failed")
+            else:
+                probe_rows.append(r)
+        work = [(sh, rep) for sh in shapes(quick) for rep in range(repeats)]
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(work))
+        table: list[dict[str, Any]] = []
+        failed: set[str] = set()
+        for k, w in enumerate(order):  # per graph built: tens
+            sh, rep = work[int(w)]
+            if sh.name in failed:
+                continue
+            note(f"{sh.name} (repeat {rep + 1}/{repeats})", k, len(work))
+            steps = program(sh)
+            # External event flags are invalid outside a capture: those shapes have no eager twin.
+            eager = replays if sh.kind != "event_chain" and len(steps) <= 1024 else 0
+            try:
+                row: dict[str, Any] = {"shape": sh.name, "kind": sh.kind, "repeat": rep, "order": k, "first_graph": False}
+                row.update(predicted_graph(steps))
+                row["predicted_nodes"], row["predicted_edges"] = row.pop("nodes"), row["edges"]
+                row.update(cal.measure(steps, replays, gated=max(replays // 2, 5), eager=eager))
+                table.append(row)
+            except Exception as e:  # one shape family failing (a driver without host nodes, ...) must not lose the rest
+                failed.add(sh.name)
+                errors.append(f"{sh.name}: {type(e).__name__}: {e}")
+                from graphmode.tracer.cuda_util import check
+
+                check(cal.cu.cuCtxSynchronize(), "cuCtxSynchronize")  # a sticky error stops the calibration here
+        # Features the fit uses are the captured graph's real counts (the predicted ones stay in the row).
+        for row in table:
+            for t in ("kernel", "memset", "memcpy", "host"):
+                row[t] = row.get(f"actual_{t}", 0.0)
+            row["event"] = row.get("actual_event_record", 0.0) + row.get("actual_wait_event", 0.0)
+            row["edges"] = row.get("actual_edges", row["edges"])
+        note("node durations (CUPTI)", len(work), len(work))
+        try:
+            node_ns, gap_ns = cal.node_durations()
+        except Exception as e:
+            node_ns, gap_ns = {}, {}
+            errors.append(f"node durations (CUPTI): {type(e).__name__}: {e}")
+    finally:
+        if gc_was:
+            gc.enable()
+    cal.close()
+    seconds = time.perf_counter() - began
+    machine = {k: meta.get(k, "") for k in ("gpu_name", "compute_capability", "driver_version", "cuda_driver_version",
+                                             "cuda_runtime_version", "tool_version")}
+    machine["created_at"] = meta.get("started_at", "")
+    calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "quick": quick, "seed": seed,
+                   "graphs": len(table), "seconds": round(seconds, 1), "errors": errors, "hostname": meta.get("hostname", "")}
+    raw = {"machine": machine, "calibration": calibration, "table": table, "node_gpu_ns": node_ns, "eager_gap_ns": gap_ns,
+           "first_graph_probes": probe_rows}
+    path = out if out is not None else user_dir() / model_file_name(str(machine["gpu_name"]))
+    # The measurements are written before the fit: a fit that fails loses no GPU time (`--from-table` refits them).
+    raw_path = path.with_name(path.stem + ".measurements.json")
+    raw_path.parent.mkdir(parents=True, exist_ok=True)
+    raw_path.write_text(json.dumps(raw, indent=1) + "\n")
+    return fit_measurements(raw_path, path)
+
+
+def fit_measurements(raw_path: Path, out: Path) -> Any:
+    """Fits the cost model from a calibration's measurements file and writes it to `out` (no GPU needed)."""
+    from graphmode.analyzers.costmodel import CostModelError, fit_cost_model, save_model
+
+    try:
+        raw = json.loads(Path(raw_path).read_text())
+        args = (raw["table"], raw["node_gpu_ns"], raw["eager_gap_ns"], raw["first_graph_probes"], raw["machine"], raw["calibration"])
+    except (OSError, ValueError, KeyError) as e:
+        raise CostModelError(f"{raw_path}: not a calibration measurements file ({type(e).__name__}: {e})") from None
+    try:
+        model = fit_cost_model(*args)
+    except CostModelError as e:
+        raise CostModelError(f"{e}; the measurements are kept in {raw_path}") from None
+    save_model(model, out)
+    return dataclasses.replace(model, path=str(out))
+
+
+def _probe_main() -> None:
+    """`python -m graphmode.tracer.calibrate --probe`: one fresh process's first-graph extra, as JSON."""
+    cal = Calibrator()
+    try:
+        print(json.dumps(cal.first_graph_probe()))
+    finally:
+        cal.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--probe"]:
+        _probe_main()
+    else:
+        raise SystemExit("usage: graphmode calibrate (this module's --probe is for calibrate's own use)")
