@@ -82,14 +82,23 @@ def _page_data(path: Path) -> dict[str, Any]:
     return data
 
 
+# where every canvas and docked details box sits on the page, and how tall the page is
+LAYOUT = ("JSON.stringify([document.documentElement.scrollHeight, ...Array.from(document.querySelectorAll('canvas, .details'),"
+          " (e) => { const r = e.getBoundingClientRect(); return [e.id || e.parentNode.id, r.top + scrollY, r.height]; })])")
+
+
 def _hover_along(browser: Chromium, div: str, source: str, label: str, k: int) -> None:
-    """Moves the mouse to 5%, 50% and 95% of span k of a group: each time the page shows that span."""
+    """Moves the mouse to 5%, 50% and 95% of span k of a group: each time the page shows that span, and
+    nothing on the page moves (a details box that grew with its text pushed everything below it down)."""
     _js(browser, f"unpin('{div}')")
     for frac in (0.05, 0.5, 0.95):
         p = _js(browser, f"spanPoint('{div}', '{source}', '{label}', {k}, {frac})")
+        before = browser.evaluate(LAYOUT)
         browser.mouse_move(p["x"], p["y"])
         got = _js(browser, f"hovered('{div}')")
         assert got == p["index"], f"{div}: hovering {frac:.0%} along {source}/{label} #{k} showed span {got}, not {p['index']}"
+        after = browser.evaluate(LAYOUT)
+        assert after == before, f"{div}: hovering {source}/{label} #{k} moved the page: {before} -> {after}"
 
 
 def _check_legends(browser: Chromium, divs: list[str]) -> None:

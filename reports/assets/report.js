@@ -55,6 +55,7 @@
   function showDetails(box, fields) {
     if (!box) return;
     box.replaceChildren();
+    box.scrollTop = 0; // a long entry scrolls inside the box (report.css): each new one starts at its top
     if (!fields) {
       const p = document.createElement("p"); p.className = "hint"; p.textContent = "Hover a span for its details; click to keep them.";
       box.append(p); return;
