@@ -65,6 +65,31 @@ def _replays_vector(one_time_ns: float, saved: np.ndarray) -> np.ndarray:
     return out
 
 
+
+class _Outcome:
+    """What every BreakEven of one comparison shares, and the 'not computable' result built from it."""
+
+    def __init__(self, baseline: str, t_eager: float | None, t_graph: float | None, one_time_ns: float | None,
+                 run_replays: int, seed: int, resamples: int):
+        self.saved = t_eager - t_graph if t_eager is not None and t_graph is not None else None
+        self.common = dict(baseline=baseline, eager_ns=t_eager, graph_ns=t_graph, one_time_ns=one_time_ns,
+                           saved_per_replay_ns=self.saved, run_replays=run_replays, bootstrap_resamples=resamples,
+                           bootstrap_seed=seed)
+        self.speedup = None
+        if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
+            self.speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)
+
+    def unknown(self, reason: str, never: bool = False) -> BreakEven:
+        return BreakEven(**self.common, replays=None, never=never, reason=reason, interval_low=None,  # type: ignore[arg-type]
+                         interval_high=None, interval_high_never=never, amortised_speedup=self.speedup)
+
+    def result(self, replays: int, low: float, high: float) -> BreakEven:
+        return BreakEven(**self.common, replays=replays, never=False, reason="",  # type: ignore[arg-type]
+                         interval_low=int(low) if np.isfinite(low) else None,
+                         interval_high=int(high) if np.isfinite(high) else None,
+                         interval_high_never=not np.isfinite(high), amortised_speedup=self.speedup)
+
+
 def break_even(
     baseline: ModeMetrics,
     graph: ModeMetrics | None,
@@ -76,18 +101,8 @@ def break_even(
     """Break-even of graph mode against one eager mode, from wall times of the wall pass."""
     t_eager = baseline.wall.median if baseline.wall else None
     t_graph = graph.wall.median if graph is not None and graph.wall else None
-    saved = t_eager - t_graph if t_eager is not None and t_graph is not None else None
-    common = dict(
-        baseline=baseline.mode, eager_ns=t_eager, graph_ns=t_graph, one_time_ns=one_time_ns,
-        saved_per_replay_ns=saved, run_replays=run_replays, bootstrap_resamples=resamples, bootstrap_seed=seed,
-    )
-    speedup = None
-    if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
-        speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)
-
-    def unknown(reason: str, never: bool = False) -> BreakEven:
-        return BreakEven(**common, replays=None, never=never, reason=reason, interval_low=None,  # type: ignore[arg-type]
-                         interval_high=None, interval_high_never=never, amortised_speedup=speedup)
+    out = _Outcome(baseline.mode, t_eager, t_graph, one_time_ns, run_replays, seed, resamples)
+    saved, unknown = out.saved, out.unknown
 
     if t_eager is None:
         return unknown(f"no {baseline.mode} iterations with a wall time")
@@ -108,12 +123,7 @@ def break_even(
     boot = np.sort(_replays_vector(one_time_ns, boot_saved))
     low = boot[int(math.floor(0.025 * resamples))]
     high = boot[int(math.ceil(0.975 * resamples)) - 1]
-    return BreakEven(
-        **common,  # type: ignore[arg-type]
-        replays=replays, never=False, reason="", interval_low=int(low) if np.isfinite(low) else None,
-        interval_high=int(high) if np.isfinite(high) else None, interval_high_never=not np.isfinite(high),
-        amortised_speedup=speedup,
-    )
+    return out.result(replays, low, high)
 
 
 def overhead_saved(baseline: ModeMetrics, graph: ModeMetrics) -> OverheadSaved:
@@ -171,16 +181,8 @@ def break_even_series(
     tg, se_g = trimmed_mean(g)
     t_eager = te * units_per_replay if e.size else None
     t_graph = tg if g.size else None
-    saved = t_eager - t_graph if t_eager is not None and t_graph is not None else None
-    common = dict(baseline=baseline, eager_ns=t_eager, graph_ns=t_graph, one_time_ns=one_time_ns, saved_per_replay_ns=saved,
-                  run_replays=run_replays, bootstrap_resamples=resamples, bootstrap_seed=seed)
-    speedup = None
-    if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
-        speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)
-
-    def unknown(reason: str, never: bool = False) -> BreakEven:
-        return BreakEven(**common, replays=None, never=never, reason=reason, interval_low=None,  # type: ignore[arg-type]
-                         interval_high=None, interval_high_never=never, amortised_speedup=speedup)
+    out = _Outcome(baseline, t_eager, t_graph, one_time_ns, run_replays, seed, resamples)
+    saved, unknown = out.saved, out.unknown
 
     if t_eager is None:
         return unknown(f"no {baseline} iterations of this graph's work were found")
@@ -203,9 +205,5 @@ def break_even_series(
         high = max(high, float(smallest_replays(one_time_ns, deflated)) if deflated > 0 else np.inf)
     if graph_inflation > 0 and np.isfinite(low):
         low = min(low, float(smallest_replays(one_time_ns, t_eager - t_graph / (1 + graph_inflation))))
-    return BreakEven(
-        **common,  # type: ignore[arg-type]
-        replays=replays, never=False, reason="", interval_low=int(min(low, replays)) if np.isfinite(low) else None,
-        interval_high=int(max(high, replays)) if np.isfinite(high) else None, interval_high_never=not np.isfinite(high),
-        amortised_speedup=speedup,
-    )
+    # the point estimate lies inside its interval (the draws and the allowance could leave it outside)
+    return out.result(replays, min(low, replays), max(high, replays))

@@ -14,6 +14,7 @@ from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceA
 from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
+from graphmode.reports.graphs_text import interval as _interval
 from graphmode.reports.names import short_name
 from graphmode.reports.prediction import print_prediction
 from graphmode.tracer.store import Trace
@@ -43,14 +44,6 @@ def _stat(s: Stat | None, count: bool = False) -> str:
     if count:
         return f"{s.median:g} [{s.p10:g}–{s.p90:g}]"
     return f"{human_ns(s.median)} [{human_ns(s.p10)}–{human_ns(s.p90)}]"
-
-
-def _interval(b: BreakEven) -> str:
-    if b.interval_low is None and not b.interval_high_never:
-        return ""
-    low = str(b.interval_low) if b.interval_low is not None else "never"
-    high = "never" if b.interval_high_never else str(b.interval_high)
-    return f"[{low}, {high}]"
 
 
 def headline(a: TraceAnalysis) -> str:
