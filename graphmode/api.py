@@ -59,7 +59,7 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
     from graphmode.tracer.script import ScriptTracer, _exception_info
 
     tracer = ScriptTracer(out, detail=detail, launch_sources=launch_sources, profile=profile, workload="region")
-    handle = TraceHandle(Path(out))
+    handle = TraceHandle(tracer.out)  # a rank of a job writes <stem>.rank<R>.gmtrace
     tracer.start()
     try:
         yield handle

@@ -5,6 +5,7 @@ Heavy modules (duckdb, cuda, cupti, plotly) are imported inside the commands so 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,6 +32,35 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
         return load(path)
     except TraceError as e:
         _fail(str(e))
+
+
+def _rank_set(paths: list[Path]) -> list[Path] | None:
+    """The rank traces named by a folder, a glob or several files (graphmode.ranks_cli); None for one trace file."""
+    from graphmode.tracer.rankset import RankSetError, rank_set_paths
+
+    try:
+        return rank_set_paths(paths)
+    except RankSetError as e:
+        _fail(str(e))
+    return None
+
+
+def _on_ranks(call: Callable[[], Optional[str]]) -> None:
+    """Runs a rank-set command; a RankSetError (or any TraceError) becomes one line and exit code 2."""
+    from graphmode.tracer.store import TraceError
+
+    message: Optional[str] = None
+    try:
+        message = call()
+    except TraceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"cannot write the output: {e.strerror or e}; choose another --out path")
+    if message:
+        typer.echo(message)
+
+
+RANKS_HELP = "A graphmode trace file, or the traces of a multi-process run: a folder, a glob, or several files."
 
 
 @app.command()
@@ -157,7 +187,7 @@ def demo(
 
 @app.command()
 def report(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP)],
     json_output: Annotated[
         bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
     ] = False,
@@ -165,12 +195,19 @@ def report(
         Optional[Path], typer.Option("--out", "-o", help="Write the report to this file; a .json name implies --json.")
     ] = None,
 ) -> None:
-    """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
+    """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
     from graphmode.analyzers import analyze
 
+    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import report_ranks
+
+        _on_ranks(lambda: report_ranks(ranks, trace_files, as_json, out))
+        return
+    trace_file = trace_files[0]
     trace = _load(trace_file)
     analysis = analyze(trace)
-    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
     try:
         if as_json:
             from graphmode.reports.json_report import render_json
@@ -210,7 +247,7 @@ def _range(text: Optional[str], option: str, cast: type) -> Optional[tuple]:  # 
 
 @app.command()
 def view(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP)],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: next to the trace).")] = None,
     iterations: Annotated[Optional[str], typer.Option(help="Draw iterations A:B of each mode in the full-run timeline.")] = None,
     window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
@@ -222,6 +259,15 @@ def view(
     win = _range(window, "--window", float)
     if its is not None and win is not None:
         _fail("give --iterations or --window, not both")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import view_ranks
+
+        if its is not None or win is not None:
+            _fail("--iterations and --window apply to one trace; the page of a run's ranks draws each rank's whole run")
+        _on_ranks(lambda: view_ranks(ranks, trace_files, out))
+        return
+    trace_file = trace_files[0]
     trace = _load(trace_file)
     path = out or trace_file.with_suffix(".html")
     try:
@@ -237,13 +283,20 @@ def view(
 
 @app.command()
 def export(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP)],
     format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Chrome trace JSON) or 'parquet' (one file per table).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (perfetto) or folder (parquet).")] = None,
 ) -> None:
     """Export a trace for other viewers: Perfetto/Chrome trace JSON, or Parquet tables."""
     if format not in ("perfetto", "parquet"):
         _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import export_ranks
+
+        _on_ranks(lambda: export_ranks(ranks, trace_files, format, out))
+        return
+    trace_file = trace_files[0]
     trace = _load(trace_file)
     try:
         if format == "perfetto":
@@ -284,10 +337,17 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
+    from graphmode.tracer.ranks import detect_rank
     from graphmode.tracer.script import run_script
 
     path = out or Path(script.with_suffix(".gmtrace").name)
     code, path = run_script(script, list(ctx.args), path, detail=detail, launch_sources=launch_sources, profile=profile)
+    rank = detect_rank()
+    if rank is not None:  # one rank of a job: no report per rank; the job is reported from all its traces
+        from graphmode.reports.ranks import rank_run_note
+
+        typer.secho(rank_run_note(path, rank.rank, rank.world_size), err=True)
+        raise typer.Exit(code)
     typer.secho(f"graphmode: trace written to {path}", err=True)
     trace = _load(path)
     if report:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.store import PassInfo, TraceWriter
 
 
@@ -53,7 +54,7 @@ class ScriptTracer:
                  profile: bool = True, nvtx: bool = True, workload: str = "script", meta: dict[str, Any] | None = None):
         if detail not in ("graph", "node"):
             raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
-        self.out = Path(out)
+        self.out = rank_trace_path(out)  # `<stem>.rank<R>.gmtrace` when launched as one rank of a job
         self.detail = detail
         self.launch_sources = launch_sources
         self.profile = profile
@@ -71,7 +72,7 @@ class ScriptTracer:
         from graphmode.tracer.runner import machine_meta
         from graphmode.tracer.sources import user_source
 
-        device = init_device()
+        device = init_device(device_ordinal())
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
             # Must name the libcupti loaded here, and be set before the code's first NVTX call.
             lib = loaded_cupti_library()
@@ -82,6 +83,7 @@ class ScriptTracer:
                      "params": {"detail": self.detail, "launch_sources": self.launch_sources},
                      "nvtx_injection": os.environ.get("NVTX_INJECTION64_PATH", "")})
         meta.update(self.extra_meta)
+        meta.update(rank_meta())
         self._writer = TraceWriter(self.out, meta)
         source_api = LIFECYCLE_API if not self.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
         self._session = CuptiSession(self.detail, on_node_created=user_source, nvtx=self.nvtx,
@@ -124,6 +126,7 @@ class ScriptTracer:
             if profile_json is not None:
                 meta["cpu_profile"] = profile_json
             meta.update(extra_meta or {})
+            meta.update(rank_meta_at_stop(writer.as_trace()))
             writer.set_meta(meta)
             writer.close(status, reason)
         return self.out
@@ -231,7 +234,7 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         sys.argv, sys.path[:] = saved_argv, saved_path
         info["exit_code"] = code
         tracer.stop(status, reason, {"script": info})
-    return code, Path(out)
+    return code, tracer.out
 
 
 class _Terminated(BaseException):
