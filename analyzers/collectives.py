@@ -176,10 +176,15 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
     con.executemany("INSERT INTO offs VALUES (?, ?)", [[h, o] for h, o in offsets.items()])
     con.execute("""CREATE OR REPLACE TEMP TABLE al AS
                    SELECT c.*, c.start_ns + o.off AS s, c.end_ns + o.off AS e FROM coll c JOIN offs o USING (host)""")
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE grp AS
-                    SELECT kernel, graph_key, seq, count(*) AS n, max(s) AS last_start, quantile_disc(s, 0.5) AS med_start,
-                           min(e) AS first_end, max(e) AS last_end, arg_max(rank, s) AS last_rank
-                    FROM al GROUP BY ALL HAVING count(DISTINCT rank) >= 2""")
+    # One row per collective matched on two or more ranks; last_rank is -1 where several ranks share the latest start.
+    con.execute("""CREATE OR REPLACE TEMP TABLE grp AS
+                   WITH g AS (SELECT kernel, graph_key, seq, count(*) AS n, max(s) AS last_start, quantile_disc(s, 0.5) AS med_start,
+                                     min(e) AS first_end, max(e) AS last_end, arg_max(rank, s) AS last_rank
+                              FROM al GROUP BY ALL HAVING count(DISTINCT rank) >= 2),
+                        t AS (SELECT kernel, graph_key, seq, count(*) AS at_max FROM al JOIN g USING (kernel, graph_key, seq)
+                              WHERE al.s = g.last_start GROUP BY ALL)
+                   SELECT g.* REPLACE (CASE WHEN t.at_max = 1 THEN g.last_rank ELSE -1 END AS last_rank)
+                   FROM g JOIN t USING (kernel, graph_key, seq)""")
     residual = _stat(con.execute(f"SELECT {_stat_sql('last_end - first_end')} FROM grp WHERE n = ?", [n_ranks]).fetchone())
     if residual is not None:
         note += f"; after alignment the same collective ends within {residual.median / 1e3:,.1f} us (median) on all ranks"

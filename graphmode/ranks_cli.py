@@ -6,15 +6,19 @@ reports.ranks*. Errors a person can act on are raised as RankSetError (one line)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphmode.tracer.rankset import RankSetError
+
+if TYPE_CHECKING:
+    from graphmode.analyzers.rank_results import RankSetAnalysis
 
 
 def _source(args: list[Path]) -> str:
     return " ".join(str(a) for a in args)
 
 
-def _analysis(paths: list[Path], args: list[Path]):  # type: ignore[no-untyped-def]
+def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
     import sys
 
     from graphmode.analyzers.ranks import analyze_ranks

@@ -7,6 +7,7 @@ defined in docs/ranks.md. Trace strings go into tables as rich Text (no markup i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ MAX_RANK_ROWS = 64  # more ranks: the table shows the extremes and says how many
 output_file_extension = "txt"
 
 
-def _spread(s: Spread | None, fmt: Any = human_ns) -> str:
+def _spread(s: Spread | None, fmt: Callable[[float], str] = human_ns) -> str:
     if s is None:
         return "—"
     if s.ranks == 1 or s.min == s.max:

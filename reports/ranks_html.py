@@ -48,7 +48,7 @@ def _safe_json(value: Any) -> str:
 
 
 def _category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
-    cat = kind.astype(object).copy()
+    cat: np.ndarray = kind.astype(object).copy()
     uniq, inv = np.unique(name.astype(str), return_inverse=True)
     nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]  # once per distinct name
     cat[nccl] = "NCCL collective"
@@ -218,7 +218,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         "y": [_rank_label(a, s.identity.rank) for s in a.ranks], "colorscale": "Viridis", "zmin": 0, "zmax": 1,
         "colorbar": {"title": {"text": "GPU busy"}}, "hovertemplate": "%{y} · %{x:.2f} ms · busy %{z:.0%}<extra></extra>"}],
         "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
-                   "height": 140 + 14 * min(len(a.ranks), 64), "xaxis": {"title": {"text": "ms"}},
+                   "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
                    "yaxis": {"autorange": "reversed"}}}})
     parts.append("<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'></div>")
     if timeline:
@@ -250,8 +250,10 @@ def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
            "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
            "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;color:#14532d}.warn,.risk{color:#b91c1c}"
            ".sub,.hint,.note{color:#555}.plot{width:100%}")
+    # window.graphmode is set once every plot has drawn (the browser tests wait for it, as for the single-trace page)
     script = ("const d=JSON.parse(document.getElementById('gm-data').textContent);"
-              "for(const p of d.plots){Plotly.newPlot(p.div,p.figure.data,p.figure.layout,{responsive:true,displaylogo:false});}")
+              "Promise.all(d.plots.map(p=>Plotly.newPlot(p.div,p.figure.data,p.figure.layout,{responsive:true,displaylogo:false})))"
+              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};});")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style><script>{get_plotlyjs()}</script></head><body>{body}"
             f"<script type='application/json' id='gm-data'>{_safe_json({'plots': plots})}</script>"
