@@ -78,13 +78,14 @@ DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 def _gpu_unavailable() -> str | None:
     """None when cupti-python loads and a GPU is usable, else why not (one line)."""
     from graphmode.tracer.cuda_util import NoGpuError, init_device
+    from graphmode.tracer.ranks import device_ordinal
 
     try:
         import cupti  # noqa: F401
     except ImportError as e:
         return f"cupti-python is not importable ({e})"
     try:
-        init_device()
+        init_device(device_ordinal())  # a rank of a job checks its own GPU, and opens no context on GPU 0
     except NoGpuError as e:
         return str(e).splitlines()[0]
     return None
