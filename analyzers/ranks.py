@@ -161,10 +161,13 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
                  captured: dict[int, list[str]], built: dict[int, int | None]) -> None:
     """Appends the rank's rows to `coll`, `calls` and `topo`."""
     n = len(spans["name"])
+    # kernel names and graph keys once per distinct value, not per span
+    uniq, inv = np.unique(spans["name"].astype(str), return_inverse=True)
+    kernel = np.array([kernel_base(u) for u in uniq], dtype=object)[inv] if n else np.array([], dtype=object)
+    gids, ginv = np.unique(spans["graph_id"], return_inverse=True)
+    gkey = (np.array([keys.get(int(g), f"graph {int(g)}") if g else "" for g in gids], dtype=object)[ginv]
+            if n else np.array([], dtype=object))
     if n:
-        uniq, inv = np.unique(spans["name"].astype(str), return_inverse=True)
-        kernel = np.array([kernel_base(u) for u in uniq], dtype=object)[inv]
-        gkey = np.array([keys.get(int(g), f"graph {int(g)}") if g else "" for g in spans["graph_id"]], dtype=object)
         group = np.char.add(np.char.add(kernel.astype(str), "|"), gkey.astype(str))
         order = np.lexsort((spans["start_ns"], group))
         seq = np.empty(n, np.int64)
@@ -180,9 +183,9 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
     # Program order of the rank's collective calls: eager launches at their launch call, a graph's
     # collectives at its capture (or build), in the graph's node order.
     eager = spans["graph_id"] == 0
-    t = [int(x) for x in spans["t"][eager]]
-    names = [kernel_base(str(x)) for x in spans["name"][eager]]
-    entries: list[tuple[int, int, str, bool, str]] = [(ti, 0, k, False, "") for ti, k in zip(t, names)]
+    entries: list[tuple[int, int, str, bool, str]] = [
+        (ti, 0, k, False, "") for ti, k in zip(spans["t"][eager][:MAX_CALLS_PER_RANK].tolist(),
+                                               kernel[eager][:MAX_CALLS_PER_RANK].tolist())]
     for gid, kernels in captured.items():
         at = built.get(gid)
         if at is None:
