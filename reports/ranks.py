@@ -71,10 +71,10 @@ def headline(a: RankSetAnalysis) -> str:
 
 def _ranks_table(a: RankSetAnalysis) -> Table:
     waits = {w.rank: w for w in a.waits}
-    t = Table(title="Ranks", title_justify="left")
-    for col in ("rank", "host", "GPU", "status", "graphs (replayed)", "replays", "one-time", "saved", "net",
-                "collectives", "wait in collectives", "started last"):
-        t.add_column(col, justify="left" if col in ("host", "GPU", "status") else "right")
+    names = {s.identity.gpu_name for s in a.ranks if s.identity.gpu_name}
+    t = Table(title="Ranks" + (f" (GPUs: {', '.join(sorted(names))})" if len(names) == 1 else ""), title_justify="left")
+    for col in ("rank", "host", "GPU", "graphs", "replays", "one-time", "saved (net)", "collectives", "waited (median)", "started last"):
+        t.add_column(col, justify="left" if col in ("host", "GPU") else "right")
     rows = list(a.ranks)
     if len(rows) > MAX_RANK_ROWS:
         rows = rows[: MAX_RANK_ROWS // 2] + rows[-MAX_RANK_ROWS // 2:]
@@ -82,11 +82,11 @@ def _ranks_table(a: RankSetAnalysis) -> Table:
     for s in rows:
         i = s.identity
         w = waits.get(i.rank)
-        gpu = (f"{i.gpu_index}: " if i.gpu_index is not None else "") + (i.gpu_name or "?")
-        t.add_row(str(i.rank) + (" *" if i.numbered_by_order else ""), Text(i.host), Text(gpu), Text(i.status),
-                  f"{s.graphs_built} ({s.graphs_replayed})", f"{s.replays:,}", human_ns(s.one_time_ns), human_ns(s.saved_ns),
-                  human_ns(s.net_ns), f"{s.collective_calls:,}",
-                  f"{human_ns(w.wait_total_ns)} (median {human_ns(w.wait.median if w.wait else None)})" if w else "—",
+        gpu = (str(i.gpu_index) if i.gpu_index is not None else "?") + (f" {i.gpu_name}" if len(names) > 1 else "")
+        rank = str(i.rank) + (" *" if i.numbered_by_order else "") + ("" if i.status == "complete" else f" ({i.status})")
+        t.add_row(rank, Text(i.host), Text(gpu), f"{s.graphs_built} ({s.graphs_replayed} replayed)", f"{s.replays:,}",
+                  human_ns(s.one_time_ns), f"{human_ns(s.saved_ns)} ({human_ns(s.net_ns)})", f"{s.collective_calls:,}",
+                  f"{human_ns(w.wait_total_ns)} ({human_ns(w.wait.median if w.wait else None)})" if w else "—",
                   f"{w.last_arrivals:,}" if w else "—")
     return t
 

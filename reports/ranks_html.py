@@ -2,8 +2,8 @@
 
 The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
-the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each rank's
-graph aligned on the job's clock, so that a collective ending at the same moment on every rank is
+the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each of those
+ranks' graph aligned on the job's clock, so that a collective ending at the same moment on every rank is
 seen ending at the same x. Rank traces are read one at a time, and only what is drawn is kept.
 Trace strings reach the page escaped (html.escape) and inside one JSON block that no string can close.
 """
@@ -89,7 +89,7 @@ def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarra
                      "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": 12}})
     return {"data": data, "layout": {
         "title": {"text": html.escape(title)}, "height": 120 + 36 * len(lanes), "showlegend": True,
-        "xaxis": {"title": {"text": unit}}, "margin": {"l": 160},
+        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200},
         "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": [html.escape(x) for x in lanes], "autorange": "reversed",
                   "range": [-0.5, len(lanes) - 0.5]}}}
 
@@ -122,7 +122,8 @@ def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list
     heat = np.zeros((len(a.ranks), HEAT_BINS))
     timeline: list[Any] = []
     replay: list[Any] = []
-    notes = []
+    notes: list[str] = []
+    windowed: list[tuple[int, int]] = []  # (rank, its spans): drawn as a window of per_rank_budget spans
     graph_ids = {(g.rank, g.key): g.graph_id for g in a.graphs}
     for row, s in enumerate(a.ranks):
         r, off = s.identity.rank, int(a.offset_of(s.identity.rank))
@@ -146,19 +147,36 @@ def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list
                                         ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, mid, per_rank_budget - 1])
                     hi = int(cut[0][0]) if cut else s.end_ns
                     where, params = "pass_id = ? AND start_ns >= ? AND start_ns <= ?", [pid, mid, hi]
-                    notes.append(f"rank {r}: {per_rank_budget:,} of {n:,} spans drawn (from the middle of its run)")
+                    windowed.append((r, n))
                 sp = trace.sql(f"SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE {where} ORDER BY start_ns", params)
                 timeline.append((drawn.index(r), sp["start_ns"] + off - t0, sp["end_ns"] + off - t0,
                                  _category(sp["kind"], sp["name"]), sp["name"]))
-            if choice is not None and (r, choice[0]) in graph_ids:
+            if choice is not None and r in drawn and (r, choice[0]) in graph_ids:
                 launch = trace.rows("""SELECT correlation_id FROM graph_events WHERE pass_id = ? AND graph_id = ? AND event = 'launch'
                                        ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, graph_ids[(r, choice[0])], choice[1]])
                 if launch:
                     sp = trace.sql(f"""SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE pass_id = ? AND correlation_id = ?
                                        AND graph_id <> 0 ORDER BY start_ns""", [pid, int(launch[0][0])])
                     replay.append((row, sp["start_ns"] + off, sp["end_ns"] + off, _category(sp["kind"], sp["name"]), sp["name"]))
+    if windowed:
+        notes.append(f"{len(windowed)} of the {len(drawn)} ranks drawn span by span have more than {per_rank_budget:,} spans "
+                     f"(up to {max(n for _, n in windowed):,}): each is drawn from the middle of its run, {per_rank_budget:,} spans; "
+                     "the heatmap above covers every span of every rank")
+    if len(drawn) < len(a.ranks):
+        notes.insert(0, f"spans drawn for {len(drawn)} of {len(a.ranks)} ranks: {_ranges(drawn)} (the first, the straggler, the last)")
     heat /= bin_ns
     return np.minimum(heat, 1.0), drawn, timeline, replay, "; ".join(notes)
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'"""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
 
 
 def _drawn_ranks(a: RankSetAnalysis) -> list[int]:
@@ -219,7 +237,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         "colorbar": {"title": {"text": "GPU busy"}}, "hovertemplate": "%{y} · %{x:.2f} ms · busy %{z:.0%}<extra></extra>"}],
         "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
                    "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
-                   "yaxis": {"autorange": "reversed"}}}})
+                   "yaxis": {"autorange": "reversed"}, "margin": {"l": 200}}}})
     parts.append("<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'></div>")
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]

@@ -293,3 +293,33 @@ def test_ranks_page_draws_in_a_real_browser_and_escapes_trace_strings(tmp_path: 
             for (let i = 0; i < t.x.length; i += 3) out[t.y[i]] = t.x[i + 1]; return out; })()""")
         assert len(ends) == 2 and len(set(ends.values())) == 1
         assert b.evaluate("document.querySelectorAll('img').length") == 0  # the host name stayed text
+
+
+def test_rank_meta_never_stops_a_run_without_a_gpu() -> None:
+    from graphmode.tracer.ranks import rank_meta
+
+    meta = rank_meta(RankInfo(1, 2, 1, 2, 0, "torchrun", "h"))["rank"]
+    assert (meta["rank"], meta["world_size"], meta["local_rank"], meta["hostname"]) == (1, 2, 1, "h")
+    assert isinstance(meta["devices"], list) and "clock" in meta  # a reading or the reason there is none
+    assert rank_meta(None) == {} or detect_rank() is not None
+
+
+def test_per_graph_results_are_used_where_the_analysis_has_them(tmp_path: Path) -> None:
+    # INTERFACE.md (issue 9): TraceAnalysis.graphs holds one GraphResult per graph. Stand-ins with those field
+    # names, numbers chosen by hand: the rank-level figures must be these, not the trace-level ones.
+    from types import SimpleNamespace
+
+    from graphmode.analyzers.ranks import _rank_graphs
+    from graphmode.analyzers.results import Stat
+
+    (path,) = job(tmp_path, [RankPlan(0, 1)])
+    be = SimpleNamespace(saved_per_replay_ns=700.0, replays=4, never=False)
+    period = SimpleNamespace(period=Stat(3, 3_600.0, 3_600.0, 3_600.0, 3_600.0, 3_600.0, 3_600.0))
+    result = SimpleNamespace(graph_id=1, label="step", site="train.py:42 <module>", replays=3,
+                             cost=SimpleNamespace(total_ns=2_800.0), break_even=be, graph=period)
+    analysis = SimpleNamespace(graphs=(result,), graph_costs=(), primary_break_even=lambda: None, mode=lambda m: None)
+    with load(path) as t:
+        (g,), keys = _rank_graphs(t, analysis, 0, 0, {1: 1})
+    assert keys == {1: "graph #1"}
+    assert (g.one_time_ns, g.saved_per_replay_ns, g.break_even_replays, g.replay_ns, g.site, g.source) == (
+        2_800.0, 700.0, 4, 3_600.0, "train.py:42 <module>", "per-graph results")
