@@ -187,7 +187,7 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
                    FROM g JOIN t USING (kernel, graph_key, seq)""")
     residual = _stat(con.execute(f"SELECT {_stat_sql('last_end - first_end')} FROM grp WHERE n = ?", [n_ranks]).fetchone())
     if residual is not None:
-        note += f"; after alignment the same collective ends within {residual.median / 1e3:,.1f} us (median) on all ranks"
+        note += f"; after alignment the same collective ends within {residual.median:,.0f} ns (median) on all ranks"
     elif anchors == 0:
         note += "; no collective ran on every rank, so the agreement of the ranks' clocks cannot be measured"
     return ClockAlignment(method, tuple(hosts), ref, tuple(RankOffset(r, h, float(offsets[h])) for r, h in sorted(ranks.items())),

@@ -323,3 +323,37 @@ def test_per_graph_results_are_used_where_the_analysis_has_them(tmp_path: Path) 
     assert keys == {1: "graph #1"}
     assert (g.one_time_ns, g.saved_per_replay_ns, g.break_even_replays, g.replay_ns, g.site, g.source) == (
         2_800.0, 700.0, 4, 3_600.0, "train.py:42 <module>", "per-graph results")
+
+
+def test_a_damaged_rank_file_is_left_out_and_said(tmp_path: Path) -> None:
+    paths = job(tmp_path, [RankPlan(0, 3), RankPlan(1, 3), RankPlan(2, 3)])
+    paths[1].write_bytes(paths[1].read_bytes()[:5000])  # truncated, as by a full disk
+    a = analyze_ranks(paths)
+    assert [s.identity.rank for s in a.ranks] == [0, 2] and a.missing_ranks == (1,)
+    assert any(w.startswith("left out: ") and "train.rank1.gmtrace" in w for w in a.warnings)
+
+
+def test_the_merge_benchmark_recovers_the_injected_clock_offsets(tmp_path: Path) -> None:
+    # benchmarks/ranks_merge.py on 4 small SYNTHETIC ranks (2 hosts): the numbers in docs/benchmarks.md come from it
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ranks_merge.py"), "--ranks", "4", "--hosts", "2",
+                           "--repeat", "1", "--keep", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout[proc.stdout.index("{\n"):])
+    assert result["offset_error_max_ns"] <= 50  # the injected +-300 ns jitter averages out in the median over 200 collectives
+    assert result["4_ranks"]["anchors"] == 200 and result["4_ranks"]["peak_rss_mib"] > 0
+    assert all(p.name.startswith("synthetic.") for p in tmp_path.glob("*.gmtrace"))
+
+
+def test_the_schema_names_every_field_of_the_results() -> None:
+    # reports/ranks.schema.json follows analyzers/rank_results.py field by field: a field added to one must be added
+    # to the other (additionalProperties is false, so a report with an unknown field fails validation)
+    import dataclasses
+
+    from graphmode.analyzers import rank_results
+
+    schema = load_ranks_schema()
+    for name, cls in vars(rank_results).items():
+        if dataclasses.is_dataclass(cls) and cls.__module__ == rank_results.__name__ and name != "RankSetAnalysis":
+            assert schema["$defs"][name]["required"] == [f.name for f in dataclasses.fields(cls)], name
+    top = [f.name for f in dataclasses.fields(rank_results.RankSetAnalysis)]
+    assert schema["required"] == ["schema_version", "kind", "tool_version", "units", *top]
