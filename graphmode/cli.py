@@ -188,7 +188,7 @@ def demo(
 
 @app.command()
 def report(
-    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE...")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     json_output: Annotated[
         bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
     ] = False,
@@ -248,7 +248,7 @@ def _range(text: Optional[str], option: str, cast: type) -> Optional[tuple]:  # 
 
 @app.command()
 def view(
-    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE...")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: next to the trace).")] = None,
     iterations: Annotated[Optional[str], typer.Option(help="Draw iterations A:B of each mode in the full-run timeline.")] = None,
     window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
@@ -284,7 +284,7 @@ def view(
 
 @app.command()
 def export(
-    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE...")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Chrome trace JSON) or 'parquet' (one file per table).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (perfetto) or folder (parquet).")] = None,
 ) -> None:
