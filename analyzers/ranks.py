@@ -149,11 +149,12 @@ def _captured_nodes(trace: Trace, pass_id: int, spans: dict[str, np.ndarray]) ->
     if in_graph.any():
         gids, nids = spans["graph_id"][in_graph], spans["graph_node_id"][in_graph]
         names, starts = spans["name"][in_graph], spans["start_ns"][in_graph]
-        first: dict[tuple[int, int], tuple[int, str]] = {}
-        for i in np.lexsort((starts, nids, gids)):
-            first.setdefault((int(gids[i]), int(nids[i])), (int(starts[i]), str(names[i])))
-        for gid in {g for g, _ in first} - set(nodes):
-            nodes[gid] = [kernel_base(n) for _, n in sorted(v for (g, _), v in first.items() if g == gid)]
+        order = np.lexsort((starts, nids, gids))
+        g_o, n_o = gids[order], nids[order]
+        first = order[np.r_[True, (g_o[1:] != g_o[:-1]) | (n_o[1:] != n_o[:-1])]]  # earliest span of each (graph, node)
+        for gid in {int(g) for g in gids[first]} - set(nodes):
+            sel = first[gids[first] == gid]
+            nodes[gid] = [kernel_base(str(n)) for n in names[sel[np.argsort(starts[sel], kind="stable")]]]
     return nodes
 
 
@@ -183,23 +184,28 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
     # Program order of the rank's collective calls: eager launches at their launch call, a graph's
     # collectives at its capture (or build), in the graph's node order.
     eager = spans["graph_id"] == 0
-    entries: list[tuple[int, int, str, bool, str]] = [
-        (ti, 0, k, False, "") for ti, k in zip(spans["t"][eager][:MAX_CALLS_PER_RANK].tolist(),
-                                               kernel[eager][:MAX_CALLS_PER_RANK].tolist())]
+    t = [spans["t"][eager].astype(np.int64)]
+    sub = [np.zeros(int(eager.sum()), np.int64)]
+    kern = [kernel[eager].astype(object)]
+    captured_flag = [np.zeros(int(eager.sum()), bool)]
+    key = [np.full(int(eager.sum()), "", dtype=object)]
     for gid, kernels in captured.items():
         at = built.get(gid)
         if at is None:
             continue  # a graph built before tracing started: its place among the calls is unknown
-        entries.extend((at, i + 1, k, True, keys.get(gid, "")) for i, k in enumerate(kernels))
-        for k in set(kernels):
-            con.execute("INSERT INTO topo VALUES (?, ?, ?, ?)", [rank, keys.get(gid, ""), k, kernels.count(k)])
-    entries.sort()
-    entries = entries[:MAX_CALLS_PER_RANK]
-    if entries:
-        con.register("_rank_calls", {"rank": np.full(len(entries), rank, np.int32), "pos": np.arange(len(entries)),
-                                     "kernel": np.array([e[2] for e in entries], dtype=object),
-                                     "captured": np.array([e[3] for e in entries], dtype=bool),
-                                     "graph_key": np.array([e[4] for e in entries], dtype=object)})
+        k = len(kernels)
+        t.append(np.full(k, at, np.int64))
+        sub.append(np.arange(1, k + 1, dtype=np.int64))
+        kern.append(np.array(kernels, dtype=object))
+        captured_flag.append(np.ones(k, bool))
+        key.append(np.full(k, keys.get(gid, ""), dtype=object))
+        for name in set(kernels):
+            con.execute("INSERT INTO topo VALUES (?, ?, ?, ?)", [rank, keys.get(gid, ""), name, kernels.count(name)])
+    order = np.lexsort((np.concatenate(sub), np.concatenate(t)))[:MAX_CALLS_PER_RANK]
+    if order.size:
+        con.register("_rank_calls", {"rank": np.full(order.size, rank, np.int32), "pos": np.arange(order.size),
+                                     "kernel": np.concatenate(kern)[order], "captured": np.concatenate(captured_flag)[order],
+                                     "graph_key": np.concatenate(key)[order]})
         con.execute("INSERT INTO calls SELECT * FROM _rank_calls")
         con.unregister("_rank_calls")
 
