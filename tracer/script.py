@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.store import PassInfo, TraceWriter
 
 
@@ -106,7 +107,7 @@ class ScriptTracer:
 
     def __init__(self, out: str | os.PathLike[str], config: RunConfig = MEASURE, nvtx: bool = True,
                  workload: str = "script", meta: dict[str, Any] | None = None, append: bool = False, pass_id: int = 0):
-        self.out = Path(out)
+        self.out = rank_trace_path(out)  # `<stem>.rank<R>.gmtrace` when launched as one rank of a job
         self.config = config
         self.nvtx = nvtx
         self.workload = workload
@@ -133,7 +134,7 @@ class ScriptTracer:
         from graphmode.tracer.sources import user_location
 
         cfg = self.config
-        device = init_device()
+        device = init_device(device_ordinal())
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
             # Must name the libcupti loaded here, and be set before the code's first NVTX call.
             lib = loaded_cupti_library()
@@ -147,6 +148,7 @@ class ScriptTracer:
                          "params": {"detail": cfg.detail, "launch_sources": cfg.launch_sources, "runs": [cfg.name]},
                          "nvtx_injection": os.environ.get("NVTX_INJECTION64_PATH", "")})
             meta.update(self.extra_meta)
+            meta.update(rank_meta())
             self._writer = TraceWriter(self.out, meta)
         source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
         self._session = CuptiSession(cfg.detail, on_node_created=user_location if cfg.node_sources else None, nvtx=self.nvtx,
@@ -206,6 +208,7 @@ class ScriptTracer:
             meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
             meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
+            meta.update(rank_meta_at_stop(writer.as_trace()))
             try:
                 self._watch.uninstall()
                 for note in self._watch.notes():
