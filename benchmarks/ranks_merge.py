@@ -10,7 +10,9 @@ node detail, H200): each rank is the recording's pass repeated --repeat times, w
 - the middle node of the recording's graph turned into an NCCL all-reduce
   (ncclDevKernel_AllReduce_Sum_f32_RING_LL) that starts late on each rank by a rank-specific
   jitter (and 8 us later on one straggler rank) and ends at the recorded end +- 100 ns,
-- every other timestamp moved by up to +-300 ns of rank-specific jitter.
+- every other timestamp moved by up to +-300 ns of rank-specific jitter,
+and no span ending before it starts (the trace reader leaves such rows out, which would shift every
+later collective's occurrence number on that rank); every rank file is read back whole before timing.
 Then, in a fresh process each (so that peak RSS is theirs alone), times `graphmode report --json` on
 all ranks, on a quarter of them, and `analyze()` of one rank; reads peak RSS (VmHWM); and checks
 the clock offsets recovered from the collectives against the injected ones.
@@ -52,7 +54,7 @@ def host_offsets(hosts: int) -> dict[int, int]:
 def generate(seed: Path, out: Path, ranks: int, hosts: int, repeat: int) -> dict[str, object]:
     import duckdb
 
-    from graphmode.tracer.schema import TABLES
+    from graphmode.tracer.schema import DEFAULTS, SCHEMA_VERSION, TABLES
     from graphmode.tracer.store import load
 
     out.mkdir(parents=True, exist_ok=True)
@@ -91,7 +93,8 @@ def generate(seed: Path, out: Path, ranks: int, hosts: int, repeat: int) -> dict
         con.execute("USE rank")
         for stmt in create_statements():
             con.execute(stmt)
-        rank_meta = {**meta, "workload": "synthetic-ranks-benchmark", "hostname": f"synthetic-host-{h}",
+        rank_meta = {**meta, "schema_version": SCHEMA_VERSION,  # the tables are this version's (create_statements)
+                     "workload": "synthetic-ranks-benchmark", "hostname": f"synthetic-host-{h}",
                      "params": {"note": f"SYNTHETIC: {seed.name}'s tables x{repeat}, rank {r} of {ranks}, host {h} clock "
                                         f"{off:+d} ns" + (", straggler" if r == straggler else "")},
                      "rank": {"rank": r, "world_size": ranks, "local_rank": r % (ranks // hosts), "launcher": "synthetic",
@@ -109,11 +112,16 @@ def generate(seed: Path, out: Path, ranks: int, hosts: int, repeat: int) -> dict
                 present = {r[0] for r in con.execute(
                     "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'seed' AND table_name = ?",
                     [table]).fetchall()}
-                cols = [c for c, _ in TABLES[table] if c in present]  # a seed of an older schema lacks newer columns
+                cols = [c for c, _ in TABLES[table]]
                 sel = []
-                for c in cols:
-                    if c in ("start_ns", "end_ns"):
-                        sel.append(f"{c} + {shift} + {_jitter(r, table + c, 300) if 'correlation_id' in cols else 0} AS {c}")
+                moved = {c: f"{c} + {_jitter(r, table + c, 300) if 'correlation_id' in present else 0}" for c in ("start_ns", "end_ns")}
+                for c, sql_type in TABLES[table]:
+                    if c not in present:  # a seed of an older schema lacks newer columns: their defaults, as the reader gives them
+                        sel.append(f"CAST({DEFAULTS[sql_type]!r} AS {sql_type}) AS {c}")
+                    elif c == "start_ns":
+                        sel.append(f"{moved[c]} + {shift} AS {c}")
+                    elif c == "end_ns":  # jittered ends never before the jittered start: a span shorter than the jitter keeps length >= 0
+                        sel.append(f"greatest({moved[c]}, {moved['start_ns']}) + {shift} AS {c}")
                     elif c == "correlation_id":
                         sel.append(f"CASE WHEN correlation_id = 0 THEN 0 ELSE correlation_id + {k * corr_max} END AS correlation_id")
                     elif c == "iteration" and table == "markers":
@@ -123,22 +131,41 @@ def generate(seed: Path, out: Path, ranks: int, hosts: int, repeat: int) -> dict
                 where = f"pass_id = {pass_row[0]}" + (" AND event = 'launch'" if table == "graph_events" and k else "")
                 con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(sel)} FROM seed.{table} WHERE {where}")
         # the collective: late start (rank jitter, the straggler later still), end at the recorded end +- 100 ns
+        # (SET expressions read the row's old values: the start is clamped 50 ns before the NEW end)
         late = f"(abs(hash({r}, 'late', start_ns)) % 3000 + {STRAGGLER_NS if r == straggler else 0})"
-        con.execute(f"""UPDATE gpu_spans SET name = '{AR}', start_ns = least(start_ns + {late}, end_ns - 50),
-                        end_ns = end_ns + {_jitter(r, 'end', 100)} WHERE graph_node_id = {node}""")
+        end = f"(end_ns + {_jitter(r, 'end', 100)})"
+        con.execute(f"""UPDATE gpu_spans SET name = '{AR}', start_ns = least(start_ns + {late}, {end} - 50),
+                        end_ns = {end} WHERE graph_node_id = {node}""")
         con.execute("INSERT INTO passes SELECT pass_id, name, detail, ?, ?, 0, 'complete' FROM seed.passes WHERE pass_id = ?",
                     [pass_row[3] + off - 1000, pass_row[3] + off + repeat * (duration + 1_000_000), pass_row[0]])
         con.execute("INSERT INTO meta VALUES ('status', '\"complete\"')")
         con.execute("DELETE FROM meta WHERE key = 'status' AND rowid NOT IN (SELECT max(rowid) FROM meta WHERE key = 'status')")
         con.execute("CHECKPOINT")
         con.close()
-    events = 0
+    for path in files:
+        _check_whole(path)
     with load(files[0]) as t:
         events = sum(t.count(x) for x in TIMED)
     return {"ranks": ranks, "hosts": hosts, "repeat": repeat, "seed": str(seed.relative_to(REPO)) if seed.is_relative_to(REPO) else str(seed),
             "events_per_rank": events, "events": events * ranks, "bytes_per_rank": files[0].stat().st_size,
             "bytes": sum(f.stat().st_size for f in files), "generate_s": round(time.perf_counter() - started, 1),
             "host_offsets_ns": host_offset, "straggler": straggler}
+
+
+def _check_whole(path: Path) -> None:
+    """The reader sees every row written: a row it leaves out (a span ending before it starts, a NULL time) would
+    shift the occurrence numbers that match collectives across ranks, and the benchmark would measure a broken job."""
+    import duckdb
+
+    from graphmode.tracer.store import load
+
+    con = duckdb.connect(str(path), read_only=True)
+    written = {x: int(con.execute(f"SELECT count(*) FROM {x}").fetchone()[0]) for x in TIMED}
+    con.close()
+    with load(path) as t:
+        read = {x: t.count(x) for x in TIMED}
+        if t.notes or read != written:
+            raise SystemExit(f"{path}: generated rows the reader leaves out ({'; '.join(t.notes) or read}): fix the generator")
 
 
 def _peak_rss_mib() -> float:
