@@ -180,9 +180,10 @@ class RankSummary:
     collective_gpu_ns: float
     warnings: tuple[str, ...]
     cannot_compute: tuple[str, ...]
-    pass_id: int  # the pass the figures and spans come from (the traced pass)
+    pass_id: int  # the pass the collectives and spans come from (the traced pass: the detail run of a `graphmode run` trace)
     start_ns: int  # that pass's extent, on the rank's own clock
     end_ns: int
+    run: str  # that pass's name: 'detail' (two-run script trace), 'single', 'measure' (no detail run), a bench pass's detail
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,17 @@ what crosses ranks (clock alignment, waits in collectives, stragglers, hang risk
 small DuckDB tables of collectives (analyzers.collectives). Memory is one rank's analysis plus
 those tables, whatever the number of ranks. Pure: no printing, no plotting; docs/ranks.md defines
 every figure.
+
+Which run of a rank's trace gives what (a `graphmode run` trace holds a measuring run and a detail
+run, analyzers.script_graphs): the per-graph figures are the rank's own per-graph results
+(`TraceAnalysis.graphs`: timed by the measuring run, graphs named by the detail run); the
+collectives, the clock alignment, the program order of collective calls and the timeline come from
+the detail run (`TraceAnalysis.traced_pass_id`), the one run whose kernels can be tied to their
+launch calls (correlation), whose graph ids are those of the graphs the program built (the measuring
+run's GPU records carry executable ids) and which recorded the graphs' topology and, with
+`--detail node`, the kernels inside replays. The measuring run records kernels with names and
+streams but no kernel launch calls and no topology, and its collectives are other calls than the
+detail run's (the program ran twice): the two runs are never mixed.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from graphmode.analyzers.collectives import (
     find_straggler,
     hang_risks,
     kernel_base,
+    parse_nccl_kernel,
     rank_waits,
     spread,
 )
@@ -37,12 +49,16 @@ from graphmode.analyzers.rank_results import (
     RankSetAnalysis,
     RankSummary,
 )
+from graphmode.analyzers.results import TraceAnalysis
 from graphmode.tracer.rankset import RankSetError
-from graphmode.tracer.store import Trace, TraceError, load
+from graphmode.tracer.store import PassInfo, Trace, TraceError, load
 
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks
 _SITE = re.compile(r"\((?:captured|built) at (.+)\)\s*$")
+
+
+MEASURING_RUN = "measure"  # the pass name of `graphmode run`'s measuring run (analyzers.script_graphs.choose_passes)
 
 
 @dataclass
@@ -50,6 +66,7 @@ class _Rank:
     identity: RankIdentity
     summary: RankSummary
     graphs: list[RankGraph]
+    lost_records: bool = False  # CUPTI dropped records, or the reader left rows out: some collectives may be missing
 
 
 def rank_identity(trace: Trace, fallback_rank: int) -> RankIdentity:
@@ -89,13 +106,14 @@ def _graph_order(trace: Trace, pass_id: int) -> list[tuple[int, str, str, int | 
     return sorted(out, key=lambda x: (x[3] is None, x[3] or 0, x[0]))
 
 
-def _rank_graphs(trace: Trace, analysis: Any, pass_id: int, rank: int,
+def _rank_graphs(trace: Trace, analysis: TraceAnalysis, pass_id: int, rank: int,
                  nccl_nodes: dict[int, int]) -> tuple[list[RankGraph], dict[int, str]]:
-    """Per graph of one rank: one-time cost, saving, break-even. From the per-graph results where the
-    analysis has them (INTERFACE.md, issue 9), else from the trace-level results."""
+    """Per graph of one rank: one-time cost, saving, break-even. From the rank's per-graph results
+    (`analysis.graphs`, script traces: their graph ids are the detail run's, as are `pass_id`'s), else
+    (runner traces) from the trace-level results."""
     order = _graph_order(trace, pass_id)
     keys = {gid: f"graph #{k + 1}" for k, (gid, *_rest) in enumerate(order)}
-    per_graph = {int(getattr(g, "graph_id", -1)): g for g in (getattr(analysis, "graphs", ()) or ())}
+    per_graph = {g.graph_id: g for g in analysis.graphs}
     costs = {c.graph_id: c for c in analysis.graph_costs}
     replayed = [gid for gid, _, _, _, n in order if n > 0]
     primary = analysis.primary_break_even()
@@ -105,26 +123,35 @@ def _rank_graphs(trace: Trace, analysis: Any, pass_id: int, rank: int,
         g = per_graph.get(gid)
         m = _SITE.search(label)
         if g is not None:
-            cost, be = getattr(g, "cost", None), getattr(g, "break_even", None)
-            period = getattr(getattr(g, "graph", None), "period", None)
+            cost, be, period = g.cost, g.break_even, g.graph.period if g.graph is not None else None
             out.append(RankGraph(
-                rank, keys[gid], k + 1, gid, str(getattr(g, "label", label)), str(getattr(g, "site", "") or (m.group(1) if m else "")),
-                int(getattr(g, "replays", launches)), float(cost.total_ns) if cost is not None else None,
+                rank, keys[gid], k + 1, gid, g.label, g.site or (m.group(1) if m else ""), g.replays,
+                float(cost.total_ns) if cost is not None else None,
                 be.saved_per_replay_ns if be is not None else None, be.replays if be is not None else None,
                 bool(be.never) if be is not None else False, float(period.median) if period is not None else None,
                 nccl_nodes.get(gid, 0), "per-graph results"))
             continue
-        cost = costs.get(gid)
+        cost_of = costs.get(gid)
         single = replayed == [gid]  # trace-level savings belong to this graph only when it is the one replayed
         out.append(RankGraph(
             rank, keys[gid], k + 1, gid, label, m.group(1) if m else "", launches,
-            float(cost.total_ns) if cost is not None else None,
+            float(cost_of.total_ns) if cost_of is not None else None,
             primary.saved_per_replay_ns if single and primary is not None else None,
             primary.replays if single and primary is not None else None,
             bool(primary.never) if single and primary is not None else False,
             graph_mode.wall.median if single and graph_mode is not None and graph_mode.wall is not None else None,
             nccl_nodes.get(gid, 0), "trace-level results"))
     return out, keys
+
+
+def collective_pass(trace: Trace, analysis: TraceAnalysis) -> PassInfo | None:
+    """The pass a rank's collectives, clock alignment and timeline come from: the one the analysis
+    breaks CUDA activity down from (`traced_pass_id`), which in a `graphmode run` trace is the detail
+    run (analyzers.script_graphs: the structure pass) and in a `graphmode bench` trace the traced pass.
+    A trace holding only a measuring run falls back to it (`RankSummary.run` says 'measure')."""
+    if analysis.traced_pass_id is not None:
+        return next((p for p in trace.passes if p.pass_id == analysis.traced_pass_id), None)
+    return trace.passes[0] if trace.passes else None
 
 
 def _collectives(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
@@ -215,15 +242,16 @@ def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
 
     identity = rank_identity(trace, fallback_rank)
     analysis = analyze(trace)
-    pass_id = analysis.traced_pass_id if analysis.traced_pass_id is not None else (trace.passes[0].pass_id if trace.passes else 0)
+    chosen = collective_pass(trace, analysis)
+    pass_id = chosen.pass_id if chosen is not None else 0
     spans = _collectives(trace, pass_id)
     captured = _captured_nodes(trace, pass_id, spans)
     graphs, keys = _rank_graphs(trace, analysis, pass_id, identity.rank, {g: len(v) for g, v in captured.items()})
     built = {gid: b for gid, _, _, b, _ in _graph_order(trace, pass_id)}
     _rank_tables(con, identity.rank, identity.host, spans, keys, captured, built)
-    totals = getattr(analysis, "totals", None)
+    totals = analysis.totals
     one_time = sum(g.one_time_ns for g in graphs if g.one_time_ns is not None) if any(g.one_time_ns is not None for g in graphs) else None
-    if totals is not None and getattr(totals, "saved_ns", None) is not None:
+    if totals is not None and totals.saved_ns is not None:
         saved: float | None = float(totals.saved_ns)
     else:
         known = [g.saved_per_replay_ns * g.replays for g in graphs if g.saved_per_replay_ns is not None]
@@ -232,13 +260,11 @@ def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
         identity, len(graphs), sum(1 for g in graphs if g.replays > 0), sum(g.replays for g in graphs), one_time, saved,
         saved - one_time if saved is not None and one_time is not None else None, len(spans["name"]),
         float(np.sum(spans["end_ns"] - spans["start_ns"])) if len(spans["name"]) else 0.0,
-        analysis.warnings, analysis.cannot_compute, pass_id, *_extent(trace, pass_id))
-    return _Rank(identity, summary, graphs)
-
-
-def _extent(trace: Trace, pass_id: int) -> tuple[int, int]:
-    p = next((x for x in trace.passes if x.pass_id == pass_id), None)
-    return (int(p.start_ns), int(p.end_ns)) if p is not None else (0, 0)
+        analysis.warnings, analysis.cannot_compute, pass_id,
+        int(chosen.start_ns) if chosen is not None else 0, int(chosen.end_ns) if chosen is not None else 0,
+        chosen.name if chosen is not None else "")
+    lost = (chosen is not None and chosen.dropped_records > 0) or bool(trace.notes)
+    return _Rank(identity, summary, graphs, lost)
 
 
 def _create_tables(con: Any) -> None:
@@ -335,6 +361,12 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     for key in {g.key for g in graphs if g.collectives}:
         replays[key] = {g.rank: g.replays for g in graphs if g.key == key}
     risks = hang_risks(con, replays, {r: x.identity.status for r, x in ranks.items()})
+    warnings.extend(_unequal_collectives(con, ranks, replays))
+    measuring_only = sorted(r for r, x in ranks.items() if x.summary.run == MEASURING_RUN)
+    if measuring_only:
+        cannot.append(f"rank(s) {', '.join(map(str, measuring_only[:16]))} hold only the measuring run (no detail run): it records no "
+                      "kernel launch calls and no graph topology, and a graph replay is one span, so their collectives inside graphs "
+                      "are not seen and their eager collectives are ordered by kernel start; record with `graphmode run` (both runs)")
     if not collectives:
         cannot.append("no NCCL kernel in any rank's trace: no collectives, waits in collectives, straggler or clock check from them")
     elif any(c.where == "graph" and c.calls is None for c in collectives):
@@ -353,6 +385,38 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
         straggler=straggler, hang_risks=risks, warnings=tuple(warnings), cannot_compute=tuple(cannot))
 
 
+def _unequal_collectives(con: Any, ranks: dict[int, _Rank], replays: dict[str, dict[int, int]], shown: int = 3) -> list[str]:
+    """Collectives recorded a different number of times on different ranks although the ranks made the same
+    calls: a graph replayed equally often everywhere, or a rank whose trace lost records. The k-th
+    occurrence is matched across ranks, so one lost span pairs every later one with another call: waits,
+    end skew and the clock alignment on that collective are then wrong, which must be said. (Different
+    numbers of eager calls or of replays are hang risks, reported as such.)"""
+    rows = con.execute("""SELECT kernel, graph_key, list(rank ORDER BY rank), list(n ORDER BY rank)
+                          FROM (SELECT kernel, graph_key, rank, count(*) AS n FROM coll GROUP BY ALL)
+                          GROUP BY kernel, graph_key HAVING min(n) <> max(n) ORDER BY graph_key = '', graph_key, kernel""").fetchall()
+    found = []
+    for kernel, graph_key, rs, ns in rows:
+        counts = dict(zip((int(r) for r in rs), (int(n) for n in ns)))
+        most = max(counts.values())
+        short = sorted(r for r, n in counts.items() if n < most)
+        lossy = [r for r in short if r in ranks and ranks[r].lost_records]
+        same_calls = bool(graph_key) and len(set(replays.get(str(graph_key), {}).values())) <= 1
+        if lossy or same_calls:
+            found.append((str(kernel), str(graph_key), counts, most, short, lossy))
+    out = []
+    for kernel, graph_key, counts, most, short, lossy in found[:shown]:
+        text = ", ".join(f"rank {r}: {counts[r]:,}" for r in short[:8]) + (f" … ({len(short)} ranks)" if len(short) > 8 else "")
+        out.append(f"{parse_nccl_kernel(kernel).title} ({'in ' + graph_key if graph_key else 'eager'}): recorded "
+                   f"{most:,} times on some ranks but fewer on others ({text}); collectives are matched across ranks by "
+                   "occurrence, so after the first one missing on a rank its waits, end skew and the clock alignment on it "
+                   "pair different calls"
+                   + (f" (rank(s) {', '.join(map(str, lossy))} lost records: CUPTI dropped some, or rows were left out "
+                      "when the trace was read; see their warnings)" if lossy else ""))
+    if len(found) > shown:
+        out.append(f"… and {len(found) - shown} more collective(s) recorded a different number of times on different ranks")
+    return out
+
+
 def _renumber(ranks: dict[int, _Rank], con: Any, warnings: list[str]) -> dict[int, _Rank]:
     """Traces without rank metadata take the ranks after the known ones, in the order given."""
     lacking = sorted(r for r in ranks if r >= UNNUMBERED)
@@ -366,7 +430,7 @@ def _renumber(ranks: dict[int, _Rank], con: Any, warnings: list[str]) -> dict[in
         r = ranks.pop(old)
         ident = dataclasses.replace(r.identity, rank=new)
         ranks[new] = _Rank(ident, dataclasses.replace(r.summary, identity=ident),
-                           [dataclasses.replace(g, rank=new) for g in r.graphs])
+                           [dataclasses.replace(g, rank=new) for g in r.graphs], r.lost_records)
     names = ", ".join(f"{Path(ranks[n].identity.path).name} as rank {n}" for n in mapping.values())
     warnings.append(f"{len(mapping)} trace(s) carry no rank (not recorded under a multi-process launcher): numbered in the "
                     f"order given ({names})")

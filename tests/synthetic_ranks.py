@@ -4,6 +4,12 @@ Each rank follows the shape of a `graphmode run --detail node` trace of a data-p
 eager all-reduces (warm-up), then the capture of graph 1 = [K1, all-reduce, K2], then replays, each
 node a GPU span. Times are small integers (ns) on a "true" clock; a rank's timestamps are the true
 times plus its host's clock offset. tests/test_ranks.py works the expected figures out by hand.
+
+By default a rank's trace holds that one run (as `graphmode run --runs 1` writes it). With
+`RankPlan.two_runs` it holds what `graphmode run` writes by default: pass 0 'measure' (graph detail,
+no callbacks: the same program with its own timings, API records of the graph lifecycle, launches
+and synchronisations only, eager kernels without their launch calls, one 'graph' span per replay
+carrying the executable id 1001) and pass 1 'detail' (the run above, DETAIL_AT ns later).
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ AR_BASE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 EAGER_LAUNCHES = (1_000, 6_000)  # launch calls of the two eager all-reduces; kernels end at 5_000 and 9_000
 EAGER_ENDS = (5_000, 9_000)
 REPLAY_BASES = (20_000, 30_000, 40_000)
+DETAIL_AT = 100_000  # two-run traces: the detail run starts this much after the measuring run
+EXEC_ID = 1001  # the executable id of graph 1 (the measuring run's GPU records carry it)
+MEASURED_ONE_TIME = {"capture": (10_000, 10_800), "instantiate": (11_000, 11_600), "upload": (12_000, 12_300)}  # 1_700 in all
 
 
 @dataclass
@@ -36,6 +45,39 @@ class RankPlan:
     replays: int = 3
     gpu_uuid: str = ""
     with_rank_meta: bool = True
+    two_runs: bool = False  # a measuring run (pass 0) before the detail run (pass 1), as `graphmode run` records
+    measure_late: int = 0  # two runs: the rank starts each eager all-reduce of the MEASURING run this late
+
+
+def _measuring_run(t: ScriptTrace, plan: RankPlan) -> None:
+    """Pass 0 of a two-run trace: the same program, no callbacks. Its all-reduces are other calls than the
+    detail run's (the program ran twice), and `measure_late` makes a different straggler of them."""
+    c = plan.clock_offset
+
+    def call(name: str, category: str, start: int, end: int) -> int:
+        return t.api(0, name, category, c + start, c + end, api="driver")
+
+    for launch, end in zip(EAGER_LAUNCHES, EAGER_ENDS):  # no launch call recorded: a correlation id only
+        t.span(0, AR, c + launch + 100 + plan.measure_late, c + end, t._next_correlation, stream=13)
+        t._next_correlation += 1
+    if plan.captures:
+        call("cuStreamBeginCapture_v2", "capture", MEASURED_ONE_TIME["capture"][0], MEASURED_ONE_TIME["capture"][0] + 10)
+        call("cuStreamEndCapture", "capture", MEASURED_ONE_TIME["capture"][1] - 10, MEASURED_ONE_TIME["capture"][1])
+        call("cuGraphInstantiateWithFlags", "instantiate", *MEASURED_ONE_TIME["instantiate"])
+        call("cuGraphUpload", "upload", *MEASURED_ONE_TIME["upload"])
+        t._add("graphs", pass_id=0, graph_id=EXEC_ID, exec_id=0, origin="unknown", mode="graph", num_nodes=0, num_edges=0,
+               label=f"graph {EXEC_ID} (built before tracing started)")
+    for k, base in enumerate(REPLAY_BASES[: plan.replays]):
+        if plan.captures:
+            corr = call("cuGraphLaunch", "graph_launch", base, base + 20)
+            t._add("graph_events", pass_id=0, graph_id=EXEC_ID, exec_id=0, event="launch", start_ns=c + base,
+                   end_ns=c + base + 20, correlation_id=corr, thread_id=1)
+            t.span(0, f"graph {EXEC_ID}", c + base + 100, c + base + 3_600, corr, stream=7, kind="graph", graph_id=EXEC_ID)
+        else:
+            for name, (s, e) in (("K1", (100, 600)), (AR, (700, 3_000)), ("K2", (3_100, 3_600))):
+                t.span(0, name, c + base + s, c + base + e, t._next_correlation, stream=7)
+                t._next_correlation += 1
+        call("cuStreamSynchronize", "sync", base + 20, base + 3_700)
 
 
 def rank_trace(path: Path, plan: RankPlan) -> Path:
@@ -65,6 +107,15 @@ def rank_trace(path: Path, plan: RankPlan) -> Path:
                 corr = t.call("cuLaunchKernel", "kernel_launch", b + s - 90, b + s - 80, api="driver")
                 t.span(0, name, b + s, b + e + (plan.end_shift.get(k, 0) if name == AR else 0), corr, stream=7)
         t.call("cudaStreamSynchronize", "sync", b + 20, b + 3_700, "train.py:51 <module>")
+    if plan.two_runs:  # what was written above is the detail run: pass 1, DETAIL_AT later
+        for rows in t.rows.values():
+            for row in rows:
+                row["pass_id"] = 1
+                for col in ("start_ns", "end_ns"):
+                    if col in row:
+                        row[col] += DETAIL_AT
+        t.passes = {0: "graph", 1: "node"}
+        _measuring_run(t, plan)
     meta: dict[str, object] = {"workload": "synthetic-ranks", "hostname": plan.host}
     if plan.with_rank_meta:
         meta["rank"] = {"rank": plan.rank, "world_size": plan.world_size, "local_rank": plan.rank, "local_world_size": plan.world_size,
@@ -74,7 +125,13 @@ def rank_trace(path: Path, plan: RankPlan) -> Path:
                         "gpu": {"index": plan.rank, "uuid": plan.gpu_uuid or f"GPU-synthetic-{plan.host}-{plan.rank}",
                                 "name": "Synthetic GPU", "spans": 0},
                         "clock": {"cupti_minus_realtime_ns": 150 + plan.rank}}
-    return t.write_script(path, **meta)
+    t.write_script(path, **meta)
+    if plan.two_runs:  # the writer names a synthetic pass after its detail level; graphmode run names its runs
+        import duckdb
+
+        with duckdb.connect(str(path)) as con:
+            con.execute("UPDATE passes SET name = CASE pass_id WHEN 0 THEN 'measure' ELSE 'detail' END")
+    return path
 
 
 def job(folder: Path, plans: Sequence[RankPlan], stem: str = "train") -> list[Path]:

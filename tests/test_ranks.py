@@ -186,6 +186,7 @@ def test_capture_on_one_rank_and_eager_on_another_is_a_hang_risk(tmp_path: Path)
     assert (risk.position, risk.captured_ranks, risk.eager_ranks) == (2, (0,), (1,))
     assert "AllReduce Sum f32 RING/LL" in risk.op and "captured it into a graph" in risk.evidence
     assert "rank 0: 3, rank 1: 5" in kinds["call_count_mismatch"].evidence
+    assert not [w for w in a.warnings if "fewer on others" in w]  # different calls: a hang risk, not lost records
 
 
 def test_replays_of_a_graph_with_collectives_must_agree(tmp_path: Path) -> None:
@@ -304,25 +305,71 @@ def test_rank_meta_never_stops_a_run_without_a_gpu() -> None:
     assert rank_meta(None) == {} or detect_rank() is not None
 
 
-def test_per_graph_results_are_used_where_the_analysis_has_them(tmp_path: Path) -> None:
-    # INTERFACE.md (issue 9): TraceAnalysis.graphs holds one GraphResult per graph. Stand-ins with those field
-    # names, numbers chosen by hand: the rank-level figures must be these, not the trace-level ones.
-    from types import SimpleNamespace
+def _two_run_job(folder: Path) -> list[Path]:
+    """`graphmode run` traces (measuring run, then detail run): rank 1 is late in the detail run as in `_two_ranks`;
+    in the measuring run rank 0 starts its eager all-reduces 2_000 ns late instead (another run, another straggler)."""
+    return job(folder, [RankPlan(0, 2, two_runs=True, measure_late=2_000),
+                        RankPlan(1, 2, eager_late=500, graph_late=2_000, two_runs=True)])
 
-    from graphmode.analyzers.ranks import _rank_graphs
-    from graphmode.analyzers.results import Stat
 
-    (path,) = job(tmp_path, [RankPlan(0, 1)])
-    be = SimpleNamespace(saved_per_replay_ns=700.0, replays=4, never=False)
-    period = SimpleNamespace(period=Stat(3, 3_600.0, 3_600.0, 3_600.0, 3_600.0, 3_600.0, 3_600.0))
-    result = SimpleNamespace(graph_id=1, label="step", site="train.py:42 <module>", replays=3,
-                             cost=SimpleNamespace(total_ns=2_800.0), break_even=be, graph=period)
-    analysis = SimpleNamespace(graphs=(result,), graph_costs=(), primary_break_even=lambda: None, mode=lambda m: None)
-    with load(path) as t:
-        (g,), keys = _rank_graphs(t, analysis, 0, 0, {1: 1})
-    assert keys == {1: "graph #1"}
-    assert (g.one_time_ns, g.saved_per_replay_ns, g.break_even_replays, g.replay_ns, g.site, g.source) == (
-        2_800.0, 700.0, 4, 3_600.0, "train.py:42 <module>", "per-graph results")
+def test_two_run_traces_collectives_from_the_detail_run_graph_figures_from_per_graph_results(tmp_path: Path) -> None:
+    from graphmode.analyzers import analyze
+    from synthetic_ranks import DETAIL_AT
+
+    paths = _two_run_job(tmp_path)
+    a = analyze_ranks(paths)
+    # collectives, waits, straggler and alignment: the detail run's (pass 1), the same figures as the one-run job of
+    # test_waits_straggler_and_alignment_on_one_host. Were the measuring run read, rank 0 would be last in its 2 eager
+    # all-reduces and the in-graph all-reduce (one 'graph' span per replay there) would not be seen.
+    assert [(s.pass_id, s.run, s.collective_calls) for s in a.ranks] == [(1, "detail", 5), (1, "detail", 5)]
+    # the detail run's extent: its first record is the eager launch at 1_000, its last the sync ending at 40_000 + 3_700
+    assert (a.ranks[0].start_ns, a.ranks[0].end_ns) == (DETAIL_AT + 1_000, DETAIL_AT + 43_700)
+    assert a.straggler is not None and (a.straggler.rank, a.straggler.last_arrivals) == (1, 5)
+    assert a.alignment.anchors == 5 and {w.rank: w.wait_total_ns for w in a.waits} == {0: 7_000.0, 1: 0.0}
+    assert a.hang_risks == () and a.warnings == ()
+    # per graph: the rank's per-graph results, keyed by the detail run's graph id (1, not the executable id 1001 the
+    # measuring run's records carry), timed by the measuring run: one-time cost = its capture 800 + instantiate 600 +
+    # upload 300 = 1_700 (the detail run's calls add up to 2_500), replays 10_000 apart; the all-reduce node from the
+    # detail run's topology
+    assert [(g.rank, g.key, g.graph_id, g.replays, g.one_time_ns, g.replay_ns, g.collectives, g.source) for g in a.graphs] == [
+        (r, "graph #1", 1, 3, 1_700.0, 10_000.0, 1, "per-graph results") for r in (0, 1)]
+    with load(paths[0]) as t:
+        (result,) = analyze(t).graphs
+    assert result.cost is not None and result.cost.total_ns == a.graphs[0].one_time_ns and result.graph is not None
+    assert result.graph.run == "measure"
+    jsonschema.validate(ranks_report_dict(a), load_ranks_schema())
+    console = Console(width=200, record=True, no_color=True)
+    print_ranks_report(a, console)
+    assert "Collectives, waits, clocks and timelines: each rank's detail run" in console.export_text().replace("\n", " ")
+    # the Perfetto export draws the detail run: 2 + 3 all-reduces per rank
+    export_ranks_perfetto(a, tmp_path / "p.json")
+    events = json.loads((tmp_path / "p.json").read_text())["traceEvents"]
+    assert sum(1 for e in events if e["ph"] == "X" and e["name"] == AR) == 10
+
+
+def test_a_rank_with_only_its_measuring_run_is_said(tmp_path: Path) -> None:
+    paths = _two_run_job(tmp_path)
+    with duckdb.connect(str(paths[1])) as con:  # rank 1's detail run is gone (as if it had failed to start)
+        for table in ("api_calls", "gpu_spans", "graph_events", "graphs", "graph_nodes", "graph_edges", "passes"):
+            con.execute(f"DELETE FROM {table} WHERE pass_id = 1")
+    a = analyze_ranks(paths)
+    assert [(s.pass_id, s.run) for s in a.ranks] == [(1, "detail"), (0, "measure")]
+    # rank 1's measuring run shows its 2 eager all-reduces (kernels without launch calls), not the in-graph ones
+    assert [s.collective_calls for s in a.ranks] == [5, 2]
+    assert any(c.startswith("rank(s) 1 hold only the measuring run") for c in a.cannot_compute)
+
+
+def test_collectives_missing_on_one_rank_are_said(tmp_path: Path) -> None:
+    # rank 1's all-reduce of replay 1 ends before it starts (as the merge benchmark once generated): the reader leaves
+    # the row out, so rank 1 has 2 in-graph all-reduces to rank 0's 3 and its third is matched with rank 0's second
+    paths = _two_ranks(tmp_path)
+    with duckdb.connect(str(paths[1])) as con:
+        con.execute(f"UPDATE gpu_spans SET end_ns = start_ns - 1 WHERE name = '{AR}' AND graph_id = 1 AND start_ns = 30_000 + 2_700")
+    a = analyze_ranks(paths)
+    (w,) = [w for w in a.warnings if "fewer on others" in w]
+    assert w.startswith("AllReduce Sum f32 RING/LL (in graph #1): recorded 3 times on some ranks but fewer on others (rank 1: 2)")
+    assert "rank(s) 1 lost records" in w
+    assert any("left out" in x for x in a.rank(1).warnings)  # type: ignore[union-attr]
 
 
 def test_a_damaged_rank_file_is_left_out_and_said(tmp_path: Path) -> None:
