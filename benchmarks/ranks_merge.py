@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,12 @@ TIMED = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events"
 def _jitter(rank: int, salt: str, amplitude: int) -> str:
     """SQL: a rank-specific, row-specific integer in [-amplitude, amplitude] (hash of the row's columns)."""
     return f"(CAST(hash({rank}, '{salt}', start_ns, correlation_id) % {2 * amplitude + 1} AS BIGINT) - {amplitude})"
+
+
+def _seed_columns(con: Any, table: str) -> set[str]:
+    """The columns the seed's table has (a seed of an older schema lacks newer ones: they get the schema's defaults)."""
+    return {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'seed' AND table_name = ?", [table]).fetchall()}
 
 
 def host_offsets(hosts: int) -> dict[int, int]:
@@ -104,14 +111,14 @@ def generate(seed: Path, out: Path, ranks: int, hosts: int, repeat: int) -> dict
                               "clock": {"cupti_minus_realtime_ns": 0}}}
         con.executemany("INSERT INTO meta VALUES (?, ?)", [[k, json.dumps(v, default=str)] for k, v in rank_meta.items()])
         for table in ("graphs", "graph_nodes", "graph_edges"):
-            con.execute(f"INSERT INTO {table} SELECT * FROM seed.{table} WHERE pass_id = {pass_row[0]}")
+            present = _seed_columns(con, table)
+            sel = [c if c in present else f"CAST({DEFAULTS[t]!r} AS {t}) AS {c}" for c, t in TABLES[table]]
+            con.execute(f"INSERT INTO {table} SELECT {', '.join(sel)} FROM seed.{table} WHERE pass_id = {pass_row[0]}")
         con.execute(f"UPDATE graph_nodes SET name = '{AR}' WHERE node_id = {node}")
         for k in range(repeat):
             shift = off + k * (duration + 1_000_000)
             for table in TIMED:
-                present = {r[0] for r in con.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'seed' AND table_name = ?",
-                    [table]).fetchall()}
+                present = _seed_columns(con, table)
                 cols = [c for c, _ in TABLES[table]]
                 sel = []
                 moved = {c: f"{c} + {_jitter(r, table + c, 300) if 'correlation_id' in present else 0}" for c in ("start_ns", "end_ns")}
