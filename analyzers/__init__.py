@@ -5,6 +5,8 @@ Entry points (stable names; the reports call them):
 - `analyze(trace) -> TraceAnalysis`: every metric of docs/metrics.md for one trace.
 - `to_dict(analysis) -> dict`: the same as JSON-ready builtins (what `graphmode report --json` writes
   under reports/report.schema.json, without the per-iteration series).
+- `analyzers.ranks.analyze_ranks(paths) -> RankSetAnalysis`: the traces of a multi-process run's ranks as one
+  run (analyzers.rank_results, docs/ranks.md), one rank at a time.
 
 Result types (analyzers.results): `TraceAnalysis`, `ModeMetrics`, `Stat`, `IterationSeries`,
 `OverheadSaved`, `GraphCost`, `BreakEven`, `KernelComparison`, `CriticalPath`, `Distortion`, `Pitfall`

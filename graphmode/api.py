@@ -90,7 +90,7 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
     costly = detail == "node" or launch_sources or profile or sources
     config = detail_config(detail, launch_sources, profile, name="single") if costly else MEASURE
     tracer = ScriptTracer(out, config, workload="region")
-    handle = TraceHandle(Path(out))
+    handle = TraceHandle(tracer.out)  # a rank of a job writes <stem>.rank<R>.gmtrace
     tracer.start()
     try:
         yield handle

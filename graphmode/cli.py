@@ -79,6 +79,35 @@ def _check_output(out: Path, inputs: list[Path], folder: bool = False) -> None:
     check_output_path(out, inputs, folder=folder)
 
 
+def _rank_set(paths: list[Path]) -> list[Path] | None:
+    """The rank traces named by a folder, a glob or several files (graphmode.ranks_cli); None for one trace file."""
+    from graphmode.tracer.rankset import RankSetError, rank_set_paths
+
+    try:
+        return rank_set_paths(paths)
+    except RankSetError as e:
+        _fail(str(e))
+    return None
+
+
+def _on_ranks(call: Callable[[], Optional[str]]) -> None:
+    """Runs a rank-set command; a RankSetError (or any TraceError) becomes one line and exit code 2."""
+    from graphmode.tracer.store import TraceError
+
+    message: Optional[str] = None
+    try:
+        message = call()
+    except TraceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"cannot write the output: {e.strerror or e}; choose another --out path")
+    if message:
+        typer.echo(message)
+
+
+RANKS_HELP = "A graphmode trace file, or the traces of a multi-process run: a folder, a glob, or several files."
+
+
 @app.command()
 @handles_errors
 def info(trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")]) -> None:
@@ -95,9 +124,18 @@ DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 
 def _gpu_unavailable() -> str | None:
     """None when cupti-python loads and a GPU is usable, else why not (one line)."""
-    from graphmode.api import gpu_unavailable
+    from graphmode.tracer.cuda_util import NoGpuError, init_device
+    from graphmode.tracer.ranks import device_ordinal
 
-    return gpu_unavailable()
+    try:
+        import cupti  # noqa: F401
+    except ImportError as e:
+        return f"cupti-python is not importable ({e})"
+    try:
+        init_device(device_ordinal())  # a rank of a job checks its own GPU, and opens no context on GPU 0
+    except NoGpuError as e:
+        return str(e).splitlines()[0]
+    return None
 
 
 def _check_detail(detail: str) -> None:
@@ -197,7 +235,7 @@ def demo(
 @app.command()
 @handles_errors
 def report(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     json_output: Annotated[
         bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
     ] = False,
@@ -211,7 +249,15 @@ def report(
         Optional[list[str]], typer.Option(help="Also predict a graph for the work launched from these lines, FILE:FIRST-LAST (needs --launch-sources).")
     ] = None,
 ) -> None:
-    """Launch overhead saved, graph one-time cost and break-even replays of a trace."""
+    """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
+    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import report_ranks
+
+        _on_ranks(lambda: report_ranks(ranks, trace_files, as_json, out))
+        return
+    trace_file = trace_files[0]
     if out is not None:
         _check_output(out, [trace_file])
     trace = _load(trace_file)
@@ -223,7 +269,6 @@ def report(
         analysis = analyze(trace, choice, predict_lines or ())
     except (CostModelError, ValueError) as e:
         _fail(str(e))
-    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
     try:
         if as_json:
             from graphmode.reports.json_report import render_json
@@ -273,7 +318,7 @@ def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[An
 @app.command()
 @handles_errors
 def view(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: next to the trace).")] = None,
     iterations: Annotated[Optional[str], typer.Option(help="Draw iterations A:B of each mode in the full-run timeline.")] = None,
     window: Annotated[Optional[str], typer.Option(help="Draw START_MS:END_MS (ms from the start of the traced pass).")] = None,
@@ -283,6 +328,15 @@ def view(
     win = _range(window, "--window", False)
     if its is not None and win is not None:
         _fail("give --iterations or --window, not both")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import view_ranks
+
+        if its is not None or win is not None:
+            _fail("--iterations and --window apply to one trace; the page of a run's ranks draws each rank's whole run")
+        _on_ranks(lambda: view_ranks(ranks, trace_files, out))
+        return
+    trace_file = trace_files[0]
     path = out or trace_file.with_suffix(".html")
     _check_output(path, [trace_file])
     trace = _load(trace_file)
@@ -302,13 +356,20 @@ def view(
 @app.command()
 @handles_errors
 def export(
-    trace_file: Annotated[Path, typer.Argument(help="A graphmode trace file.")],
+    trace_files: Annotated[list[Path], typer.Argument(help=RANKS_HELP, metavar="TRACE")],
     format: Annotated[str, typer.Option("--format", "-f", help="'perfetto' (Perfetto's protobuf trace) or 'parquet' (one file per table).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (perfetto) or folder (parquet).")] = None,
 ) -> None:
     """Export a trace for other viewers: a Perfetto trace (ui.perfetto.dev), or Parquet tables."""
     if format not in ("perfetto", "parquet"):
         _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
+    ranks = _rank_set(trace_files)
+    if ranks is not None:
+        from graphmode.ranks_cli import export_ranks
+
+        _on_ranks(lambda: export_ranks(ranks, trace_files, format, out))
+        return
+    trace_file = trace_files[0]
     if format == "perfetto":
         path = out or trace_file.with_suffix(".pftrace")
         _check_output(path, [trace_file])
@@ -366,13 +427,22 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
+    from graphmode.tracer.ranks import detect_rank, rank_trace_path
     from graphmode.tracer.script import plan_runs, run_script
 
-    path = out or Path(script.with_suffix(".gmtrace").name)
+    # one rank of a job (torchrun, mpirun, srun) writes <stem>.rank<R>.gmtrace
+    path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
     plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs)
     done = run_script(script, list(ctx.args), path, plan)
     if not path.exists():
         _fail(f"the script's run wrote no trace at {path} (exit status {done.exit_code})", 1)
+    code = done.exit_code if done.exit_code >= 0 else 128 - done.exit_code  # killed by signal N: 128 + N, as a shell says
+    rank = detect_rank()
+    if rank is not None:  # one rank of a job: no report per rank; the job is reported from all its traces
+        from graphmode.reports.ranks import rank_run_note
+
+        typer.secho(rank_run_note(path, rank.rank, rank.world_size), err=True)
+        raise typer.Exit(code)
     typer.secho(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
     if done.note:
         typer.secho(f"graphmode: {done.note}", err=True, fg="yellow")
@@ -387,8 +457,7 @@ def run(
         page = html or path.with_suffix(".html")
         write_html(trace, page)
         typer.secho(f"graphmode: interactive report in {page}", err=True)
-    code = done.exit_code
-    raise typer.Exit(code if code >= 0 else 128 - code)  # killed by signal N: 128 + N, as a shell says
+    raise typer.Exit(code)
 
 
 @app.command()

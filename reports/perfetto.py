@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from graphmode.tracer.store import Trace
 
 output_file_extension = "pftrace"
@@ -74,6 +76,22 @@ class NestingTracks:
         out = [(t, e) for t, stack in enumerate(self.stacks) for e in reversed(stack)]
         self.stacks = []
         return out
+
+
+def nesting_tracks(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Sub-track of each slice (in the arrays' order) such that the slices of one sub-track nest: the
+    placement NestingTracks makes, for exporters that write whole columns (reports/ranks_export.py)."""
+    out = np.zeros(start.size, np.int32)
+    if start.size < 2:
+        return out
+    order = np.lexsort((-end, start))
+    s, e = start[order], end[order]
+    if np.all(s[1:] >= np.maximum.accumulate(e)[:-1]):
+        return out  # nothing overlaps: one track
+    tracks = NestingTracks()
+    placed = np.fromiter((tracks.place(int(a), int(b))[0] for a, b in zip(s, e)), dtype=np.int32, count=s.size)
+    out[order] = placed
+    return out
 
 
 class _Writer:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.store import PassInfo, TraceWriter
 
 
@@ -106,7 +107,7 @@ class ScriptTracer:
 
     def __init__(self, out: str | os.PathLike[str], config: RunConfig = MEASURE, nvtx: bool = True,
                  workload: str = "script", meta: dict[str, Any] | None = None, append: bool = False, pass_id: int = 0):
-        self.out = Path(out)
+        self.out = rank_trace_path(out)  # `<stem>.rank<R>.gmtrace` when launched as one rank of a job
         self.config = config
         self.nvtx = nvtx
         self.workload = workload
@@ -133,7 +134,7 @@ class ScriptTracer:
         from graphmode.tracer.sources import user_location
 
         cfg = self.config
-        device = init_device()
+        device = init_device(device_ordinal())
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
             # Must name the libcupti loaded here, and be set before the code's first NVTX call.
             lib = loaded_cupti_library()
@@ -147,6 +148,7 @@ class ScriptTracer:
                          "params": {"detail": cfg.detail, "launch_sources": cfg.launch_sources, "runs": [cfg.name]},
                          "nvtx_injection": os.environ.get("NVTX_INJECTION64_PATH", "")})
             meta.update(self.extra_meta)
+            meta.update(rank_meta())
             self._writer = TraceWriter(self.out, meta)
         source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
         self._session = CuptiSession(cfg.detail, on_node_created=user_location if cfg.node_sources else None, nvtx=self.nvtx,
@@ -206,6 +208,7 @@ class ScriptTracer:
             meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
             meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
+            meta.update(rank_meta_at_stop(writer.as_trace()))
             try:
                 self._watch.uninstall()
                 for note in self._watch.notes():
@@ -324,7 +327,16 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
 def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, append: bool, pass_id: int) -> int:
     """One run in a fresh Python process; Ctrl-C reaches it through the terminal, SIGTERM is passed on."""
     spec = json.dumps({"config": asdict(config), "out": str(out), "append": append, "pass_id": pass_id})
-    proc = subprocess.Popen([sys.executable, "-m", "graphmode.tracer.script_child", spec, str(script), *args])
+    env = dict(os.environ)
+    if pass_id and "TORCHELASTIC_RESTART_COUNT" in env:
+        # Under torchrun each run is a new set of workers on the same rendezvous store: PyTorch prefixes its
+        # keys with the restart count (/worker/attempt_<n>), so a run with its own count cannot read the
+        # keys (NCCL's communicator id) the previous run left there.
+        try:
+            env["TORCHELASTIC_RESTART_COUNT"] = str(int(env["TORCHELASTIC_RESTART_COUNT"]) + 1000 * pass_id)
+        except ValueError:
+            pass
+    proc = subprocess.Popen([sys.executable, "-m", "graphmode.tracer.script_child", spec, str(script), *args], env=env)
     on_main = threading.current_thread() is threading.main_thread()
     forward = lambda signum, frame: proc.send_signal(signum)  # noqa: E731
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if on_main else None  # the child handles Ctrl-C

@@ -1,0 +1,58 @@
+"""Every rank captures [scale, all-reduce, add] in one CUDA graph and replays it; the last rank is late.
+
+    NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node 2 -m graphmode run --detail node \
+        --out ar.gmtrace examples/ranks_allreduce_graph.py
+    graphmode report 'ar.rank*.gmtrace'
+
+Each rank writes ar.rank<R>.gmtrace. The last rank sleeps --straggler-ms before each replay, so the
+other ranks' all-reduce kernels wait that long for it: `graphmode report` names it the straggler and
+shows the wait, and the all-reduce still ends at the same moment on every rank.
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--replays", type=int, default=20)
+parser.add_argument("--eager", type=int, default=3, help="eager steps before the capture (the first creates NCCL's communicator)")
+parser.add_argument("--elements", type=int, default=1 << 20)
+parser.add_argument("--straggler-ms", type=float, default=2.0)
+args = parser.parse_args()
+
+local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+torch.cuda.set_device(local_rank)
+dev = torch.device("cuda", local_rank)
+dist.init_process_group("nccl", device_id=dev)
+rank, world = dist.get_rank(), dist.get_world_size()
+x = torch.full((args.elements,), float(rank + 1), device=dev)
+
+
+def step() -> torch.Tensor:
+    y = x * 2.0  # LINE: scale
+    dist.all_reduce(y)  # LINE: all-reduce (sum over the ranks)
+    return y + 1.0  # LINE: add
+
+
+for _ in range(args.eager):  # NCCL cannot create its communicator during a capture: run the collective once first
+    out_eager = step()
+    torch.cuda.synchronize()
+
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    out_graph = step()
+
+for _ in range(args.replays):
+    if rank == world - 1 and args.straggler_ms > 0:
+        time.sleep(args.straggler_ms / 1e3)  # the straggler: every other rank's all-reduce waits for it
+    g.replay()
+    torch.cuda.synchronize()
+
+expected = 2.0 * sum(range(1, world + 1)) + 1.0
+assert torch.equal(out_eager, torch.full_like(out_eager, expected)), "eager step computed something else"
+assert torch.equal(out_graph, torch.full_like(out_graph, expected)), "the graph computed something else"
+print(f"rank {rank} of {world}: ok: {args.eager} eager steps and {args.replays} replays of a graph holding an all-reduce")
+dist.destroy_process_group()

@@ -1,0 +1,294 @@
+"""`graphmode view` on the traces of a multi-process job: one self-contained HTML page (plotly.js inlined).
+
+The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
+the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
+the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each of those
+ranks' graph aligned on the job's clock, so that a collective ending at the same moment on every rank is
+seen ending at the same x. Rank traces are read one at a time, and only what is drawn is kept.
+Trace strings reach the page escaped (html.escape) and inside one JSON block that no string can close.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphmode.analyzers.collectives import NCCL_SQL
+from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.ranks import headline
+from graphmode.reports.terminal import human_ns, short_source
+from graphmode.tracer.store import TraceError, load
+
+output_file_extension = "html"
+HEAT_BINS = 400
+MAX_TIMELINE_RANKS = 16
+MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
+COLOURS = {"NCCL collective": "#d62728", "graph": "#cc79a7", "kernel": "#009e73", "memcpy": "#e69f00", "memset": "#f0e442"}
+
+
+@dataclass(frozen=True)
+class RanksHtmlSummary:
+    path: Path
+    bytes: int
+    ranks_drawn: int
+    note: str
+
+
+
+def typed_array(values: np.ndarray) -> dict[str, str]:
+    """plotly.js's typed-array spec (base64 little-endian), which its scattergl traces read directly."""
+    arr = np.ascontiguousarray(values)
+    dtype = {np.dtype(np.float64): "f8", np.dtype(np.float32): "f4", np.dtype(np.int32): "i4",
+             np.dtype(np.int16): "i2", np.dtype(np.int8): "i1"}[arr.dtype]
+    return {"dtype": dtype, "bdata": base64.b64encode(arr.astype(arr.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
+
+def _safe_json(value: Any) -> str:
+    """JSON that cannot end the <script> element it sits in (as reports/html.py does for its page)."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=lambda o: o.item())
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
+    cat: np.ndarray = kind.astype(object).copy()
+    uniq, inv = np.unique(name.astype(str), return_inverse=True)
+    nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]  # once per distinct name
+    cat[nccl] = "NCCL collective"
+    return cat
+
+
+def _escaped_names(names: np.ndarray) -> np.ndarray:
+    """Names cut to 120 characters and HTML-escaped (plotly renders hover text as HTML), once per distinct name."""
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    return np.array([html.escape(u[:120]) for u in uniq], dtype=object)[inv]
+
+
+def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], scale: float, unit: str,
+           lanes: list[str], title: str) -> dict[str, Any]:
+    """A figure: per category one line trace of horizontal segments (start, end, NaN) per lane; hover: name, duration."""
+    data = []
+    for cat, colour in COLOURS.items():
+        parts = [(lane, start[cats == cat], end[cats == cat], names[cats == cat]) for lane, start, end, cats, names in rows]
+        parts = [p for p in parts if p[1].size]
+        if not parts:
+            continue
+        n = sum(p[1].size for p in parts)
+        x = np.full(3 * n, np.nan)
+        y = np.full(3 * n, np.nan)
+        dur = np.full(3 * n, np.nan)
+        text = np.full(3 * n, "", dtype=object)
+        at = 0
+        for lane, start, end, names in parts:
+            k = start.size
+            sl = slice(3 * at, 3 * (at + k))
+            x[sl][0::3], x[sl][1::3] = start / scale, end / scale
+            y[sl][0::3] = y[sl][1::3] = lane
+            dur[sl][0::3] = dur[sl][1::3] = (end - start) / 1e3
+            text[sl][0::3] = text[sl][1::3] = _escaped_names(names)
+            at += k
+        data.append({"type": "scattergl", "mode": "lines", "name": cat, "x": typed_array(x), "y": typed_array(y),
+                     "customdata": typed_array(dur), "text": text.tolist(),
+                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": 12}})
+    return {"data": data, "layout": {
+        "title": {"text": html.escape(title)}, "height": 120 + 36 * len(lanes), "showlegend": True,
+        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200},
+        "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": [html.escape(x) for x in lanes], "autorange": "reversed",
+                  "range": [-0.5, len(lanes) - 0.5]}}}
+
+
+def _rank_label(a: RankSetAnalysis, rank: int) -> str:
+    s = a.rank(rank)
+    host = s.identity.host if s else ""
+    return f"rank {rank}" + (f" · {host}" if host and len(a.alignment.hosts) > 1 else "")
+
+
+def _replay_choice(a: RankSetAnalysis) -> tuple[str, int] | None:
+    """The graph shown replay by replay (the first holding collectives, else the most replayed) and which
+    replay: the middle one of the fewest any rank did."""
+    candidates = [g for g in a.graphs_across if g.replays is not None and g.replays.min > 0]
+    if not candidates:
+        return None
+    g = next((c for c in candidates if c.collectives), max(candidates, key=lambda c: c.replays.median if c.replays else 0))
+    assert g.replays is not None
+    return g.key, int(g.replays.min) // 2
+
+
+def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list[Any], str]:
+    """One pass over the rank traces: heatmap rows for every rank, spans of the ranks drawn, one replay each."""
+    t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
+    t1 = max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks)
+    bin_ns = max((t1 - t0) / HEAT_BINS, 1.0)
+    drawn = _drawn_ranks(a)
+    per_rank_budget = MAX_TIMELINE_SPANS // max(len(drawn), 1)
+    choice = _replay_choice(a)
+    heat = np.zeros((len(a.ranks), HEAT_BINS))
+    timeline: list[Any] = []
+    replay: list[Any] = []
+    notes: list[str] = []
+    windowed: list[tuple[int, int]] = []  # (rank, its spans): drawn as a window of per_rank_budget spans
+    graph_ids = {(g.rank, g.key): g.graph_id for g in a.graphs}
+    for row, s in enumerate(a.ranks):
+        r, off = s.identity.rank, int(a.offset_of(s.identity.rank))
+        try:
+            trace = load(s.identity.path)
+        except TraceError as e:
+            notes.append(f"rank {r} not drawn: {e}")
+            continue
+        with trace:
+            pid = s.pass_id
+            b = trace.sql(f"""SELECT CAST(floor((start_ns + {off} - {t0}) / {bin_ns}) AS INTEGER) AS b,
+                                     sum(end_ns - start_ns) AS busy FROM gpu_spans WHERE pass_id = ? GROUP BY 1""", [pid])
+            ok = (b["b"] >= 0) & (b["b"] < HEAT_BINS)
+            np.add.at(heat[row], b["b"][ok].astype(np.int64), b["busy"][ok].astype(np.float64))
+            if r in drawn:
+                n = int(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ?", [pid])[0][0])
+                where, params = "pass_id = ?", [pid]
+                if n > per_rank_budget:  # a window of the run, centred on its middle
+                    mid = (s.start_ns + s.end_ns) // 2
+                    cut = trace.rows("""SELECT start_ns FROM gpu_spans WHERE pass_id = ? AND start_ns >= ?
+                                        ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, mid, per_rank_budget - 1])
+                    hi = int(cut[0][0]) if cut else s.end_ns
+                    where, params = "pass_id = ? AND start_ns >= ? AND start_ns <= ?", [pid, mid, hi]
+                    windowed.append((r, n))
+                sp = trace.sql(f"SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE {where} ORDER BY start_ns", params)
+                timeline.append((drawn.index(r), sp["start_ns"] + off - t0, sp["end_ns"] + off - t0,
+                                 _category(sp["kind"], sp["name"]), sp["name"]))
+            if choice is not None and r in drawn and (r, choice[0]) in graph_ids:
+                launch = trace.rows("""SELECT correlation_id FROM graph_events WHERE pass_id = ? AND graph_id = ? AND event = 'launch'
+                                       ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, graph_ids[(r, choice[0])], choice[1]])
+                if launch:
+                    sp = trace.sql(f"""SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE pass_id = ? AND correlation_id = ?
+                                       AND graph_id <> 0 ORDER BY start_ns""", [pid, int(launch[0][0])])
+                    replay.append((row, sp["start_ns"] + off, sp["end_ns"] + off, _category(sp["kind"], sp["name"]), sp["name"]))
+    if windowed:
+        notes.append(f"{len(windowed)} of the {len(drawn)} ranks drawn span by span have more than {per_rank_budget:,} spans "
+                     f"(up to {max(n for _, n in windowed):,}): each is drawn from the middle of its run, {per_rank_budget:,} spans; "
+                     "the heatmap above covers every span of every rank")
+    if len(drawn) < len(a.ranks):
+        notes.insert(0, f"spans drawn for {len(drawn)} of {len(a.ranks)} ranks: {_ranges(drawn)} (the first, the straggler, the last)")
+    heat /= bin_ns
+    return np.minimum(heat, 1.0), drawn, timeline, replay, "; ".join(notes)
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'"""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+def _drawn_ranks(a: RankSetAnalysis) -> list[int]:
+    ranks = [s.identity.rank for s in a.ranks]
+    if len(ranks) <= MAX_TIMELINE_RANKS:
+        return ranks
+    keep = set(ranks[: MAX_TIMELINE_RANKS // 2])
+    if a.straggler is not None:
+        keep.add(a.straggler.rank)
+    for r in ranks[::-1]:
+        if len(keep) >= MAX_TIMELINE_RANKS:
+            break
+        keep.add(r)
+    return sorted(keep)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
+    """The page, how many ranks' spans it draws, and a note on what it left out."""
+    from graphmode.reports.ranks import _spread, _count
+
+    heat, drawn, timeline, replay, note = _collect(a)
+    waits = {w.rank: w for w in a.waits}
+    plots: list[dict[str, Any]] = []
+    parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"
+             + (" · <b>synthetic traces (built by a test or benchmark, not recordings)</b>"
+                if any("synthetic" in s.identity.path for s in a.ranks) else "") + "</p>",
+             f"<p class='headline'>{html.escape(headline(a))}</p>"]
+    for w in a.warnings:
+        parts.append(f"<p class='warn'>warning: {html.escape(w)}</p>")
+    for h in a.hang_risks:
+        parts.append(f"<p class='risk'><b>hang risk · {html.escape(h.kind.replace('_', ' '))}</b>: {html.escape(h.evidence)}"
+                     f"<br>what to do: {html.escape(h.advice)}</p>")
+    parts.append("<h2>Ranks</h2>" + _table(
+        ["rank", "host", "GPU", "status", "graphs", "replays", "one-time", "saved", "net", "wait in collectives", "started last"],
+        [[str(s.identity.rank), s.identity.host, s.identity.gpu_name, s.identity.status, str(s.graphs_built), f"{s.replays:,}",
+          human_ns(s.one_time_ns), human_ns(s.saved_ns), human_ns(s.net_ns),
+          human_ns(waits[s.identity.rank].wait_total_ns) if s.identity.rank in waits else "—",
+          str(waits[s.identity.rank].last_arrivals) if s.identity.rank in waits else "—"] for s in a.ranks]))
+    if a.graphs_across:
+        parts.append("<h2>Graphs across ranks (min – median – max)</h2>" + _table(
+            ["graph", "site", "ranks", "one-time cost", "saved / replay", "break-even", "replay", "collectives"],
+            [[g.key, short_source(g.site), str(g.ranks), _spread(g.one_time), _spread(g.saved_per_replay),
+              _spread(g.break_even, _count), _spread(g.replay), str(g.collectives)] for g in a.graphs_across]))
+    al = a.alignment
+    parts.append(f"<h2>Clocks</h2><p>{html.escape(al.method)}: {html.escape(al.note)}.</p>")
+    t_ms = 1e6
+    t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
+    span = (max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks) - t0) / t_ms
+    plots.append({"div": "gm-heat", "figure": {"data": [{
+        "type": "heatmap", "z": heat.round(3).tolist(), "x": list(np.linspace(0, span, HEAT_BINS, endpoint=False).round(4)),
+        "y": [_rank_label(a, s.identity.rank) for s in a.ranks], "colorscale": "Viridis", "zmin": 0, "zmax": 1,
+        "colorbar": {"title": {"text": "GPU busy"}}, "hovertemplate": "%{y} · %{x:.2f} ms · busy %{z:.0%}<extra></extra>"}],
+        "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
+                   "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
+                   "yaxis": {"autorange": "reversed"}, "margin": {"l": 200}}}})
+    parts.append("<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'></div>")
+    if timeline:
+        lanes = [_rank_label(a, r) for r in drawn]
+        plots.append({"div": "gm-timeline", "figure": _lines(timeline, t_ms, "ms since the job's first traced moment", lanes,
+                                                            f"GPU spans of {len(drawn)} of {len(a.ranks)} ranks")})
+        parts.append("<div id='gm-timeline' class='plot'></div>")
+    if replay:
+        ref = min(float(row[1].min()) for row in replay if row[1].size)
+        rows = [(float(i), st - ref, en - ref, cat, names) for i, (_, st, en, cat, names) in enumerate(replay)]
+        choice = _replay_choice(a)
+        lanes = [_rank_label(a, a.ranks[row[0]].identity.rank) for row in replay]
+        title = f"{choice[0] if choice else ''}, replay {choice[1] if choice else ''} of each rank, on the job's clock"
+        plots.append({"div": "gm-replay", "figure": _lines(rows, 1e3, "us since the earliest rank's replay began", lanes, title)})
+        parts.append("<h2>One replay of each rank, aligned</h2><p class='hint'>A collective ends at the same moment on every "
+                     "rank (it cannot end before the last rank's data arrived): its red bars end together; where one "
+                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'></div>")
+    if note:
+        parts.append(f"<p class='note'>{html.escape(note)}</p>")
+    if a.cannot_compute:
+        parts.append("<h2>Not computed</h2><ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in a.cannot_compute) + "</ul>")
+    return _page(f"graphmode · {len(a.ranks)} ranks", "".join(parts), plots), len(drawn), note
+
+
+def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
+    from plotly.offline import get_plotlyjs
+
+    css = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:8px 0}"
+           "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
+           "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;color:#14532d}.warn,.risk{color:#b91c1c}"
+           ".sub,.hint,.note{color:#555}.plot{width:100%}")
+    # window.graphmode is set once every plot has drawn (the browser tests wait for it, as for the single-trace page)
+    script = ("const d=JSON.parse(document.getElementById('gm-data').textContent);"
+              "Promise.all(d.plots.map(p=>Plotly.newPlot(p.div,p.figure.data,p.figure.layout,{responsive:true,displaylogo:false})))"
+              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};});")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{css}</style><script>{get_plotlyjs()}</script></head><body>{body}"
+            f"<script type='application/json' id='gm-data'>{_safe_json({'plots': plots})}</script>"
+            f"<script>{script}</script></body></html>")
+
+
+def write_ranks_html(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:
+    text, drawn, note = render_ranks_html(a)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return RanksHtmlSummary(out, out.stat().st_size, drawn, note)
