@@ -35,10 +35,30 @@ _FRAMEWORK = ("/torch/", "/cupy/", "/jax/", "/jaxlib/", "/triton/", "/numba/", "
 _TOOL_DIRS = tuple(d.replace("\\", "/") for d in own_dirs())
 
 
+def _own_modules() -> tuple[str, ...]:
+    """'/tracer/script.py', '/graphmode/cli.py', ...: the modules of graphmode that run while a script is
+    recorded, by their path inside the package, so that a profile recorded from another checkout or
+    install still tells graphmode's frames apart from the user's."""
+    import os
+
+    out = []
+    for d in own_dirs():
+        pkg = os.path.basename(d.rstrip(os.sep))
+        if pkg not in ("tracer", "graphmode"):
+            continue
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if name.endswith(".py"):
+                out.append(f"/{pkg}/{name}")
+    return tuple(out)
+
+
+_OWN_MODULES = _own_modules()
+
+
 def classify(file: str, application_code: bool) -> str:
     """The category of a frame, from its file and pyinstrument's `Frame.is_application_code`."""
     f = file.replace("\\", "/")
-    if f.startswith(_TOOL_DIRS):
+    if f.startswith(_TOOL_DIRS) or f.endswith(_OWN_MODULES):
         return "tracer"
     if any(p in f for p in _CUDA_BINDING):
         return "cuda_binding"

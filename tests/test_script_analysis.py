@@ -242,6 +242,13 @@ def test_cpu_profile_of_a_real_pyinstrument_session(session: dict) -> None:
     assert any(f.location.startswith(__file__) and f.function == "_busy" for f in prof.top_user_lines)
 
 
+def test_graphmodes_own_frames_are_told_apart_from_another_checkout() -> None:
+    # a profile recorded from another checkout (or install) of graphmode: its frames are not "your lines"
+    assert classify("/elsewhere/graphmode-src/tracer/script.py", True) == "tracer"
+    assert classify("/venv/lib/python3.12/site-packages/graphmode/tracer/script_child.py", False) == "tracer"
+    assert classify("/home/u/project/train.py", True) == "user"
+
+
 def test_classify_frames() -> None:
     # the second argument is pyinstrument's Frame.is_application_code for the frame
     assert classify("/venv/lib/python3.11/site-packages/torch/nn/functional.py", False) == "framework"
