@@ -14,9 +14,9 @@ import numpy as np
 from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, break_even_series
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
+from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts
 
-TINY_SAMPLE = 5  # fewer steady iterations than this: the median is flagged as a tiny sample
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
 
@@ -99,8 +99,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         graph = period_of(mine, "graph", run)
         cost = _cost(sg, g, gid, label, mine)
         for name, p in (("eager", eager), ("replay", graph)):
-            if p is not None and p.iterations < TINY_SAMPLE:
-                notes.append(f"the {name} median comes from {p.iterations} iteration{'s' if p.iterations != 1 else ''}: a tiny sample")
+            if p is not None and (note := tiny_sample_note(name, p.iterations)) is not None:
+                notes.append(note)
         inflation = graph_inflation = 0.0
         cpu_side = ("cpu", "mixed", "single")
         if eager is not None and timing_traced and eager.bound in cpu_side:

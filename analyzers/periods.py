@@ -144,11 +144,10 @@ def _rows(o: Occurrences, stretch: np.ndarray, gpu: _GpuWork) -> dict[str, np.nd
     # a stretch of one iteration: from its launch (else its GPU start) to its GPU end
     count = np.bincount(stretch, minlength=int(stretch.max()) + 1 if n else 0)
     single = count[stretch] == 1
-    origin = np.where(o.launch >= 0, o.launch, o.gpu_start)
-    period = np.where(single, o.gpu_end - origin, period)
-    prev_end = np.maximum(gpu.last_end_before(o.gpu_start), origin)
-    work = np.where(gpu_bound & (other > 0), o.gpu_end - prev_end, period)
     start = np.where(o.launch >= 0, o.launch, o.gpu_start)
+    period = np.where(single, o.gpu_end - start, period)
+    prev_end = np.maximum(gpu.last_end_before(o.gpu_start), start)
+    work = np.where(gpu_bound & (other > 0), o.gpu_end - prev_end, period)
     nxt_start = np.append(start[1:], -1)
     end = np.where(same_next, nxt_start, np.maximum(o.gpu_end, start))
     return {"period": period, "cpu_period": cpu_period, "gpu_bound": gpu_bound, "other_gpu_ns": other.astype(np.int64),
@@ -237,21 +236,16 @@ def _with_nvtx(t: IterationTable, mode: str, start: np.ndarray, end: np.ndarray,
         inside = (j < inferred.size) & (inferred.start_ns[jj] < end)
         graph = np.where(inside, inferred.graph_id[jj], 0)
     n = start.size
-    nxt = np.append(start[1:], -1)
-    same = np.zeros(n, dtype=bool)
-    same[:-1] = True
-    period = np.where(same, nxt - start, end - start).astype(np.float64) if n > 1 else (end - start).astype(np.float64)
+    # start to the next range's start; the last range has no next one (its own length is no period), unless
+    # it is the only one
+    period = np.append(np.diff(start), np.nan).astype(np.float64) if n > 1 else (end - start).astype(np.float64)
     minus = np.full(n, -1, dtype=np.int64)
     part = {"mode": np.full(n, mode, dtype=object), "graph_id": graph, "stretch": np.full(n, stretch, dtype=np.int64),
             "role": np.full(n, "steady", dtype=object), "source": np.full(n, "nvtx", dtype=object), "thread_id": thread,
             "stream_id": np.zeros(n, dtype=np.int64), "start_ns": start, "end_ns": end, "launch_ns": minus, "launch_call_ns": minus,
             "gpu_start_ns": minus, "gpu_end_ns": minus, "gpu_busy_ns": np.zeros(n, dtype=np.int64),
-            "other_gpu_ns": np.zeros(n, dtype=np.int64), "period": period, "cpu_period": period, "work": period,
-            "gpu_bound": np.zeros(n, dtype=bool)}
-    if n > 1:
-        part["period"][-1] = np.nan  # the last range has no next one: its own length is not a period
-        part["work"] = part["period"].copy()
-        part["cpu_period"] = part["period"].copy()
+            "other_gpu_ns": np.zeros(n, dtype=np.int64), "period": period, "cpu_period": period.copy(),
+            "work": period.copy(), "gpu_bound": np.zeros(n, dtype=bool)}
     rest = {c: getattr(keep, c) for c in _COLUMNS}
     return _concat(t.pass_id, [rest, part])
 

@@ -27,9 +27,6 @@ import numpy as np
 
 from graphmode.tracer.store import PassInfo, Trace
 
-LIFECYCLE_EVENTS = ("capture", "build", "instantiate", "upload", "update")
-
-
 @dataclass(frozen=True)
 class GraphStructure:
     """One graph the program built, as the structure pass recorded it."""
@@ -43,7 +40,6 @@ class GraphStructure:
     kernels: tuple[str, ...]  # kernel node names in node order (capture order)
     unit: tuple[str, ...]  # the shortest sequence the kernels repeat (one eager iteration's work)
     units_per_replay: int  # len(kernels) / len(unit)
-    first_created_ns: int  # start of its capture/build (or first lifecycle event) in the structure pass
 
 
 @dataclass(frozen=True)
@@ -110,7 +106,6 @@ def _structures(trace: Trace, pass_id: int) -> list[GraphStructure]:
                             WHERE n.pass_id = g.pass_id AND n.graph_id = g.graph_id AND n.node_type = 'kernel'), []) AS kernels,
                   (SELECT list(DISTINCT exec_id) FROM graph_events e WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id
                       AND e.exec_id <> 0) AS execs,
-                  (SELECT min(start_ns) FROM graph_events e WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id) AS first_ns,
                   (SELECT a.source FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.correlation_id = e.correlation_id
                       WHERE e.pass_id = g.pass_id AND e.graph_id = g.graph_id AND e.event IN ('capture', 'instantiate')
                       AND a.source <> '' ORDER BY e.start_ns LIMIT 1) AS site,
@@ -118,14 +113,13 @@ def _structures(trace: Trace, pass_id: int) -> list[GraphStructure]:
                       ORDER BY n.node_index LIMIT 1) AS node_site
            FROM graphs g WHERE g.pass_id = ? ORDER BY g.graph_id""", [pass_id])
     out = []
-    for gid, exec_id, origin, label, num_nodes, kernels, execs, first_ns, site, node_site in rows:
+    for gid, exec_id, origin, label, num_nodes, kernels, execs, site, node_site in rows:
         seq = tuple(str(k) for k in (kernels or ()))
         unit = primitive_root(seq) if seq else ()
         exec_ids = tuple(sorted({int(x) for x in (execs or ())} | ({int(exec_id)} if exec_id else set())))
         out.append(GraphStructure(
             graph_id=int(gid), exec_ids=exec_ids, origin=str(origin), label=str(label), site=str(site or node_site or ""),
-            num_nodes=int(num_nodes), kernels=seq, unit=unit, units_per_replay=len(seq) // len(unit) if unit else 1,
-            first_created_ns=int(first_ns) if first_ns is not None else 0))
+            num_nodes=int(num_nodes), kernels=seq, unit=unit, units_per_replay=len(seq) // len(unit) if unit else 1))
     return out
 
 

@@ -57,12 +57,6 @@ class RunConfig:
         if self.api_filter not in ("needed", "all", "sparse", "none"):
             raise ValueError(f"api_filter must be 'needed', 'all', 'sparse' or 'none', not {self.api_filter!r}")
 
-    @property
-    def costly(self) -> bool:
-        """Whether this run records what slows the program (so its wall times are not the measure)."""
-        return (self.detail == "node" or self.api_filter in ("all", "needed") or self.node_events or self.launch_sources
-                or self.profile or self.callbacks)
-
 
 # The measuring run: activity records only (no Python callback: one costs 20-300 us inside the
 # program's call, benchmarks/tracer_costs.py), API records for the graph lifecycle and synchronizations

@@ -48,24 +48,9 @@ def _is_library(filename: str) -> bool:
     )
 
 
-def format_frame(frame: FrameType) -> str:
-    code = frame.f_code
-    return f"{code.co_filename}:{frame.f_lineno} {code.co_name}"
-
-
 def user_source(start: FrameType | None = None) -> str:
     """'file:line function' of the innermost user frame above `start` (default: the caller)."""
-    frame: FrameType | None = start if start is not None else sys._getframe(1)
-    fallback = ""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _is_own(filename):
-            if not _is_library(filename):
-                return format_frame(frame)
-            if not fallback:
-                fallback = format_frame(frame)
-        frame = frame.f_back
-    return fallback
+    return location_text(user_location(start if start is not None else sys._getframe(1)))
 
 
 def split_source(source: str) -> tuple[str, int, str]:
