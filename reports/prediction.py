@@ -44,6 +44,17 @@ def _graph_line(r: RegionPrediction) -> str:
             f"critical path {_ns(g.critical_path_ns)} over {g.critical_path_nodes} nodes")
 
 
+def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -> Table:
+    """A row name, then one right-aligned column per region."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("", style="bold")
+    for r in regions:
+        t.add_column(Text(r.label), justify="right")
+    for name, cells in rows:
+        t.add_row(name, *cells)
+    return t
+
+
 def print_prediction(console: Console, p: Prediction | None) -> None:
     """One table per direction: predicted one-time cost, replay period, saving, break-even, beside what
     the trace measured for the same work where it built the graph; then capture breakers and notes."""
@@ -58,10 +69,6 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
         console.print(f"  [{colour}]{escape(p.model_note)}[/{colour}]")
     to_graph = [r for r in p.regions if r.direction == "to_graph"]
     if to_graph:
-        t = Table(title="Predicted from the eager work (95% intervals)", title_justify="left")
-        t.add_column("", style="bold")
-        for r in to_graph:
-            t.add_column(Text(r.label), justify="right")
         rows: list[tuple[str, list[str]]] = [
             ("iterations", [f"{r.iterations:,}" + ("" if r.synchronized else " (not synchronized)") for r in to_graph]),
             ("graph nodes / edges", [f"{r.graph.nodes} / {r.graph.edges}" if r.graph else "—" for r in to_graph]),
@@ -80,19 +87,14 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
             ("measured: graph replay", [_ns(r.measured_replay_ns) for r in to_graph]),
             ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
         ]
-        for name, cells in rows:
-            if any(c != "—" for c in cells):  # without a cost model only the measured rows have numbers
-                t.add_row(name, *cells)
-        console.print(t)
+        # without a cost model only the measured rows have numbers
+        numbered = [(name, cells) for name, cells in rows if any(c != "—" for c in cells)]
+        console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, numbered))
         for r in to_graph:
             console.print(f"  {escape(r.label)}: {escape(_graph_line(r))} ({escape(r.basis)})")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
-        t = Table(title="Graphs run without an eager twin: what the same work would cost launched eagerly", title_justify="left")
-        t.add_column("", style="bold")
-        for r in to_eager:
-            t.add_column(Text(r.label), justify="right")
-        for name, cells in [
+        console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager, [
             ("replays (measured)", [f"{r.iterations:,}" for r in to_eager]),
             ("graph replay (measured)", [_est(r.replay_period) for r in to_eager]),
             ("GPU work of a replay", [_ns(r.gpu_work_ns) for r in to_eager]),
@@ -100,9 +102,7 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
             ("saved per replay", [_est(r.saved_per_iteration) for r in to_eager]),
             ("one-time cost (measured)", [_ns(r.measured_one_time_ns) for r in to_eager]),
             ("break-even replays", [_replays(r) for r in to_eager]),
-        ]:
-            t.add_row(name, *cells)
-        console.print(t)
+        ]))
     for r in p.regions:
         for b in r.breakers:
             where = f" at {b.where}" if b.where else ""

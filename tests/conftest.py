@@ -30,6 +30,16 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+def needs_module(module: str, name: str) -> pytest.MarkDecorator:
+    """Skips a test where `module` does not import (absent, or installed but broken); imports it when called."""
+    try:
+        __import__(module)
+        missing = False
+    except Exception:
+        missing = True
+    return pytest.mark.skipif(missing, reason=f"{name} is not installed")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:

@@ -18,21 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, needs_module
 
 pytestmark = pytest.mark.gpu
 COVERAGE = DATA / "coverage"
 
 
-def _has(module: str) -> bool:
-    try:
-        __import__(module)
-        return True
-    except Exception:
-        return False
-
-
-needs_torch = pytest.mark.skipif(not _has("torch"), reason="PyTorch is not installed")
+needs_torch = needs_module("torch", "PyTorch")
 
 
 @needs_torch

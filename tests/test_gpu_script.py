@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_module
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
 
@@ -36,21 +36,11 @@ def _graphmode_run(tmp: Path, example: str, *args: str, expect: int = 0,
     return load(out), proc
 
 
-def _has(module: str) -> bool:
-    try:
-        __import__(module)
-        return True
-    except Exception:
-        return False
-
-
-needs_torch = pytest.mark.skipif(not _has("torch"), reason="PyTorch is not installed")
+needs_torch = needs_module("torch", "PyTorch")
 
 
 @pytest.fixture(scope="module")
 def torch_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, subprocess.CompletedProcess[str]]:
-    if not _has("torch"):
-        pytest.skip("PyTorch is not installed")
     return _graphmode_run(tmp_path_factory.mktemp("torch"), "torch_cudagraph.py", "--steps", "50", options=("--sources",))
 
 
@@ -139,7 +129,7 @@ def test_torch_compile_records_graphs_again_on_new_shape(tmp_path: Path) -> None
     assert n_graphs >= 2 and inst >= 2
 
 
-@pytest.mark.skipif(not _has("cupy"), reason="CuPy is not installed")
+@needs_module("cupy", "CuPy")
 def test_cupy_capture(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cupy_graph.py")
     graphs = t.rows("SELECT graph_id FROM graphs WHERE origin='capture'")
