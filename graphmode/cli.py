@@ -434,6 +434,7 @@ def run(
     path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
     plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs)
     done = run_script(script, list(ctx.args), path, plan)
+    path = done.path  # in the temporary folder if the disk filled up
     if not path.exists():
         _fail(f"the script's run wrote no trace at {path} (exit status {done.exit_code})", 1)
     code = done.exit_code if done.exit_code >= 0 else 128 - done.exit_code  # killed by signal N: 128 + N, as a shell says

@@ -84,3 +84,45 @@ def test_a_full_disk_with_nowhere_to_go_fails_and_says_what_was_kept(tiny_disk: 
         assert t.meta["status"] in ("failed", "recording")
         if t.meta["status"] == "failed":
             assert "No space left on device" in t.meta["status_reason"]
+
+
+def test_a_disk_too_full_for_the_last_checkpoint_moves_the_trace_first(tiny_disk: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Every append fits in the write-ahead log, but the checkpoint at close would not (seen on the H200 with a
+    200 KB disk: DuckDB then invalidates the database): the trace moves before checkpointing."""
+    monkeypatch.setenv("GRAPHMODE_MIN_FREE_MB", "0")
+    path = tiny_disk / "t.gmtrace"
+    w = TraceWriter(path, {"workload": "synthetic"})
+    assert w.append("gpu_spans", _spans(1_000, 0)) == 1_000
+    assert w.path == path  # still there: the log took it
+    w.close("complete")
+    moved = w.path
+    try:
+        assert moved != path and moved.parent == Path(tempfile.gettempdir())
+        assert "too little space left to checkpoint the trace" in capsys.readouterr().err
+        with load(moved) as t:
+            assert t.count("gpu_spans") == 1_000 and t.meta["status"] == "complete"
+    finally:
+        moved.unlink()
+
+
+def test_a_last_checkpoint_that_fails_loses_nothing_and_says_so(tiny_disk: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("GRAPHMODE_MIN_FREE_MB", "0")
+    monkeypatch.setattr(tempfile, "tempdir", str(tiny_disk))  # nowhere to move to
+    path = tiny_disk / "t.gmtrace"
+    w = TraceWriter(path, {"workload": "synthetic"})
+    assert w.append("gpu_spans", _spans(3_000, 0)) == 3_000  # a log of ~390 KB: no room left to checkpoint it
+    w.close("complete")  # no exception: every row was committed to the log
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"the last checkpoint of {path} failed" in err and "nothing is lost" in err and "t.gmtrace.wal" in err
+    with load(path) as t:  # the reader replays the log
+        assert t.count("gpu_spans") == 3_000 and t.meta["status"] == "complete"
+
+
+def test_adding_a_run_to_a_trace_that_was_never_written_is_refused(tmp_path: Path) -> None:
+    """The first run of a script could not write its trace: the detail run must not create an empty
+    database and leave it where the trace should be."""
+    with pytest.raises(StorageError, match="no trace to add a run to"):
+        TraceWriter(tmp_path / "none.gmtrace", append=True)
+    assert not (tmp_path / "none.gmtrace").exists()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from graphmode.tracer.errors import TraceInUseError
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace
 from tests.conftest import ROOT
@@ -187,27 +188,45 @@ def test_a_disk_filling_up_during_the_run_keeps_the_trace(tmp_path: Path) -> Non
         subprocess.run(["umount", str(disk)], check=False)
 
 
-def test_sigkill_leaves_a_readable_trace_marked_recording(tmp_path: Path) -> None:
+@pytest.mark.parametrize("killed", ["graphmode", "all"])
+def test_sigkill_leaves_a_readable_trace(tmp_path: Path, killed: str) -> None:
+    """kill -9 of `graphmode run` alone: its run gets SIGTERM, stops the script and closes the trace as
+    'interrupted' (not left running, orphaned, with the file locked). kill -9 of the whole process group: the
+    trace is readable as it was, marked 'recording'."""
     out = tmp_path / "killed.gmtrace"
     script = tmp_path / "program.py"
     script.write_text(SLEEPER)
     proc = subprocess.Popen([sys.executable, "-m", "graphmode", "run", "--out", str(out), str(script)], cwd=tmp_path,
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert proc.stdout is not None
         deadline = time.time() + 120
         while time.time() < deadline and proc.stdout.readline().strip() != "ready":
             pass
-        os.kill(proc.pid, signal.SIGKILL)
+        if killed == "graphmode":
+            os.kill(proc.pid, signal.SIGKILL)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    with load(out) as t:
-        assert t.meta["status"] == "recording" and t.meta["workload"] == "script"
+    status = "interrupted" if killed == "graphmode" else "recording"
+    deadline = time.time() + 60
+    while True:  # the run closes its trace within moments of its parent's death
+        try:
+            with load(out) as t:
+                assert t.meta["status"] == status and t.meta["workload"] == "script", t.meta
+            break
+        except TraceInUseError:
+            assert time.time() < deadline, "the orphaned run still holds the trace a minute after graphmode was killed"
+            time.sleep(0.5)
+    if killed == "graphmode":
+        with load(out) as t:
+            assert "terminated (SIGTERM)" in t.meta["status_reason"]
     info = subprocess.run([sys.executable, "-m", "graphmode", "info", str(out)], cwd=tmp_path, env=ENV,
                           capture_output=True, text=True, timeout=60)
-    assert info.returncode == 0 and "run status: recording" in info.stdout
+    assert info.returncode == 0 and f"run status: {status}" in info.stdout
     report = subprocess.run([sys.executable, "-m", "graphmode", "report", str(out)], cwd=tmp_path, env=ENV,
                             capture_output=True, text=True, timeout=60)
-    assert report.returncode == 0 and "did not complete (status 'recording'" in " ".join(report.stdout.split())
+    assert report.returncode == 0 and f"did not complete (status '{status}'" in " ".join(report.stdout.split())

@@ -25,6 +25,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from dataclasses import asdict, dataclass, replace
@@ -33,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
-from graphmode.tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.store import PassInfo, TraceWriter, check_free_space, check_output_path
 
 
 @dataclass(frozen=True)
@@ -268,11 +270,13 @@ class _Terminated(BaseException):
 
 
 def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
-                        config: RunConfig = MEASURE, append: bool = False, pass_id: int = 0) -> int:
+                        config: RunConfig = MEASURE, append: bool = False, pass_id: int = 0,
+                        result_file: str | None = None) -> int:
     """Runs a Python script as __main__ in this process under one traced run; returns its exit code.
 
     An exception it raises is printed as Python would print it and recorded in the trace (status
-    'failed'); Ctrl-C or SIGTERM give 'interrupted'.
+    'failed'); Ctrl-C or SIGTERM give 'interrupted'. `result_file` receives where the trace was written
+    (it moves to the temporary folder when the disk fills up), as JSON {"path": ...}.
     """
     path = Path(script)
     if not path.is_file():
@@ -314,13 +318,21 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
             signal.signal(signal.SIGTERM, previous)
         sys.argv, sys.path[:] = saved_argv, saved_path
         info["exit_code"] = code
-        tracer.stop(status, reason, {"script": info})
+        written = tracer.stop(status, reason, {"script": info})
+        if result_file:
+            Path(result_file).write_text(json.dumps({"path": str(written)}))
     return code
 
 
-def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, append: bool, pass_id: int) -> int:
-    """One run in a fresh Python process; Ctrl-C reaches it through the terminal, SIGTERM is passed on."""
-    spec = json.dumps({"config": asdict(config), "out": str(out), "append": append, "pass_id": pass_id})
+def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, append: bool,
+               pass_id: int) -> tuple[int, dict[str, Any]]:
+    """One run in a fresh Python process; Ctrl-C reaches it through the terminal, SIGTERM is passed on.
+    Returns its exit status and what it said of its trace: {"path": where it was written} or
+    {"error": why graphmode could not record} ({} when it died before saying)."""
+    fd, result = tempfile.mkstemp(prefix="graphmode-run-", suffix=".json")
+    os.close(fd)
+    spec = json.dumps({"config": asdict(config), "out": str(out), "append": append, "pass_id": pass_id,
+                       "result": result, "parent": os.getpid()})
     env = dict(os.environ)
     if pass_id and "TORCHELASTIC_RESTART_COUNT" in env:
         # Under torchrun each run is a new set of workers on the same rendezvous store: PyTorch prefixes its
@@ -336,11 +348,18 @@ def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, appe
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if on_main else None  # the child handles Ctrl-C
     old_term = signal.signal(signal.SIGTERM, forward) if on_main else None
     try:
-        return proc.wait()
+        status = proc.wait()
     finally:
         if on_main:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
+    try:
+        said = json.loads(Path(result).read_text() or "{}")
+    except (OSError, ValueError):
+        said = {}
+    finally:
+        Path(result).unlink(missing_ok=True)
+    return status, said
 
 
 @dataclass(frozen=True)
@@ -373,18 +392,26 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
     plan = plan or [MEASURE]
+    check_output_path(out, inputs=(path,), what="script")  # said before the program runs, not by the first run's process
+    check_free_space(out)
     code = 0
     made: list[str] = []
     note = ""
     for pass_id, config in enumerate(plan):
-        status = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
+        status, said = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
         made.append(config.name)
         if pass_id == 0:
             code = status
+        out = Path(said.get("path", out))  # the trace moved to the temporary folder if the disk filled up
+        if pass_id + 1 == len(plan):
+            break
+        skipped = ", ".join(c.name for c in plan[pass_id + 1:])
+        if "error" in said:  # graphmode could not record this run (it said why on stderr)
+            note = f"the {config.name} run could not be recorded ({said['error']}): the {skipped} run was not made"
+            break
         # A run that failed still gets its detail run (it names the failing graph and lines); one that
         # was interrupted or killed (Ctrl-C 130, SIGTERM 143, a signal: negative) ends here.
-        if (status in (130, 143) or status < 0) and pass_id + 1 < len(plan):
-            skipped = ", ".join(c.name for c in plan[pass_id + 1:])
+        if status in (130, 143) or status < 0:
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
     return ScriptRuns(code, out, tuple(made), note)
@@ -393,6 +420,30 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
 def child_main(argv: list[str]) -> int:
     """`python -m graphmode.tracer.script_child SPEC SCRIPT ARGS...`: one run, as _run_child starts it."""
     spec = json.loads(argv[0])
+    if "parent" in spec:
+        _stop_with_parent(int(spec["parent"]))
     config = replace(RunConfig(spec["config"]["name"]), **spec["config"])
-    return run_in_this_process(argv[1], argv[2:], spec["out"], config, append=bool(spec["append"]),
-                               pass_id=int(spec["pass_id"]))
+    try:
+        return run_in_this_process(argv[1], argv[2:], spec["out"], config, append=bool(spec["append"]),
+                                   pass_id=int(spec["pass_id"]), result_file=spec.get("result"))
+    except GraphmodeError as e:  # a recording that failed (a full disk, no GPU): one line, no traceback
+        print(f"graphmode: {e}", file=sys.stderr)
+        if spec.get("result"):
+            Path(spec["result"]).write_text(json.dumps({"error": str(e)}))
+        return 1
+
+
+def _stop_with_parent(parent: int) -> None:
+    """Linux: this run gets SIGTERM when the `graphmode run` process that started it dies, even by
+    SIGKILL, so it stops the script and closes its trace ('interrupted') instead of running on, orphaned,
+    with the trace file locked."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call above
+        os.kill(os.getpid(), signal.SIGTERM)

@@ -83,9 +83,10 @@ def _as_columns(table: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -
     return out
 
 
-def check_output_path(out: Path, inputs: Sequence[Path] = (), folder: bool = False) -> None:
-    """Refuses an output that would overwrite an input, or whose folder does not exist (never created
-    silently: a typo would scatter files). `folder`: `out` is a folder of files (created if missing)."""
+def check_output_path(out: Path, inputs: Sequence[Path] = (), folder: bool = False, what: str = "trace") -> None:
+    """Refuses an output that would overwrite an input (a `what`: the trace read, the script run), or whose
+    folder does not exist (never created silently: a typo would scatter files). `folder`: `out` is a folder
+    of files (created if missing)."""
 
     def same(a: Path, b: Path) -> bool:
         try:
@@ -95,8 +96,8 @@ def check_output_path(out: Path, inputs: Sequence[Path] = (), folder: bool = Fal
 
     for src in inputs:
         if same(out, src) or out.resolve() == src.resolve():
-            raise OutputPathError(f"{out} is the input trace {src}: writing there would destroy the recording; "
-                                  "choose another -o path")
+            raise OutputPathError(f"{out} is the input {what} {src}: writing there would destroy the "
+                                  f"{'recording' if what == 'trace' else what}; choose another -o path")
         if folder and src.resolve().parent == out.resolve() and src.name in {f"{t}.parquet" for t in TABLES}:
             raise OutputPathError(f"{out} holds the input {src}, which the export would overwrite; choose another -o folder")
     if folder:
@@ -149,6 +150,8 @@ class TraceWriter:
         self._failure_message = ""
         self.notes: list[str] = []  # meta.notes: what went wrong while recording, for info and the report
         if append:
+            if not self.path.is_file():  # ATTACH would create an empty database and call it a trace
+                raise StorageError(f"{self.path}: no trace to add a run to (the first run wrote none; its message says why)")
             self._con = duckdb.connect()
             quoted = str(self.path).replace("'", "''")
             self._con.execute(f"ATTACH '{quoted}' AS trace")
@@ -225,9 +228,12 @@ class TraceWriter:
             self._con.execute(f"ATTACH '{_quoted(target)}' AS moved (BLOCK_SIZE 16384)")
             self._con.execute("COPY FROM DATABASE trace TO moved")
             self._con.execute("USE moved")
-            self._con.execute("DETACH trace")
         except (OSError, duckdb.Error):
             return False
+        try:  # detaching checkpoints the old file, which fails on the full disk after detaching it: the copy is whole
+            self._con.execute("DETACH trace")
+        except duckdb.Error:
+            pass
         self.relocated_from, self.path = self.path, target
         print(f"graphmode: no space left to write {self.relocated_from} ({_first_line(cause)}); "
               f"the trace continues in {target}", file=sys.stderr)
@@ -298,13 +304,37 @@ class TraceWriter:
         try:
             if not keep_status:
                 self.set_meta({"status": status, "status_reason": reason})
-            self._con.execute("CHECKPOINT")
+            self._checkpoint()
         except StorageError:
             if not self.failure:
                 raise
         finally:
             self._con.close()
             self._con = None  # type: ignore[assignment]
+
+    def _checkpoint(self) -> None:
+        """Moves what the write-ahead log holds into the file. A checkpoint that fails for want of space
+        invalidates the open database, so where the disk cannot take about twice the log, the trace moves
+        to the temporary folder first (as a full disk during the run does); where it cannot, the log stays
+        beside the file and says so."""
+        import duckdb
+
+        wal = Path(str(self.path) + ".wal")
+        try:
+            short = shutil.disk_usage(self.path.parent).free < 2 * wal.stat().st_size + 2**20
+        except OSError:
+            short = False
+        if short:
+            self._relocate(OSError("too little space left to checkpoint the trace"))
+        try:
+            self._con.execute("CHECKPOINT")
+        except duckdb.Error as e:
+            if not _is_disk_failure(e):
+                raise
+            # Every write was committed to the log: the file and its log together hold the whole trace.
+            print(f"graphmode: the last checkpoint of {self.path} failed ({_first_line(e)}); nothing is lost: "
+                  f"{self.path} keeps what was written before, its last part in {self.path.name}.wal beside it (keep the two "
+                  "files together: readers replay the log). Free some space before adding to it", file=sys.stderr)
 
     def __enter__(self) -> TraceWriter:
         return self

@@ -1,0 +1,70 @@
+"""How `graphmode run` starts and guards its runs, without a GPU: what is refused before the program runs,
+and a run that stops when the `graphmode run` process that started it is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from graphmode.tracer.errors import OutputPathError, StorageError
+from graphmode.tracer.script import run_script
+from tests.conftest import ROOT
+
+PROGRAM = "from pathlib import Path\nPath(__file__).with_name('ran').write_text('yes')\n"
+
+
+def test_no_room_for_the_trace_is_said_before_the_program_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    monkeypatch.setenv("GRAPHMODE_MIN_FREE_MB", str(10**12))
+    with pytest.raises(StorageError, match="free on the disk holding .*GRAPHMODE_MIN_FREE_MB"):
+        run_script(script, [], tmp_path / "t.gmtrace")
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "t.gmtrace").exists()
+
+
+def test_a_trace_that_would_overwrite_the_script_is_refused(tmp_path: Path) -> None:
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    with pytest.raises(OutputPathError, match="is the input script .*would destroy the script"):
+        run_script(script, [], script)
+    assert script.read_text() == PROGRAM and not (tmp_path / "ran").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals (prctl) are Linux's")
+def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
+    """The run's process asks for SIGTERM at its parent's death (the run then closes its trace as
+    'interrupted'); here the parent is killed with SIGKILL, which it cannot catch or pass on."""
+    mark = tmp_path / "got-sigterm"
+    child = textwrap.dedent(f"""
+        import os, signal, sys, time
+        from graphmode.tracer.script import _stop_with_parent
+        signal.signal(signal.SIGTERM, lambda *a: (open({str(mark)!r}, "w").write("yes"), sys.exit(0)))
+        _stop_with_parent(int(sys.argv[1]))
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    parent = textwrap.dedent(f"""
+        import os, subprocess, sys
+        p = subprocess.Popen([sys.executable, "-c", {child!r}, str(os.getpid())])
+        p.wait()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-c", parent], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.time() + 10
+        while not mark.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), "the orphaned run did not get SIGTERM"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
