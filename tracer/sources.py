@@ -89,8 +89,14 @@ def user_location(start: FrameType | None = None) -> tuple[CodeType, int] | None
         if kind is None:
             kind = _code_kind(code)
         if kind == 2:
-            return code, frame.f_lineno
-        if kind == 1 and fallback is None:
+            # A function frame that sits on its first line (the decorator's) runs code that torch.compile put
+            # in its place: its line says nothing, its caller's line is the call. (A one-line def gives its
+            # caller's line too.)
+            if frame.f_lineno != code.co_firstlineno or code.co_name in ("<module>", "<lambda>"):
+                return code, frame.f_lineno
+            if fallback is None or kinds.get(fallback[0]) != 2:
+                fallback = code, frame.f_lineno
+        elif kind == 1 and fallback is None:
             fallback = code, frame.f_lineno
         frame = frame.f_back
     return fallback
