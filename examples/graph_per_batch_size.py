@@ -52,6 +52,8 @@ for bs, n in mix.items():
         static_in[bs].copy_(torch.randn(bs, HIDDEN, device="cuda"))
         graphs[bs].replay()  # REPLAY
 torch.cuda.synchronize()
-assert torch.allclose(static_out[1], mlp(static_in[1]), rtol=1e-3, atol=1e-3)
+# The graphs share one pool: a replay may reuse memory that holds another graph's output, so only the last
+# graph replayed (batch size 32) is sure to hold its own result now.
+assert torch.allclose(static_out[32], mlp(static_in[32]), rtol=1e-3, atol=1e-3)
 print("check: " + json.dumps({"replays": mix, "reserved_around_capture": reserved,
                               "reserved_peak_bytes": torch.cuda.memory_stats()["reserved_bytes.all.peak"]}))

@@ -35,9 +35,20 @@ def _analysed(path: Path) -> tuple[Trace, TraceAnalysis]:
     return _analyses[path]
 
 
+# Programs that did not do on the H200 (PyTorch 2.11) what they were written to do: not recorded, and why.
+NOT_RECORDED = {
+    "torch_compile_skips": "the program segfaults inside Inductor's autotuning under PyTorch 2.11 on the H200, "
+                           "without graphmode too (static CUDA launcher; with it off, a TypeError)",
+    "torch_overwritten": "PyTorch 2.11 on the H200 did not raise the overwritten-output error this program provokes "
+                         "(it printed the sum and exited 0, without graphmode too)",
+}
+
+
 def _recording(name: str) -> tuple[Trace, TraceAnalysis]:
     path = COVERAGE / f"{name}.gmtrace"
     if not path.exists():
+        if name in NOT_RECORDED:
+            pytest.skip(f"{path.relative_to(ROOT)} is not recorded: {NOT_RECORDED[name]}")
         pytest.skip(f"{path.relative_to(ROOT)} is not recorded yet: run `bash tests/data/record_coverage.sh` on a GPU machine")
     return _analysed(path)
 

@@ -45,15 +45,21 @@ def test_capture_hooks_sample_the_shared_pool_and_match_the_allocator() -> None:
     with torch.cuda.stream(side):
         _ = x * 2
     torch.cuda.current_stream().wait_stream(side)
+    def outside_pools() -> int:  # bytes of the allocator's default pool
+        return sum(int(seg["total_size"]) for seg in torch.cuda.memory_snapshot()
+                   if tuple(seg.get("segment_pool_id", (0, 0))) == (0, 0))
+
     reserved = []
     g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
     for g, pool in ((g1, None), (g2, "shared")):
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-        before = torch.cuda.memory_reserved()
+        before, before_outside = torch.cuda.memory_reserved(), outside_pools()
         with torch.cuda.graph(g, pool=g1.pool() if pool else None):
             _y = x * 2 + 1  # noqa: F841  (an output kept alive in the pool)
-        reserved.append(torch.cuda.memory_reserved() - before)
+        # All that was reserved meanwhile, less what went to the default pool: PyTorch 2.11 on the H200 took a
+        # 2 MiB small-block segment of the default pool on the capture stream during the first capture.
+        reserved.append(torch.cuda.memory_reserved() - before - (outside_pools() - before_outside))
     meta = hooks.uninstall()
     assert CUDAGraph.__dict__["capture_begin"] is original  # removed again
     cols = sampler.columns()
