@@ -30,12 +30,12 @@ def worker(width: int, results: dict) -> None:
         g = torch.cuda.CUDAGraph()
         barrier.wait()  # capture one thread at a time: the other waits
         if width == 256:
-            with torch.cuda.graph(g, stream=stream, capture_error_mode="thread_local"):
+            with torch.cuda.graph(g, stream=stream, capture_error_mode="thread_local"):  # CAPTURE
                 out = step()
             barrier.wait()
         else:
             barrier.wait()
-            with torch.cuda.graph(g, stream=stream, capture_error_mode="thread_local"):
+            with torch.cuda.graph(g, stream=stream, capture_error_mode="thread_local"):  # CAPTURE
                 out = step()
         barrier.wait()
         for _ in range(50):

@@ -2,8 +2,9 @@
 
 Recorded with tests/data/record.sh (its output is tests/data/scripts/recording.log): each holds the
 measuring run (pass 0) and the detail run (pass 1), except broken_capture (recorded before a failed
-measuring run got its detail run) and two_threads (its detail run was cut by the recording script's
-time limit: the measuring run alone). The expectations come from what each example does.
+measuring run got its detail run) and two_threads_measure_only (an earlier recording of two_threads
+whose detail run was cut by the recording script's time limit: the measuring run alone, kept for what
+the report does without a detail run). The expectations come from what each example does.
 """
 
 from __future__ import annotations
@@ -168,10 +169,12 @@ def test_two_shapes_give_two_graphs_each_with_its_own_eager_work() -> None:
     assert a.totals.one_time_ns == pytest.approx(sum(g.cost.total_ns for g in a.graphs if g.cost is not None))
 
 
-def test_two_threads_keep_their_iterations_apart() -> None:
+@pytest.mark.parametrize("name", ["two_threads", "two_threads_measure_only"])
+def test_two_threads_keep_their_iterations_apart(name: str) -> None:
     """Two threads replay their own graphs on their own streams at the same time: two series, not one."""
-    t = load(SCRIPTS / "two_threads.gmtrace")
-    assert [p.name for p in t.passes] == ["measure"]  # see the module docstring
+    t = load(SCRIPTS / f"{name}.gmtrace")
+    both = name == "two_threads"
+    assert [p.name for p in t.passes] == (["measure", "detail"] if both else ["measure"])  # see the module docstring
     it = find_iterations(t)
     replays = it.select(it.mode == "graph")
     groups = {(int(g), int(s)) for g, s in zip(replays.graph_id, replays.stream_id)}
@@ -184,8 +187,15 @@ def test_two_threads_keep_their_iterations_apart() -> None:
     (a0, a1), (b0, b1) = spans
     assert a0 < b1 and b0 < a1  # the two loops ran at the same time
     a = analyze(t)
-    assert all("structure was not recorded" in g.label for g in a.graphs)
-    assert any("detail run is missing" in c for c in a.cannot_compute)
+    if not both:
+        assert all("structure was not recorded" in g.label for g in a.graphs)
+        assert any("detail run is missing" in c for c in a.cannot_compute)
+        return
+    # each graph named by the line of its own capture (one `with torch.cuda.graph` per thread's width)
+    captures = _marked_lines("two_threads.py", "CAPTURE")
+    assert len(captures) == 2 and _lines_of([g.site for g in a.graphs], "two_threads.py") == captures
+    for g in a.graphs:
+        assert g.status == "replayed" and g.replays == 50 and g.break_even is not None
 
 
 def test_broken_capture_is_diagnosed_at_the_offending_line() -> None:

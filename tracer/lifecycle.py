@@ -105,9 +105,12 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
     node_sources = {e.node_id: e.stack for e in evs if e.cbid == "GRAPHNODE_CREATED" and e.stack}
     for g in user_graphs:
         gid = g.graph_id
-        origin = "explicit"
-        if begins is not None and _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"]) >= 0:
+        origin, site = "explicit", ""
+        k = _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"]) if begins is not None else -1
+        if k >= 0:
+            assert begins is not None
             origin = "capture"
+            site = str(begins["source"][k]) if "source" in begins else ""  # the line that began the capture
         topo = raw.topologies.get(gid)
         if topo is not None:
             nodes = [(nid, idx, t, name) for nid, idx, t, name in topo.nodes]
@@ -117,9 +120,9 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
             nodes = [(e.node_id, i, _node_type_name(e.node_type), "") for i, e in enumerate(created)]
             edges = [(e.dependency_id, e.node_id) for e in evs
                      if e.cbid == "GRAPHNODE_DEPENDENCY_CREATED" and e.graph_id == gid and e.dependency_id]
-        first_src = next((node_sources.get(n[0], "") for n in nodes if node_sources.get(n[0])), "")
+        site = site or next((node_sources.get(n[0], "") for n in nodes if node_sources.get(n[0])), "")
         exec_ids = [x for x, gg in out.exec_to_graph.items() if gg == gid]
-        where = f" at {first_src.split(' ')[0]}" if first_src else ""
+        where = f" at {site.split(' ')[0]}" if site else ""
         label = f"graph {gid} ({'captured' if origin == 'capture' else 'built'}{where})"
         for key, val in (("graph_id", gid), ("exec_id", exec_ids[-1] if exec_ids else 0), ("origin", origin),
                          ("label", label), ("mode", "graph"), ("num_nodes", len(nodes)), ("num_edges", len(edges))):
