@@ -106,9 +106,7 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
     for g in user_graphs:
         gid = g.graph_id
         origin, site = "explicit", ""
-        k = _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"]) if begins is not None else -1
-        if k >= 0:
-            assert begins is not None
+        if begins is not None and (k := _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"])) >= 0:
             origin = "capture"
             site = str(begins["source"][k]) if "source" in begins else ""  # the line that began the capture
         topo = raw.topologies.get(gid)

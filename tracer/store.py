@@ -153,8 +153,7 @@ class TraceWriter:
             if not self.path.is_file():  # ATTACH would create an empty database and call it a trace
                 raise StorageError(f"{self.path}: no trace to add a run to (the first run wrote none; its message says why)")
             self._con = duckdb.connect()
-            quoted = str(self.path).replace("'", "''")
-            self._con.execute(f"ATTACH '{quoted}' AS trace")
+            self._con.execute(f"ATTACH '{_quoted(self.path)}' AS trace")
             self._con.execute("USE trace")
             if meta:
                 self.set_meta(meta)
@@ -164,7 +163,7 @@ class TraceWriter:
         try:
             if self.path.exists():
                 self.path.unlink()
-            wal = Path(str(self.path) + ".wal")
+            wal = _wal(self.path)
             if wal.exists():
                 wal.unlink()
         except OSError as e:
@@ -319,7 +318,7 @@ class TraceWriter:
         beside the file and says so."""
         import duckdb
 
-        wal = Path(str(self.path) + ".wal")
+        wal = _wal(self.path)
         try:
             short = shutil.disk_usage(self.path.parent).free < 2 * wal.stat().st_size + 2**20
         except OSError:
@@ -333,7 +332,7 @@ class TraceWriter:
                 raise
             # Every write was committed to the log: the file and its log together hold the whole trace.
             print(f"graphmode: the last checkpoint of {self.path} failed ({_first_line(e)}); nothing is lost: "
-                  f"{self.path} keeps what was written before, its last part in {self.path.name}.wal beside it (keep the two "
+                  f"{self.path} keeps what was written before, its last part in {_wal(self.path).name} beside it (keep the two "
                   "files together: readers replay the log). Free some space before adding to it", file=sys.stderr)
 
     def __enter__(self) -> TraceWriter:
@@ -346,6 +345,11 @@ class TraceWriter:
             self.close("interrupted", "interrupted by the user (Ctrl-C)")
         else:
             self.close("failed", f"{exc_type.__name__}: {exc}")
+
+
+def _wal(path: Path) -> Path:
+    """DuckDB's write-ahead log of a database file: committed rows not yet checkpointed into it."""
+    return Path(str(path) + ".wal")
 
 
 def _quoted(path: Path) -> str:
