@@ -71,4 +71,9 @@ dist.all_reduce(high, op=dist.ReduceOp.MAX)
 assert torch.allclose(low, high, rtol=0, atol=1e-6 * max(1.0, abs(float(high)))), f"replicas differ: {float(low)} vs {float(high)}"
 print(f"rank {rank} of {world}: ok: {args.warmup} eager DDP steps, {args.replays} replays of the captured step, "
       f"loss {float(static_loss):.4f}, replicas equal")
+
+# Free the graph before the process group: destroy_process_group() hangs while a graph holding NCCL
+# collectives is alive (pytorch#115388; seen here on 2 H200 with PyTorch 2.11, without graphmode too).
+del g
+torch.cuda.synchronize()
 dist.destroy_process_group()

@@ -404,9 +404,10 @@ def run(
     sources: Annotated[bool, typer.Option(help="Detail run: record the Python line that created each graph node.")] = True,
     launch_sources: Annotated[bool, typer.Option(help="Detail run: record the Python line of every launch, copy and sync.")] = False,
     profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
-    runs: Annotated[str, typer.Option(help="'auto' or '2': a measuring run (the numbers), then a detail run (graph names, "
-                                            "topology, lines, what the options above ask for); '1': the detail run alone, for a "
-                                            "script that cannot run twice (its timings are slowed; the report says so).")] = "auto",
+    runs: Annotated[str, typer.Option(help="'2': a measuring run (the numbers), then a detail run (graph names, topology, "
+                                            "lines, what the options above ask for); '1': the detail run alone, for a script that "
+                                            "cannot run twice (its timings are slowed; the report says so); 'auto': '2', or '1' "
+                                            "for one rank of a multi-process job.")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
@@ -432,7 +433,8 @@ def run(
 
     # one rank of a job (torchrun, mpirun, srun) writes <stem>.rank<R>.gmtrace
     path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
-    plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs)
+    plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs,
+                     ranked=detect_rank() is not None)
     done = run_script(script, list(ctx.args), path, plan)
     path = done.path  # in the temporary folder if the disk filled up
     if not path.exists():

@@ -34,8 +34,8 @@ def check_two_ranks_one_host(a: RankSetAnalysis) -> None:
     assert all(i.launcher == "torchrun" and i.local_rank == i.rank for i in ids)
     assert len({i.host for i in ids}) == 1 and a.alignment.method == "one host"
     assert [i.gpu_index for i in ids] == [0, 1] and len({i.gpu_uuid for i in ids}) == 2 and all(i.gpu_uuid for i in ids)
-    # `graphmode run` makes a measuring run and a detail run: collectives and timelines are the detail run's
-    assert [s.run for s in a.ranks] == ["detail", "detail"], [(s.pass_id, s.run) for s in a.ranks]
+    # `graphmode run` makes one run per rank of a job (--runs auto): collectives and timelines are that run's
+    assert [s.run for s in a.ranks] == ["single", "single"], [(s.pass_id, s.run) for s in a.ranks]
     for i in ids:
         assert i.cupti_minus_realtime_ns is not None and abs(i.cupti_minus_realtime_ns) < CLOCK_TOLERANCE_NS, i
     assert not [h for h in a.hang_risks if h.kind in ("capture_mismatch", "collective_mismatch")], a.hang_risks

@@ -68,3 +68,14 @@ def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
+    from graphmode.tracer.script import plan_runs
+
+    assert [c.name for c in plan_runs()] == ["measure", "detail"]
+    assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
+    assert [c.name for c in plan_runs(runs="2", ranked=True)] == ["measure", "detail"]
+    assert [c.name for c in plan_runs(runs="1")] == ["single"]
+    single = plan_runs(detail="node", ranked=True)[0]
+    assert single.detail == "node" and single.api_filter == "all" and single.node_events

@@ -373,12 +373,15 @@ class ScriptRuns:
 
 
 def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
-              runs: str = "auto") -> list[RunConfig]:
-    """The runs `graphmode run` makes. 'auto' (= '2'): the measuring run, then the detail run, which names
-    the graphs (CUPTI callbacks), reads their topology and records whatever else was asked for; '1':
-    the detail run alone (for a script that cannot run twice: its timings are slowed by the callbacks,
-    and the report says so)."""
-    if runs == "1":
+              runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
+    """The runs `graphmode run` makes. '2': the measuring run, then the detail run, which names the graphs
+    (CUPTI callbacks), reads their topology and records whatever else was asked for; '1': the detail run
+    alone (for a script that cannot run twice: its timings are slowed by the callbacks, and the report
+    says so). 'auto': '2', except for one rank of a multi-process job (`ranked`): '1'. A job's ranks would
+    each start their second run when their own first run ended, and a rank's second run could meet what
+    another rank's first run left behind: on 2 H200 under torchrun, rank 1's second run failed to connect to
+    NCCL's bootstrap address while rank 0's waited for it (docs/ranks.md)."""
+    if runs == "1" or (runs == "auto" and ranked):
         return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
     if runs in ("2", "auto"):
         return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
