@@ -152,9 +152,10 @@ def test_crosscheck_against_the_programs_own_counts() -> None:
         a = analyze(load(COVERAGE / "torch_compile_skips.gmtrace"))
         calls = _check(logs, "torch_compile_skips")["calls"]
         assert a.coverage is not None and a.torch_graphs is not None
-        rows.append(f"| torch_compile_skips | graph launches of mlp | {a.coverage.run.graph_launch_calls} | "
-                    f"{calls['mlp']} calls - {a.torch_graphs.warmups} warm-up |")
-        assert a.coverage.run.graph_launch_calls == calls["mlp"] - 1
+        rows.append(f"| torch_compile_skips | graph launches of mlp and shift | {a.coverage.run.graph_launch_calls} | "
+                    f"{calls['mlp']} + {calls['shift']} calls - {a.torch_graphs.warmups} warm-ups |")
+        assert a.torch_graphs.warmups == 2  # one warm-up call each of mlp and shift
+        assert a.coverage.run.graph_launch_calls == calls["mlp"] + calls["shift"] - a.torch_graphs.warmups
         skips = dict(a.torch_graphs.counters).get("cudagraph_skips")
         rows.append(f"| torch_compile_skips | skips | {sum(s.count for s in a.torch_graphs.skips)} logged | "
                     f"counters['inductor']['cudagraph_skips'] = {skips} |")
@@ -176,10 +177,14 @@ def test_crosscheck_against_the_programs_own_counts() -> None:
     sizes = sorted((int(k) for k in check["reserved_around_capture"]), reverse=True)
     for bs, r in zip(sizes, by_capture):
         before, after = check["reserved_around_capture"][str(bs)]
+        pool_before, pool_after = check["pool_around_capture"][str(bs)]
         rows.append(f"| graph_per_batch_size | batch {bs}: replays; pool growth; free-memory drop | {r.replays}; "
-                    f"{r.pool_bytes}; {r.device_bytes} | {check['replays'][str(bs)]}; memory_reserved() grew {after - before} |")
+                    f"{r.pool_bytes}; {r.device_bytes} | {check['replays'][str(bs)]}; the pool's segments grew "
+                    f"{pool_after - pool_before}; memory_reserved() grew {after - before} |")
         assert r.replays == check["replays"][str(bs)]
-        assert r.pool_bytes == after - before
+        assert r.pool_bytes == pool_after - pool_before
+        # reserved memory also counts what the capture took from the default pool (2 MiB on the H200, PyTorch 2.11)
+        assert 0 <= (after - before) - r.pool_bytes <= 4 << 20
     rows.append(f"| graph_per_batch_size | graph memory in all | {a.graph_budget.total_bytes} | "
                 f"peak reserved {check['reserved_peak_bytes']} |")
     for note in a.graph_budget.notes:
