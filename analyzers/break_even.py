@@ -58,9 +58,12 @@ def _replays_vector(one_time_ns: float, saved: np.ndarray) -> np.ndarray:
     """Vectorised smallest_replays; +inf where nothing is saved."""
     out = np.full(saved.shape, np.inf)
     pos = saved > 0
-    n = np.maximum(np.ceil(one_time_ns / saved[pos]), 1.0)
-    n = np.where((n - 1 >= 1) & ((n - 1) * saved[pos] >= one_time_ns), n - 1, n)
-    n = np.where(n * saved[pos] < one_time_ns, n + 1, n)
+    s = saved[pos]
+    n = np.maximum(np.ceil(one_time_ns / s), 1.0)
+    # an infinite saving (a resampled eager period of inf) pays back at once: 0 x inf is not a number
+    with np.errstate(invalid="ignore"):
+        n = np.where((n - 1 >= 1) & ((n - 1) * s >= one_time_ns), n - 1, n)
+        n = np.where(n * s < one_time_ns, n + 1, n)
     out[pos] = n
     return out
 
