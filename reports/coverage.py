@@ -123,7 +123,7 @@ def _budget(console: Console, b: GraphBudget) -> None:
         cells: list[str | Text] = [str(r.graph_id), Text(_short(r.site)), *([Text(r.pool)] if pools else []), _ns(r.startup_ns),
                                    f"{r.replays:,}", human_bytes(r.bytes), Text(r.verdict)]
         t.add_row(*cells)
-    notes = ["start-up = capture or build + instantiate + upload, from the traced pass (tracer overhead included)"]
+    notes = ["start-up = capture or build + instantiate + upload"]
     if b.never_replayed:
         notes.append(f"{b.never_replayed} graph{'s were' if b.never_replayed != 1 else ' was'} never replayed")
     notes += b.notes

@@ -279,6 +279,13 @@ def test_graph_per_batch_size_budget() -> None:
     assert all(r.bytes is not None and r.bytes >= 0 for r in b.rows) and (b.total_bytes or 0) > 0
     c = a.coverage
     assert c is not None and c.run.graph_launch_calls == sum(mix.values())
+    # start-up is timed as the per-graph results time it (the measuring run), not by the callback-slowed detail run
+    costs = {g.graph_id: g.cost for g in a.graphs if g.cost is not None}
+    assert {r.graph_id for r in b.rows} <= set(costs)
+    for r in b.rows:
+        k = costs[r.graph_id]
+        assert k.pass_id != t.passes[-1].pass_id and r.startup_ns == sum(x or 0.0 for x in (k.build_ns, k.instantiate_ns, k.upload_ns))
+    assert any("measuring run" in n for n in b.notes)
 
 
 def test_jax_jit_command_buffers_are_graphs() -> None:
