@@ -28,6 +28,7 @@ from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.kernel_totals import kernel_totals
 from graphmode.reports import html_charts
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
+from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
@@ -201,6 +202,9 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     graphs = tuple(getattr(a, "graphs", ()) or ())
     if graphs:
         parts.append(_section("Per graph", graphs_html(graphs, getattr(a, "totals", None)), "gm-graphs"))
+    graph_use = graph_use_html(a)
+    if graph_use:
+        parts.append(_section("How much ran as graphs, and what the graphs hold", graph_use, "gm-graph-use"))
 
     selection: Selection | None = None
     tp = traced_pass(trace)

@@ -299,3 +299,20 @@ def test_jax_jit_command_buffers_are_graphs() -> None:
     assert c.run.graph_launch_calls >= steps - 2
     steady = next(p for p in c.phases if p.name == "steady state")
     assert steady.graph_kernels > 0
+
+
+def test_the_page_shows_coverage_pytorchs_decisions_and_the_budget() -> None:
+    from graphmode.reports.html import render_html
+
+    t, a = _recording("graph_per_batch_size")
+    page, _ = render_html(t, analysis=a)
+    start = page.index("<section id='gm-graph-use'>")
+    section = page[start:page.index("</section>", start)]
+    text = re.sub(r"<[^>]+>", " ", section)
+    c, b = a.coverage, a.graph_budget
+    assert c is not None and b is not None
+    # the run's coverage row, the shared pool and one budget row per graph, with the figures of the analysis
+    assert f"{c.run.graph_kernels} of {c.run.graph_kernels + c.run.eager_kernels})" in text
+    assert f"{c.run.graph_launch_calls} / " in text
+    assert "(1, 0)" in text and text.count("never replayed") >= b.never_replayed
+    assert section.count("<tr") >= 1 + len(b.rows)
