@@ -29,6 +29,7 @@ from graphmode.analyzers.kernel_totals import kernel_totals
 from graphmode.reports import html_charts
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.coverage_html import graph_use_html
+from graphmode.reports.prediction_html import measured_twin, prediction_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
@@ -222,9 +223,16 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         parts.append(_section("Timeline", "<p class='note'>The trace has no pass; nothing to draw.</p>"))
 
     b = a.primary_break_even()
-    chart = page.chart("gm-break-even", html_charts.break_even_figure(b) if b is not None else None)
+    prediction = getattr(a, "prediction", None)
+    # the prediction is drawn beside the measured break-even when it is of the same graph: the run's one replayed graph
+    one_graph = sum(1 for g in graphs if g.replays) <= 1
+    twin = measured_twin(prediction) if one_graph else None
+    chart = page.chart("gm-break-even", html_charts.break_even_figure(b, twin) if b is not None else None)
     if chart:
         parts.append(_section("Break-even", chart, "gm-break-even-section"))
+    predicted = prediction_html(prediction)
+    if predicted:
+        parts.append(_section("Prediction: what a CUDA graph would cost and save", predicted, "gm-prediction"))
     chart = page.chart("gm-iteration-times", html_charts.iteration_time_figure(a.modes))
     if chart:
         parts.append(_section("Iteration times", chart))

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.critical_path import longest_path, node_durations  # the critical path's own node durations
-from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics
+from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics, RegionPrediction
 from graphmode.reports.html_sections import graph_title
 from graphmode.reports.names import short_name
 from graphmode.reports.terminal import human_ns
@@ -138,12 +138,15 @@ def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPat
     }
 
 
-def break_even_figure(b: BreakEven) -> dict[str, Any] | None:
+def break_even_figure(b: BreakEven, predicted: RegionPrediction | None = None) -> dict[str, Any] | None:
     """Cumulative time of eager iterations vs one-time cost plus graph replays; crossing, its interval and
-    this run's replay count."""
+    this run's replay count; with `predicted`, the graph line and break-even predicted from the eager work."""
     if b.eager_ns is None or b.graph_ns is None or b.one_time_ns is None:
         return None
-    hi = max(10, int(1.15 * b.run_replays), 2 * (b.replays or 0), int(1.2 * (b.interval_high or 0)))
+    p_one = predicted.one_time.ns if predicted is not None and predicted.one_time is not None else None
+    p_rep = predicted.replay_period.ns if predicted is not None and predicted.replay_period is not None else None
+    p_n = predicted.break_even if predicted is not None else None
+    hi = max(10, int(1.15 * b.run_replays), 2 * (b.replays or 0), int(1.2 * (b.interval_high or 0)), 2 * (p_n or 0))
     n = np.unique(np.linspace(0, hi, 400).round()).astype(np.float64)
     eager = n * b.eager_ns / 1e6
     graph = (b.one_time_ns + n * b.graph_ns) / 1e6
@@ -155,6 +158,14 @@ def break_even_figure(b: BreakEven) -> dict[str, Any] | None:
          "name": html.escape(f"graph: {human_ns(b.one_time_ns)} once + n × {human_ns(b.graph_ns)}"),
          "line": {"color": MODE_COLOURS["graph"]}},
     ]
+    if p_one is not None and p_rep is not None:
+        data.append({"type": "scatter", "mode": "lines", "x": typed_array(n), "y": typed_array((p_one + n * p_rep) / 1e6),
+                     "name": html.escape(f"graph, predicted: {human_ns(p_one)} once + n × {human_ns(p_rep)}"),
+                     "line": {"color": MODE_COLOURS["graph"], "dash": "dash"}})
+        if p_n is not None:
+            data.append({"type": "scatter", "mode": "markers+text", "x": [p_n], "y": [p_n * b.eager_ns / 1e6],
+                         "text": [f"predicted: {p_n:,}"], "textposition": "bottom right",
+                         "marker": {"size": 10, "color": PATH_COLOUR, "symbol": "diamond-open"}, "name": "predicted break-even"})
     shapes: list[dict[str, Any]] = []
     if b.replays is not None:
         data.append({"type": "scatter", "mode": "markers+text", "x": [b.replays], "y": [b.replays * b.eager_ns / 1e6],

@@ -33,7 +33,7 @@ def _replays(r: RegionPrediction) -> str:
     return f"{r.break_even:,} [{low}, {high}]"
 
 
-def _graph_line(r: RegionPrediction) -> str:
+def graph_line(r: RegionPrediction) -> str:
     g = r.graph
     if g is None:
         return ""
@@ -55,6 +55,43 @@ def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple
     return t
 
 
+def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]]]:
+    """The rows of the to-graph table (terminal and page): a name, then one cell per region; rows with no
+    number in any cell (every predicted row, without a cost model) are left out."""
+    rows: list[tuple[str, list[str]]] = [
+        ("iterations", [f"{r.iterations:,}" + ("" if r.synchronized else " (not synchronized)") for r in to_graph]),
+        ("graph nodes / edges", [f"{r.graph.nodes} / {r.graph.edges}" if r.graph else "—" for r in to_graph]),
+        ("capture", [_est(r.capture) for r in to_graph]),
+        ("instantiate", [_est(r.instantiate) for r in to_graph]),
+        ("upload", [_est(r.upload) for r in to_graph]),
+        ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
+        ("first graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
+        ("one-time cost", [_est(r.one_time) for r in to_graph]),
+        ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
+        ("eager GPU work (measured)", [_ns(r.gpu_work_ns) for r in to_graph]),
+        ("graph replay", [_est(r.replay_period) for r in to_graph]),
+        ("saved per iteration", [_est(r.saved_per_iteration) for r in to_graph]),
+        ("break-even replays", [_replays(r) for r in to_graph]),
+        ("measured: one-time cost", [_ns(r.measured_one_time_ns) for r in to_graph]),
+        ("measured: graph replay", [_ns(r.measured_replay_ns) for r in to_graph]),
+        ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
+    ]
+    return [(name, cells) for name, cells in rows if any(c != "—" for c in cells)]
+
+
+def to_eager_rows(to_eager: list[RegionPrediction]) -> list[tuple[str, list[str]]]:
+    """The rows of the table for graphs run without an eager twin."""
+    return [
+        ("replays (measured)", [f"{r.iterations:,}" for r in to_eager]),
+        ("graph replay (measured)", [_est(r.replay_period) for r in to_eager]),
+        ("GPU work of a replay", [_ns(r.gpu_work_ns) for r in to_eager]),
+        ("eager iteration (predicted)", [_est(r.eager_period) for r in to_eager]),
+        ("saved per replay", [_est(r.saved_per_iteration) for r in to_eager]),
+        ("one-time cost (measured)", [_ns(r.measured_one_time_ns) for r in to_eager]),
+        ("break-even replays", [_replays(r) for r in to_eager]),
+    ]
+
+
 def print_prediction(console: Console, p: Prediction | None) -> None:
     """One table per direction: predicted one-time cost, replay period, saving, break-even, beside what
     the trace measured for the same work where it built the graph; then capture breakers and notes."""
@@ -69,40 +106,13 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
         console.print(f"  [{colour}]{escape(p.model_note)}[/{colour}]")
     to_graph = [r for r in p.regions if r.direction == "to_graph"]
     if to_graph:
-        rows: list[tuple[str, list[str]]] = [
-            ("iterations", [f"{r.iterations:,}" + ("" if r.synchronized else " (not synchronized)") for r in to_graph]),
-            ("graph nodes / edges", [f"{r.graph.nodes} / {r.graph.edges}" if r.graph else "—" for r in to_graph]),
-            ("capture", [_est(r.capture) for r in to_graph]),
-            ("instantiate", [_est(r.instantiate) for r in to_graph]),
-            ("upload", [_est(r.upload) for r in to_graph]),
-            ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
-            ("first graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
-            ("one-time cost", [_est(r.one_time) for r in to_graph]),
-            ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
-            ("eager GPU work (measured)", [_ns(r.gpu_work_ns) for r in to_graph]),
-            ("graph replay", [_est(r.replay_period) for r in to_graph]),
-            ("saved per iteration", [_est(r.saved_per_iteration) for r in to_graph]),
-            ("break-even replays", [_replays(r) for r in to_graph]),
-            ("measured: one-time cost", [_ns(r.measured_one_time_ns) for r in to_graph]),
-            ("measured: graph replay", [_ns(r.measured_replay_ns) for r in to_graph]),
-            ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
-        ]
-        # without a cost model only the measured rows have numbers
-        numbered = [(name, cells) for name, cells in rows if any(c != "—" for c in cells)]
-        console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, numbered))
+        console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, to_graph_rows(to_graph)))
         for r in to_graph:
-            console.print(f"  {escape(r.label)}: {escape(_graph_line(r))} ({escape(r.basis)})")
+            console.print(f"  {escape(r.label)}: {escape(graph_line(r))} ({escape(r.basis)})")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
-        console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager, [
-            ("replays (measured)", [f"{r.iterations:,}" for r in to_eager]),
-            ("graph replay (measured)", [_est(r.replay_period) for r in to_eager]),
-            ("GPU work of a replay", [_ns(r.gpu_work_ns) for r in to_eager]),
-            ("eager iteration (predicted)", [_est(r.eager_period) for r in to_eager]),
-            ("saved per replay", [_est(r.saved_per_iteration) for r in to_eager]),
-            ("one-time cost (measured)", [_ns(r.measured_one_time_ns) for r in to_eager]),
-            ("break-even replays", [_replays(r) for r in to_eager]),
-        ]))
+        console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager,
+                                     to_eager_rows(to_eager)))
     for r in p.regions:
         for b in r.breakers:
             where = f" at {b.where}" if b.where else ""

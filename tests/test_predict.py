@@ -301,3 +301,28 @@ def test_the_bundled_model_when_there_is_one_predicts_the_h200_recordings() -> N
     # a sanity bound on a recording made in another process (benchmarks/prediction.py measures the accuracy)
     assert be.one_time_ns / 2 < r.one_time.ns < be.one_time_ns * 2
     assert be.graph_ns / 2 < r.replay_period.ns < be.graph_ns * 2
+
+
+def test_the_page_draws_the_prediction_beside_the_measured_break_even() -> None:
+    import json
+    import re
+
+    from graphmode.reports.html import render_html
+
+    trace = load(DATA / "chain-graph.gmtrace")
+    a = analyze(trace, MODEL)
+    assert a.prediction is not None
+    r = next(r for r in a.prediction.regions if r.mode == "eager")
+    assert r.one_time is not None and r.replay_period is not None and r.break_even is not None
+    page, _ = render_html(trace, analysis=a)
+    # the prediction section, with the figures of the analysis
+    start = page.index("<section id='gm-prediction'>")
+    text = re.sub(r"<[^>]+>", " ", page[start:page.index("</section>", start)])
+    assert f"{r.break_even:,} [" in text and "measured: one-time cost" in text
+    # the break-even chart: the predicted graph line (one-time + n x replay) and the predicted crossing
+    figure = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
+    chart = next(p["figure"] for p in figure["plots"] if p["div"] == "gm-break-even")
+    names = [t.get("name", "") for t in chart["data"]]
+    assert any(n.startswith("graph, predicted:") for n in names) and "predicted break-even" in names
+    (marker,) = [t for t in chart["data"] if t.get("name") == "predicted break-even"]
+    assert marker["x"] == [r.break_even]
