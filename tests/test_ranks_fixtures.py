@@ -48,3 +48,21 @@ def test_recordings_are_small() -> None:
     if not files:
         pytest.skip(RECORD)
     assert all(f.stat().st_size < 4 * 1024 * 1024 for f in files), {f.name: f.stat().st_size for f in files}
+
+
+def test_the_page_of_a_real_job_stacks_the_ranks_and_aligns_one_replay() -> None:
+    from graphmode.reports.ranks_html import render_ranks_html
+
+    a = analyze_ranks(_job("allreduce_graph"))
+    page, drawn, note = render_ranks_html(a)
+    assert drawn == 2, note
+    data = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
+    plots = {p["div"]: p["figure"] for p in data["plots"]}
+    assert {"gm-heat", "gm-timeline", "gm-replay"} <= set(plots)
+    assert len(plots["gm-heat"]["data"][0]["z"]) == 2  # one row of GPU activity per rank
+    replay = plots["gm-replay"]
+    assert "replay" in replay["layout"]["title"]["text"]
+    # both ranks' lanes in the aligned replay, and the straggler named on the page
+    lanes = json.dumps(replay["layout"])
+    assert all(f"rank {r}" in lanes for r in (0, 1))
+    assert a.straggler is not None and f"rank {a.straggler.rank}" in page
