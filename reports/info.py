@@ -71,9 +71,9 @@ def print_info(trace: Trace, console: Console | None = None) -> None:
     counts = Table(title="tables", title_justify="left")
     counts.add_column("table")
     counts.add_column("rows", justify="right")
-    for name in TABLES:
-        if name != "meta":
-            counts.add_row(name, f"{trace.count(name):,}")
+    names = [name for name in TABLES if name != "meta"]
+    for name, n in zip(names, trace.rows("SELECT " + ", ".join(f"(SELECT count(*) FROM {name})" for name in names))[0]):
+        counts.add_row(name, f"{int(n):,}")
     console.print(counts)
 
     status = trace.meta.get("status")

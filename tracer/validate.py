@@ -12,11 +12,10 @@ def validate_trace(trace: Trace) -> list[str]:
     What the loader had to leave out to read the file (rows without start/end times, spans ending
     before they start, NULLs: `Trace.notes`) comes first; the checks below run on what it kept."""
     problems: list[str] = list(trace.notes)
+    checks: list[tuple[str, str]] = []  # (a count query, its message): run together in one statement below
 
     def check(query: str, message: str) -> None:
-        n = int(trace.rows(query)[0][0])
-        if n:
-            problems.append(message.format(n=n))
+        checks.append((query, message))
 
     for table in SPAN_TABLES:
         check(f"SELECT count(*) FROM {table} WHERE end_ns < start_ns", f"{{n}} {table} row(s) end before they start")
@@ -83,6 +82,8 @@ def validate_trace(trace: Trace) -> list[str]:
              SELECT 1 FROM profile_frames f WHERE f.frame_id = k.frame_id)""",
         "{n} CPU profile stack(s) with an unknown frame or a parent that is not an earlier stack",
     )
+    counts = trace.rows("SELECT " + ", ".join(f"({q})" for q, _ in checks))[0]
+    problems += [message.format(n=int(n)) for (_, message), n in zip(checks, counts) if n]
     for p in trace.passes:
         if p.status not in ("complete", "interrupted", "failed", "recording"):
             problems.append(f"pass {p.pass_id} has status {p.status!r} (not complete, interrupted, failed or recording)")
