@@ -160,8 +160,9 @@ def _warmups_as_steady(t: IterationTable) -> tuple[IterationTable, float | None]
 
 
 def _only_first_call(t: IterationTable) -> bool:
-    """The graph's only eager run is the first time its work ran in the pass, alone in its stretch
-    (torch.compile's one warm-up run before recording, say): a first call, not a baseline."""
+    """The graph's only eager period is that of the first time its work ran in the pass, a warm-up
+    (torch.compile's one warm-up run before recording, say; or the first of two warm-ups, whose period
+    runs to the second): a first call, not a baseline."""
     eager = (t.mode == "eager") & np.isfinite(t.period)
     if int(eager.sum()) != 1:
         return False
