@@ -190,7 +190,7 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
                      "results; the others' come from the traced pass, whose callbacks slow capture and instantiation")
     else:
         notes.append("start-up times come from the traced pass (tracer overhead included)")
-    if s is not None and len(timed) < len(rows):
+    if s is not None and n_timed < len(rows):  # some start-up times are the traced pass's, which the sampling is inside
         inside = _sampling_inside(trace, pass_id, s)
         if inside > 0:
             notes.append(f"memory sampling took {inside / 1e3:,.1f} us inside recorded capture and instantiate calls; "

@@ -72,8 +72,8 @@ def print_info(trace: Trace, console: Console | None = None) -> None:
     counts.add_column("table")
     counts.add_column("rows", justify="right")
     names = [name for name in TABLES if name != "meta"]
-    for name, n in zip(names, trace.rows("SELECT " + ", ".join(f"(SELECT count(*) FROM {name})" for name in names))[0]):
-        counts.add_row(name, f"{int(n):,}")
+    for name, n in zip(names, trace.counts(names)):
+        counts.add_row(name, f"{n:,}")
     console.print(counts)
 
     status = trace.meta.get("status")
