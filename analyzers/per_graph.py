@@ -30,10 +30,13 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     single = bool((sizes[t.stretch[sel]] <= 1).all())
     bound = "single" if single else "gpu" if share >= BOUND_MAJORITY else "cpu" if share <= 1 - BOUND_MAJORITY else "mixed"
     cpu = t.cpu_period[sel]
+    timed = sel & (t.timed_by == "timing")
+    traced = np.where(timed, t.traced_work, t.work)[sel]  # what the measuring run read for the same rows
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
                   cpu_period=Stat.of(cpu[np.isfinite(cpu)]), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
-                  other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id, run=run,
-                  streams=int(np.unique(t.stream_id[sel]).size))
+                  other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
+                  run="timing" if timed.any() else run, streams=int(np.unique(t.stream_id[sel]).size),
+                  traced_work=Stat.of(traced[np.isfinite(traced)]) if timed.any() else None)
 
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable) -> GraphCost | None:
@@ -109,12 +112,17 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                 notes.append(note)
         inflation = graph_inflation = 0.0
         cpu_side = ("cpu", "mixed", "single")
-        if eager is not None and timing_traced and eager.bound in cpu_side:
+        for name, p in (("eager iterations", eager), ("replays", graph)):
+            if p is not None and p.run == "timing" and p.work is not None and p.traced_work is not None and p.work.median > 0:
+                notes.append(f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {_ms(p.work.median)} each "
+                             f"(median), where the traced measuring run read {_ms(p.traced_work.median)} "
+                             f"({p.traced_work.median / p.work.median:.2f}x)")
+        if eager is not None and timing_traced and eager.bound in cpu_side and eager.run != "timing":
             inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up to "
                          f"{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long (measured, docs/benchmarks.md), which the break-even "
                          "interval's upper end allows for")
-        if graph is not None and timing_traced and graph.bound in cpu_side:
+        if graph is not None and timing_traced and graph.bound in cpu_side and graph.run != "timing":
             graph_inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
                          "which the break-even interval's lower end allows for")
@@ -139,6 +147,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
     results.sort(key=lambda r: (-(r.saved_in_run_ns or 0.0) if r.saved_in_run_ns is not None and r.saved_in_run_ns > 0 else 0.0,
                                 -r.replays, r.graph_id))
     return tuple(results), _totals(results)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
 
 
 def _warmups_as_steady(t: IterationTable) -> tuple[IterationTable, float | None]:

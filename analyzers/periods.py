@@ -58,6 +58,8 @@ class IterationTable:
     cpu_period: np.ndarray
     work: np.ndarray
     gpu_bound: np.ndarray
+    timed_by: np.ndarray  # '' : the period is this pass's; 'timing': the timing run's (analyzers.untraced)
+    traced_work: np.ndarray  # where timed by the timing run, the work this pass measured (else NaN)
 
     @property
     def size(self) -> int:
@@ -69,13 +71,14 @@ class IterationTable:
 
 _COLUMNS = ("mode", "graph_id", "stretch", "role", "source", "thread_id", "stream_id", "start_ns", "end_ns", "launch_ns",
             "launch_call_ns", "gpu_start_ns", "gpu_end_ns", "gpu_busy_ns", "other_gpu_ns", "period", "cpu_period", "work",
-            "gpu_bound")
+            "gpu_bound", "timed_by", "traced_work")
 
 
 def empty_table(pass_id: int) -> IterationTable:
     z = np.zeros(0, dtype=np.int64)
     return IterationTable(pass_id, np.zeros(0, dtype=object), z, z, np.zeros(0, dtype=object), np.zeros(0, dtype=object), z, z,
-                          z, z, z, z, z, z, z, z, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
+                          z, z, z, z, z, z, z, z, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool),
+                          np.zeros(0, dtype=object), np.zeros(0))
 
 
 def _split(o: Occurrences, breaks: np.ndarray) -> np.ndarray:
@@ -151,7 +154,8 @@ def _rows(o: Occurrences, stretch: np.ndarray, gpu: _GpuWork) -> dict[str, np.nd
     nxt_start = np.append(start[1:], -1)
     end = np.where(same_next, nxt_start, np.maximum(o.gpu_end, start))
     return {"period": period, "cpu_period": cpu_period, "gpu_bound": gpu_bound, "other_gpu_ns": other.astype(np.int64),
-            "work": work, "start_ns": start, "end_ns": end}
+            "work": work, "start_ns": start, "end_ns": end, "timed_by": np.full(n, "", dtype=object),
+            "traced_work": np.full(n, np.nan)}
 
 
 def script_iterations(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences], eager: list[Occurrences],
@@ -245,7 +249,8 @@ def _with_nvtx(t: IterationTable, mode: str, start: np.ndarray, end: np.ndarray,
             "stream_id": np.zeros(n, dtype=np.int64), "start_ns": start, "end_ns": end, "launch_ns": minus, "launch_call_ns": minus,
             "gpu_start_ns": minus, "gpu_end_ns": minus, "gpu_busy_ns": np.zeros(n, dtype=np.int64),
             "other_gpu_ns": np.zeros(n, dtype=np.int64), "period": period, "cpu_period": period.copy(),
-            "work": period.copy(), "gpu_bound": np.zeros(n, dtype=bool)}
+            "work": period.copy(), "gpu_bound": np.zeros(n, dtype=bool), "timed_by": np.full(n, "", dtype=object),
+            "traced_work": np.full(n, np.nan)}
     rest = {c: getattr(keep, c) for c in _COLUMNS}
     return _concat(t.pass_id, [rest, part])
 
@@ -267,4 +272,4 @@ def runner_iterations(trace: Trace, pass_id: int) -> IterationTable:
     return IterationTable(pass_id, modes, r["graph_id"].astype(np.int64), stretch, np.full(n, "steady", dtype=object),
                           np.full(n, "runner", dtype=object), r["thread_id"].astype(np.int64), np.zeros(n, dtype=np.int64),
                           start, end, start, minus, minus, minus, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), period,
-                          period.copy(), period.copy(), np.zeros(n, dtype=bool))
+                          period.copy(), period.copy(), np.zeros(n, dtype=bool), np.full(n, "", dtype=object), np.full(n, np.nan))

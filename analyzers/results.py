@@ -333,8 +333,9 @@ class Period:
     bound: str  # 'gpu' | 'cpu' | 'mixed' (neither side in 80% of iterations) | 'single' | 'unknown'
     gpu_bound_share: float | None  # share of iterations launched before the previous one's GPU work ended
     pass_id: int
-    run: str  # the pass it comes from: 'measure', 'detail', 'single', 'timing', ...
+    run: str  # the pass it comes from: 'measure', 'detail', 'single', 'timing' (CPU-bound rows timed untraced), ...
     streams: int  # CUDA streams its iterations ran on
+    traced_work: Stat | None = None  # run 'timing': the work the measuring run measured for the same iterations
 
 
 @dataclass(frozen=True)

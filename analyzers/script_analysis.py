@@ -16,6 +16,7 @@ from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
+from graphmode.analyzers.untraced import line_timing, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
 
@@ -58,6 +59,17 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
     notes = list(sg.notes)
     timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
     table, units = table_for(trace, sg)
+    detail: IterationTable | None = None
+    if sg.structure_pass != sg.timing_pass:
+        detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+        detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
+    else:
+        detail = table
+    if detail is not None and detail is not table and timing_pass_id(trace) is not None:
+        # CPU-bound periods from the run without CUPTI (analyzers.untraced)
+        lt = line_timing(trace, table, detail)
+        table = with_untraced(table, lt)
+        notes.extend(lt.notes)
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "
@@ -71,11 +83,6 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
     saved: tuple[OverheadSaved, ...] = ()
     if primary is not None:
         wall_rows = _headline_rows(table, primary.graph_id)
-        if sg.structure_pass != sg.timing_pass:
-            detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
-            detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
-        else:
-            detail = table
         traced_rows = _headline_rows(detail, primary.graph_id) if detail is not None else wall_rows
         if wall_rows.size or traced_rows.size:
             spans = place_gpu_spans(trace, sg.structure_pass, iterations_of(traced_rows, traced_rows.work))

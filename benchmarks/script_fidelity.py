@@ -66,12 +66,14 @@ def config_spec(name: str) -> dict[str, Any] | None:
     return asdict(configs[name])
 
 
+def _truths(stdout: str) -> list[dict[str, Any]]:
+    """Every GRAPHMODE_TRUTH line: one per run of the program (`graphmode run` makes up to three)."""
+    return [json.loads(line[len(PREFIX):]) for line in stdout.splitlines() if line.startswith(PREFIX)]
+
+
 def _truth(stdout: str) -> dict[str, Any] | None:
-    for line in stdout.splitlines():
-        if line.startswith(PREFIX):
-            value: dict[str, Any] = json.loads(line[len(PREFIX):])
-            return value
-    return None
+    found = _truths(stdout)
+    return found[0] if found else None
 
 
 def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int) -> dict[str, Any]:
@@ -89,7 +91,8 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=str(script.parent))
     record: dict[str, Any] = {"workload": workload, "config": config, "proc": proc, "exit_code": p.returncode,
-                              "process_s": time.perf_counter() - t0, "truth": _truth(p.stdout)}
+                              "process_s": time.perf_counter() - t0, "truth": _truth(p.stdout),
+                              "truths": _truths(p.stdout)}
     if p.returncode != 0 or record["truth"] is None:
         record["stderr_tail"] = p.stderr[-2000:]
     if (spec is not None or config == "graphmode") and trace.exists():

@@ -406,8 +406,9 @@ def run(
     profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
     runs: Annotated[str, typer.Option(help="'2': a measuring run (the numbers), then a detail run (graph names, topology, "
                                             "lines, what the options above ask for); '1': the detail run alone, for a script that "
-                                            "cannot run twice (its timings are slowed; the report says so); 'auto': '2', or '1' "
-                                            "for one rank of a multi-process job.")] = "auto",
+                                            "cannot run twice (its timings are slowed; the report says so); 'auto': '2', then, on "
+                                            "Python 3.12+ when the two find CPU-bound iterations, a timing run without CUPTI that "
+                                            "times them untraced; '1' for one rank of a multi-process job.")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
@@ -416,7 +417,9 @@ def run(
 
     The script runs twice, each time in a fresh process: a measuring run that records only what the
     numbers need (no Python callback, few API records), so the script runs at nearly its own speed, then
-    a detail run that names the graphs and reads their topology and source lines. The script's
+    a detail run that names the graphs and reads their topology and source lines. Where the script's
+    loops are CPU-bound (which any CUPTI recording slows), a third run without CUPTI stamps the lines
+    that start them, on Python 3.12+. The script's
     arguments, output and exit code pass through. If it raises or you press Ctrl-C, the trace of what
     ran is still written and the report says so.
     """

@@ -7,10 +7,10 @@ CUPTI clock (cupti.get_timestamp()), for host markers as well as for CUDA API ca
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FORMAT_NAME = "graphmode-trace"
 # Version 1 kept the pyinstrument profile as one JSON string in meta.cpu_profile (tens of MB);
-# version 2 keeps it in the profile_* tables. Readers read both.
+# version 2 keeps it in the profile_* tables. Readers read both. Version 3 adds line_stamps.
 OLDEST_READABLE_VERSION = 1
 
 # Column lists keep their order: writers may pass columns in any order, the store reorders them.
@@ -120,6 +120,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("thread_id", "BIGINT"),
         ("return_code", "INTEGER"),  # of the CUDA call (0 = success); an 'update' that failed keeps its code
     ],
+    # Executions of the user's own lines (tracer/line_stamps.py, Python 3.12+): every one in a script's detail
+    # run (on the CUPTI clock), the lines that start iterations in its timing run (pass detail 'stamps', on
+    # that process's perf_counter_ns clock: only differences between its stamps mean anything).
+    "line_stamps": [
+        ("pass_id", "INTEGER"),
+        ("thread_id", "BIGINT"),  # OS thread id, as api_calls.thread_id
+        ("thread_name", "VARCHAR"),  # Python's name of the thread ('MainThread', 'Thread-1 (worker)'): the same in every run
+        ("file", "VARCHAR"),
+        ("line", "INTEGER"),
+        ("function", "VARCHAR"),
+        ("ts_ns", "BIGINT"),  # when the line started to execute
+    ],
     # The CPU profile (pyinstrument), tracer/profile_store.py. Frames are pyinstrument's own frame
     # strings, interned; a stack is a path in a prefix tree of frames; a sample names its stack.
     "profile_frames": [
@@ -141,7 +153,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 # The schema version in which each table or column first appeared: a reader of an older file sees
 # these as empty tables / default values.
 ADDED_IN: dict[str, int] = {"profile_frames": 2, "profile_stacks": 2, "profile_samples": 2,
-                            "graph_events.return_code": 2}
+                            "graph_events.return_code": 2, "line_stamps": 3}
 
 # Columns a writer may omit: filled with these defaults so that partial records still load.
 DEFAULTS: dict[str, object] = {
@@ -154,7 +166,7 @@ DEFAULTS: dict[str, object] = {
 # Columns holding the start and end of a host or GPU span (NULL-checked and validated by readers).
 SPAN_TABLES = ("api_calls", "gpu_spans", "synchronizations", "markers", "graph_events")
 
-DETAIL_LEVELS = ("timing", "graph", "node")
+DETAIL_LEVELS = ("timing", "graph", "node", "stamps")  # stamps: a script's timing run (no CUPTI)
 GPU_SPAN_KINDS = ("kernel", "memcpy", "memset", "graph")
 API_CATEGORIES = (
     "kernel_launch",

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -52,12 +53,18 @@ class RunConfig:
     profile: bool = False  # pyinstrument samples of the CPU side
     callbacks: bool = True  # Python CUPTI callbacks (graph ids, call sites); False: activity records only
     gpu_kinds: bool = True  # kernel, copy, memset and synchronization records
+    cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
+    stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
+    stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
             raise ValueError(f"detail must be 'graph' or 'node', not {self.detail!r}")
         if self.api_filter not in ("needed", "all", "sparse", "none"):
             raise ValueError(f"api_filter must be 'needed', 'all', 'sparse' or 'none', not {self.api_filter!r}")
+        if self.stamp not in ("", "all", "lines"):
+            raise ValueError(f"stamp must be '', 'all' or 'lines', not {self.stamp!r}")
+        object.__setattr__(self, "stamp_lines", tuple(self.stamp_lines))  # a list after a trip through JSON
 
 
 # The measuring run: activity records only (no Python callback: one costs 20-300 us inside the
@@ -68,10 +75,20 @@ MEASURE = RunConfig("measure", api_filter="sparse", callbacks=False)
 
 def detail_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False, name: str = "detail",
                   sources: bool = True) -> RunConfig:
-    """The run that names the graphs and records everything asked for: every API call, node events
-    and (`sources`) the line that created each node."""
+    """The run that names the graphs and records everything asked for: every API call, node events,
+    (`sources`) the line that created each node and, where Python has sys.monitoring (3.12+), a stamp of
+    every execution of the user's lines: which line starts each iteration, for the timing run."""
+    from graphmode.tracer.line_stamps import AVAILABLE
+
     return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
-                     launch_sources=launch_sources, profile=profile)
+                     launch_sources=launch_sources, profile=profile, stamp="all" if AVAILABLE else "")
+
+
+def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
+    """The timing run: no CUPTI, stamps of the lines that start the iterations whose periods the measuring
+    run slowed (CPU-bound ones; docs/design.md, "The timing run")."""
+    return RunConfig("timing", detail="graph", api_filter="none", callbacks=False, gpu_kinds=False, cupti=False,
+                     stamp="lines", stamp_lines=tuple(lines))
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -115,6 +132,8 @@ class ScriptTracer:
         self._writer: TraceWriter | None = None
         self._memory: Any = None
         self._torch: Any = None
+        self._stamper: Any = None
+        self._clock_pairs: list[tuple[int, int]] = []  # (perf_counter_ns, CUPTI timestamp) at start and stop
         self.start_ns = 0
 
     @property
@@ -161,6 +180,9 @@ class ScriptTracer:
         self._watch.install()
         self.start_ns = timestamp()
         self._torch = TorchHooks(self._memory).install() if cfg.callbacks else None
+        if cfg.stamp:
+            self._stamper = start_stamper(cfg)
+            self._clock_pairs.append(_clock_pair(timestamp))
         if cfg.profile:
             from pyinstrument import Profiler
 
@@ -174,6 +196,9 @@ class ScriptTracer:
         from graphmode.tracer.profile_store import stop_profiler, write_profile
 
         writer = self._writer
+        if self._stamper is not None:
+            self._stamper.stop()
+            self._clock_pairs.append(_clock_pair(timestamp))  # CUPTI is still attached: this call attaches nothing
         observed = {"torch": self._torch.uninstall() if self._torch is not None else None,
                     "graph_memory": self._memory.columns() if self._memory is not None else None}
         profile = stop_profiler(self._profiler)
@@ -190,6 +215,8 @@ class ScriptTracer:
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
         try:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
+            if self._stamper is not None:
+                run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
@@ -217,6 +244,89 @@ class ScriptTracer:
                 else:
                     writer.close(status, reason)
         return writer.path  # the trace moves to the temporary folder when the disk fills up
+
+
+def start_stamper(cfg: RunConfig) -> Any:
+    """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones."""
+    from graphmode.tracer.line_stamps import LineStamper
+    from graphmode.tracer.sources import is_user_file
+
+    lines = None
+    if cfg.stamp == "lines":
+        lines = [(f, int(n)) for f, _, n in (x.rpartition(":") for x in cfg.stamp_lines) if n.isdigit()]
+    stamper = LineStamper(is_user_file, lines)
+    stamper.start()
+    return stamper
+
+
+def _clock_pair(cupti_now: Any) -> tuple[int, int]:
+    """(perf_counter_ns, CUPTI timestamp) read together: the CUPTI reading between two host readings."""
+    a = time.perf_counter_ns()
+    c = int(cupti_now())
+    b = time.perf_counter_ns()
+    return (a + b) // 2, c
+
+
+def _clock_map(pairs: list[tuple[int, int]]) -> Any:
+    """perf_counter_ns -> CUPTI clock, linear through the pairs taken at the run's start and stop (the two
+    clocks may run at slightly different rates: NTP slews one of them)."""
+    (h0, c0), (h1, c1) = pairs[0], pairs[-1]
+    rate = (c1 - c0) / (h1 - h0) if h1 > h0 else 1.0
+
+    def move(ts: list[int]) -> np.ndarray:
+        h = np.asarray(ts, dtype=np.int64)
+        return c0 + np.round((h - h0) * rate).astype(np.int64)
+
+    return move
+
+
+def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any = 0) -> dict[str, Any]:
+    """Appends a run's line stamps; returns what the run entry in the metadata says of them."""
+    cols = stamper.columns(to_clock)
+    n = len(cols["ts_ns"])
+    if n:
+        writer.append("line_stamps", {**cols, "pass_id": np.full(n, pass_id, dtype=np.int32)})
+    return {"line_stamps": n, "line_stamps_truncated": bool(stamper.truncated)}
+
+
+class TimingTracer:
+    """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's, no hook; stamps
+    of the lines that start the iterations, on perf_counter_ns (its own clock: only differences between its
+    stamps are read). Appends one pass, detail 'stamps', to the trace the earlier runs wrote."""
+
+    def __init__(self, out: str | os.PathLike[str], config: RunConfig, pass_id: int, append: bool = True):
+        if not append:
+            raise ValueError("the timing run adds to a trace the measuring and detail runs wrote (append=True)")
+        self.out = rank_trace_path(out)
+        self.config = config
+        self.pass_id = pass_id
+        self._writer: TraceWriter | None = None
+        self._stamper: Any = None
+        self.start_ns = 0
+
+    def start(self) -> None:
+        self._writer = TraceWriter(self.out, append=True)
+        self._stamper = start_stamper(self.config)
+        self.start_ns = time.perf_counter_ns()
+
+    def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
+        assert self._writer is not None and self._stamper is not None, "start() first"
+        end = time.perf_counter_ns()
+        self._stamper.stop()
+        writer = self._writer
+        entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
+        try:
+            entry.update(write_stamps(writer, self._stamper, self.pass_id))
+            writer.add_pass(PassInfo(self.pass_id, self.config.name, "stamps", self.start_ns, end, 0, status))
+        finally:
+            existing = writer.get_meta()
+            entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
+            runs = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [entry]
+            try:
+                writer.set_meta({"runs": runs})
+            finally:
+                writer.close(keep_status=True)
+        return writer.path
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
@@ -281,8 +391,12 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     path = Path(script)
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
-    tracer = ScriptTracer(out, config, append=append, pass_id=pass_id,
-                          meta={"params": {"detail": config.detail, "launch_sources": config.launch_sources}})
+    tracer: ScriptTracer | TimingTracer
+    if config.cupti:
+        tracer = ScriptTracer(out, config, append=append, pass_id=pass_id,
+                              meta={"params": {"detail": config.detail, "launch_sources": config.launch_sources}})
+    else:
+        tracer = TimingTracer(out, config, pass_id=pass_id, append=append)
     from graphmode.tracer.conflicts import warning_before_run
 
     if pass_id == 0 and (warning := warning_before_run(path)):
@@ -383,8 +497,13 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     NCCL's bootstrap address while rank 0's waited for it (docs/ranks.md)."""
     if runs == "1" or (runs == "auto" and ranked):
         return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
-    if runs in ("2", "auto"):
+    if runs == "2":
         return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
+    if runs == "auto":
+        plan = [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
+        if plan[1].stamp:  # Python 3.12+: a timing run where the first two find CPU-bound iterations
+            plan.append(timing_config(()))
+        return plan
     raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
 
 
@@ -400,7 +519,13 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     code = 0
     made: list[str] = []
     note = ""
+    status = 0
     for pass_id, config in enumerate(plan):
+        if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
+            lines = _lines_to_time(out) if code == 0 and status == 0 else []  # after a failure: nothing to time
+            if not lines:
+                break
+            config = replace(config, stamp_lines=tuple(lines))
         status, said = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
         made.append(config.name)
         if pass_id == 0:
@@ -418,6 +543,21 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
     return ScriptRuns(code, out, tuple(made), note)
+
+
+def _lines_to_time(out: Path) -> list[str]:
+    """The lines the timing run stamps (analyzers.untraced.lines_to_time); none when the trace cannot say."""
+    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.tracer.store import TraceError, load
+
+    try:
+        trace = load(out)
+    except TraceError:
+        return []
+    try:
+        return lines_to_time(trace)
+    finally:
+        trace.close()
 
 
 def child_main(argv: list[str]) -> int:

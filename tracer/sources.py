@@ -48,6 +48,11 @@ def _is_library(filename: str) -> bool:
     )
 
 
+def is_user_file(filename: str) -> bool:
+    """The user's own code: not graphmode's, not an installed library's, not the standard library's."""
+    return not _is_own(filename) and not _is_library(filename)
+
+
 def user_source(start: FrameType | None = None) -> str:
     """'file:line function' of the innermost user frame above `start` (default: the caller)."""
     return location_text(user_location(start if start is not None else sys._getframe(1)))

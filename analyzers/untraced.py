@@ -1,0 +1,230 @@
+"""CPU-bound periods as the program runs untraced: the timing run's line stamps matched to the measuring
+run's iterations (docs/design.md, "The timing run"; docs/metrics.md, "Untraced periods").
+
+Every CUPTI activity kind slows CPU-bound code (1.4-1.7x on ResNet-18's eager step and on a JAX call), so
+a CPU-bound period cannot come from any traced run. `graphmode run` therefore makes a third run without
+CUPTI that stamps the user's lines (tracer.line_stamps). The match goes through the detail run, which
+stamped every execution of every user line and recorded every launch call:
+
+1. **Which line starts each iteration.** In the detail run, the line executing on the launching thread
+   when an iteration's first launch call began: the last stamp on that thread before it. That line
+   executes at least once per iteration; which of its executions (its ordinal) started the iteration is
+   known.
+2. **The same executions untraced.** The timing run stamps those lines only. Threads are matched by
+   their Python name (numbered in creation order). A line whose execution
+   count on a thread differs between the two runs did different things in them: it is not used.
+3. **Periods.** An iteration's untraced CPU period is the time from its line execution to that of the
+   next iteration of the same stretch in the timing run.
+4. **Onto the measuring run.** Iterations of one graph and mode come in the same order and stretches in
+   both traced runs (the graphs are already mapped, analyzers.script_graphs); where their counts or
+   stretch sizes differ, that graph's mode is not matched.
+
+The untraced period replaces a CPU-bound one only: untraced, an iteration cannot take less than its own
+GPU work, so the period is max(untraced CPU period, GPU busy time) and is GPU-bound when the latter is
+larger. GPU-bound periods (within 2% of untraced, docs/benchmarks.md) and one-time costs stay the
+measuring run's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.periods import IterationTable
+from graphmode.tracer.store import Trace
+
+
+@dataclass(frozen=True)
+class LineTiming:
+    """The timing run's periods for a measuring run's iteration table."""
+
+    timing_pass: int | None
+    untraced: np.ndarray  # per row of the measuring table: untraced CPU period (ns), NaN where not matched
+    line: np.ndarray  # per row: 'file:line' that started the iteration ('' not known)
+    notes: tuple[str, ...]
+
+
+def timing_pass_id(trace: Trace) -> int | None:
+    p = next((p for p in trace.passes if p.detail == "stamps"), None)
+    return p.pass_id if p is not None else None
+
+
+def _stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
+    return trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
+                     "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq "
+                     "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
+
+
+def starting_lines(trace: Trace, detail: IterationTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of the detail run's table: (the line executing on the launching thread when the
+    iteration's first launch call began ('' unknown), the OS thread, that execution's ordinal among the
+    line's executions on that thread (-1 unknown))."""
+    n = detail.size
+    loc = np.full(n, "", dtype=object)
+    seq = np.full(n, -1, dtype=np.int64)
+    s = _stamps(trace, detail.pass_id)
+    if not s["ts_ns"].size or not n:
+        return loc, detail.thread_id.copy(), seq
+    tid, ts = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64)
+    for t in np.unique(detail.thread_id):  # per launching thread
+        rows = np.flatnonzero((detail.thread_id == t) & (detail.launch_ns >= 0))
+        mine = np.flatnonzero(tid == t)
+        if not rows.size or not mine.size:
+            continue
+        k = np.searchsorted(ts[mine], detail.launch_ns[rows], side="right") - 1
+        ok = k >= 0
+        loc[rows[ok]] = s["loc"][mine[k[ok]]]
+        seq[rows[ok]] = s["seq"][mine[k[ok]]]
+    return loc, detail.thread_id.copy(), seq
+
+
+def chosen_lines(loc: np.ndarray, mask: np.ndarray) -> list[str]:
+    return sorted({str(x) for x in loc[mask] if x})
+
+
+Thread = tuple[str, int]  # a thread as the same in every run: its Python name, and its rank among threads of that name
+
+
+def _by_line(trace: Trace, pass_id: int, lines: set[str]) -> tuple[dict[tuple[Thread, str], np.ndarray], dict[int, Thread]]:
+    """(thread, 'file:line') -> that line's stamps on that thread, in order; and each OS thread's identity
+    across runs: its Python name ('MainThread', 'Thread-3 (worker)': numbered in creation order), and
+    among threads of one name, the order of their first stamp of one of `lines`."""
+    s = _stamps(trace, pass_id)
+    who: dict[int, Thread] = {}
+    per_name: dict[str, int] = {}
+    out: dict[tuple[Thread, str], list[int]] = {}
+    for t, name, lc, x in zip(s["thread_id"].astype(np.int64).tolist(), s["thread_name"].astype(str).tolist(),
+                              s["loc"].astype(str).tolist(), s["ts_ns"].astype(np.int64).tolist()):
+        if lc not in lines:
+            continue
+        if t not in who:
+            who[t] = (name, per_name.get(name, 0))
+            per_name[name] = who[t][1] + 1
+        out.setdefault((who[t], lc), []).append(x)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}, who
+
+
+def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -> LineTiming:
+    """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none)."""
+    tp = timing_pass_id(trace)
+    untraced = np.full(measure.size, np.nan)
+    line_of = np.full(measure.size, "", dtype=object)
+    if tp is None or not measure.size or not detail.size:
+        return LineTiming(tp, untraced, line_of, ())
+    notes: list[str] = []
+    loc, thread, seq = starting_lines(trace, detail)
+    lines = {str(x) for x in loc if x}
+    timed, _ = _by_line(trace, tp, lines)
+    traced, order = _by_line(trace, detail.pass_id, lines)
+    mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
+                         if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})
+    if mismatched:
+        notes.append(f"line{'s' if len(mismatched) > 1 else ''} {', '.join(_short(x) for x in mismatched[:3])} ran a different number "
+                     "of times in the timing run than in the detail run: the iterations they start keep the measuring run's period")
+    # the detail run's untraced periods, row by row
+    d_untraced = np.full(detail.size, np.nan)
+    for rows in _series(detail):
+        for a, b in zip(rows[:-1], rows[1:]):  # consecutive iterations of one stretch
+            if detail.stretch[a] != detail.stretch[b] or not loc[a] or loc[a] != loc[b] or seq[a] < 0 or seq[b] <= seq[a]:
+                continue
+            g = (order.get(int(thread[a]), ("", -1)), str(loc[a]))
+            t = timed.get(g)
+            if t is None or str(loc[a]) in mismatched or t.size <= seq[b]:
+                continue
+            d_untraced[a] = float(t[seq[b]] - t[seq[a]])
+    # onto the measuring run: per graph and mode, the same iterations in the same order
+    for m_rows, d_rows, (gid, mode) in _aligned(measure, detail):
+        if m_rows is None:
+            if np.isfinite(d_untraced[d_rows]).any():
+                notes.append(f"graph {gid}: its {mode} iterations differ between the measuring and detail runs (count or "
+                             "stretches): they keep the measuring run's period")
+            continue
+        untraced[m_rows] = d_untraced[d_rows]
+        line_of[m_rows] = loc[d_rows]
+    return LineTiming(tp, untraced, line_of, tuple(notes))
+
+
+def _series(t: IterationTable) -> list[np.ndarray]:
+    """Row indices of each (graph, mode, stretch), in start order."""
+    out = []
+    for s in np.unique(t.stretch):
+        rows = np.flatnonzero(t.stretch == s)
+        out.append(rows[np.argsort(t.start_ns[rows], kind="stable")])
+    return out
+
+
+def _aligned(m: IterationTable, d: IterationTable) -> list[tuple[np.ndarray | None, np.ndarray, tuple[int, str]]]:
+    """Per (graph, mode): the measuring and detail rows in start order, or None for the measuring rows
+    where the two runs' iterations differ in count or stretch sizes."""
+    out: list[tuple[np.ndarray | None, np.ndarray, tuple[int, str]]] = []
+    for gid, mode in sorted({(int(g), str(x)) for g, x in zip(d.graph_id, d.mode)}):
+        dr = np.flatnonzero((d.graph_id == gid) & (d.mode == mode))
+        mr = np.flatnonzero((m.graph_id == gid) & (m.mode == mode))
+        dr, mr = dr[np.argsort(d.start_ns[dr], kind="stable")], mr[np.argsort(m.start_ns[mr], kind="stable")]
+        same = dr.size == mr.size and np.array_equal(_run_lengths(d.stretch[dr]), _run_lengths(m.stretch[mr]))
+        out.append((mr if same else None, dr, (gid, mode)))
+    return out
+
+
+def _run_lengths(x: np.ndarray) -> np.ndarray:
+    if not x.size:
+        return np.zeros(0, dtype=np.int64)
+    change = np.flatnonzero(x[1:] != x[:-1]) + 1
+    return np.diff(np.concatenate([[0], change, [x.size]]))
+
+
+def _short(loc: str) -> str:
+    file, _, line = loc.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}"
+
+
+def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:
+    """The measuring run's table with each CPU-bound row that has an untraced period timed by it: period and
+    work = max(untraced CPU period, the row's own GPU busy time), GPU-bound where the GPU time is larger;
+    the traced period stays in `traced_period`."""
+    import dataclasses
+
+    if not np.isfinite(lt.untraced).any():
+        return t
+    use = np.isfinite(lt.untraced) & ~t.gpu_bound & np.isfinite(t.period)
+    # all or nothing per graph and mode: a period mixing rows timed by two runs would be neither's
+    need = ~t.gpu_bound & np.isfinite(t.period) & (t.role == "steady")
+    for gid, mode in {(int(g), str(x)) for g, x in zip(t.graph_id[use], t.mode[use])}:
+        mine = (t.graph_id == gid) & (t.mode == mode)
+        if (need & mine & ~use).any():
+            use &= ~mine
+    fixed = np.maximum(lt.untraced, t.gpu_busy_ns.astype(np.float64))
+    period = np.where(use, fixed, t.period)
+    work = np.where(use, fixed, t.work)
+    gpu_bound = np.where(use, t.gpu_busy_ns > lt.untraced, t.gpu_bound)
+    cpu_period = np.where(use, lt.untraced, t.cpu_period)
+    timed = np.where(use, "timing", t.timed_by).astype(object)
+    return dataclasses.replace(t, period=period, work=work, gpu_bound=gpu_bound, cpu_period=cpu_period, timed_by=timed,
+                               traced_work=np.where(use, t.work, t.traced_work))
+
+
+def lines_to_time(trace: Trace) -> list[str]:
+    """The lines a timing run should stamp ('file:line'): those that start the detail run's iterations of
+    each graph and mode that is CPU-bound in the measuring run. Empty when there are none, or when the
+    detail run has no line stamps (Python < 3.12)."""
+    from graphmode.analyzers.script_analysis import table_for
+    from graphmode.analyzers.script_graphs import script_graphs
+
+    sg = script_graphs(trace)
+    if sg is None or sg.structure_pass == sg.timing_pass:
+        return []
+    if not trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [sg.structure_pass])[0][0]:
+        return []
+    measure = table_for(trace, sg)[0]
+    detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+    if detail_sg is None:
+        return []
+    detail = table_for(trace, detail_sg)[0]
+    cpu = ~measure.gpu_bound & np.isfinite(measure.period)
+    groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
+    if not groups:
+        return []
+    loc = starting_lines(trace, detail)[0]
+    mask = np.array([(int(g), str(m)) in groups for g, m in zip(detail.graph_id, detail.mode)], dtype=bool)
+    return chosen_lines(loc, mask)

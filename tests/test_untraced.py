@@ -1,0 +1,188 @@
+"""The timing run: line stamps matched to iterations (analyzers.untraced), and the stamper itself
+(tracer.line_stamps) under a Python with sys.monitoring.
+
+The traces here are SYNTHETIC (numbers chosen by hand; hand calculations beside the assertions); the real
+three-run recording is tested in tests/test_script_fixtures.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmode.analyzers.periods import IterationTable, empty_table
+from graphmode.analyzers.untraced import line_timing, starting_lines, with_untraced
+from graphmode.tracer.store import load
+from synthetic import SyntheticTrace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _table(pass_id: int, launch: list[int], period: list[float], busy: list[int], gpu_bound: list[bool],
+           thread: int = 11, stretch: list[int] | None = None) -> IterationTable:
+    """Eager iterations of graph 1, steady, one stretch unless given."""
+    n = len(launch)
+    t = empty_table(pass_id)
+    i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    return dataclasses.replace(
+        t, mode=np.full(n, "eager", dtype=object), graph_id=i64([1] * n), stretch=i64(stretch or [0] * n),
+        role=np.full(n, "steady", dtype=object), source=np.full(n, "inferred", dtype=object), thread_id=i64([thread] * n),
+        stream_id=i64([7] * n), start_ns=i64(launch), end_ns=i64(launch), launch_ns=i64(launch), launch_call_ns=i64([5] * n),
+        gpu_start_ns=i64(launch), gpu_end_ns=i64(launch), gpu_busy_ns=i64(busy), other_gpu_ns=i64([0] * n),
+        period=np.asarray(period, dtype=np.float64), cpu_period=np.asarray(period, dtype=np.float64),
+        work=np.asarray(period, dtype=np.float64), gpu_bound=np.asarray(gpu_bound), timed_by=np.full(n, "", dtype=object),
+        traced_work=np.full(n, np.nan))
+
+
+def _stamps_trace(path: Path, timing: list[int]) -> Path:
+    """Synthetic. Detail pass 1, thread 11: the loop's `for` line t.py:4 at 90, 290, 490, 690 and its body's
+    first line t.py:5 at 100, 300, 500, 700, then t.py:5 once more at 900 (the capture). Timing pass 2,
+    thread 22 (another process): t.py:5 at the times given."""
+    t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
+    for ts in (90, 290, 490, 690):
+        t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="t.py", line=4, function="<module>", ts_ns=ts)
+    for ts in (100, 300, 500, 700, 900):
+        t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=ts)
+    for ts in timing:
+        t._add("line_stamps", pass_id=2, thread_id=22, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=ts)
+    return t.write(path)
+
+
+def test_untraced_periods_come_from_the_timing_runs_stamps(tmp_path: Path) -> None:
+    path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190, 1500])
+    # detail run: four eager iterations whose first launch calls begin at 150, 350, 550, 750
+    detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30, 30, 65, 30], [False] * 4)
+    # measuring run: the same four, CPU-bound and slowed (120 each); GPU busy 30, 30, 65, 30
+    measure = _table(0, [5000, 5120, 5240, 5360], [120, 120, 120, float("nan")], [30, 30, 65, 30], [False] * 4, thread=99)
+    with load(path) as trace:
+        loc, _, seq = starting_lines(trace, detail)
+        # the last stamp on thread 11 before 150 is t.py:5 at 100 (its execution 0), and so on
+        assert list(loc) == ["t.py:5"] * 4 and list(seq) == [0, 1, 2, 3]
+        lt = line_timing(trace, measure, detail)
+    # executions 0..3 of t.py:5 in the timing run: 1000, 1060, 1130, 1190: periods 60, 70, 60, none for the last
+    assert lt.timing_pass == 2 and lt.notes == ()
+    assert list(lt.untraced[:3]) == [60, 70, 60] and np.isnan(lt.untraced[3])
+    fixed = with_untraced(measure, lt)
+    # max(untraced, GPU busy): 60, 70, max(60, 65) = 65 (GPU-bound once the tracer's cost is gone)
+    assert list(fixed.work[:3]) == [60, 70, 65] and list(fixed.period[:3]) == [60, 70, 65]
+    assert list(fixed.gpu_bound[:3]) == [False, False, True]
+    assert list(fixed.timed_by) == ["timing", "timing", "timing", ""]
+    assert list(fixed.traced_work[:3]) == [120, 120, 120]
+
+
+def test_a_line_run_a_different_number_of_times_is_not_matched(tmp_path: Path) -> None:
+    # the timing run executed t.py:5 four times, the detail run five: the runs did different things
+    path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190])
+    detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30] * 4, [False] * 4)
+    measure = _table(0, [5000, 5120, 5240, 5360], [120, 120, 120, float("nan")], [30] * 4, [False] * 4)
+    with load(path) as trace:
+        lt = line_timing(trace, measure, detail)
+    assert np.isnan(lt.untraced).all()
+    assert len(lt.notes) == 1 and "t.py:5" in lt.notes[0] and "different number of times" in lt.notes[0]
+    assert with_untraced(measure, lt) is measure
+
+
+def test_runs_whose_iterations_differ_keep_the_measured_period(tmp_path: Path) -> None:
+    # the measuring run found the four iterations as two stretches of two: not the detail run's iterations
+    path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190, 1500])
+    detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30] * 4, [False] * 4)
+    measure = _table(0, [5000, 5120, 5240, 5360], [120, float("nan"), 120, float("nan")], [30] * 4, [False] * 4,
+                     stretch=[0, 0, 1, 1])
+    with load(path) as trace:
+        lt = line_timing(trace, measure, detail)
+    assert np.isnan(lt.untraced).all() and any("differ between the measuring and detail runs" in n for n in lt.notes)
+
+
+def test_gpu_bound_rows_and_partly_timed_modes_are_left_alone(tmp_path: Path) -> None:
+    path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190, 1500])
+    detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30] * 4, [False] * 4)
+    # row 1 is GPU-bound in the measuring run: its period is the GPU's, kept; the others are timed
+    measure = _table(0, [5000, 5120, 5240, 5360], [120, 120, 120, float("nan")], [30] * 4, [False, True, False, False])
+    with load(path) as trace:
+        lt = line_timing(trace, measure, detail)
+    fixed = with_untraced(measure, lt)
+    assert list(fixed.work[:3]) == [60, 120, 60] and list(fixed.timed_by[:3]) == ["timing", "", "timing"]
+    # a CPU-bound steady row without an untraced period: the whole mode keeps the measuring run's periods
+    partial = dataclasses.replace(lt, untraced=np.array([60, 70, np.nan, np.nan]))
+    assert with_untraced(measure, partial) is not measure
+    assert list(with_untraced(measure, partial).timed_by) == ["", "", "", ""]
+
+
+def _python_with_monitoring() -> str | None:
+    """An interpreter with sys.monitoring (3.12+) that runs: this one, or one on PATH or under pyenv."""
+    if sys.version_info >= (3, 12):
+        return sys.executable
+    pyenv = Path.home() / ".pyenv" / "versions"
+    candidates = [shutil.which(n) for n in ("python3.13", "python3.12")]
+    candidates += [str(p) for p in sorted(pyenv.glob("3.1[2-9]*/bin/python3"))] if pyenv.is_dir() else []
+    for c in candidates:
+        if c and subprocess.run([c, "-c", "import sys; sys.monitoring"], capture_output=True, timeout=30).returncode == 0:
+            return c
+    return None
+
+
+STAMPER_DRIVER = r"""
+import importlib.util, json, sys, threading, runpy
+spec = importlib.util.spec_from_file_location("line_stamps", sys.argv[1])
+ls = importlib.util.module_from_spec(spec); spec.loader.exec_module(ls)
+user = sys.argv[2]
+lines = None if sys.argv[3] == "all" else [(user, int(x)) for x in sys.argv[3].split(",")]
+s = ls.LineStamper(lambda f: f == user, lines, limit=int(sys.argv[4]))
+s.start()
+runpy.run_path(user, run_name="__main__")
+s.stop()
+cols = s.columns(1000)
+print(json.dumps({"n": len(s), "truncated": s.truncated, "cols": cols, "main": threading.get_native_id()}))
+"""
+
+USER_SCRIPT = """import threading
+def step(i):
+    return i * 2
+total = 0
+for i in range(5):
+    total += step(i)
+t = threading.Thread(target=lambda: [step(j) for j in range(3)])
+t.start(); t.join()
+"""
+
+
+@pytest.mark.skipif(_python_with_monitoring() is None, reason="no Python 3.12+ here (sys.monitoring): the stamper needs one")
+def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: Path) -> None:
+    py = _python_with_monitoring()
+    assert py is not None
+    user = tmp_path / "user.py"
+    user.write_text(USER_SCRIPT)
+    driver = tmp_path / "driver.py"
+    driver.write_text(STAMPER_DRIVER)
+    stamper = ROOT / "tracer" / "line_stamps.py"
+
+    def run(lines: str, limit: int = 1000) -> dict:
+        out = subprocess.run([py, str(driver), str(stamper), str(user), lines, str(limit)], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "PYTHONPATH": ""})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    every = run("all")
+    c = every["cols"]
+    pairs = list(zip(c["function"], c["line"]))
+    # the loop line 5 runs 6 times (5 iterations and the exit), line 6 five times, step's line 3 five times
+    # on the main thread and three on the other one (called from the lambda on line 7)
+    assert pairs.count(("<module>", 5)) == 6 and pairs.count(("<module>", 6)) == 5
+    assert pairs.count(("step", 3)) == 8
+    threads = {t for t, f in zip(c["thread_id"], c["function"]) if f == "step"}
+    assert len(threads) == 2 and every["main"] in threads  # OS thread ids, as CUPTI's records carry them
+    names = {n for n, f in zip(c["thread_name"], c["function"]) if f == "step"}
+    assert names == {"MainThread", "Thread-1 (<lambda>)"}  # Python's names: how runs are matched thread by thread
+    assert all(b >= a for a, b in zip(c["ts_ns"], c["ts_ns"][1:]))  # in time order (offset 1000 applied)
+    chosen = run("6")
+    assert chosen["n"] == 5 and set(chosen["cols"]["line"]) == {6} and not chosen["truncated"]
+    capped = run("all", limit=4)
+    assert capped["n"] == 4 and capped["truncated"]
