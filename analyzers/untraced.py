@@ -45,6 +45,15 @@ class LineTiming:
     notes: tuple[str, ...]
 
 
+def _asked_lines(trace: Trace, pass_id: int) -> set[str] | None:
+    """The lines the timing run was configured to stamp (its entry in meta.runs); None if not recorded."""
+    for run in trace.meta.get("runs", []) or []:
+        if isinstance(run, dict) and run.get("pass_id") == pass_id:
+            lines = (run.get("config") or {}).get("stamp_lines")
+            return {str(x) for x in lines} if isinstance(lines, list) else None
+    return None
+
+
 def timing_pass_id(trace: Trace) -> int | None:
     p = next((p for p in trace.passes if p.detail == "stamps"), None)
     return p.pass_id if p is not None else None
@@ -115,6 +124,9 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     notes: list[str] = []
     loc, thread, seq = starting_lines(trace, detail)
     lines = {str(x) for x in loc if x}
+    asked = _asked_lines(trace, tp)
+    if asked is not None:  # lines the timing run was not asked to stamp (GPU-bound iterations') are not compared
+        lines &= asked
     timed, _ = _by_line(trace, tp, lines)
     traced, order = _by_line(trace, detail.pass_id, lines)
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]

@@ -11,6 +11,12 @@ library and standard-library code never fires an event. Two modes:
 - given lines: the timing run stamps only the lines that start iterations, and every other line of
   the user's code returns DISABLE at its first execution: afterwards it costs nothing.
 
+Only the main thread's lines are stamped: code that first runs on another thread gets no LINE events,
+and a stamped line that another thread runs is skipped there. On the H200, a detail run of a program
+whose two threads each capture a graph (examples/two_threads.py) hung twice out of two with stamps on
+every thread (a thread inside graphmode's CUPTI resource callback, the other waiting to start its
+function) and never without them. A loop on another thread keeps the measuring run's period (flagged).
+
 A stamp is (OS thread id and Python thread name, code location, `time.perf_counter_ns()`). This module uses the standard
 library alone (tests run it under any Python 3.12 found).
 """
@@ -60,6 +66,7 @@ class LineStamper:
         self._ts = array("q")
         self.truncated = False
         self.start_ns = self.end_ns = 0
+        self._main = threading.main_thread().ident
 
     # -- sys.monitoring callbacks (hot: keep them short) --
     def _on_start(self, code: CodeType, offset: int) -> Any:
@@ -68,7 +75,7 @@ class LineStamper:
         user = self._user_files.get(file)
         if user is None:
             user = self._user_files[file] = bool(self._is_user(file))
-        if user and self.tool is not None:
+        if user and self.tool is not None and threading.get_ident() == self._main:
             wanted = self._wanted
             if wanted is None or any(line in wanted.get(file, ()) for _, _, line in code.co_lines() if line is not None):
                 mon.set_local_events(self.tool, code, mon.events.LINE)
@@ -82,12 +89,15 @@ class LineStamper:
         locs, loc_list = self._locs, self._loc_list
         get_loc = locs.get
         tid_append, loc_append, ts_append = self._tid.append, self._loc.append, self._ts.append
-        ts, limit = self._ts, self.limit
+        ts, limit, main = self._ts, self.limit, self._main
         # threading.get_native_id() is a system call (0.6 us on a 3.12 build, 3x the rest of a stamp): the
         # stamp keeps the cheap thread ident, mapped to the OS thread id once per thread
         ident, native, natives, clock = threading.get_ident, threading.get_native_id, self._natives, time.perf_counter_ns
 
         def on_line(code: CodeType, line: int) -> Any:
+            tid = ident()
+            if tid != main:
+                return None  # another thread runs a line the main thread stamps: not here
             key = (code, line)
             idx = get_loc(key)
             if idx is None:  # the first execution of this line: is it one to stamp?
@@ -98,7 +108,6 @@ class LineStamper:
             if len(ts) >= limit:
                 self.truncated = True
                 return disable
-            tid = ident()
             if tid not in natives:  # once per thread: its OS id and its name (threads are matched across runs by name)
                 natives[tid] = (native(), threading.current_thread().name)
             tid_append(tid)
