@@ -191,27 +191,37 @@ def _short(loc: str) -> str:
     return f"{file.rsplit('/', 1)[-1]}:{line}"
 
 
+TIMED_SHARE = 0.8  # a graph's mode is timed by the timing run when it times this share of its CPU-bound iterations
+
+
 def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:
-    """The measuring run's table with each CPU-bound row that has an untraced period timed by it: period and
-    work = max(untraced CPU period, the row's own GPU busy time), GPU-bound where the GPU time is larger;
-    the traced period stays in `traced_period`."""
+    """The measuring run's table with CPU-bound rows timed by the timing run: period and work =
+    max(untraced CPU period, the row's own GPU busy time), GPU-bound where the GPU time is larger; the
+    traced work stays in `traced_work`. Per graph and mode, all or nothing: where the timing run times at
+    least TIMED_SHARE of the CPU-bound iterations, the rest (a change of line between two iterations, the
+    last warm-up before the timed loop, say) are left out of the period (`timed_by` 'untimed'); below it,
+    the mode keeps the measuring run's periods, since a period mixing two runs' would be neither's."""
     import dataclasses
 
     if not np.isfinite(lt.untraced).any():
         return t
-    use = np.isfinite(lt.untraced) & ~t.gpu_bound & np.isfinite(t.period)
-    # all or nothing per graph and mode: a period mixing rows timed by two runs would be neither's
-    need = ~t.gpu_bound & np.isfinite(t.period) & (t.role == "steady")
-    for gid, mode in {(int(g), str(x)) for g, x in zip(t.graph_id[use], t.mode[use])}:
-        mine = (t.graph_id == gid) & (t.mode == mode)
-        if (need & mine & ~use).any():
-            use &= ~mine
+    cpu = ~t.gpu_bound & np.isfinite(t.period)
+    has = np.isfinite(lt.untraced) & cpu
+    use = np.zeros(t.size, dtype=bool)
+    drop = np.zeros(t.size, dtype=bool)
+    for gid, mode in {(int(g), str(x)) for g, x in zip(t.graph_id[has], t.mode[has])}:
+        mine = (t.graph_id == gid) & (t.mode == mode) & cpu
+        if int((mine & has).sum()) >= TIMED_SHARE * int(mine.sum()):
+            use |= mine & has
+            drop |= mine & ~has
+    if not use.any():
+        return t
     fixed = np.maximum(lt.untraced, t.gpu_busy_ns.astype(np.float64))
-    period = np.where(use, fixed, t.period)
-    work = np.where(use, fixed, t.work)
+    period = np.where(use, fixed, np.where(drop, np.nan, t.period))
+    work = np.where(use, fixed, np.where(drop, np.nan, t.work))
     gpu_bound = np.where(use, t.gpu_busy_ns > lt.untraced, t.gpu_bound)
     cpu_period = np.where(use, lt.untraced, t.cpu_period)
-    timed = np.where(use, "timing", t.timed_by).astype(object)
+    timed = np.where(use, "timing", np.where(drop, "untimed", t.timed_by)).astype(object)
     return dataclasses.replace(t, period=period, work=work, gpu_bound=gpu_bound, cpu_period=cpu_period, timed_by=timed,
                                traced_work=np.where(use, t.work, t.traced_work))
 

@@ -110,10 +110,23 @@ def test_gpu_bound_rows_and_partly_timed_modes_are_left_alone(tmp_path: Path) ->
         lt = line_timing(trace, measure, detail)
     fixed = with_untraced(measure, lt)
     assert list(fixed.work[:3]) == [60, 120, 60] and list(fixed.timed_by[:3]) == ["timing", "", "timing"]
-    # a CPU-bound steady row without an untraced period: the whole mode keeps the measuring run's periods
+    # CPU-bound rows with a period: 0, 2 (row 1 is GPU-bound, row 3 has none). Timed: only row 0, one of two,
+    # under TIMED_SHARE (80%): the mode keeps the measuring run's periods
     partial = dataclasses.replace(lt, untraced=np.array([60, 70, np.nan, np.nan]))
-    assert with_untraced(measure, partial) is not measure
-    assert list(with_untraced(measure, partial).timed_by) == ["", "", "", ""]
+    assert with_untraced(measure, partial) is measure
+
+
+def test_a_mostly_timed_mode_leaves_its_untimed_iterations_out(tmp_path: Path) -> None:
+    """Synthetic: 6 CPU-bound iterations with a period, 5 timed (83% >= 80%): the sixth (a change of line
+    between two iterations, say) is left out of the period rather than mixed in at its traced length."""
+    n = 7
+    measure = _table(0, list(range(0, 700, 100)), [120.0] * 6 + [float("nan")], [30] * n, [False] * n)
+    lt_values = np.array([60, 60, 60, np.nan, 60, 60, np.nan])
+    from graphmode.analyzers.untraced import LineTiming
+
+    fixed = with_untraced(measure, LineTiming(2, lt_values, np.full(n, "t.py:5", dtype=object), ()))
+    assert list(fixed.timed_by) == ["timing"] * 3 + ["untimed"] + ["timing"] * 2 + [""]
+    assert np.isnan(fixed.work[3]) and list(fixed.work[[0, 1, 2, 4, 5]]) == [60] * 5
 
 
 def _python_with_monitoring() -> str | None:

@@ -2,20 +2,22 @@
 "The timing run").
 
 Python 3.12's `sys.monitoring` fires a LINE event only on code objects a tool enabled it for. A global
-PY_START event, disabled at each code object after its first call, enables LINE events on the user's
-code objects as they first run (the script, its functions, the user's own modules, on every thread);
-library and standard-library code never fires an event. Two modes:
+PY_START event waits for the first user code to run on the main thread, the script's module, enables
+LINE events on its code objects (the module's and every function and class defined in it), and is
+switched off: from then on only the script's own lines fire events, and library, standard-library
+and the user's other modules never do. Two modes:
 
 - every line (`lines=None`): the detail run stamps each execution of each user line, so that the
   analysis can say which line was executing when each iteration's first launch was made;
 - given lines: the timing run stamps only the lines that start iterations, and every other line of
   the user's code returns DISABLE at its first execution: afterwards it costs nothing.
 
-Only the main thread's lines are stamped: code that first runs on another thread gets no LINE events,
-and a stamped line that another thread runs is skipped there. On the H200, a detail run of a program
-whose two threads each capture a graph (examples/two_threads.py) hung twice out of two with stamps on
-every thread (a thread inside graphmode's CUPTI resource callback, the other waiting to start its
-function) and never without them. A loop on another thread keeps the measuring run's period (flagged).
+Only the main thread's lines are stamped: a line first run by another thread returns DISABLE there and
+is never stamped. On the H200, a detail run of a program whose two threads each capture a graph
+(examples/two_threads.py) hung three times out of three with a global PY_START event on for the whole
+run (a thread inside graphmode's CUPTI resource callback, the other about to start its function), and
+never without stamps. A loop on another thread, or in another module, keeps the measuring run's period
+(flagged).
 
 A stamp is (OS thread id and Python thread name, code location, `time.perf_counter_ns()`). This module uses the standard
 library alone (tests run it under any Python 3.12 found).
@@ -39,6 +41,16 @@ _TOOL_IDS = (3, 4, 2, 5)
 def _mon() -> Any:
     """sys.monitoring (typed as Any: the type checker targets the oldest supported Python)."""
     return getattr(sys, "monitoring")  # 0, 1 are debuggers' and coverage's; 2 the profiler's; 5 the optimizer's
+
+
+def _nested(code: CodeType) -> list[CodeType]:
+    """A code object and every code object defined in it, recursively (functions, classes, lambdas)."""
+    out, todo = [], [code]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(x for x in c.co_consts if isinstance(x, CodeType))
+    return out
 
 
 class LineStamper:
@@ -76,10 +88,14 @@ class LineStamper:
         if user is None:
             user = self._user_files[file] = bool(self._is_user(file))
         if user and self.tool is not None and threading.get_ident() == self._main:
+            # The first user code to run is the script's module: its code objects (the module's and every
+            # function, class body and comprehension in it) get LINE events, then the global event is off.
             wanted = self._wanted
-            if wanted is None or any(line in wanted.get(file, ()) for _, _, line in code.co_lines() if line is not None):
-                mon.set_local_events(self.tool, code, mon.events.LINE)
-                self._codes.append(code)
+            for c in _nested(code):
+                if wanted is None or any(line in wanted.get(c.co_filename, ()) for _, _, line in c.co_lines() if line is not None):
+                    mon.set_local_events(self.tool, c, mon.events.LINE)
+                    self._codes.append(c)
+            mon.set_events(self.tool, 0)
         return mon.DISABLE
 
     def _make_on_line(self) -> Callable[[CodeType, int], Any]:
@@ -97,7 +113,7 @@ class LineStamper:
         def on_line(code: CodeType, line: int) -> Any:
             tid = ident()
             if tid != main:
-                return None  # another thread runs a line the main thread stamps: not here
+                return disable  # another thread's line: never stamped, and never called again
             key = (code, line)
             idx = get_loc(key)
             if idx is None:  # the first execution of this line: is it one to stamp?
