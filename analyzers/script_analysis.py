@@ -65,7 +65,9 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
     else:
         detail = table
-    if detail is not None and detail is not table and timing_pass_id(trace) is not None:
+    stamped = sg.structure_pass != sg.timing_pass and bool(
+        trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [sg.structure_pass])[0][0])
+    if detail is not None and detail is not table and (stamped or timing_pass_id(trace) is not None):
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
         lt = line_timing(trace, table, detail)
         table = with_untraced(table, lt)

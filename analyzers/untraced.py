@@ -119,10 +119,22 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     tp = timing_pass_id(trace)
     untraced = np.full(measure.size, np.nan)
     line_of = np.full(measure.size, "", dtype=object)
-    if tp is None or not measure.size or not detail.size:
+    if not measure.size or not detail.size:
         return LineTiming(tp, untraced, line_of, ())
     notes: list[str] = []
     loc, thread, seq = starting_lines(trace, detail)
+    cpu = ~measure.gpu_bound & np.isfinite(measure.period)
+    unstamped: dict[int, list[str]] = {}
+    for gid, mode in sorted({(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}):
+        mine = (detail.graph_id == gid) & (detail.mode == mode)
+        if mine.any() and not loc[mine].astype(bool).any():
+            unstamped.setdefault(gid, []).append("replays" if mode == "graph" else "eager iterations")
+    if unstamped:
+        which = "; ".join(f"graph {g} ({' and '.join(w)})" for g, w in unstamped.items())
+        notes.append(f"CPU-bound iterations launched from another thread than the main one, or from code outside the script, "
+                     f"keep the measuring run's period (the timing run stamps the script's lines on the main thread only): {which}")
+    if tp is None:
+        return LineTiming(tp, untraced, line_of, tuple(notes))
     lines = {str(x) for x in loc if x}
     asked = _asked_lines(trace, tp)
     if asked is not None:  # lines the timing run was not asked to stamp (GPU-bound iterations') are not compared

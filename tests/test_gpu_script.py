@@ -47,9 +47,12 @@ def torch_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, subpro
 @needs_torch
 def test_torch_graph_found_with_its_lifecycle(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
     t, proc = torch_graph
-    assert proc.stdout.count("ok: 50 eager steps and 50 replays") == 2  # both runs' output passes through
+    runs = [(p.pass_id, p.name, p.status) for p in t.passes]
+    assert proc.stdout.count("ok: 50 eager steps and 50 replays") == len(runs)  # every run's output passes through
     assert t.meta["status"] == "complete" and t.meta["script"]["exit_code"] == 0
-    assert [(p.pass_id, p.name, p.status) for p in t.passes] == [(0, "measure", "complete"), (1, "detail", "complete")]
+    assert runs[:2] == [(0, "measure", "complete"), (1, "detail", "complete")]
+    # Python 3.12+: a third run without CUPTI when the two find CPU-bound iterations (its eager loop is)
+    assert runs[2:] == ([(2, "timing", "complete")] if sys.version_info >= (3, 12) else [])
     assert validate_trace(t) == []
     assert not t.meta.get("callback_errors"), t.meta.get("callback_errors")
     # The detail run knows the graph (callbacks): what it was built from and its lifecycle.
@@ -146,7 +149,8 @@ def test_cupy_capture(tmp_path: Path) -> None:
 
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--detail", "node"))
-    assert [(p.name, p.detail) for p in t.passes] == [("measure", "graph"), ("detail", "node")]
+    assert [(p.name, p.detail) for p in t.passes][:2] == [("measure", "graph"), ("detail", "node")]
+    assert {(p.name, p.detail) for p in t.passes[2:]} <= {("timing", "stamps")}
     (gid, n_nodes), = t.rows("SELECT graph_id, num_nodes FROM graphs WHERE origin='capture' AND pass_id = 1")
     assert n_nodes == 16
     ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id=? AND pass_id = 1 GROUP BY 1", [gid]))

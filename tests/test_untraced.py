@@ -197,3 +197,90 @@ def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: P
     assert chosen["n"] == 5 and set(chosen["cols"]["line"]) == {6} and not chosen["truncated"]
     capped = run("all", limit=4)
     assert capped["n"] == 4 and capped["truncated"]
+
+
+# ---- real recordings: three runs of examples/ on the H200 (tests/data/scripts/timed/recording.log) ----
+
+TIMED = ROOT / "tests" / "data" / "scripts" / "timed"
+
+
+def _line_cadence(trace, line: str, every: int = 1) -> float:  # type: ignore[no-untyped-def]
+    """Median interval between every `every`-th stamp of one line in the timing run: the loop's own cadence,
+    read straight from the stamps (independently of the matching in analyzers.untraced)."""
+    file, _, n = line.rpartition(":")
+    ts = trace.sql("SELECT ts_ns FROM line_stamps l JOIN passes p USING (pass_id) WHERE p.detail = 'stamps' AND file = ? "
+                   "AND line = ? ORDER BY ts_ns", [file, int(n)])["ts_ns"].astype(np.int64)
+    return float(np.median(np.diff(ts[::every])))
+
+
+def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
+    """CuPy: 100 eager steps of 10 fused kernels (one line, executed 10 times a step), CPU-bound; replays
+    GPU-bound. The eager period is the timing run's; the replay period stays the measuring run's."""
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.tracer.validate import validate_trace
+
+    with load(TIMED / "cupy_graph.gmtrace") as trace:
+        assert [(p.name, p.detail) for p in trace.passes] == [("measure", "graph"), ("detail", "graph"), ("timing", "stamps")]
+        assert validate_trace(trace) == []
+        (timing_run,) = [r for r in trace.meta["runs"] if r["config"]["name"] == "timing"]
+        # the lines the timing run stamped are those the analysis chooses from the first two runs
+        assert timing_run["config"]["stamp_lines"] == lines_to_time(trace) == ["examples/cupy_graph.py:14"]
+        cadence = _line_cadence(trace, "examples/cupy_graph.py:14", every=10)  # a step starts every 10th execution
+        a = analyze(trace)
+    (g,) = a.graphs
+    assert g.eager is not None and g.graph is not None and g.eager.work is not None and g.eager.traced_work is not None
+    assert (g.eager.run, g.eager.bound, g.graph.run, g.graph.bound) == ("timing", "cpu", "measure", "gpu")
+    assert abs(g.eager.work.median - cadence) <= 0.02 * cadence
+    assert g.eager.traced_work.median > g.eager.work.median  # the measuring run was slower: CUPTI's cost
+    assert not any("may be up to" in n for n in g.notes)  # no tracer allowance on a period timed untraced
+    assert any("timed by the timing run, without CUPTI" in n for n in g.notes)
+    b = g.break_even
+    assert b is not None and b.eager_ns == g.eager.work.trimmed_mean and b.interval_low == b.replays
+
+
+def test_cpu_bound_replays_of_jax_are_timed_by_the_timing_run() -> None:
+    """JAX: a jitted step that XLA runs as a graph, called 200 times from one line; CPU-bound replays."""
+    from graphmode.analyzers import analyze
+
+    with load(TIMED / "jax_jit.gmtrace") as trace:
+        lines = [r for r in trace.meta["runs"] if r["config"]["name"] == "timing"][0]["config"]["stamp_lines"]
+        loop = max(lines, key=lambda x: trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = 2 AND file || ':' || "
+                                                    "CAST(line AS VARCHAR) = ?", [x])[0][0])
+        cadence = _line_cadence(trace, loop)
+        a = analyze(trace)
+    g = a.primary_graph()
+    assert g is not None and g.graph is not None and g.graph.work is not None and g.replays >= 100
+    assert (g.graph.run, g.graph.bound) == ("timing", "cpu")
+    assert abs(g.graph.work.median - cadence) <= 0.05 * cadence
+
+
+def test_loops_on_other_threads_keep_the_measured_period_and_say_why() -> None:
+    """Two threads, each with its own eager loop and graph: the timing run stamps the main thread's lines
+    only, so `graphmode run` made no timing run, and the report says why the periods keep the flag."""
+    from graphmode.analyzers import analyze
+
+    with load(TIMED / "two_threads.gmtrace") as trace:
+        assert [p.name for p in trace.passes] == ["measure", "detail"]
+        assert trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = 1")[0][0] > 0  # the detail run stamped
+        a = analyze(trace)
+    assert len([g for g in a.graphs if g.status == "replayed"]) == 2
+    for g in a.graphs:
+        assert g.eager is not None and g.eager.run == "measure"
+        assert any("may be up to" in n for n in g.notes)
+    assert any("another thread than the main one" in n for n in a.cannot_compute)
+
+
+@pytest.mark.parametrize("available", [True, False])
+def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: pytest.MonkeyPatch, available: bool) -> None:
+    import graphmode.tracer.line_stamps as line_stamps
+    from graphmode.tracer.script import plan_runs
+
+    monkeypatch.setattr(line_stamps, "AVAILABLE", available)
+    auto = plan_runs(runs="auto")
+    assert [c.name for c in auto] == (["measure", "detail", "timing"] if available else ["measure", "detail"])
+    assert auto[1].stamp == ("all" if available else "")
+    if available:  # no CUPTI at all; its lines are chosen after the detail run
+        assert (auto[2].cupti, auto[2].stamp, auto[2].stamp_lines) == (False, "lines", ())
+    assert [c.name for c in plan_runs(runs="2")] == ["measure", "detail"]
+    assert [c.name for c in plan_runs(runs="auto", ranked=True)] == ["single"]
