@@ -81,7 +81,8 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
     from graphmode.tracer.line_stamps import AVAILABLE
 
     return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
-                     launch_sources=launch_sources, profile=profile, stamp="all" if AVAILABLE else "")
+                     launch_sources=launch_sources, profile=profile,
+                     stamp="all" if AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
