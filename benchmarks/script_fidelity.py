@@ -181,6 +181,9 @@ def main() -> None:
         recs = _load(args.out)
         if any(r["config"] == "graphmode" for r in recs):
             print(accuracy_table(recs))
+            if any(len(r.get("truths") or []) >= 3 for r in recs):
+                print()
+                print(timing_run_table(recs))
         else:
             print(slowdown_table(recs))
 
@@ -260,6 +263,41 @@ def accuracy_table(recs: list[dict[str, Any]]) -> str:
             rows.append(f"| {w} | {q.replace('_', '-')} | {unit(np.median(u)) if u.size else '—'} (n={u.size}) | "
                         f"{unit(np.median(g)) if g.size else '—'} (n={g.size}) | {ratio} | "
                         f"{unit(np.median(m)) if m.size else '—'} | {bound} |")
+    return "\n".join(rows)
+
+
+def timing_run_table(recs: list[dict[str, Any]]) -> str:
+    """Where a figure came from the timing run (`graphmode run`'s third process, without CUPTI): graphmode's
+    figure against the program's own timer in that same run (per process: does graphmode read the run it
+    timed faithfully?), and that run's own timers against the untraced processes (does the timing run
+    itself slow the program?)."""
+    rows = ["| workload | figure | graphmode / timing run's own timer, per process: median [range] (n) | timing run's own "
+            "timers (median) | untraced (median) | ratio [95% interval] |", "|---|---|---|---|---|---|"]
+    for w in sorted({r["workload"] for r in recs}):
+        for q, key, truth_key in (("eager", "eager", "eager_ns"), ("replay", "graph", "graph_ns")):
+            same, timing = [], []
+            for r in recs:
+                if r["workload"] != w or r["config"] != "graphmode" or len(r.get("truths") or []) < 3:
+                    continue
+                graphs = (r.get("report") or {}).get("graphs") or []
+                p = graphs[0].get(key) if graphs else None
+                t = r["truths"][2].get(truth_key)
+                if t is None:
+                    continue
+                timing.append(float(t))
+                if p and p.get("run") == "timing" and p.get("work"):
+                    same.append(p["work"]["median"] / float(t))
+            u = np.array([r["truth"][truth_key] for r in recs if r["workload"] == w and r["config"] == "untraced"
+                          and r.get("truth") and truth_key in r["truth"]], dtype=float)
+            if not same or not u.size:
+                continue
+            tm = np.array(timing)
+            rng = np.random.default_rng(3)
+            rs = [np.median(rng.choice(tm, tm.size)) / np.median(rng.choice(u, u.size)) for _ in range(2000)]
+            lo, hi = np.percentile(rs, [2.5, 97.5])
+            rows.append(f"| {w} | {q} | {np.median(same):.3f} [{min(same):.3f}, {max(same):.3f}] (n={len(same)}) | "
+                        f"{np.median(tm) / 1e3:,.1f} us (n={tm.size}) | {np.median(u) / 1e3:,.1f} us (n={u.size}) | "
+                        f"{np.median(tm) / np.median(u):.3f} [{lo:.3f}, {hi:.3f}] |")
     return "\n".join(rows)
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Re-records the CI fixtures on a GPU machine (they were recorded on an H200 with exactly this).
-#   bash tests/data/record.sh            # from the repository root; `bash tests/data/record.sh scripts` for the scripts only
+#   bash tests/data/record.sh            # from the repository root; `bash tests/data/record.sh scripts` for the scripts only,
+#   bash tests/data/record.sh timed      # the three-run traces alone (needs Python 3.12+: the timing run stamps lines)
 set -eu
 d=tests/data; s=$d/scripts; mkdir -p $s
 if [ "${1:-all}" = all ]; then
@@ -9,8 +10,14 @@ if [ "${1:-all}" = all ]; then
   done; done
   python3 -m graphmode bench chain -n 300 --warmup 20 --detail node --out graphmode/data/chain-h200.gmtrace --no-report
 fi
-# `graphmode run` makes two runs of each script: the measuring run (pass 0) and the detail run (pass 1).
+# `graphmode run` makes two runs of each script: the measuring run (pass 0) and the detail run (pass 1);
+# on Python 3.12+ a third, the timing run (pass 2), where the two find CPU-bound iterations.
 run() { python3 -m graphmode run --no-report --no-html "$@" || true; }
+if [ "${1:-all}" = timed ]; then
+  t=$s/timed; mkdir -p $t
+  for ex in cupy_graph jax_jit two_threads; do run --out $t/$ex.gmtrace examples/$ex.py; done
+  exit 0
+fi
 run --out $s/torch_cudagraph.gmtrace examples/torch_cudagraph.py --steps 20
 run --out $s/broken_capture.gmtrace examples/broken_capture.py          # exits 1 on purpose
 run --out $s/cupy_graph.gmtrace examples/cupy_graph.py
