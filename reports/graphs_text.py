@@ -42,13 +42,16 @@ def interval(b: BreakEven) -> str:
 
 def period_text(p: Period | None, per: str = "") -> str:
     """'17.2 ms CPU-bound' (the trimmed mean of the work period, as savings use it); a CPU-bound period
-    of a traced run says beside it that the tracer may have slowed it (analyzers.break_even)."""
+    of a traced run says beside it that the tracer may have slowed it (analyzers.break_even), one timed by
+    the timing run that it was timed untraced (analyzers.untraced)."""
     from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
 
     if p is None or p.work is None:
         return "—"
     text = f"{_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
-    if p.bound in ("cpu", "mixed", "single") and p.run != "timing":
+    if p.run == "timing":
+        text += " (untraced: timing run)"
+    elif p.bound in ("cpu", "mixed", "single"):
         text += f" (tracer may add ≤{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}%)"
     return text
 

@@ -148,6 +148,9 @@ def time_split_html(modes: tuple[ModeMetrics, ...], a: TraceAnalysis) -> str:
 
 # ---- per graph ---------------------------------------------------------------------------------
 
+RUN_WORDS = {"measure": "measuring (traced)", "detail": "detail (traced)", "single": "single (traced, with callbacks)"}
+
+
 def _period_cells(p: Any) -> dict[str, str]:
     if p is None:
         return {}
@@ -160,6 +163,8 @@ def _period_cells(p: Any) -> dict[str, str]:
         "other GPU work inside the period": esc(_stat(p.other_gpu)),
         "bound": esc(BOUND_LABELS.get(p.bound, p.bound))
         + (esc(f" ({100 * p.gpu_bound_share:.0f}% of iterations GPU-bound)") if p.gpu_bound_share is not None else ""),
+        "timed by": esc(f"the timing run, without CUPTI (the traced measuring run read {_stat(p.traced_work)})"
+                        if p.run == "timing" else f"the {RUN_WORDS.get(p.run, p.run)} run"),
     }
 
 
