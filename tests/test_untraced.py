@@ -285,3 +285,31 @@ def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: py
     assert [c.name for c in plan_runs(runs="2")] == ["measure", "detail"]
     (single,) = plan_runs(runs="auto", ranked=True)
     assert (single.name, single.stamp) == ("single", "")  # it times too: no stamps to slow it
+
+
+def test_the_timing_run_appends_a_pass_without_loading_cupti(tmp_path: Path) -> None:
+    """The timing run's process (`python -m graphmode.tracer.script_child`), on a script that needs no GPU:
+    it adds a pass of detail 'stamps' and its entry in meta.runs to the trace the earlier runs wrote, and
+    never imports CUPTI or cuda.bindings. Under Python < 3.12 it has no stamps and says so."""
+    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.store import TraceWriter
+
+    script = tmp_path / "loop.py"
+    script.write_text("import sys\ntotal = 0\nfor i in range(50):\n    total += i\n"
+                      "print('cupti' in sys.modules or 'cuda.bindings' in sys.modules)\n")
+    trace = tmp_path / "t.gmtrace"
+    TraceWriter(trace, {"workload": "script"}).close()  # what the measuring and detail runs leave
+    spec = {"config": dataclasses.asdict(timing_config([f"{script}:4"])), "out": str(trace), "append": True, "pass_id": 2}
+    p = subprocess.run([sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"  # nothing of CUDA's was loaded in the script's process
+    with load(trace) as t:
+        assert [(x.pass_id, x.name, x.detail, x.status) for x in t.passes] == [(2, "timing", "stamps", "complete")]
+        (run,) = t.meta["runs"]
+        n = t.rows("SELECT count(*) FROM line_stamps WHERE pass_id = 2 AND line = 4")[0][0]
+    assert run["config"]["stamp_lines"] == [f"{script}:4"] and run["script"]["exit_code"] == 0
+    if sys.version_info >= (3, 12):
+        assert n == 50 and run["line_stamps"] == 50
+    else:
+        assert n == 0 and "no line stamps in the timing run" in p.stderr

@@ -183,7 +183,8 @@ class ScriptTracer:
         self._torch = TorchHooks(self._memory).install() if cfg.callbacks else None
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
-            self._clock_pairs.append(_clock_pair(timestamp))
+            if self._stamper is not None:
+                self._clock_pairs.append(_clock_pair(timestamp))
         if cfg.profile:
             from pyinstrument import Profiler
 
@@ -248,15 +249,21 @@ class ScriptTracer:
 
 
 def start_stamper(cfg: RunConfig) -> Any:
-    """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones."""
+    """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones; None (said
+    on stderr) without sys.monitoring (Python < 3.12) or a free tool id."""
     from graphmode.tracer.line_stamps import LineStamper
     from graphmode.tracer.sources import is_user_file
 
     lines = None
     if cfg.stamp == "lines":
         lines = [(f, int(n)) for f, _, n in (x.rpartition(":") for x in cfg.stamp_lines) if n.isdigit()]
-    stamper = LineStamper(is_user_file, lines)
-    stamper.start()
+    try:
+        stamper = LineStamper(is_user_file, lines)
+        stamper.start()
+    except RuntimeError as e:  # Python < 3.12, or every sys.monitoring tool id taken (debuggers, coverage): run without
+        print(f"graphmode: no line stamps in the {cfg.name} run ({e}); CPU-bound periods keep the measuring run's "
+              "figures, flagged", file=sys.stderr)
+        return None
     return stamper
 
 
@@ -311,13 +318,14 @@ class TimingTracer:
         self.start_ns = time.perf_counter_ns()
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
-        assert self._writer is not None and self._stamper is not None, "start() first"
+        assert self._writer is not None, "start() first"
         end = time.perf_counter_ns()
-        self._stamper.stop()
         writer = self._writer
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
         try:
-            entry.update(write_stamps(writer, self._stamper, self.pass_id))
+            if self._stamper is not None:
+                self._stamper.stop()
+                entry.update(write_stamps(writer, self._stamper, self.pass_id))
             writer.add_pass(PassInfo(self.pass_id, self.config.name, "stamps", self.start_ns, end, 0, status))
         finally:
             existing = writer.get_meta()
