@@ -128,7 +128,7 @@ def spread(values: dict[int, float]) -> Spread | None:
 
     ranks = sorted(values)
     v = np.array([values[r] for r in ranks], dtype=np.float64)
-    return Spread(len(ranks), float(v.min()), float(np.median(v)), float(v.max()), ranks[int(v.argmin())], ranks[int(v.argmax())])
+    return Spread(len(ranks), float(np.min(v)), float(np.median(v)), float(np.max(v)), ranks[int(np.argmin(v))], ranks[int(np.argmax(v))])
 
 
 # ---- clocks ------------------------------------------------------------------------------------------

@@ -132,8 +132,8 @@ def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPat
         "layout": {"title": {"text": title, "x": 0.01, "font": {"size": 13}}, "height": 230 + 34 * rows + (18 if note else 0),
                    "margin": {"l": 40, "r": 20, "t": 56 if note else 40, "b": 40}, "showlegend": True,
                    "xaxis": {"title": {"text": "dependency level"}, "zeroline": False, "tick0": 0, "dtick": 1,
-                             "tickformat": "d", "range": [-0.6, float(level.max()) + 0.6]},
-                   "yaxis": {"visible": False, "range": [float(row.min()) - 0.8, float(row.max()) + 0.8]},
+                             "tickformat": "d", "range": [-0.6, float(np.max(level)) + 0.6]},
+                   "yaxis": {"visible": False, "range": [float(np.min(row)) - 0.8, float(np.max(row)) + 0.8]},
                    "hovermode": "closest"},
     }
 
@@ -150,7 +150,7 @@ def break_even_figure(b: BreakEven, predicted: RegionPrediction | None = None) -
     n = np.unique(np.linspace(0, hi, 400).round()).astype(np.float64)
     eager = n * b.eager_ns / 1e6
     graph = (b.one_time_ns + n * b.graph_ns) / 1e6
-    top = float(max(eager.max(), graph.max()))
+    top = float(max(np.max(eager), np.max(graph)))
     data: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines", "x": typed_array(n), "y": typed_array(eager),
          "name": html.escape(f"{b.baseline}: n × {human_ns(b.eager_ns)}"), "line": {"color": MODE_COLOURS.get(b.baseline, "#0072b2")}},

@@ -150,7 +150,7 @@ def iteration_markers(trace: Trace, pass_id: int) -> dict[str, dict[str, np.ndar
         if steady.size:
             # the graph with the most replays, and its eager iterations
             replays = steady.graph_id[steady.mode == "graph"]
-            graph = int(np.bincount(replays).argmax()) if replays.size else int(steady.graph_id[0])
+            graph = int(np.argmax(np.bincount(replays))) if replays.size else int(steady.graph_id[0])
             mine = steady.select(steady.graph_id == graph)
             for mode in ITERATION_MODES:
                 sel = mine.mode == mode

@@ -73,7 +73,7 @@ def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
 def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
     from graphmode.tracer.script import plan_runs
 
-    assert [c.name for c in plan_runs()] == ["measure", "detail"]
+    assert [c.name for c in plan_runs()][:2] == ["measure", "detail"]  # (+ 'timing' on Python 3.12: tests/test_untraced.py)
     assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
     assert [c.name for c in plan_runs(runs="2", ranked=True)] == ["measure", "detail"]
     assert [c.name for c in plan_runs(runs="1")] == ["single"]
