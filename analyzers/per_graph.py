@@ -66,7 +66,8 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
 
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
                   units_by_graph: dict[int, int] | None = None,
-                  failed_captures: set[int] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
+                  failed_captures: set[int] | None = None,
+                  stamp_overhead: dict[tuple[int, str], float] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
     """Per-graph results, the headline's graph first (then by time saved, then replays). `units_by_graph`: per
     graph, eager iterations one replay does the work of (analyzers.inference)."""
     units_of = units_by_graph or {}
@@ -114,9 +115,12 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         cpu_side = ("cpu", "mixed", "single")
         for name, p in (("eager iterations", eager), ("replays", graph)):
             if p is not None and p.run == "timing" and p.work is not None and p.traced_work is not None and p.work.median > 0:
+                stamps = (stamp_overhead or {}).get((gid, p.mode))
                 notes.append(f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {_ms(p.work.median)} each "
                              f"(median), where the traced measuring run read {_ms(p.traced_work.median)} "
-                             f"({p.traced_work.median / p.work.median:.2f}x)")
+                             f"({p.traced_work.median / p.work.median:.2f}x)"
+                             + (f"; the timing run's own line stamps took about {_ms(stamps)} of each "
+                                f"({100 * stamps / p.work.median:.1f}%, included)" if stamps is not None else ""))
         if eager is not None and timing_traced and eager.bound in cpu_side and eager.run != "timing":
             inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up to "

@@ -16,7 +16,7 @@ from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
-from graphmode.analyzers.untraced import line_timing, timing_pass_id, with_untraced
+from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
 
@@ -60,6 +60,7 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
     timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
     table, units = table_for(trace, sg)
     detail: IterationTable | None = None
+    overhead: dict[tuple[int, str], float] = {}
     if sg.structure_pass != sg.timing_pass:
         detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
         detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
@@ -71,12 +72,14 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
         lt = line_timing(trace, table, detail)
         table = with_untraced(table, lt)
+        overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
-    graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed)
+    graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
+                                   stamp_overhead=overhead)
     costs = tuple(g.cost for g in graphs if g.cost is not None)
     primary = next((g for g in graphs if g.status == "replayed"), graphs[0] if graphs else None)
     modes: list[ModeMetrics] = []

@@ -28,6 +28,7 @@ measuring run's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,15 +44,20 @@ class LineTiming:
     untraced: np.ndarray  # per row of the measuring table: untraced CPU period (ns), NaN where not matched
     line: np.ndarray  # per row: 'file:line' that started the iteration ('' not known)
     notes: tuple[str, ...]
+    stamp_ns: np.ndarray | None = None  # per row: what the timing run's own stamps cost inside that period (NaN unknown)
+
+
+def _run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
+    for run in trace.meta.get("runs", []) or []:
+        if isinstance(run, dict) and run.get("pass_id") == pass_id:
+            return run
+    return {}
 
 
 def _asked_lines(trace: Trace, pass_id: int) -> set[str] | None:
     """The lines the timing run was configured to stamp (its entry in meta.runs); None if not recorded."""
-    for run in trace.meta.get("runs", []) or []:
-        if isinstance(run, dict) and run.get("pass_id") == pass_id:
-            lines = (run.get("config") or {}).get("stamp_lines")
-            return {str(x) for x in lines} if isinstance(lines, list) else None
-    return None
+    lines = (_run_entry(trace, pass_id).get("config") or {}).get("stamp_lines")
+    return {str(x) for x in lines} if isinstance(lines, list) else None
 
 
 def timing_pass_id(trace: Trace) -> int | None:
@@ -146,8 +152,10 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     if mismatched:
         notes.append(f"line{'s' if len(mismatched) > 1 else ''} {', '.join(_short(x) for x in mismatched[:3])} ran a different number "
                      "of times in the timing run than in the detail run: the iterations they start keep the measuring run's period")
-    # the detail run's untraced periods, row by row
+    # the detail run's untraced periods, row by row, and how many of the timing run's stamps each held
     d_untraced = np.full(detail.size, np.nan)
+    d_stamps = np.full(detail.size, np.nan)
+    all_timed = np.sort(np.concatenate([v for v in timed.values()])) if timed else np.zeros(0, dtype=np.int64)
     for rows in _series(detail):
         for a, b in zip(rows[:-1], rows[1:]):  # consecutive iterations of one stretch
             if detail.stretch[a] != detail.stretch[b] or not loc[a] or loc[a] != loc[b] or seq[a] < 0 or seq[b] <= seq[a]:
@@ -157,7 +165,9 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
             if t is None or str(loc[a]) in mismatched or t.size <= seq[b]:
                 continue
             d_untraced[a] = float(t[seq[b]] - t[seq[a]])
+            d_stamps[a] = float(np.searchsorted(all_timed, t[seq[b]]) - np.searchsorted(all_timed, t[seq[a]]))
     # onto the measuring run: per graph and mode, the same iterations in the same order
+    stamps = np.full(measure.size, np.nan)
     for m_rows, d_rows, (gid, mode) in _aligned(measure, detail):
         if m_rows is None:
             if np.isfinite(d_untraced[d_rows]).any():
@@ -165,8 +175,11 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
                              "stretches): they keep the measuring run's period")
             continue
         untraced[m_rows] = d_untraced[d_rows]
+        stamps[m_rows] = d_stamps[d_rows]
         line_of[m_rows] = loc[d_rows]
-    return LineTiming(tp, untraced, line_of, tuple(notes))
+    cost = _run_entry(trace, tp).get("stamp_cost_ns")
+    stamp_ns = stamps * float(cost) if isinstance(cost, (int, float)) else None
+    return LineTiming(tp, untraced, line_of, tuple(notes), stamp_ns)
 
 
 def _series(t: IterationTable) -> list[np.ndarray]:
@@ -204,6 +217,21 @@ def _short(loc: str) -> str:
 
 
 TIMED_SHARE = 0.8  # a graph's mode is timed by the timing run when it times this share of its CPU-bound iterations
+
+
+def stamp_overhead(t: IterationTable, lt: LineTiming) -> dict[tuple[int, str], float]:
+    """Per (graph, mode) timed by the timing run (`t` = with_untraced's table): the median time its own line
+    stamps took inside an iteration's period (stamps in the period x the cost of one, measured by the run)."""
+    if lt.stamp_ns is None:
+        return {}
+    out: dict[tuple[int, str], float] = {}
+    timed = t.timed_by == "timing"
+    for gid, mode in {(int(g), str(m)) for g, m in zip(t.graph_id[timed], t.mode[timed])}:
+        v = lt.stamp_ns[timed & (t.graph_id == gid) & (t.mode == mode)]
+        v = v[np.isfinite(v)]
+        if v.size:
+            out[(gid, mode)] = float(np.median(v))
+    return out
 
 
 def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:

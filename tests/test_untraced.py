@@ -42,7 +42,7 @@ def _table(pass_id: int, launch: list[int], period: list[float], busy: list[int]
         traced_work=np.full(n, np.nan))
 
 
-def _stamps_trace(path: Path, timing: list[int]) -> Path:
+def _stamps_trace(path: Path, timing: list[int], stamp_cost: float | None = None) -> Path:
     """Synthetic. Detail pass 1, thread 11: the loop's `for` line t.py:4 at 90, 290, 490, 690 and its body's
     first line t.py:5 at 100, 300, 500, 700, then t.py:5 once more at 900 (the capture). Timing pass 2,
     thread 22 (another process): t.py:5 at the times given."""
@@ -53,6 +53,8 @@ def _stamps_trace(path: Path, timing: list[int]) -> Path:
         t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=ts)
     for ts in timing:
         t._add("line_stamps", pass_id=2, thread_id=22, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=ts)
+    if stamp_cost is not None:  # the timing run's entry in meta.runs, as TimingTracer writes it
+        t.meta["runs"] = [{"pass_id": 2, "config": {"name": "timing", "stamp_lines": ["t.py:5"]}, "stamp_cost_ns": stamp_cost}]
     return t.write(path)
 
 
@@ -76,6 +78,19 @@ def test_untraced_periods_come_from_the_timing_runs_stamps(tmp_path: Path) -> No
     assert list(fixed.gpu_bound[:3]) == [False, False, True]
     assert list(fixed.timed_by) == ["timing", "timing", "timing", ""]
     assert list(fixed.traced_work[:3]) == [120, 120, 120]
+
+
+def test_the_timing_runs_own_stamps_are_counted_per_iteration(tmp_path: Path) -> None:
+    # one stamp (t.py:5) per iteration, each measured by the run at 2 ns: 2 ns of each period are the stamps'
+    from graphmode.analyzers.untraced import stamp_overhead
+
+    path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190, 1500], stamp_cost=2.0)
+    detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30] * 4, [False] * 4)
+    measure = _table(0, [5000, 5120, 5240, 5360], [120, 120, 120, float("nan")], [30] * 4, [False] * 4, thread=99)
+    with load(path) as trace:
+        lt = line_timing(trace, measure, detail)
+    assert lt.stamp_ns is not None and list(lt.stamp_ns[:3]) == [2, 2, 2] and np.isnan(lt.stamp_ns[3])
+    assert stamp_overhead(with_untraced(measure, lt), lt) == {(1, "eager"): 2.0}
 
 
 def test_a_line_run_a_different_number_of_times_is_not_matched(tmp_path: Path) -> None:
@@ -311,5 +326,6 @@ def test_the_timing_run_appends_a_pass_without_loading_cupti(tmp_path: Path) -> 
     assert run["config"]["stamp_lines"] == [f"{script}:4"] and run["script"]["exit_code"] == 0
     if sys.version_info >= (3, 12):
         assert n == 50 and run["line_stamps"] == 50
+        assert 0 < run["stamp_cost_ns"] < 100_000  # measured after the script: what one stamp costs it
     else:
         assert n == 0 and "no line stamps in the timing run" in p.stderr

@@ -172,3 +172,42 @@ class LineStamper:
 
     def __len__(self) -> int:
         return len(self._ts)
+
+
+def stamp_cost_ns(n: int = 20_000, repeats: int = 5) -> float | None:
+    """What one stamp of a chosen line costs the program here: a loop of `n` one-line iterations timed with
+    the LINE callback of the timing run on that line and without it (its `for` line disabled, as the timing
+    run disables every line it does not stamp); the median over `repeats` of (with - without) / n. Run
+    after the program, once the stamper has stopped; None without a free tool id."""
+    mon = _mon()
+    tool = next((t for t in _TOOL_IDS if mon.get_tool(t) is None), None)
+    if tool is None:
+        return None
+    name = "<graphmode-stamp-cost>"
+    scope: dict[str, Any] = {}
+    exec(compile("def loop(n):\n    for _ in range(n):\n        x = 1\n", name, "exec"), scope)  # noqa: S102
+    loop = scope["loop"]
+    probe = LineStamper(lambda f: True, [(name, 3)], limit=n * (repeats + 1) + 100)
+    mon.use_tool_id(tool, "graphmode-stamp-cost")
+    try:
+        probe.tool = tool
+        mon.register_callback(tool, mon.events.LINE, probe._make_on_line())
+        mon.set_local_events(tool, loop.__code__, mon.events.LINE)
+        loop(10)  # the `for` line returns DISABLE here, as the timing run's unchosen lines do
+        costs = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            loop(n)
+            on = time.perf_counter_ns() - t0
+            mon.set_local_events(tool, loop.__code__, 0)
+            t0 = time.perf_counter_ns()
+            loop(n)
+            off = time.perf_counter_ns() - t0
+            mon.set_local_events(tool, loop.__code__, mon.events.LINE)
+            costs.append((on - off) / n)
+        costs.sort()
+        return max(costs[len(costs) // 2], 0.0)
+    finally:
+        mon.set_local_events(tool, loop.__code__, 0)
+        mon.register_callback(tool, mon.events.LINE, None)
+        mon.free_tool_id(tool)

@@ -324,8 +324,11 @@ class TimingTracer:
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
         try:
             if self._stamper is not None:
+                from graphmode.tracer.line_stamps import stamp_cost_ns
+
                 self._stamper.stop()
                 entry.update(write_stamps(writer, self._stamper, self.pass_id))
+                entry["stamp_cost_ns"] = stamp_cost_ns()  # what a stamp cost the program (measured after it ended)
             writer.add_pass(PassInfo(self.pass_id, self.config.name, "stamps", self.start_ns, end, 0, status))
         finally:
             existing = writer.get_meta()
