@@ -9,6 +9,7 @@ clocks and prints one GRAPHMODE_TRUTH line. This benchmark runs every workload i
   slowed it, and whose trace graphmode's analysis reads: `graphmode report --json` per process.
 
     python3 benchmarks/script_fidelity.py record OUT --procs 5 [--configs untraced,measure] [--keep-traces]
+    python3 benchmarks/script_fidelity.py record OUT --procs 10 --configs untraced,timing_only   # the timing run's own cost
     python3 benchmarks/script_fidelity.py analyze OUT          # anywhere, no GPU: the tables
 
 Processes of all workloads and configurations are interleaved (process k runs every pair once, in a
@@ -43,8 +44,8 @@ PREFIX = "GRAPHMODE_TRUTH "
 
 
 def config_spec(name: str) -> dict[str, Any] | None:
-    """Tracer configurations by name (None: untraced)."""
-    if name in ("untraced", "graphmode"):
+    """Tracer configurations by name (None: untraced; 'timing_only' is made per workload by run_one)."""
+    if name in ("untraced", "graphmode", "timing_only"):
         return None
     from graphmode.tracer.script import MEASURE, RunConfig, detail_config
 
@@ -76,13 +77,40 @@ def _truth(stdout: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int) -> dict[str, Any]:
+def _env(script: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": f"{script.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def chosen_lines(workload: str, out: Path, timeout: int) -> list[str]:
+    """The lines graphmode's timing run stamps in this workload: one `graphmode run` (kept as
+    OUT/<workload>-lines.gmtrace), its timing run's `stamp_lines` (empty: no timing run was made)."""
+    from graphmode.tracer.store import load
+
+    script = HERE / WORKLOADS[workload][0]
+    trace = out / f"{workload}-lines.gmtrace"
+    subprocess.run([sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script)],
+                   capture_output=True, text=True, env=_env(script), timeout=timeout, cwd=str(script.parent))
+    with load(trace) as t:
+        runs = [r for r in t.meta.get("runs", []) if (r.get("config") or {}).get("name") == "timing"]
+    return list(runs[0]["config"]["stamp_lines"]) if runs else []
+
+
+def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int,
+            lines: list[str] | None = None) -> dict[str, Any]:
     script = HERE / WORKLOADS[workload][0]
     spec = config_spec(config)
     trace = out / f"{workload}-{config}-{proc:02d}.gmtrace"
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": f"{script.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = _env(script)
     if config == "graphmode":  # what a user runs: both runs, then the JSON report below
         cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script)]
+    elif config == "timing_only":  # graphmode's timing run alone (no CUPTI; stamps of `lines`): what it costs the program
+        from graphmode.tracer.script import timing_config
+        from graphmode.tracer.store import TraceWriter
+
+        TraceWriter(trace, {"workload": "script"}).close()  # what the first two runs would have left
+        cmd = [sys.executable, "-m", "graphmode.tracer.script_child",
+               json.dumps({"config": asdict(timing_config(lines or [])), "out": str(trace), "append": True, "pass_id": 2}),
+               str(script)]
     elif spec is None:
         cmd = [sys.executable, str(script)]
     else:
@@ -95,6 +123,9 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
                               "truths": _truths(p.stdout)}
     if p.returncode != 0 or record["truth"] is None:
         record["stderr_tail"] = p.stderr[-2000:]
+    if config == "timing_only":
+        record["stamp_lines"] = lines or []
+        trace.unlink(missing_ok=True)
     if (spec is not None or config == "graphmode") and trace.exists():
         r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
                            capture_output=True, text=True, timeout=timeout)
@@ -113,12 +144,13 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
 def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: bool, timeout: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(20261130)
+    lines = {w: chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
     with open(out / "results.jsonl", "a") as f:
         for proc in range(procs):
             pairs = [(w, c) for w in workloads for c in configs]
             rng.shuffle(pairs)
             for w, c in pairs:
-                rec = run_one(w, c, proc, out, keep and proc == 0, timeout)
+                rec = run_one(w, c, proc, out, keep and proc == 0, timeout, lines.get(w))
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
                 t = rec.get("truth") or {}
