@@ -106,13 +106,12 @@ def _by_line(trace: Trace, pass_id: int, lines: set[str]) -> tuple[dict[tuple[Th
     across runs: its Python name ('MainThread', 'Thread-3 (worker)': numbered in creation order), and
     among threads of one name, the order of their first stamp of one of `lines`."""
     s = _stamps(trace, pass_id)
+    keep = np.isin(s["loc"].astype(str), sorted(lines)) if s["loc"].size and lines else np.zeros(s["loc"].size, dtype=bool)
     who: dict[int, Thread] = {}
     per_name: dict[str, int] = {}
     out: dict[tuple[Thread, str], list[int]] = {}
-    for t, name, lc, x in zip(s["thread_id"].astype(np.int64).tolist(), s["thread_name"].astype(str).tolist(),
-                              s["loc"].astype(str).tolist(), s["ts_ns"].astype(np.int64).tolist()):
-        if lc not in lines:
-            continue
+    for t, name, lc, x in zip(s["thread_id"][keep].astype(np.int64).tolist(), s["thread_name"][keep].astype(str).tolist(),
+                              s["loc"][keep].astype(str).tolist(), s["ts_ns"][keep].astype(np.int64).tolist()):
         if t not in who:
             who[t] = (name, per_name.get(name, 0))
             per_name[name] = who[t][1] + 1
