@@ -215,6 +215,16 @@ def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall
     return cost, replay, be_n
 
 
+def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float, str] | None:
+    """(median eager work, the run it comes from) of the graph a script's eager region does the work of."""
+    if analysis is None or region.runner or not region.graph_id or region.mode != "eager":
+        return None
+    g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)
+    if g is None or g.eager is None or g.eager.work is None or g.eager.work.median <= 0:
+        return None
+    return g.eager.work.median, g.eager.run
+
+
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
               wall_pass: int | None, seed: int) -> RegionPrediction | None:
     starts, ends = region.starts, region.ends
@@ -247,6 +257,18 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         has_ops = np.bincount(act.op_iteration[act.op_iteration >= 0], minlength=n_it) > 0
         wall = wall[has_ops]
     t_e = float(np.median(wall))
+    script_eager = _script_eager(analysis, region)
+    if script_eager is not None and region.wall_traced and t_e > 0:
+        # A script: the detail run's iterations give the shape of the spread; their level is the per-graph
+        # answer's eager period (the measuring run's, or the timing run's where it timed CPU-bound iterations),
+        # so that the prediction and the measured graph compare against the same eager baseline.
+        scale = script_eager[0] / t_e
+        wall = wall * scale
+        t_e = float(np.median(wall))
+        region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
+        run = {"measure": "measuring", "single": "single"}.get(script_eager[1], script_eager[1])
+        notes.append(f"the eager period is the per-graph answer's (from the {run} run): the detail run's iterations "
+                     f"scaled by {scale:.2f} to its median")
     if rows.shape[0] < n_it:
         notes.append(f"{n_it - rows.shape[0]} of {n_it} iterations launched different work and were left out of the per-node durations")
     if region.wall_traced:
