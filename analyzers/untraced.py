@@ -27,6 +27,7 @@ measuring run's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,6 @@ class LineTiming:
 
     timing_pass: int | None
     untraced: np.ndarray  # per row of the measuring table: untraced CPU period (ns), NaN where not matched
-    line: np.ndarray  # per row: 'file:line' that started the iteration ('' not known)
     notes: tuple[str, ...]
     stamp_ns: np.ndarray | None = None  # per row: what the timing run's own stamps cost inside that period (NaN unknown)
 
@@ -71,16 +71,17 @@ def _stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
                      "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
 
 
-def starting_lines(trace: Trace, detail: IterationTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of the detail run's table: (the line executing on the launching thread when the
-    iteration's first launch call began ('' unknown), the OS thread, that execution's ordinal among the
-    line's executions on that thread (-1 unknown))."""
+def starting_lines(trace: Trace, detail: IterationTable,
+                   stamps: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the detail run's table: (the line executing on the launching thread (`detail.thread_id`)
+    when the iteration's first launch call began ('' unknown), that execution's ordinal among the line's
+    executions on that thread (-1 unknown)). `stamps`: the detail run's, when already fetched."""
     n = detail.size
     loc = np.full(n, "", dtype=object)
     seq = np.full(n, -1, dtype=np.int64)
-    s = _stamps(trace, detail.pass_id)
+    s = stamps if stamps is not None else _stamps(trace, detail.pass_id)
     if not s["ts_ns"].size or not n:
-        return loc, detail.thread_id.copy(), seq
+        return loc, seq
     tid, ts = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64)
     for t in np.unique(detail.thread_id):  # per launching thread
         rows = np.flatnonzero((detail.thread_id == t) & (detail.launch_ns >= 0))
@@ -91,7 +92,7 @@ def starting_lines(trace: Trace, detail: IterationTable) -> tuple[np.ndarray, np
         ok = k >= 0
         loc[rows[ok]] = s["loc"][mine[k[ok]]]
         seq[rows[ok]] = s["seq"][mine[k[ok]]]
-    return loc, detail.thread_id.copy(), seq
+    return loc, seq
 
 
 def chosen_lines(loc: np.ndarray, mask: np.ndarray) -> list[str]:
@@ -101,11 +102,10 @@ def chosen_lines(loc: np.ndarray, mask: np.ndarray) -> list[str]:
 Thread = tuple[str, int]  # a thread as the same in every run: its Python name, and its rank among threads of that name
 
 
-def _by_line(trace: Trace, pass_id: int, lines: set[str]) -> tuple[dict[tuple[Thread, str], np.ndarray], dict[int, Thread]]:
-    """(thread, 'file:line') -> that line's stamps on that thread, in order; and each OS thread's identity
-    across runs: its Python name ('MainThread', 'Thread-3 (worker)': numbered in creation order), and
-    among threads of one name, the order of their first stamp of one of `lines`."""
-    s = _stamps(trace, pass_id)
+def _by_line(s: dict[str, np.ndarray], lines: set[str]) -> tuple[dict[tuple[Thread, str], np.ndarray], dict[int, Thread]]:
+    """(thread, 'file:line') -> that line's stamps (`_stamps` of one pass) on that thread, in order; and each
+    OS thread's identity across runs: its Python name ('MainThread', 'Thread-3 (worker)': numbered in creation
+    order), and among threads of one name, the order of their first stamp of one of `lines`."""
     keep = np.isin(s["loc"].astype(str), sorted(lines)) if s["loc"].size and lines else np.zeros(s["loc"].size, dtype=bool)
     who: dict[int, Thread] = {}
     per_name: dict[str, int] = {}
@@ -123,11 +123,12 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none)."""
     tp = timing_pass_id(trace)
     untraced = np.full(measure.size, np.nan)
-    line_of = np.full(measure.size, "", dtype=object)
     if not measure.size or not detail.size:
-        return LineTiming(tp, untraced, line_of, ())
+        return LineTiming(tp, untraced, ())
     notes: list[str] = []
-    loc, thread, seq = starting_lines(trace, detail)
+    detail_stamps = _stamps(trace, detail.pass_id)
+    loc, seq = starting_lines(trace, detail, detail_stamps)
+    thread = detail.thread_id
     cpu = ~measure.gpu_bound & np.isfinite(measure.period)
     unstamped: dict[int, list[str]] = {}
     for gid, mode in sorted({(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}):
@@ -139,13 +140,13 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
         notes.append(f"CPU-bound iterations launched from another thread than the main one, or from code outside the script, "
                      f"keep the measuring run's period (the timing run stamps the script's lines on the main thread only): {which}")
     if tp is None:
-        return LineTiming(tp, untraced, line_of, tuple(notes))
+        return LineTiming(tp, untraced, tuple(notes))
     lines = {str(x) for x in loc if x}
     asked = _asked_lines(trace, tp)
     if asked is not None:  # lines the timing run was not asked to stamp (GPU-bound iterations') are not compared
         lines &= asked
-    timed, _ = _by_line(trace, tp, lines)
-    traced, order = _by_line(trace, detail.pass_id, lines)
+    timed, _ = _by_line(_stamps(trace, tp), lines)
+    traced, order = _by_line(detail_stamps, lines)
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
                          if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})
     if mismatched:
@@ -175,10 +176,9 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
             continue
         untraced[m_rows] = d_untraced[d_rows]
         stamps[m_rows] = d_stamps[d_rows]
-        line_of[m_rows] = loc[d_rows]
     cost = _run_entry(trace, tp).get("stamp_cost_ns")
     stamp_ns = stamps * float(cost) if isinstance(cost, (int, float)) else None
-    return LineTiming(tp, untraced, line_of, tuple(notes), stamp_ns)
+    return LineTiming(tp, untraced, tuple(notes), stamp_ns)
 
 
 def _series(t: IterationTable) -> list[np.ndarray]:
@@ -240,8 +240,6 @@ def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:
     least TIMED_SHARE of the CPU-bound iterations, the rest (a change of line between two iterations, the
     last warm-up before the timed loop, say) are left out of the period (`timed_by` 'untimed'); below it,
     the mode keeps the measuring run's periods, since a period mixing two runs' would be neither's."""
-    import dataclasses
-
     if not np.isfinite(lt.untraced).any():
         return t
     cpu = ~t.gpu_bound & np.isfinite(t.period)

@@ -65,7 +65,7 @@ def test_untraced_periods_come_from_the_timing_runs_stamps(tmp_path: Path) -> No
     # measuring run: the same four, CPU-bound and slowed (120 each); GPU busy 30, 30, 65, 30
     measure = _table(0, [5000, 5120, 5240, 5360], [120, 120, 120, float("nan")], [30, 30, 65, 30], [False] * 4, thread=99)
     with load(path) as trace:
-        loc, _, seq = starting_lines(trace, detail)
+        loc, seq = starting_lines(trace, detail)
         # the last stamp on thread 11 before 150 is t.py:5 at 100 (its execution 0), and so on
         assert list(loc) == ["t.py:5"] * 4 and list(seq) == [0, 1, 2, 3]
         lt = line_timing(trace, measure, detail)
@@ -139,7 +139,7 @@ def test_a_mostly_timed_mode_leaves_its_untimed_iterations_out(tmp_path: Path) -
     lt_values = np.array([60, 60, 60, np.nan, 60, 60, np.nan])
     from graphmode.analyzers.untraced import LineTiming
 
-    fixed = with_untraced(measure, LineTiming(2, lt_values, np.full(n, "t.py:5", dtype=object), ()))
+    fixed = with_untraced(measure, LineTiming(2, lt_values, ()))
     assert list(fixed.timed_by) == ["timing"] * 3 + ["untimed"] + ["timing"] * 2 + [""]
     assert np.isnan(fixed.work[3]) and list(fixed.work[[0, 1, 2, 4, 5]]) == [60] * 5
 
