@@ -1,6 +1,6 @@
 """How true are `graphmode run`'s numbers on programs nobody here wrote? (issue 9)
 
-Each workload in benchmarks/third_party/ (torchvision, Triton, JAX, CuPy) times itself with its own
+Each workload in benchmarks/third_party/ (torchvision, Hugging Face transformers, Triton, JAX, CuPy) times itself with its own
 clocks and prints one GRAPHMODE_TRUTH line. This benchmark runs every workload in fresh processes:
 
 - **untraced**: `python3 workload.py` (the ground truth);
@@ -39,6 +39,8 @@ WORKLOADS: dict[str, list[str]] = {
     "triton": ["third_party/triton_bench.py"],
     "jax": ["third_party/jax_loop.py"],
     "cupy": ["third_party/cupy_chain.py"],
+    "hf": ["third_party/hf_compile_decode.py"],
+    "hf_graph": ["third_party/hf_static_decode.py"],
 }
 PREFIX = "GRAPHMODE_TRUTH "
 
