@@ -168,3 +168,32 @@ def test_api_names_need_no_cupti_call(monkeypatch: pytest.MonkeyPatch) -> None:
     got = sorted(zip(calls["start_ns"], calls["name"], calls["category"]))
     assert got == [(5, "cudaLaunchKernel_v7000", "kernel_launch"), (10, "cuLaunchKernel", "kernel_launch"),
                    (30, "cuInit", "other")]
+
+
+def test_untimed_gpu_records_are_left_out_and_counted() -> None:
+    # SYNTHETIC columns: after a device-side assert, CUPTI flushed records with start 0 (seen on the H200: every
+    # kernel and graph record of a failed transformers run); one record ends before it starts
+    from graphmode.tracer.decode import drop_untimed_spans
+
+    tables = {"gpu_spans": {"kind": np.array(["kernel", "kernel", "graph", "kernel", "memcpy"], dtype=object),
+                            "start_ns": np.array([100, 0, 0, 300, 500], dtype=np.int64),
+                            "end_ns": np.array([200, 0, 0, 250, 600], dtype=np.int64),
+                            "name": np.array(["a", "b", "g", "c", "m"], dtype=object)}}
+    note = drop_untimed_spans(tables, 1)
+    assert tables["gpu_spans"]["name"].tolist() == ["a", "m"]
+    assert note is not None and note.startswith("pass 1: 3 of 5 GPU records had no timestamps (1 graph, 2 kernel)")
+    assert drop_untimed_spans(tables, 1) is None  # all timed now: nothing to say
+
+
+def test_a_later_runs_note_keeps_the_earlier_runs_notes(tmp_path) -> None:
+    from graphmode.tracer.store import TraceWriter, load
+
+    path = tmp_path / "t.gmtrace"
+    w = TraceWriter(path, {"workload": "synthetic"})
+    w.add_note("measuring run: one")
+    w.close()
+    w = TraceWriter(path, append=True)
+    w.add_note("detail run: two")
+    w.close(keep_status=True)
+    with load(path) as t:
+        assert t.meta["notes"] == ["measuring run: one", "detail run: two"]

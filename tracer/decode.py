@@ -264,6 +264,25 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
     return out
 
 
+def drop_untimed_spans(tables: dict[str, dict[str, Any]], pass_id: int) -> str | None:
+    """Removes GPU records that CUPTI could not time (start 0, or an end before the start: seen on the H200 for
+    every record still buffered when a device-side assert broke the context) from `tables['gpu_spans']`, in
+    place; returns a note that says how many of each kind were left out (None when all were timed). Kept,
+    their zero times would sort them before all real work and break the iteration order."""
+    spans = tables.get("gpu_spans")
+    if not spans:
+        return None
+    start, end = np.asarray(spans["start_ns"]), np.asarray(spans["end_ns"])
+    bad = (start <= 0) | (end < start)
+    if not bad.any():
+        return None
+    kinds, counts = np.unique(np.asarray(spans["kind"])[bad].astype(str), return_counts=True)
+    tables["gpu_spans"] = {k: np.asarray(v)[~bad] for k, v in spans.items()}
+    what = ", ".join(f"{int(n):,} {k}" for k, n in zip(kinds, counts))
+    return (f"pass {pass_id}: {int(bad.sum()):,} of {bad.size:,} GPU records had no timestamps ({what}): CUPTI gives none "
+            "for work it could not time, as after a device-side error; they are left out of the GPU spans")
+
+
 def _drop_own_calls(api: dict[str, Any], own: list[tuple[int, int, int]]) -> dict[str, Any]:
     """Removes the API records of graphmode's own calls (topology reads) made while tracing."""
     if not own:

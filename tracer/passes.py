@@ -94,10 +94,12 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
     put("graph_nodes", rec.nodes)
     put("graph_edges", rec.edges)
     if raw is not None:
-        from graphmode.tracer.decode import decode, lookup
+        from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
 
         labels = {int(g["graph_id"][0]): str(g["label"][0]) for g in rec.graphs}
         tables = decode(raw, pid, labels)
+        if (note := drop_untimed_spans(tables, pid)) is not None:
+            writer.add_note(note)
         known_nodes = {int(n): int(g) for part in rec.nodes for n, g in zip(part["node_id"], part["graph_id"])}
         spans = tables.get("gpu_spans")
         if spans is not None:

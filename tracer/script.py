@@ -342,12 +342,14 @@ class TimingTracer:
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
-    from graphmode.tracer.decode import decode, lookup
+    from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
     from graphmode.tracer.lifecycle import derive_graphs
     from graphmode.tracer.passes import launch_events, map_graph_ids
 
     pid = info.pass_id
     tables = decode(raw, pid)
+    if (note := drop_untimed_spans(tables, pid)) is not None:
+        writer.add_note(note)
     api = tables.get("api_calls")
     graphs = derive_graphs(raw, api)
     labels = dict(zip(graphs.graphs["graph_id"], graphs.graphs["label"]))

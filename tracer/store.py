@@ -155,6 +155,8 @@ class TraceWriter:
             self._con = duckdb.connect()
             self._con.execute(f"ATTACH '{_quoted(self.path)}' AS trace")
             self._con.execute("USE trace")
+            notes = self.get_meta().get("notes")
+            self.notes = list(notes) if isinstance(notes, list) else []  # a later run's notes add to the earlier ones'
             if meta:
                 self.set_meta(meta)
             return
