@@ -15,7 +15,7 @@ from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, break_even_
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
-from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts
+from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
@@ -58,10 +58,19 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     build = sum(parts.get(k, 0.0) for k in ("capture", "build")) if ("capture" in parts or "build" in parts) else None
     if not parts and first_ns is None:
         return None
-    total = float(np.nansum([x if x is not None else np.nan for x in (build, parts.get("instantiate"), parts.get("upload"), excess)]))
+    framework = None
+    if parts.get("recordings"):
+        # a cudagraph-tree recording: its wall time less the CUDA calls in it and the first replay, which it makes
+        # itself (the replay's excess over a steady one is counted as first-launch excess)
+        framework = 0.0
+        for w in parts["recordings"]:
+            inside = first_ns if first.size and first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
+            framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
+    total = float(np.nansum([x if x is not None else np.nan
+                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
                      instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
-                     steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total)
+                     steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework)
 
 
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,

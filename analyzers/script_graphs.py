@@ -63,6 +63,8 @@ class ScriptGraphs:
     lifecycle: tuple[LifecycleCall, ...]  # timing pass, by start
     notes: tuple[str, ...] = field(default_factory=tuple)
     structure_recorded: bool = True  # a pass recorded the graphs (CUPTI callbacks): names, topology, lines
+    # (start, end) of each cudagraph-tree recording in the timing pass (PyTorch's own work around the capture)
+    recordings: tuple[tuple[int, int], ...] = ()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -211,15 +213,52 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
                      "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
                      "which makes both runs")
-    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded)
+    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded,
+                        recording_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id)))
+
+
+def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each cudagraph-tree recording PyTorch made in the pass (tracer.torch_hooks): from the
+    pass's own entry in meta.runs (the measuring run hears recordings only), else from meta.torch when the
+    pass is the run that wrote it (the one with callbacks). Starts and ends pair up in order on each thread."""
+    entry = next((r for r in trace.meta.get("runs", []) or [] if isinstance(r, dict) and r.get("pass_id") == pass_id), {})
+    torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
+    if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
+        torch = trace.meta["torch"]
+    events = (torch or {}).get("events") or {}
+    kinds, ts, threads = events.get("kind") or [], events.get("ts_ns") or [], events.get("thread_id") or [0] * len(events.get("kind") or [])
+    open_at: dict[int, int] = {}
+    out: list[tuple[int, int]] = []
+    for k, t, th in zip(kinds, ts, threads):
+        if k == "start_cudagraph_recording":
+            open_at[int(th)] = int(t)
+        elif k == "end_cudagraph_recording" and int(th) in open_at:
+            out.append((open_at.pop(int(th)), int(t)))
+    return tuple(sorted(out))
 
 
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
     """Durations (ns) of the graph's capture, build, instantiate and upload calls in the timing pass
-    (summed when there are several), and how many of each."""
+    (summed when there are several), and how many of each; and 'recordings': the (start, end) of each
+    cudagraph-tree recording whose first capture is this graph's."""
     parts: dict[str, Any] = {}
     for c in sg.lifecycle:
         if c.graph_id == graph_id and c.event != "update":
             parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns)
             parts[c.event + "_count"] = parts.get(c.event + "_count", 0) + 1
+    mine = []
+    for w0, w1 in sg.recordings:
+        first = next((c for c in sg.lifecycle if c.event in ("capture", "build") and w0 <= c.start_ns <= w1), None)
+        if first is not None and first.graph_id == graph_id:
+            mine.append((w0, w1))
+    if mine:
+        parts["recordings"] = mine
     return parts
+
+
+def recording_work(sg: ScriptGraphs, window: tuple[int, int]) -> float:
+    """What the CUDA calls of a recording window cost (ns): its captures, builds, instantiations and uploads,
+    of any graph (what is left of the window is PyTorch's own work around them)."""
+    w0, w1 = window
+    return float(sum(c.end_ns - c.start_ns for c in sg.lifecycle
+                     if c.event in ("capture", "build", "instantiate", "upload") and w0 <= c.start_ns <= w1))

@@ -92,6 +92,34 @@ def test_eager_and_graph_iterations_and_their_periods(tmp_path: Path) -> None:
     assert a.totals is not None and a.totals.saved_ns == 500 and a.totals.net_ns == 500 - 995
 
 
+def test_a_cudagraph_tree_recording_adds_pytorchs_own_work_to_the_one_time_cost(tmp_path: Path) -> None:
+    # SYNTHETIC: the GAPS trace, where PyTorch's cudagraph trees recorded graph 1 in a call that began at 4500
+    # and ended at 7300 (tracer.torch_hooks: Dynamo's callback handler around each recording). Inside it: the
+    # capture 500, instantiate 400 and upload 100, and the first replay, launched at 7000, which costs 190
+    # (span 170 + call 20). PyTorch's own work is the rest: 2800 - 1000 - 190 = 1610; the one-time cost is
+    # 995 (as above) + 1610 = 2605, and break-even ceil(2605 / 500) = 6 replays.
+    def recording(t: ScriptTrace) -> None:
+        t.meta["torch"] = {"version": "2.11.0", "events": {"kind": ["start_cudagraph_recording", "end_cudagraph_recording"],
+                                                         "ts_ns": [4500, 7300], "thread_id": [1, 1]}}
+
+    a = _analyze(eager_then_graph(tmp_path / "tree.gmtrace", **GAPS, extra=recording))
+    (g,) = a.graphs
+    assert g.cost is not None and g.cost.framework_ns == 1610 and g.cost.total_ns == 2605
+    assert (g.cost.build_ns, g.cost.instantiate_ns, g.cost.first_launch_excess_ns) == (500, 400, -5)
+    assert g.break_even is not None and g.break_even.replays == 6
+    out = Console(record=True, width=200)
+    print_report(a, console=out)
+    assert "PyTorch recording work" in out.export_text()
+    jsonschema.validate(report_dict(a), load_schema())
+    # a recording that holds no capture of this graph adds nothing
+    def elsewhere(t: ScriptTrace) -> None:
+        t.meta["torch"] = {"events": {"kind": ["start_cudagraph_recording", "end_cudagraph_recording"],
+                                      "ts_ns": [200, 300], "thread_id": [1, 1]}}
+
+    (g,) = _analyze(eager_then_graph(tmp_path / "none.gmtrace", **GAPS, extra=elsewhere)).graphs
+    assert g.cost is not None and g.cost.framework_ns is None and g.cost.total_ns == 995
+
+
 def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
     def ranges(t: ScriptTrace) -> None:
         t.nvtx("graphmode:graph step", 7000, 7900)

@@ -180,7 +180,9 @@ class ScriptTracer:
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
         self.start_ns = timestamp()
-        self._torch = TorchHooks(self._memory).install() if cfg.callbacks else None
+        # The measuring run hears only when each cudagraph-tree recording starts and ends (two Python calls per
+        # recording): PyTorch's work around the capture is part of the graph's one-time cost.
+        self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks).install()
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
             if self._stamper is not None:
@@ -201,7 +203,9 @@ class ScriptTracer:
         if self._stamper is not None:
             self._stamper.stop()
             self._clock_pairs.append(_clock_pair(timestamp))  # CUPTI is still attached: this call attaches nothing
-        observed = {"torch": self._torch.uninstall() if self._torch is not None else None,
+        heard = self._torch.uninstall() if self._torch is not None else None
+        light = self._torch is not None and self._torch.recordings_only
+        observed = {"torch": None if light else heard,
                     "graph_memory": self._memory.columns() if self._memory is not None else None}
         profile = stop_profiler(self._profiler)
         try:
@@ -215,6 +219,8 @@ class ScriptTracer:
         cfg = self.config
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
+        if light and heard and heard.get("events", {}).get("kind"):
+            run_entry["torch"] = heard  # this run's cudagraph-tree recordings (meta.torch is the detail run's)
         try:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
             if self._stamper is not None:

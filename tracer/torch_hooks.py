@@ -17,6 +17,10 @@ Nothing is parsed from stderr. Where PyTorch says it (torch 2.11 source, torch/_
 - `torch.cuda.CUDAGraph.capture_begin/capture_end` (a Python class): the graph's memory pool id
   (`CUDAGraph.pool()`), shared when a capture passes another graph's pool.
 
+The measuring run installs the hooks with `recordings_only`: Dynamo's start/end callbacks alone, kept for
+`cudagraph_recording` only (two Python calls per recording), so that PyTorch's work around each capture
+(synchronize, gc.collect, pool checkpoint) is timed in the run that times the CUDA calls.
+
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
 the handler stops propagation and passes on to PyTorch's handlers exactly the records that would
@@ -143,7 +147,11 @@ class _PostImport(importlib.abc.MetaPathFinder):
 class TorchHooks:
     """Install with `install()` before the program runs; `uninstall()` returns what goes into meta.torch."""
 
-    def __init__(self, memory: GraphMemorySampler | None = None, clock: Callable[[], int] | None = None):
+    def __init__(self, memory: GraphMemorySampler | None = None, clock: Callable[[], int] | None = None,
+                 recordings_only: bool = False):
+        """`recordings_only`: hear only when each cudagraph-tree recording starts and ends (Dynamo's callback
+        handler, once per recording: nothing else is hooked), for the measuring run's one-time costs."""
+        self.recordings_only = recordings_only
         if clock is None:
             from graphmode.tracer.cupti_session import timestamp
 
@@ -188,6 +196,8 @@ class TorchHooks:
 
     def _on_torch(self, torch: ModuleType) -> None:
         self.torch_version = str(getattr(torch, "__version__", ""))
+        if self.recordings_only:
+            return
         self._guard("loggers", self._attach_loggers)
         self._guard("CUDAGraph", self._wrap_cuda_graph)
 
@@ -204,13 +214,20 @@ class TorchHooks:
         def attach() -> None:
             handler = dynamo.callback_handler
 
+            only = self.recordings_only
+
             def start(args: Any) -> None:
                 trigger = _trigger(args)
+                if only and trigger != "cudagraph_recording":
+                    return
                 self.add("start_" + trigger, compile_id=str(getattr(args, "compile_id", "")),
                          message=_compiled_code() if trigger == "dynamo" else "")
 
             def end(args: Any) -> None:
-                self.add("end_" + _trigger(args), compile_id=str(getattr(args, "compile_id", "")))
+                trigger = _trigger(args)
+                if only and trigger != "cudagraph_recording":
+                    return
+                self.add("end_" + trigger, compile_id=str(getattr(args, "compile_id", "")))
 
             handler.register_start_callback(start)
             handler.register_end_callback(end)
@@ -310,7 +327,7 @@ class TorchHooks:
         """Removes every hook; returns meta.torch ({} when the program never imported torch)."""
         if self._finder is not None and self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
-        end = self._final_state() if self.torch_version else {}
+        end = self._final_state() if self.torch_version and not self.recordings_only else {}
         for h in self._listeners:
             h.restore()
         self._listeners.clear()

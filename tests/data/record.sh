@@ -15,7 +15,7 @@ fi
 run() { python3 -m graphmode run --no-report --no-html "$@" || true; }
 if [ "${1:-all}" = timed ]; then
   t=$s/timed; mkdir -p $t
-  for ex in cupy_graph jax_jit two_threads; do run --out $t/$ex.gmtrace examples/$ex.py; done
+  for ex in cupy_graph jax_jit two_threads torch_compile; do run --out $t/$ex.gmtrace examples/$ex.py; done
   exit 0
 fi
 run --out $s/torch_cudagraph.gmtrace examples/torch_cudagraph.py --steps 20
