@@ -6,10 +6,12 @@ a CPU-bound period cannot come from any traced run. `graphmode run` therefore ma
 CUPTI that stamps the user's lines (tracer.line_stamps). The match goes through the detail run, which
 stamped every execution of every user line and recorded every launch call:
 
-1. **Which line starts each iteration.** In the detail run, the line executing on the launching thread
-   when an iteration's first launch call began: the last stamp on that thread before it. That line
-   executes at least once per iteration; which of its executions (its ordinal) started the iteration is
-   known.
+1. **Which line starts each iteration.** In the detail run, per graph and mode, the line closest before
+   the iterations' first launch calls among those that run exactly once between consecutive iterations'
+   first launches (a step's call line), else the line executing when the first launch call began (the last
+   stamp on that thread before it, which may run many times an iteration). Which of its executions (its
+   ordinal) started the iteration is known. Fewer executions are fewer stamps, and each stamp costs the
+   timing run about a microsecond.
 2. **The same executions untraced.** The timing run stamps those lines only. Threads are matched by
    their Python name (numbered in creation order). A line whose execution
    count on a thread differs between the two runs did different things in them: it is not used.
@@ -71,11 +73,18 @@ def _stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
                      "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
 
 
-def starting_lines(trace: Trace, detail: IterationTable,
-                   stamps: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of the detail run's table: (the line executing on the launching thread (`detail.thread_id`)
-    when the iteration's first launch call began ('' unknown), that execution's ordinal among the line's
-    executions on that thread (-1 unknown)). `stamps`: the detail run's, when already fetched."""
+def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.ndarray] | None = None,
+                   allowed: set[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the detail run's table: (the line that marks the start of the iteration on its launching
+    thread (`detail.thread_id`), '' unknown; the ordinal of that line's execution among its executions on that
+    thread, -1 unknown). `stamps`: the detail run's, when already fetched.
+
+    The line is, per graph and mode, the one closest before the first launch among the lines that run exactly
+    once between the first launches of consecutive iterations (`anchor_line`): a step called from a loop is
+    marked by its call line, which runs once a step, rather than by the line inside it that launches (which may
+    run many times a step: each of its executions is a stamp, and a stamp costs the timing run about a
+    microsecond). Where no line runs once per iteration (or, with `allowed`, none of the lines a timing run
+    stamped does), the line executing when the first launch call began."""
     n = detail.size
     loc = np.full(n, "", dtype=object)
     seq = np.full(n, -1, dtype=np.int64)
@@ -92,7 +101,47 @@ def starting_lines(trace: Trace, detail: IterationTable,
         ok = k >= 0
         loc[rows[ok]] = s["loc"][mine[k[ok]]]
         seq[rows[ok]] = s["seq"][mine[k[ok]]]
+        mine_loc = s["loc"][mine].astype(str)
+        for gid, mode in sorted({(int(g), str(m)) for g, m in zip(detail.graph_id[rows], detail.mode[rows])}):  # per group
+            sel = ok & (detail.graph_id[rows] == gid) & (detail.mode[rows] == mode)
+            grows, gk = rows[sel], k[sel]
+            order = np.argsort(detail.launch_ns[grows], kind="stable")
+            grows, gk = grows[order], gk[order]
+            pair = detail.stretch[grows[:-1]] == detail.stretch[grows[1:]]
+            anchor = anchor_line(mine_loc, gk[:-1][pair], gk[1:][pair], allowed)
+            if anchor is None:
+                continue
+            at = np.flatnonzero(mine_loc == anchor)  # the anchor's executions on this thread, in time order
+            last = np.searchsorted(at, gk, side="right") - 1  # its last execution before each first launch
+            good = last >= 0
+            loc[grows[good]] = anchor
+            seq[grows[good]] = s["seq"][mine[at[last[good]]]]
     return loc, seq
+
+
+def anchor_line(locs: np.ndarray, before: np.ndarray, at: np.ndarray, allowed: set[str] | None = None) -> str | None:
+    """The line that runs exactly once in every window (before[i], at[i]] of stamp positions (`locs`: one
+    thread's stamped lines in time order; a window runs from the stamp current at one iteration's first launch
+    to the one current at the next's), closest to the window's end (median over windows); None when no line
+    qualifies or there is no window. With `allowed`, only those lines qualify."""
+    if not before.size:
+        return None
+    lo, hi = int(before[0]), int(at[0])
+    first = locs[lo + 1:hi + 1]
+    names, counts = np.unique(first, return_counts=True)
+    best: tuple[float, str] | None = None
+    for name in names[counts == 1]:  # lines once in the first window: few
+        if allowed is not None and str(name) not in allowed:
+            continue
+        pos = np.flatnonzero(locs == name)
+        n_in = np.searchsorted(pos, at, side="right") - np.searchsorted(pos, before, side="right")
+        if not np.all(n_in == 1):
+            continue
+        last = pos[np.searchsorted(pos, at, side="right") - 1]
+        distance = float(np.median(at - last))
+        if best is None or distance < best[0]:
+            best = (distance, str(name))
+    return best[1] if best is not None else None
 
 
 def chosen_lines(loc: np.ndarray, mask: np.ndarray) -> list[str]:
@@ -127,7 +176,8 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
         return LineTiming(tp, untraced, ())
     notes: list[str] = []
     detail_stamps = _stamps(trace, detail.pass_id)
-    loc, seq = starting_lines(trace, detail, detail_stamps)
+    # the anchor lines among those the timing run stamped (a trace recorded before anchors stamped the launching lines)
+    loc, seq = starting_lines(trace, detail, detail_stamps, _asked_lines(trace, tp) if tp is not None else None)
     thread = detail.thread_id
     cpu = ~measure.gpu_bound & np.isfinite(measure.period)
     unstamped: dict[int, list[str]] = {}

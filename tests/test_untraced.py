@@ -214,6 +214,26 @@ def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: P
     assert capped["n"] == 4 and capped["truncated"]
 
 
+def test_the_anchor_line_runs_once_per_iteration_closest_before_the_launch() -> None:
+    """SYNTHETIC stamps of one thread: a loop at line 5 calls step() (line 6); step's own loop (line 2) runs
+    line 3, which launches, three times. Launches happen at line 3's first execution in each step."""
+    from graphmode.analyzers.untraced import anchor_line
+
+    one_step = ["f:5", "f:6", "f:2", "f:3", "f:2", "f:3", "f:2", "f:3", "f:2", "f:4"]  # f:4 returns
+    locs = np.array(one_step * 4, dtype=object)
+    first_launch = np.array([3 + 10 * i for i in range(4)])  # the position of each step's first f:3
+    # windows (3, 13], (13, 23], (23, 33]: f:3 three times, f:2 four times; f:4, f:5 and f:6 once each. Closest
+    # before the launch: f:6 (2 stamps before it), then f:5 (3), then f:4 (4)
+    assert anchor_line(locs, first_launch[:-1], first_launch[1:]) == "f:6"
+    assert anchor_line(locs, first_launch[:-1], first_launch[1:], allowed={"f:4", "f:3"}) == "f:4"
+    assert anchor_line(locs, first_launch[:-1], first_launch[1:], allowed={"f:3"}) is None  # f:3 runs 3 times a step
+    assert anchor_line(locs, first_launch[:0], first_launch[:0]) is None  # no consecutive iterations: no window
+    # a line that runs once in the first window but twice in a later one does not qualify
+    odd = locs.copy()
+    odd[25] = "f:6"
+    assert anchor_line(odd, first_launch[:-1], first_launch[1:]) == "f:5"
+
+
 # ---- real recordings: three runs of examples/ on the H200 (tests/data/scripts/timed/recording.log) ----
 
 TIMED = ROOT / "tests" / "data" / "scripts" / "timed"
@@ -239,8 +259,11 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
         assert [(p.name, p.detail) for p in trace.passes] == [("measure", "graph"), ("detail", "graph"), ("timing", "stamps")]
         assert validate_trace(trace) == []
         (timing_run,) = [r for r in trace.meta["runs"] if r["config"]["name"] == "timing"]
-        # the lines the timing run stamped are those the analysis chooses from the first two runs
-        assert timing_run["config"]["stamp_lines"] == lines_to_time(trace) == ["examples/cupy_graph.py:14"]
+        # the timing run of this recording stamped the line that launches (14), which runs 10 times a step; the
+        # analysis now chooses the step's call line (20), which runs once a step (a tenth of the stamps), and
+        # still reads the recording through the line it was given
+        assert timing_run["config"]["stamp_lines"] == ["examples/cupy_graph.py:14"]
+        assert lines_to_time(trace) == ["examples/cupy_graph.py:20"]
         cadence = _line_cadence(trace, "examples/cupy_graph.py:14", every=10)  # a step starts every 10th execution
         a = analyze(trace)
     (g,) = a.graphs
