@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, break_even_series
+from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, TIMING_RUN_SLOWDOWN_BOUND, break_even_series
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
@@ -129,7 +129,13 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                              f"(median), where the traced measuring run read {_ms(p.traced_work.median)} "
                              f"({p.traced_work.median / p.work.median:.2f}x)"
                              + (f"; the timing run's own line stamps took about {_ms(stamps)} of each "
-                                f"({100 * stamps / p.work.median:.1f}%, included)" if stamps is not None else ""))
+                                f"({100 * stamps / p.work.median:.1f}%, included)" if stamps is not None else "")
+                             + f"; the timing run itself has read such loops up to {1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slower than "
+                               "the program untraced (docs/benchmarks.md), which the break-even interval allows for")
+                if p is eager:
+                    inflation = TIMING_RUN_SLOWDOWN_BOUND
+                else:
+                    graph_inflation = TIMING_RUN_SLOWDOWN_BOUND
         if eager is not None and timing_traced and eager.bound in cpu_side and eager.run != "timing":
             inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up to "
