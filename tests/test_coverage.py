@@ -340,3 +340,47 @@ def test_hooks_without_torch_leave_no_trace() -> None:
     if "torch" in sys.modules:
         pytest.skip("torch is imported in this process")
     assert hooks.uninstall() == {} and hooks._finder not in sys.meta_path
+
+
+def test_recordings_only_hooks_hear_cudagraph_recordings_and_nothing_else() -> None:
+    """The measuring run's hooks (SYNTHETIC stand-ins for torch and torch._dynamo): Dynamo's start/end
+    callbacks kept for cudagraph recordings only; no logger and no CUDAGraph method touched."""
+    import types
+
+    class Handler:
+        def __init__(self) -> None:
+            self.start: list[Any] = []
+            self.end: list[Any] = []
+
+        def register_start_callback(self, f: Any) -> None:
+            self.start.append(f)
+
+        def register_end_callback(self, f: Any) -> None:
+            self.end.append(f)
+
+        def remove_start_callback(self, f: Any) -> None:
+            self.start.remove(f)
+
+        def remove_end_callback(self, f: Any) -> None:
+            self.end.remove(f)
+
+    def args(trigger: str) -> Any:
+        return types.SimpleNamespace(callback_trigger=types.SimpleNamespace(name=trigger.upper()), compile_id="0/0")
+
+    handler = Handler()
+    clock = iter(range(100, 10**6, 100))
+    hooks = TorchHooks(None, clock=lambda: next(clock), recordings_only=True)
+    lg = logging.getLogger("torch._inductor.cudagraph_trees.__cudagraphs")
+    hooks._on_torch(types.SimpleNamespace(__version__="test"))
+    hooks._on_dynamo(types.SimpleNamespace(callback_handler=handler))
+    assert hooks._listeners == [] and hooks._wrapped is None and not any(h.__class__.__name__ == "_Listener" for h in lg.handlers)
+    (start,), (end,) = handler.start, handler.end
+    start(args("dynamo"))  # a compilation: not heard
+    end(args("dynamo"))
+    start(args("cudagraph_recording"))
+    end(args("cudagraph_recording"))
+    out = hooks.uninstall()
+    assert handler.start == [] and handler.end == []  # removed
+    assert out["events"]["kind"] == ["start_cudagraph_recording", "end_cudagraph_recording"]
+    assert out["events"]["ts_ns"] == [100, 200]
+    assert "counters" not in out and "memory_stats" not in out  # no end-of-run state read
