@@ -476,6 +476,31 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
 # ---------------------------------------------------------------------------------------------- entry point
 
 
+def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
+    """What the predicted one-time costs leave out for a PyTorch program: PyTorch's own work around a capture
+    (the cost model prices CUDA's calls only). Measured where this trace heard cudagraph-tree recordings
+    (GraphCost.framework_ns); None for a program that never imported torch."""
+    spent = sorted(g.cost.framework_ns for g in (analysis.graphs if analysis is not None else ())
+                   if g.cost is not None and g.cost.framework_ns is not None)
+    if spent:
+        span = _ms(spent[0]) if len(spent) == 1 else f"{_ms(spent[0])} to {_ms(spent[-1])}"
+        return ("PyTorch's own work around a capture (synchronize, gc.collect, its memory pool's bookkeeping) is not in the "
+                f"predicted one-time costs: this run's cudagraph-tree recordings spent {span} each on it besides their CUDA "
+                "calls (in the measured one-time costs), and a graph recorded the same way would pay about as much")
+    used_torch = (bool(trace.meta.get("torch")) or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
+                  or bool(trace.rows("SELECT count(*) FROM (SELECT 1 FROM gpu_spans WHERE kind = 'kernel' AND "
+                                     "name LIKE '%at6native%' LIMIT 1)")[0][0]))  # ATen's kernels (at::native)
+    if used_torch:
+        return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the "
+                "capture (synchronize, gc.collect, memory-pool bookkeeping), which the predicted one-time costs leave out: "
+                "on the H200, 2.3 to 17.7 ms a cudagraph-tree recording (docs/benchmarks.md)")
+    return None
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
+
+
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
             lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED) -> Prediction:
     """Graph predictions for every repeated region of the trace (module doc). `analysis`, when given,
@@ -493,6 +518,8 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     def result(regions: list[RegionPrediction]) -> Prediction:
         if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
             notes.append(EVENT_GAP_NOTE)
+        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(trace, analysis)) is not None:
+            notes.append(note)
         return Prediction(
             model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
             model_cuda=model.cuda_driver_version if model else 0, model_path=model.path if model else "",

@@ -336,3 +336,21 @@ def test_the_page_draws_the_prediction_beside_the_measured_break_even() -> None:
     assert any(n.startswith("graph, predicted:") for n in names) and "predicted break-even" in names
     (marker,) = [t for t in chart["data"] if t.get("name") == "predicted break-even"]
     assert marker["x"] == [r.break_even]
+
+
+def test_pytorch_programs_are_told_what_the_prediction_leaves_out() -> None:
+    """The cost model prices CUDA's calls only. A PyTorch program whose run heard cudagraph-tree recordings gets
+    their measured PyTorch work (examples/torch_compile.py: 17.7 ms for the first recording, 2.32 ms the second);
+    one that only captured with torch.cuda.graph is told the H200's range; a CuPy program is told nothing."""
+    with load(DATA / "scripts" / "timed" / "torch_compile.gmtrace") as t:
+        a = analyze(t)
+    spent = sorted(g.cost.framework_ns for g in a.graphs if g.cost is not None and g.cost.framework_ns is not None)
+    assert len(spent) == 2 and a.prediction is not None
+    (note,) = [n for n in a.prediction.notes if "PyTorch's own work" in n]
+    assert f"spent {spent[0] / 1e6:.3g} ms to {spent[1] / 1e6:.3g} ms each" in note
+    with load(DATA / "scripts" / "torch_cudagraph.gmtrace") as t:
+        p = analyze(t).prediction
+    assert p is not None and any(n.startswith("a PyTorch program:") for n in p.notes)
+    with load(DATA / "scripts" / "timed" / "cupy_graph.gmtrace") as t:
+        p = analyze(t).prediction
+    assert p is not None and not any("PyTorch" in n for n in p.notes)
