@@ -135,6 +135,13 @@ def test_torch_compile_records_graphs_again_on_new_shape(tmp_path: Path) -> None
     n_graphs = t.rows("SELECT count(*) FROM graphs WHERE origin = 'capture'")[0][0]
     inst = t.rows("SELECT count(*) FROM graph_events WHERE event = 'instantiate'")[0][0]
     assert n_graphs >= 2 and inst >= 2
+    # the measuring run heard each cudagraph-tree recording, and its PyTorch work is part of the one-time cost
+    kinds = t.meta["runs"][0]["torch"]["events"]["kind"]
+    assert kinds.count("start_cudagraph_recording") == kinds.count("end_cudagraph_recording") >= 2
+    from graphmode.analyzers import analyze
+
+    costs = [g.cost for g in analyze(t).graphs if g.cost is not None and g.cost.framework_ns is not None]
+    assert len(costs) >= 2 and all(c.framework_ns is not None and c.framework_ns > 0 for c in costs)
 
 
 @needs_module("cupy", "CuPy")
