@@ -131,7 +131,7 @@ class GraphBudgetRow:
     capture_ns: float | None  # stream capture (begin to end) or explicit build
     instantiate_ns: float | None
     upload_ns: float | None
-    startup_ns: float  # capture + instantiate + upload (the recorded parts)
+    startup_ns: float  # capture + instantiate + upload (the recorded parts) + PyTorch's recording work where heard
     replays: int
     device_bytes: int | None  # drop in free device memory from before the capture (or build) to after instantiate
     pool_bytes: int | None  # growth of its PyTorch pool's reserved memory over its capture

@@ -315,3 +315,11 @@ def test_cudagraph_tree_recordings_add_pytorchs_own_work_to_the_one_time_cost() 
         assert c.total_ns == pytest.approx(c.build_ns + c.instantiate_ns + (c.first_launch_excess_ns or 0) + c.framework_ns)
     # the process's first recording pays far more of PyTorch's own work than the second (17.7 vs 2.3 ms on the H200)
     assert expected[0] > 3 * expected[1] > 0
+    # the start-up table counts it too, as the one-time cost does
+    assert a.graph_budget is not None
+    startup = {r.graph_id: r for r in a.graph_budget.rows}
+    for g in recorded:
+        c = g.cost
+        assert c is not None and c.framework_ns is not None and c.build_ns is not None and c.instantiate_ns is not None
+        assert startup[g.graph_id].startup_ns == pytest.approx(c.build_ns + c.instantiate_ns + c.framework_ns)
+    assert any("PyTorch's own work around the capture" in n for n in a.graph_budget.notes)
