@@ -215,7 +215,7 @@ def _totals(results: list[GraphResult]) -> GraphTotals | None:
 
     def build(r: GraphResult) -> float:
         c = r.cost
-        return sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns)) if c is not None else 0.0
+        return sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns, c.framework_ns)) if c is not None else 0.0
 
     saved = sum(r.saved_in_run_ns or 0.0 for r in priced) if priced else None
     one_time_priced = sum(r.cost.total_ns for r in priced if r.cost is not None)

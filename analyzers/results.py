@@ -372,7 +372,7 @@ class GraphTotals:
     graphs_built: int
     graphs_replayed: int
     replays: int
-    build_ns: float  # capture/build + instantiate + upload of every graph
+    build_ns: float  # capture/build + instantiate + upload (+ PyTorch's recording work, framework_ns) of every graph
     one_time_ns: float  # sum of their one-time costs (first-launch excess included)
     saved_ns: float | None  # sum over replayed graphs with an eager baseline of replays x saved per replay
     net_ns: float | None  # saved - one-time cost of those graphs

@@ -113,8 +113,10 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
     console.print(t)
     tot = a.totals
     if tot is not None and len(a.graphs) > 1:
+        framework = any(g.cost is not None and g.cost.framework_ns is not None for g in a.graphs)
+        parts = "capture/instantiate/upload" + (" and PyTorch's recording work" if framework else "")
         console.print(f"All graphs: {tot.graphs_built} built, {tot.graphs_replayed} replayed, {tot.replays:,} replays; "
-                      f"capture/instantiate/upload {_ns(tot.build_ns)}, one-time cost {_ns(tot.one_time_ns)}"
+                      f"building ({parts}) {_ns(tot.build_ns)}, one-time cost {_ns(tot.one_time_ns)}"
                       + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
