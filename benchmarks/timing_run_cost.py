@@ -1,0 +1,103 @@
+"""What graphmode's timing run costs a CPU-bound Python loop, by the loop's own clock (no GPU needed; Python 3.12+).
+
+The timing run (tracer/line_stamps.py) stamps a few of the script's lines with `sys.monitoring` and nothing
+else. This benchmark runs one pure-Python workload (a step that builds 50 small objects, called from a loop)
+in fresh processes, interleaved in a shuffled order:
+
+- **untraced**: `python loop.py`;
+- **call line**: graphmode's timing run (`python -m graphmode.tracer.script_child`) stamping the step's call
+  line, once a step (what `analyzers.untraced.anchor_line` chooses);
+- **inner line**: the timing run stamping the line inside the step that runs 50 times a step (what the
+  launching line can be when a step launches from inside a loop).
+
+    python3 benchmarks/timing_run_cost.py [--procs 7]
+
+Prints each configuration's median time per step and its excess over untraced, per stamp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+LOOP = '''import time
+
+
+class Node:
+    def __init__(self, a):
+        self.a = a
+
+
+def inner(x):
+    d = {}
+    for i in range(50):
+        d[i] = Node(x + i)  # INNER: 50 times a step
+    return sum(n.a for n in d.values())
+
+
+def step(x):
+    return inner(x)
+
+
+ns = time.perf_counter_ns
+for _ in range(500):
+    step(1)
+t0 = ns()
+for _ in range(5000):
+    step(1)  # CALL: once a step
+print("per_step_us", (ns() - t0) / 5000 / 1e3)
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--procs", type=int, default=7)
+    args = ap.parse_args()
+    if sys.version_info < (3, 12):
+        raise SystemExit("the timing run needs Python 3.12 or newer (sys.monitoring)")
+    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.store import TraceWriter
+
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "loop.py"
+        script.write_text(LOOP)
+        lines = LOOP.splitlines()
+        at = {tag: next(i + 1 for i, line in enumerate(lines) if f"# {tag}" in line) for tag in ("CALL", "INNER")}
+        stamps_per_step = {"untraced": 0, "call line": 1, "inner line": 50}
+        stamped = {"call line": f"{script}:{at['CALL']}", "inner line": f"{script}:{at['INNER']}"}
+        results: dict[str, list[float]] = {k: [] for k in stamps_per_step}
+        order = [k for k in results for _ in range(args.procs)]
+        random.Random(20261130).shuffle(order)
+        for k in order:
+            if k == "untraced":
+                cmd = [sys.executable, str(script)]
+            else:
+                trace = Path(d) / "t.gmtrace"
+                TraceWriter(trace, {"workload": "script"}).close()  # what the first two runs would have left
+                spec = {"config": asdict(timing_config([stamped[k]])), "out": str(trace), "append": True, "pass_id": 2}
+                cmd = [sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)]
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=d, timeout=300)
+            found = [float(x.split()[1]) for x in out.stdout.splitlines() if x.startswith("per_step_us")]
+            if not found:
+                raise SystemExit(f"{k}: no timing printed; stderr: {out.stderr[-1000:]}")
+            results[k].append(found[0])
+    base = statistics.median(results["untraced"])
+    print(f"Python {sys.version.split()[0]}, {args.procs} processes each")
+    print("| configuration | stamps a step | per step (median) [range] | excess over untraced | per stamp |")
+    print("|---|---|---|---|---|")
+    for k, v in results.items():
+        med = statistics.median(v)
+        n = stamps_per_step[k]
+        per = f"{(med - base) / n:.2f} us" if n else "—"
+        print(f"| {k} | {n} | {med:.2f} us [{min(v):.2f}, {max(v):.2f}] | {med / base:.2f}x | {per} |")
+
+
+if __name__ == "__main__":
+    main()
