@@ -484,7 +484,7 @@ def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
                    if g.cost is not None and g.cost.framework_ns is not None)
     if spent:
         span = _ms(spent[0]) if len(spent) == 1 else f"{_ms(spent[0])} to {_ms(spent[-1])}"
-        return ("PyTorch's own work around a capture (synchronize, gc.collect, its memory pool's bookkeeping) is not in the "
+        return ("PyTorch's own work around a capture (synchronizations, its memory pool's bookkeeping, Python) is not in the "
                 f"predicted one-time costs: this run's cudagraph-tree recordings spent {span} each on it besides their CUDA "
                 "calls (in the measured one-time costs), and a graph recorded the same way would pay about as much")
     used_torch = (bool(trace.meta.get("torch")) or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
@@ -492,7 +492,7 @@ def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
                                      "name LIKE '%at6native%' LIMIT 1)")[0][0]))  # ATen's kernels (at::native)
     if used_torch:
         return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the "
-                "capture (synchronize, gc.collect, memory-pool bookkeeping), which the predicted one-time costs leave out: "
+                "capture (synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: "
                 "on the H200, 2.3 to 17.7 ms a cudagraph-tree recording (docs/benchmarks.md)")
     return None
 

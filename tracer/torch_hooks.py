@@ -19,7 +19,7 @@ Nothing is parsed from stderr. Where PyTorch says it (torch 2.11 source, torch/_
 
 The measuring run installs the hooks with `recordings_only`: Dynamo's start/end callbacks alone, kept for
 `cudagraph_recording` only (two Python calls per recording), so that PyTorch's work around each capture
-(synchronize, gc.collect, pool checkpoint) is timed in the run that times the CUDA calls.
+(synchronizations, the memory pool's bookkeeping) is timed in the run that times the CUDA calls.
 
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
