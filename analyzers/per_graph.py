@@ -157,6 +157,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         status = ("replayed" if replays else "built_before_tracing" if g is None
                   else "never_replayed" if gid in instantiated
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
+        if cost is not None and cost.framework_ns is not None and cost.total_ns > 0 and cost.framework_ns >= 0.5 * cost.total_ns:
+            notes.append(f"{100 * cost.framework_ns / cost.total_ns:.0f}% of its one-time cost ({_ms(cost.framework_ns)} of "
+                         f"{_ms(cost.total_ns)}) is PyTorch's own work in the cudagraph-tree recording, around the CUDA calls: "
+                         "every further recording (a new input shape, a re-recording) adds its own")
         if status == "never_replayed":
             notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
         results.append(GraphResult(
