@@ -137,7 +137,6 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     saved = _saved_per_replay(analysis)
     timed = _timed_costs(analysis, pass_id)
     rows = []
-    with_framework = 0
     for (gid, label, origin, nodes, build_ns, inst_ns, up_ns, launches, build_start, build_end, inst_start, inst_end, thread,
          site) in graphs:
         framework = None
@@ -145,8 +144,6 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
             c = timed[int(gid)]
             build_ns, inst_ns, up_ns, framework = c.build_ns, c.instantiate_ns, c.upload_ns, c.framework_ns
         startup = sum(float(x) for x in (build_ns, inst_ns, up_ns, framework) if x is not None)
-        if framework is not None:
-            with_framework += 1
         device = graph_mem = pool_bytes = None
         if s is not None and thread and inst_start is not None:
             captured = origin == "capture" and build_end is not None
@@ -186,6 +183,7 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     elif source == "device free memory":
         notes.append("memory is the drop in free device memory over each graph's capture and instantiation: device-wide, so "
                      "allocations by other threads meanwhile count too, and the driver allocates in 2 MiB pages")
+    with_framework = sum(1 for r in rows if r.graph_id in timed and timed[r.graph_id].framework_ns is not None)
     if with_framework:
         notes.append(f"the start-up of {with_framework} graph{'s' if with_framework != 1 else ''} recorded by PyTorch's cudagraph "
                      "trees includes PyTorch's own work around the capture (GraphCost.framework_ns), as the one-time cost does")

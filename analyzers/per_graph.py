@@ -64,7 +64,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         # itself (the replay's excess over a steady one is counted as first-launch excess)
         framework = 0.0
         for w in parts["recordings"]:
-            inside = first_ns if first.size and first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
+            inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
             framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
     total = float(np.nansum([x if x is not None else np.nan
                              for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework)]))
@@ -125,10 +125,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         for name, p in (("eager iterations", eager), ("replays", graph)):
             if p is not None and p.run == "timing" and p.work is not None and p.traced_work is not None and p.work.median > 0:
                 stamps = (stamp_overhead or {}).get((gid, p.mode))
-                notes.append(f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {_ms(p.work.median)} each "
-                             f"(median), where the traced measuring run read {_ms(p.traced_work.median)} "
+                notes.append(f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {duration_text(p.work.median)} each "
+                             f"(median), where the traced measuring run read {duration_text(p.traced_work.median)} "
                              f"({p.traced_work.median / p.work.median:.2f}x)"
-                             + (f"; the timing run's own line stamps took about {_ms(stamps)} of each "
+                             + (f"; the timing run's own line stamps took about {duration_text(stamps)} of each "
                                 f"({100 * stamps / p.work.median:.1f}%, included)" if stamps is not None else "")
                              + f"; the timing run itself has read such loops up to {1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slower than "
                                "the program untraced (docs/benchmarks.md), which the break-even interval allows for")
@@ -158,8 +158,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                   else "never_replayed" if gid in instantiated
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
         if cost is not None and cost.framework_ns is not None and cost.total_ns > 0 and cost.framework_ns >= 0.5 * cost.total_ns:
-            notes.append(f"{100 * cost.framework_ns / cost.total_ns:.0f}% of its one-time cost ({_ms(cost.framework_ns)} of "
-                         f"{_ms(cost.total_ns)}) is PyTorch's own work in the cudagraph-tree recording, around the CUDA calls: "
+            notes.append(f"{100 * cost.framework_ns / cost.total_ns:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
+                         f"{duration_text(cost.total_ns)}) is PyTorch's own work in the cudagraph-tree recording, around the CUDA calls: "
                          "every further recording (a new input shape, a re-recording) adds its own")
         if status == "never_replayed":
             notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
@@ -172,7 +172,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
     return tuple(results), _totals(results)
 
 
-def _ms(ns: float) -> str:
+def duration_text(ns: float) -> str:
+    """A duration for a note: '3.2 ms' or '850 us' (three significant digits)."""
     return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
 
 

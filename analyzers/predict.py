@@ -42,6 +42,7 @@ from graphmode.analyzers.eager_graph import (
     window_activity,
 )
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
+from graphmode.analyzers.per_graph import duration_text
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -483,7 +484,7 @@ def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
     spent = sorted(g.cost.framework_ns for g in (analysis.graphs if analysis is not None else ())
                    if g.cost is not None and g.cost.framework_ns is not None)
     if spent:
-        span = _ms(spent[0]) if len(spent) == 1 else f"{_ms(spent[0])} to {_ms(spent[-1])}"
+        span = duration_text(spent[0]) if len(spent) == 1 else f"{duration_text(spent[0])} to {duration_text(spent[-1])}"
         return ("PyTorch's own work around a capture (synchronizations, its memory pool's bookkeeping, Python) is not in the "
                 f"predicted one-time costs: this run's cudagraph-tree recordings spent {span} each on it besides their CUDA "
                 "calls (in the measured one-time costs), and a graph recorded the same way would pay about as much")
@@ -495,10 +496,6 @@ def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
                 "capture (synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: "
                 "on the H200, 2.3 to 17.7 ms a cudagraph-tree recording (docs/benchmarks.md)")
     return None
-
-
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
 
 
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,

@@ -16,7 +16,7 @@ from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
-from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
+from graphmode.analyzers.untraced import has_stamps, line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
 
@@ -66,9 +66,7 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
     else:
         detail = table
-    stamped = sg.structure_pass != sg.timing_pass and bool(
-        trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [sg.structure_pass])[0][0])
-    if detail is not None and detail is not table and (stamped or timing_pass_id(trace) is not None):
+    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or has_stamps(trace, sg.structure_pass)):
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
         lt = line_timing(trace, table, detail)
         table = with_untraced(table, lt)

@@ -217,11 +217,19 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
                         recording_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id)))
 
 
+def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
+    """The pass's entry in meta.runs (what `graphmode run` recorded of that run); {} when it has none."""
+    for run in trace.meta.get("runs", []) or []:
+        if isinstance(run, dict) and run.get("pass_id") == pass_id:
+            return run
+    return {}
+
+
 def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int], ...]:
     """(start, end) of each cudagraph-tree recording PyTorch made in the pass (tracer.torch_hooks): from the
     pass's own entry in meta.runs (the measuring run hears recordings only), else from meta.torch when the
     pass is the run that wrote it (the one with callbacks). Starts and ends pair up in order on each thread."""
-    entry = next((r for r in trace.meta.get("runs", []) or [] if isinstance(r, dict) and r.get("pass_id") == pass_id), {})
+    entry = run_entry(trace, pass_id)
     torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
     if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
         torch = trace.meta["torch"]

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.script_graphs import run_entry
 from graphmode.tracer.store import Trace
 
 
@@ -49,17 +49,15 @@ class LineTiming:
     stamp_ns: np.ndarray | None = None  # per row: what the timing run's own stamps cost inside that period (NaN unknown)
 
 
-def _run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
-    for run in trace.meta.get("runs", []) or []:
-        if isinstance(run, dict) and run.get("pass_id") == pass_id:
-            return run
-    return {}
-
-
 def _asked_lines(trace: Trace, pass_id: int) -> set[str] | None:
     """The lines the timing run was configured to stamp (its entry in meta.runs); None if not recorded."""
-    lines = (_run_entry(trace, pass_id).get("config") or {}).get("stamp_lines")
+    lines = (run_entry(trace, pass_id).get("config") or {}).get("stamp_lines")
     return {str(x) for x in lines} if isinstance(lines, list) else None
+
+
+def has_stamps(trace: Trace, pass_id: int) -> bool:
+    """The pass stamped the script's lines (a detail run on Python 3.12+)."""
+    return bool(trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [pass_id])[0][0])
 
 
 def timing_pass_id(trace: Trace) -> int | None:
@@ -226,7 +224,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
             continue
         untraced[m_rows] = d_untraced[d_rows]
         stamps[m_rows] = d_stamps[d_rows]
-    cost = _run_entry(trace, tp).get("stamp_cost_ns")
+    cost = run_entry(trace, tp).get("stamp_cost_ns")
     stamp_ns = stamps * float(cost) if isinstance(cost, (int, float)) else None
     return LineTiming(tp, untraced, tuple(notes), stamp_ns)
 
@@ -323,7 +321,7 @@ def lines_to_time(trace: Trace) -> list[str]:
     sg = script_graphs(trace)
     if sg is None or sg.structure_pass == sg.timing_pass:
         return []
-    if not trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [sg.structure_pass])[0][0]:
+    if not has_stamps(trace, sg.structure_pass):
         return []
     measure = table_for(trace, sg)[0]
     detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
