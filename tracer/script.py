@@ -236,7 +236,7 @@ class ScriptTracer:
                 # The first run's status and script record stand for the trace; this run is listed.
                 run_entry.update({k: v for k, v in extra.items() if k == "script"})
                 extra.pop("script", None)
-            meta["runs"] = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [run_entry]
+            meta["runs"] = _runs_with(existing, run_entry)
             meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
             meta.update(rank_meta_at_stop(writer.as_trace()))
@@ -252,6 +252,11 @@ class ScriptTracer:
                 else:
                     writer.close(status, reason)
         return writer.path  # the trace moves to the temporary folder when the disk fills up
+
+
+def _runs_with(meta: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """meta.runs with this run's entry in place of any earlier one of its pass."""
+    return [r for r in meta.get("runs", []) if r.get("pass_id") != entry["pass_id"]] + [entry]
 
 
 def start_stamper(cfg: RunConfig) -> Any:
@@ -339,9 +344,8 @@ class TimingTracer:
         finally:
             existing = writer.get_meta()
             entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
-            runs = [r for r in existing.get("runs", []) if r.get("pass_id") != self.pass_id] + [entry]
             try:
-                writer.set_meta({"runs": runs})
+                writer.set_meta({"runs": _runs_with(existing, entry)})
             finally:
                 writer.close(keep_status=True)
         return writer.path
