@@ -97,6 +97,17 @@ def chosen_lines(workload: str, out: Path, timeout: int) -> list[str]:
     return list(runs[0]["config"]["stamp_lines"]) if runs else []
 
 
+def timing_run_command(script: Path, trace: Path, lines: list[str]) -> list[str]:
+    """The command of graphmode's timing run alone on `script`, stamping `lines`, appending to `trace` (made here
+    as the first two runs would have left it)."""
+    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.store import TraceWriter
+
+    TraceWriter(trace, {"workload": "script"}).close()
+    spec = {"config": asdict(timing_config(lines)), "out": str(trace), "append": True, "pass_id": 2}
+    return [sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)]
+
+
 def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int,
             lines: list[str] | None = None) -> dict[str, Any]:
     script = HERE / WORKLOADS[workload][0]
@@ -106,13 +117,7 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     if config == "graphmode":  # what a user runs: both runs, then the JSON report below
         cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script)]
     elif config == "timing_only":  # graphmode's timing run alone (no CUPTI; stamps of `lines`): what it costs the program
-        from graphmode.tracer.script import timing_config
-        from graphmode.tracer.store import TraceWriter
-
-        TraceWriter(trace, {"workload": "script"}).close()  # what the first two runs would have left
-        cmd = [sys.executable, "-m", "graphmode.tracer.script_child",
-               json.dumps({"config": asdict(timing_config(lines or [])), "out": str(trace), "append": True, "pass_id": 2}),
-               str(script)]
+        cmd = timing_run_command(script, trace, lines or [])
     elif spec is None:
         cmd = [sys.executable, str(script)]
     else:
@@ -171,6 +176,14 @@ def _median_ci(values: np.ndarray, seed: int = 0, resamples: int = 2000) -> tupl
     return float(np.median(v)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
 
 
+def _ratio_interval(num: np.ndarray, den: np.ndarray, seed: int, resamples: int = 2000) -> tuple[float, float]:
+    """Bootstrap 95% interval of median(num) / median(den), each side resampled on its own."""
+    rng = np.random.default_rng(seed)
+    rs = [np.median(rng.choice(num, num.size)) / np.median(rng.choice(den, den.size)) for _ in range(resamples)]
+    lo, hi = np.percentile(rs, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def slowdown_table(recs: list[dict[str, Any]]) -> str:
     """How much each configuration slowed each workload's own timers: ratio of medians over processes
     (traced vs untraced), with a bootstrap 95% interval of the ratio."""
@@ -188,9 +201,7 @@ def slowdown_table(recs: list[dict[str, Any]]) -> str:
             t = np.array([x[q] for x in truths if q in x], dtype=float)
             if not u.size or not t.size or np.median(u) <= 0:
                 continue
-            rng = np.random.default_rng(1)
-            ratios = [np.median(rng.choice(t, t.size)) / np.median(rng.choice(u, u.size)) for _ in range(2000)]
-            lo, hi = np.percentile(ratios, [2.5, 97.5])
+            lo, hi = _ratio_interval(t, u, seed=1)
             rows.append(f"| {w} | {q[:-3]} | {np.median(u) / 1e3:,.1f} us | {c} | {np.median(t) / 1e3:,.1f} us | "
                         f"{np.median(t) / np.median(u):.3f} [{lo:.3f}, {hi:.3f}] |")
     return "\n".join(rows)
@@ -286,9 +297,7 @@ def accuracy_table(recs: list[dict[str, Any]]) -> str:
             unit = (lambda v: f"{v:.0f}") if q == "break_even" else (lambda v: f"{v / 1e3:,.1f} us")
             ratio = "—"
             if u.size and g.size and np.median(u) > 0:
-                rng = np.random.default_rng(2)
-                rs = [np.median(rng.choice(g, g.size)) / np.median(rng.choice(u, u.size)) for _ in range(2000)]
-                lo, hi = np.percentile(rs, [2.5, 97.5])
+                lo, hi = _ratio_interval(g, u, seed=2)
                 ratio = f"{np.median(g) / np.median(u):.3f} [{lo:.3f}, {hi:.3f}]"
             bound = ""
             if q in ("eager", "replay"):
@@ -326,9 +335,7 @@ def timing_run_table(recs: list[dict[str, Any]]) -> str:
             if not same or not u.size:
                 continue
             tm = np.array(timing)
-            rng = np.random.default_rng(3)
-            rs = [np.median(rng.choice(tm, tm.size)) / np.median(rng.choice(u, u.size)) for _ in range(2000)]
-            lo, hi = np.percentile(rs, [2.5, 97.5])
+            lo, hi = _ratio_interval(tm, u, seed=3)
             rows.append(f"| {w} | {q} | {np.median(same):.3f} [{min(same):.3f}, {max(same):.3f}] (n={len(same)}) | "
                         f"{np.median(tm) / 1e3:,.1f} us (n={tm.size}) | {np.median(u) / 1e3:,.1f} us (n={u.size}) | "
                         f"{np.median(tm) / np.median(u):.3f} [{lo:.3f}, {hi:.3f}] |")

@@ -18,13 +18,11 @@ Prints each configuration's median time per step and its excess over untraced, p
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 LOOP = '''import time
@@ -62,8 +60,7 @@ def main() -> None:
     args = ap.parse_args()
     if sys.version_info < (3, 12):
         raise SystemExit("the timing run needs Python 3.12 or newer (sys.monitoring)")
-    from graphmode.tracer.script import timing_config
-    from graphmode.tracer.store import TraceWriter
+    from script_fidelity import timing_run_command  # this folder is on sys.path when the benchmark runs
 
     with tempfile.TemporaryDirectory() as d:
         script = Path(d) / "loop.py"
@@ -79,10 +76,7 @@ def main() -> None:
             if k == "untraced":
                 cmd = [sys.executable, str(script)]
             else:
-                trace = Path(d) / "t.gmtrace"
-                TraceWriter(trace, {"workload": "script"}).close()  # what the first two runs would have left
-                spec = {"config": asdict(timing_config([stamped[k]])), "out": str(trace), "append": True, "pass_id": 2}
-                cmd = [sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)]
+                cmd = timing_run_command(script, Path(d) / "t.gmtrace", [stamped[k]])
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=d, timeout=300)
             found = [float(x.split()[1]) for x in out.stdout.splitlines() if x.startswith("per_step_us")]
             if not found:
