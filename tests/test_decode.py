@@ -197,3 +197,20 @@ def test_a_later_runs_note_keeps_the_earlier_runs_notes(tmp_path) -> None:
     w.close(keep_status=True)
     with load(path) as t:
         assert t.meta["notes"] == ["measuring run: one", "detail run: two"]
+
+
+def test_a_note_every_run_makes_is_kept_once(tmp_path) -> None:
+    """Each run of a script meets the same program (its torch.profiler start, say): the same note from the
+    measuring and the detail run is one note, a different one from the later run is added."""
+    from graphmode.tracer.store import TraceWriter, load
+
+    path = tmp_path / "t.gmtrace"
+    w = TraceWriter(path, {"workload": "synthetic"})
+    w.add_note("the program started torch's profiler 1 time(s)")
+    w.close()
+    w = TraceWriter(path, append=True)
+    w.add_note("the program started torch's profiler 1 time(s)")
+    w.add_note("pass 1: something else")
+    w.close(keep_status=True)
+    with load(path) as t:
+        assert t.meta["notes"] == ["the program started torch's profiler 1 time(s)", "pass 1: something else"]

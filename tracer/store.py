@@ -243,7 +243,10 @@ class TraceWriter:
         return True
 
     def add_note(self, text: str) -> None:
-        """Records something that went wrong while recording (meta.notes): shown by info and the report."""
+        """Records something that went wrong while recording (meta.notes): shown by info and the report. A note
+        an earlier run of the same trace already made (a script's runs each meet the same program) is kept once."""
+        if text in self.notes:
+            return
         self.notes.append(text)
         self.set_meta({"notes": self.notes})
 
