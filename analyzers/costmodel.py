@@ -7,8 +7,9 @@ GPU, and evaluates a cost for a graph described by its feature counts. No GPU is
 
 The model file (`costmodel-<gpu>.json`) holds the key (GPU name, driver, CUDA version), every fitted
 quantity (features, coefficients, their covariance, the residual spread, one residual per table row),
-the node types' own GPU durations, the first-graph-of-a-process extra cost, and the calibration table
-itself, so that a fit can be redone and checked offline.
+the node types' own GPU durations, the first-graph-of-a-process extra cost, torch.cuda.graph's own work
+around a capture (where the calibrating machine has PyTorch), and the calibration table itself, so that a
+fit can be redone and checked offline.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ class CostModel:
     first_graph: dict[str, Spread]  # 'capture' | 'instantiate' | 'upload' | 'first_launch' -> extra of the process's first graph
     table: list[dict[str, Any]]  # the calibration rows the fit used
     calibration: dict[str, Any] = field(default_factory=dict)  # how it was run: repeats, replays, seconds, ...
+    # torch.cuda.graph's own work around a capture (tracer.calibrate.torch_capture_probe): 'first' (the process's
+    # first PyTorch capture, one sample per fresh process) and 'later' (every later capture); {} without PyTorch
+    torch_capture: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -209,7 +213,7 @@ def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None =
 
 def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], eager_gap_ns: dict[str, float],
                    first_graph_probes: list[dict[str, float]], machine: dict[str, Any],
-                   calibration: dict[str, Any] | None = None) -> CostModel:
+                   calibration: dict[str, Any] | None = None, torch_probes: list[dict[str, Any]] | None = None) -> CostModel:
     """Fits every quantity of QUANTITIES from a calibration table.
 
     `table` rows: the feature counts (QUANTITIES' features), and per measured quantity its value in ns
@@ -217,6 +221,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
     give `replay_gpu_overhead` = replay_gpu - Σ path_<type> * node_gpu_ns[type]. Rows with
     first_graph=True are left out of every fit. `first_graph_probes`: per fresh process, the extra cost
     of its first graph over an identical second one ({'capture': ns, 'instantiate': ns, ...}).
+    `torch_probes`: per fresh process with PyTorch, torch.cuda.graph's own work ({'first_ns': ns, 'later_ns': [ns, ...]}).
     """
     rows = [dict(r) for r in table]
     for r in rows:
@@ -242,8 +247,18 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
         cuda_runtime_version=int(machine.get("cuda_runtime_version", 0) or 0), created_at=str(machine.get("created_at", "")),
         tool_version=str(machine.get("tool_version", "")), costs=costs, node_gpu_ns=dict(node_gpu_ns),
         eager_gap_ns=dict(eager_gap_ns), eager_tail=Spread.of(tails), first_graph=first, table=rows,
-        calibration=dict(calibration or {}),
+        calibration=dict(calibration or {}), torch_capture=torch_capture_spreads(torch_probes or []),
     )
+
+
+def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
+    """The torch probes' samples as spreads: 'first' (one per process), 'later' (all later captures pooled)."""
+    out = {}
+    if (first := Spread.of([float(p["first_ns"]) for p in probes if p.get("first_ns") is not None])) is not None:
+        out["first"] = first
+    if (later := Spread.of([float(x) for p in probes for x in p.get("later_ns") or []])) is not None:
+        out["later"] = later
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- JSON
@@ -270,6 +285,7 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
                   for q, c in m.costs.items()},
         "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
         "first_graph": {k: _spread_dict(s) for k, s in m.first_graph.items()},
+        "torch_capture": {k: _spread_dict(s) for k, s in m.torch_capture.items()},
         "table": m.table,
     }
 
@@ -299,7 +315,9 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             eager_gap_ns={str(k): float(v) for k, v in d.get("eager_gap_ns", {}).items()},
             eager_tail=_spread_from(d.get("eager_tail")),
             first_graph={str(k): s for k, v in d.get("first_graph", {}).items() if (s := _spread_from(v)) is not None},
-            table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})), path=path,
+            table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
+            torch_capture={str(k): s for k, v in (d.get("torch_capture") or {}).items() if (s := _spread_from(v)) is not None},
+            path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "

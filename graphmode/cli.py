@@ -472,6 +472,8 @@ def calibrate(
     repeats: Annotated[int, typer.Option(min=2, help="Graphs built per shape.")] = 5,
     replays: Annotated[int, typer.Option(min=5, help="Steady replays timed per graph.")] = 30,
     probes: Annotated[int, typer.Option(min=0, help="Fresh processes that measure the first graph of a process.")] = 4,
+    torch_probes: Annotated[int, typer.Option(min=0, help="Fresh processes that time torch.cuda.graph's own work around a capture "
+                                                          "(where PyTorch is installed; 0: none).")] = 3,
     quick: Annotated[bool, typer.Option(help="Fewer and smaller shapes (a check that calibration runs, not a model to rely on).")] = False,
     from_measurements: Annotated[Optional[Path], typer.Option(help="Fit again from a calibration's *.measurements.json (no GPU).")] = None,
 ) -> None:
@@ -513,7 +515,8 @@ def calibrate(
 
         failure: Exception | None = None
         try:
-            model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress)
+            model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress,
+                                    torch_probes=torch_probes)
         except KeyboardInterrupt:
             _fail("interrupted: no cost model written", 130)
         except (CudaError, CostModelError, OSError) as e:

@@ -99,6 +99,25 @@ def test_model_file_round_trip(tmp_path: Path) -> None:
     assert d["format"] == "graphmode-costmodel" and "residuals" in d["costs"]["instantiate"]
 
 
+def test_torch_probes_become_first_and_later_spreads_and_round_trip(tmp_path: Path) -> None:
+    """SYNTHETIC torch probes (three fresh processes, two later captures each): 'first' has one sample per
+    process, 'later' pools every later capture; a model without them (an older file) reads as {}."""
+    from graphmode.analyzers.costmodel import fit_cost_model
+    from synthetic_costmodel import EAGER_GAP_NS, FIRST_GRAPH_EXTRA, MACHINE, NODE_GPU_NS
+
+    probes = [{"first_ns": 9e6, "later_ns": [1e6, 2e6]}, {"first_ns": 12e6, "later_ns": [1.5e6, 3e6]},
+              {"first_ns": 30e6, "later_ns": [1.2e6, 1.4e6]}]
+    m = fit_cost_model(synthetic_table(3), NODE_GPU_NS, EAGER_GAP_NS, [dict(FIRST_GRAPH_EXTRA)] * 3, MACHINE, {}, probes)
+    assert m.torch_capture["first"].samples == (9e6, 12e6, 30e6) and m.torch_capture["first"].median == 12e6
+    assert m.torch_capture["later"].n == 6 and m.torch_capture["later"].median == pytest.approx((1.4e6 + 1.5e6) / 2)
+    back = load_model(save_model(m, tmp_path / "m.json"))
+    assert back.torch_capture["first"].samples == (9e6, 12e6, 30e6) and back.torch_capture["later"].n == 6
+    d = json.loads((tmp_path / "m.json").read_text())
+    del d["torch_capture"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    assert load_model(tmp_path / "old.json").torch_capture == {}
+
+
 def test_damaged_model_files_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(CostModelError, match="graphmode calibrate"):
         load_model(tmp_path / "missing.json")

@@ -17,6 +17,12 @@ and kept out of the fit. Shapes and repetitions run in a seeded random order so 
 run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
 biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
 
+Where PyTorch is installed, `torch_probes` further fresh processes time what `torch.cuda.graph` itself adds
+around a capture (`torch_capture_probe`): its synchronize, `empty_cache`, the memory pool's set-up and
+bookkeeping, its Python. The CUDA calls are priced by the fit above; this is the rest, which a prediction
+for a PyTorch program adds (analyzers.predict). The process's first PyTorch capture costs far more than later
+ones (10-25 ms against 1-3 ms on the H200, docs/benchmarks.md): both are kept.
+
 Shape programs (`program`, `predicted_graph`) are pure and run on any machine; everything that touches
 the GPU is in `Calibrator`.
 """
@@ -45,6 +51,7 @@ Step = tuple[str, Any, int]
 MAX_STREAMS = 17
 MAX_EVENTS = 64
 PROBE_KERNELS = 20  # the first-graph probe: a chain like `graphmode bench chain`'s default step
+TORCH_CAPTURES = 5  # captures per torch probe process: the first of the process, then later ones
 SPIN_NODE_NS = 5_000  # 'kernel_spin' nodes: does the per-node cost of a replay depend on the kernel's length?
 
 SOURCE = r"""
@@ -449,10 +456,84 @@ def _probe_in_fresh_process(timeout_s: float = 120.0) -> dict[str, float] | None
     return None
 
 
+def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
+    """What `torch.cuda.graph` adds around a capture, in this (fresh) process: a small PyTorch step (a
+    4-layer 512-wide MLP and an elementwise tail), warmed up on a side stream as PyTorch's documentation asks,
+    captured `captures` times. Per capture: the `with torch.cuda.graph(g):` block's wall time and the body's
+    (the step's calls, issued in capture mode), perf_counter_ns. `keep_graph=True` leaves instantiation out of
+    the block, as graphmode.compare does: the cost model prices it. Returns {"first_ns": the first block minus
+    a later capture's body (the median), i.e. everything the process's first PyTorch capture costs beyond
+    issuing the calls; "later_ns": [block - body of each later capture]; "blocks_ns", "bodies_ns": raw}."""
+    import torch
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    layers = [torch.nn.Linear(512, 512) for _ in range(4)]
+    net = torch.nn.Sequential(*[m for lin in layers for m in (lin, torch.nn.ReLU())]).to(dev).eval()
+    x = torch.randn(64, 512, device=dev)
+
+    def step() -> Any:
+        with torch.no_grad():
+            return torch.tanh(net(x)) * 0.5 + 1.0
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    blocks: list[int] = []
+    bodies: list[int] = []
+    for _ in range(captures):
+        try:
+            g = torch.cuda.CUDAGraph(keep_graph=True)
+        except TypeError:  # older PyTorch: capture_end instantiates (then counted here too)
+            g = torch.cuda.CUDAGraph()
+        t0 = time.perf_counter_ns()
+        with torch.cuda.graph(g):
+            b0 = time.perf_counter_ns()
+            step()
+            b1 = time.perf_counter_ns()
+        t1 = time.perf_counter_ns()
+        blocks.append(t1 - t0)
+        bodies.append(b1 - b0)
+        g.replay()
+        torch.cuda.synchronize()
+        del g
+    later_body = float(np.median(bodies[1:])) if len(bodies) > 1 else float(bodies[0])
+    return {"first_ns": float(blocks[0] - later_body), "later_ns": [float(b - d) for b, d in zip(blocks[1:], bodies[1:])],
+            "blocks_ns": [float(b) for b in blocks], "bodies_ns": [float(b) for b in bodies],
+            "torch_version": str(torch.__version__)}
+
+
+def _torch_probe_in_fresh_process(timeout_s: float = 180.0) -> dict[str, Any] | str:
+    """One fresh process's torch_capture_probe; a one-line reason where it could not run."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.calibrate", "--torch-probe"], capture_output=True,
+                              text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout_s:.0f} s"
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    return tail[:300]
+
+
+def torch_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
 def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 4, quick: bool = False,
-              seed: int = 0, progress: Callable[[str, int, int], None] | None = None) -> Any:
+              seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 3) -> Any:
     """Runs the calibration on this GPU, fits the cost model and writes it to `out` (default: the
-    user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel."""
+    user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel. `torch_probes`: fresh
+    processes that time torch.cuda.graph's own work (none where PyTorch is not installed)."""
     from graphmode.analyzers.costmodel import model_file_name, user_dir
     from graphmode.tracer.runner import machine_meta
 
@@ -462,6 +543,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     meta = machine_meta(cal.device)
     errors: list[str] = []
     probe_rows: list[dict[str, float]] = []
+    torch_rows: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
     gc.disable()  # no collection pause inside a timed loop
     try:
@@ -477,6 +559,14 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                 errors.append(f"fresh-process probe {i + 1} failed")
             else:
                 probe_rows.append(r)
+        if torch_probes and torch_available():
+            for i in range(torch_probes):
+                note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", 0, 1)
+                t = _torch_probe_in_fresh_process()
+                if isinstance(t, str):
+                    errors.append(f"torch probe {i + 1} failed: {t}")
+                else:
+                    torch_rows.append(t)
         work = [(sh, rep) for sh in shapes(quick) for rep in range(repeats)]
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(work))
@@ -522,10 +612,11 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     machine = {k: meta.get(k, "") for k in ("gpu_name", "compute_capability", "driver_version", "cuda_driver_version",
                                              "cuda_runtime_version", "tool_version")}
     machine["created_at"] = meta.get("started_at", "")
-    calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "quick": quick, "seed": seed,
+    calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "torch_probes": len(torch_rows),
+                   "quick": quick, "seed": seed,
                    "graphs": len(table), "seconds": round(seconds, 1), "errors": errors, "hostname": meta.get("hostname", "")}
     raw = {"machine": machine, "calibration": calibration, "table": table, "node_gpu_ns": node_ns, "eager_gap_ns": gap_ns,
-           "first_graph_probes": probe_rows}
+           "first_graph_probes": probe_rows, "torch_probes": torch_rows}
     path = out if out is not None else user_dir() / model_file_name(str(machine["gpu_name"]))
     # The measurements are written before the fit: a fit that fails loses no GPU time (`--from-table` refits them).
     raw_path = path.with_name(path.stem + ".measurements.json")
@@ -540,7 +631,8 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
 
     try:
         raw = json.loads(Path(raw_path).read_text())
-        args = (raw["table"], raw["node_gpu_ns"], raw["eager_gap_ns"], raw["first_graph_probes"], raw["machine"], raw["calibration"])
+        args = (raw["table"], raw["node_gpu_ns"], raw["eager_gap_ns"], raw["first_graph_probes"], raw["machine"], raw["calibration"],
+                raw.get("torch_probes", []))
     except (OSError, ValueError, KeyError) as e:
         raise CostModelError(f"{raw_path}: not a calibration measurements file ({type(e).__name__}: {e})") from None
     try:
@@ -560,8 +652,15 @@ def _probe_main() -> None:
         cal.close()
 
 
+def _torch_probe_main() -> None:
+    """`python -m graphmode.tracer.calibrate --torch-probe`: one fresh process's torch_capture_probe, as JSON."""
+    print(json.dumps(torch_capture_probe()))
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--probe"]:
         _probe_main()
+    elif sys.argv[1:] == ["--torch-probe"]:
+        _torch_probe_main()
     else:
         raise SystemExit("usage: graphmode calibrate (this module's --probe is for calibrate's own use)")
