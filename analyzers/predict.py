@@ -227,7 +227,7 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
 
 
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
-              wall_pass: int | None, seed: int) -> RegionPrediction | None:
+              wall_pass: int | None, seed: int, torch_program: bool = False) -> RegionPrediction | None:
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -346,9 +346,13 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
         notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
+    # A PyTorch program captures through torch.cuda.graph (or cudagraph trees), which adds its own work around
+    # the capture: the process's first PyTorch capture costs far more than later ones (docs/metrics.md).
+    fw_spread = model.torch_capture.get("first" if first else "later") if torch_program else None
+    fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)
     one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
-                 + (extra_spread.median if extra_spread is not None else 0.0))
-    one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra
+                 + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
+    one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw
 
     # Replay: GPU span = max(critical path + per-node cost, eager GPU busy + per-node cost of every node).
     ov = c["replay_gpu_overhead"]
@@ -381,6 +385,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         one_time=_estimate(one_draw, one_point), eager_period=_estimate(t_e_draw, t_e), replay_period=_estimate(t_g_draw, t_g),
         saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
+        framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None,
     )
 
 
@@ -477,25 +482,40 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
 # ---------------------------------------------------------------------------------------------- entry point
 
 
-def pytorch_note(trace: Trace, analysis: TraceAnalysis | None) -> str | None:
-    """What the predicted one-time costs leave out for a PyTorch program: PyTorch's own work around a capture
-    (the cost model prices CUDA's calls only). Measured where this trace heard cudagraph-tree recordings
-    (GraphCost.framework_ns); None for a program that never imported torch."""
+def uses_torch(trace: Trace) -> bool:
+    """The program imported torch (the tracer heard it), is a graphmode.compare of a PyTorch step, or ran ATen's
+    kernels (at::native)."""
+    params = trace.meta.get("params")
+    return (bool(trace.meta.get("torch")) or (isinstance(params, dict) and params.get("framework") == "torch") or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
+            or bool(trace.rows("SELECT count(*) FROM (SELECT 1 FROM gpu_spans WHERE kind = 'kernel' AND "
+                               "name LIKE '%at6native%' LIMIT 1)")[0][0]))
+
+
+def pytorch_note(trace: Trace, analysis: TraceAnalysis | None, model: CostModel | None = None,
+                 priced: bool = False) -> str | None:
+    """What the predicted one-time costs say of PyTorch's own work around a capture (synchronizations, emptying
+    its cache, its memory pool's bookkeeping, Python): included from the cost model's torch.cuda.graph probe
+    (`priced`), or left out where the model has none; with what this trace measured where it heard cudagraph-tree
+    recordings (GraphCost.framework_ns). None for a program that never imported torch."""
     spent = sorted(g.cost.framework_ns for g in (analysis.graphs if analysis is not None else ())
                    if g.cost is not None and g.cost.framework_ns is not None)
+    if not spent and not uses_torch(trace):
+        return None
+    measured = ""
     if spent:
         span = duration_text(spent[0]) if len(spent) == 1 else f"{duration_text(spent[0])} to {duration_text(spent[-1])}"
-        return ("PyTorch's own work around a capture (synchronizations, its memory pool's bookkeeping, Python) is not in the "
-                f"predicted one-time costs: this run's cudagraph-tree recordings spent {span} each on it besides their CUDA "
-                "calls (in the measured one-time costs), and a graph recorded the same way would pay about as much")
-    used_torch = (bool(trace.meta.get("torch")) or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
-                  or bool(trace.rows("SELECT count(*) FROM (SELECT 1 FROM gpu_spans WHERE kind = 'kernel' AND "
-                                     "name LIKE '%at6native%' LIMIT 1)")[0][0]))  # ATen's kernels (at::native)
-    if used_torch:
-        return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the "
-                "capture (synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: "
-                "on the H200, 2.3 to 17.7 ms a cudagraph-tree recording (docs/benchmarks.md)")
-    return None
+        measured = f"; this run's cudagraph-tree recordings spent {span} each on it besides their CUDA calls (in the measured one-time costs)"
+    tc = model.torch_capture if model is not None else {}
+    if priced and tc:
+        parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"
+                 for key, what in (("first", "a process's first PyTorch capture"), ("later", "a later one")) if (s := tc.get(key))]
+        return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
+                f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {model.gpu_name if model else 'this GPU'}: "
+                f"{', '.join(parts)} (median [p10, p90]); cudagraph trees (torch.compile) do more around each recording" + measured)
+    return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
+            "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
+            "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
+            "cudagraph-tree recording (docs/benchmarks.md)" + measured)
 
 
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
@@ -515,7 +535,8 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     def result(regions: list[RegionPrediction]) -> Prediction:
         if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
             notes.append(EVENT_GAP_NOTE)
-        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(trace, analysis)) is not None:
+        priced = any(r.framework is not None for r in regions)
+        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(trace, analysis, model, priced)) is not None:
             notes.append(note)
         return Prediction(
             model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
@@ -535,7 +556,8 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     if len(regions) > MAX_REGIONS:
         notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
         regions = regions[:MAX_REGIONS]
-    out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed)) is not None]
+    torch_program = uses_torch(trace)
+    out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program)) is not None]
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}

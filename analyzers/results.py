@@ -451,6 +451,9 @@ class RegionPrediction:
     measured_break_even: int | None
     breakers: tuple[CaptureBreaker, ...]
     notes: tuple[str, ...]
+    # PyTorch's own work around the capture (torch.cuda.graph: synchronize, empty_cache, its memory pool, Python),
+    # as `graphmode calibrate` timed it; included in one_time. None: not a PyTorch program, or no such measurement
+    framework: Estimate | None = None
 
 
 @dataclass(frozen=True)

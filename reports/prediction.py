@@ -66,6 +66,7 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
         ("upload", [_est(r.upload) for r in to_graph]),
         ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
         ("first graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
+        ("PyTorch's own capture work", [_est(r.framework) if r.framework else "—" for r in to_graph]),
         ("one-time cost", [_est(r.one_time) for r in to_graph]),
         ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
         ("eager GPU work (measured)", [_ns(r.gpu_work_ns) for r in to_graph]),
@@ -158,5 +159,9 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     if extra is not None:
         console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
                       f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
+    for key, what in (("first", "a process's first PyTorch capture"), ("later", "a later PyTorch capture")):
+        if (sp := m.torch_capture.get(key)) is not None:
+            console.print(f"torch.cuda.graph's own work around {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
+                          f"{sp.n} captures]: added to a prediction for a PyTorch program.")
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")

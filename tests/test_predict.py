@@ -98,6 +98,39 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     assert any("cudaEventRecord" in n for n in p.notes)
 
 
+def test_a_pytorch_program_pays_torch_cuda_graphs_own_work(tmp_path: Path) -> None:
+    """The SYNTHETIC fork-join trace marked as a program that imported torch, priced with the synthetic model
+    plus SYNTHETIC torch probes: the process's first capture adds the probes' 'first' median (12 ms) to the
+    one-time cost of 349000 ns worked out above; after a graph was built, the 'later' median (1.5 ms); a trace
+    without torch adds nothing."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
+        [{"first_ns": 9e6, "later_ns": [1e6, 2e6]}, {"first_ns": 12e6, "later_ns": [1.5e6, 1.5e6]}, {"first_ns": 30e6, "later_ns": [1.5e6]}]))
+    choice = ModelChoice(m, "exact", "")
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    [plain] = predict(load(path), None, choice).regions
+    assert plain.framework is None and plain.one_time is not None and plain.one_time.ns == pytest.approx(349_000)
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO meta VALUES ('torch', ?)", [json.dumps({"version": "2.11.0"})])
+    con.close()
+    p = predict(load(path), None, choice)
+    [r] = p.regions
+    assert r.framework is not None and r.framework.ns == pytest.approx(12e6)
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 + 12e6)
+    assert r.break_even == smallest_replays(349_000 + 12e6, 84_076)  # the saving is unchanged
+    # the interval carries the probes' spread: 9 to 30 ms across processes
+    assert r.one_time.low_ns < 349_000 + 11e6 and r.one_time.high_ns > 349_000 + 20e6
+    (note,) = [n for n in p.notes if "PyTorch's own work" in n]
+    assert "is in the predicted one-time costs" in note and "12 ms [" in note
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
+    con.close()
+    [later] = predict(load(path), None, choice).regions
+    assert later.framework is not None and later.framework.ns == pytest.approx(1.5e6)
+    assert later.one_time is not None and later.one_time.ns == pytest.approx(349_000 - 225_000 + 1.5e6)
+
+
 def test_a_kernels_per_node_replay_cost_follows_its_duration(tmp_path: Path) -> None:
     # A model whose ~5 us calibration kernel (5200 ns) costs 50 ns per node in a replay and the short one
     # (1500 ns) 150: a 2000 ns kernel is 500/3700 of the way, 150 - 100 * 500/3700 = 136.49 ns; 1000 ns: 150
