@@ -18,8 +18,11 @@ stamped every execution of every user line and recorded every launch call:
 3. **Periods.** An iteration's untraced CPU period is the time from its line execution to that of the
    next iteration of the same stretch in the timing run.
 4. **Onto the measuring run.** Iterations of one graph and mode come in the same order and stretches in
-   both traced runs (the graphs are already mapped, analyzers.script_graphs); where their counts or
-   stretch sizes differ, that graph's mode is not matched.
+   both traced runs (the graphs are already mapped, analyzers.script_graphs). Where the two runs cut them
+   differently (a few more or fewer iterations, other stretches: on a transformers decoder, 2 processes of
+   4), the measuring run's periods take the timing run's in order, evenly spread, when the counts differ by
+   at most SPLIT_TOLERANCE, and a note says so; beyond that the runs did different work and that graph's
+   mode keeps the measuring run's periods.
 
 The untraced period replaces a CPU-bound one only: untraced, an iteration cannot take less than its own
 GPU work, so the period is max(untraced CPU period, GPU busy time) and is GPU-bound when the latter is
@@ -37,6 +40,11 @@ import numpy as np
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.script_graphs import run_entry
 from graphmode.tracer.store import Trace
+
+
+# Where the measuring and detail runs cut one graph's iterations differently, the timing run's periods still
+# stand for them when the counts of timed iterations differ by at most this share (else the runs did other work).
+SPLIT_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)
@@ -216,14 +224,28 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
             d_stamps[a] = float(np.searchsorted(all_timed, t[seq[b]]) - np.searchsorted(all_timed, t[seq[a]]))
     # onto the measuring run: per graph and mode, the same iterations in the same order
     stamps = np.full(measure.size, np.nan)
-    for m_rows, d_rows, (gid, mode) in _aligned(measure, detail):
-        if m_rows is None:
-            if np.isfinite(d_untraced[d_rows]).any():
-                notes.append(f"graph {gid}: its {mode} iterations differ between the measuring and detail runs (count or "
-                             "stretches): they keep the measuring run's period")
+    for m_rows, d_rows, (gid, mode), same in _aligned(measure, detail):
+        if same:
+            untraced[m_rows] = d_untraced[d_rows]
+            stamps[m_rows] = d_stamps[d_rows]
             continue
-        untraced[m_rows] = d_untraced[d_rows]
-        stamps[m_rows] = d_stamps[d_rows]
+        have = d_rows[np.isfinite(d_untraced[d_rows])]
+        if not have.size:
+            continue
+        want = m_rows[np.isfinite(measure.period[m_rows])]
+        if want.size and abs(want.size - have.size) <= SPLIT_TOLERANCE * max(want.size, have.size):
+            # The same work, found as a few more or fewer iterations or cut into other stretches (a warm-up or a
+            # stray launch between them): the measuring run's periods take the timing run's in order, evenly
+            # spread where the counts differ. Their distribution is the timing run's; a row is not its twin.
+            pick = have[np.round(np.linspace(0, have.size - 1, want.size)).astype(np.int64)]
+            untraced[want] = d_untraced[pick]
+            stamps[want] = d_stamps[pick]
+            notes.append(f"graph {gid}: its {mode} iterations were found as {m_rows.size} in the measuring run and {d_rows.size} in the "
+                         f"detail run, in other stretches: they take the timing run's {have.size} periods in order (the timing run's "
+                         "distribution, not iteration by iteration)")
+        else:
+            notes.append(f"graph {gid}: its {mode} iterations differ between the measuring and detail runs ({m_rows.size} and "
+                         f"{d_rows.size} iterations): they keep the measuring run's period")
     cost = run_entry(trace, tp).get("stamp_cost_ns")
     stamp_ns = stamps * float(cost) if isinstance(cost, (int, float)) else None
     return LineTiming(tp, untraced, tuple(notes), stamp_ns)
@@ -238,16 +260,16 @@ def _series(t: IterationTable) -> list[np.ndarray]:
     return out
 
 
-def _aligned(m: IterationTable, d: IterationTable) -> list[tuple[np.ndarray | None, np.ndarray, tuple[int, str]]]:
-    """Per (graph, mode): the measuring and detail rows in start order, or None for the measuring rows
-    where the two runs' iterations differ in count or stretch sizes."""
-    out: list[tuple[np.ndarray | None, np.ndarray, tuple[int, str]]] = []
+def _aligned(m: IterationTable, d: IterationTable) -> list[tuple[np.ndarray, np.ndarray, tuple[int, str], bool]]:
+    """Per (graph, mode): the measuring and detail rows in start order, and whether the two runs' iterations
+    agree in count and stretch sizes (then row i of one is row i of the other)."""
+    out: list[tuple[np.ndarray, np.ndarray, tuple[int, str], bool]] = []
     for gid, mode in sorted({(int(g), str(x)) for g, x in zip(d.graph_id, d.mode)}):
         dr = np.flatnonzero((d.graph_id == gid) & (d.mode == mode))
         mr = np.flatnonzero((m.graph_id == gid) & (m.mode == mode))
         dr, mr = dr[np.argsort(d.start_ns[dr], kind="stable")], mr[np.argsort(m.start_ns[mr], kind="stable")]
         same = dr.size == mr.size and np.array_equal(_run_lengths(d.stretch[dr]), _run_lengths(m.stretch[mr]))
-        out.append((mr if same else None, dr, (gid, mode)))
+        out.append((mr, dr, (gid, mode), bool(same)))
     return out
 
 

@@ -106,14 +106,44 @@ def test_a_line_run_a_different_number_of_times_is_not_matched(tmp_path: Path) -
 
 
 def test_runs_whose_iterations_differ_keep_the_measured_period(tmp_path: Path) -> None:
-    # the measuring run found the four iterations as two stretches of two: not the detail run's iterations
+    # the measuring run found the four iterations as two stretches of two, so two periods (rows 0 and 2) where
+    # the detail run has three: 2 against 3 is beyond SPLIT_TOLERANCE (10%), not the same iterations
     path = _stamps_trace(tmp_path / "s.gmtrace", [1000, 1060, 1130, 1190, 1500])
     detail = _table(1, [150, 350, 550, 750], [200, 200, 200, float("nan")], [30] * 4, [False] * 4)
     measure = _table(0, [5000, 5120, 5240, 5360], [120, float("nan"), 120, float("nan")], [30] * 4, [False] * 4,
                      stretch=[0, 0, 1, 1])
     with load(path) as trace:
         lt = line_timing(trace, measure, detail)
-    assert np.isnan(lt.untraced).all() and any("differ between the measuring and detail runs" in n for n in lt.notes)
+    assert np.isnan(lt.untraced).all() and any("differ between the measuring and detail runs (4 and 4 iterations)" in n
+                                               for n in lt.notes)
+
+
+def test_iterations_cut_differently_take_the_timing_runs_periods_in_order(tmp_path: Path) -> None:
+    """SYNTHETIC: 21 eager iterations, every 200 ns in the detail run (t.py:5 starts each), the timing run 60 ns
+    apart except 90 ns for iterations 10 and 11. The measuring run cut them into stretches of 10 and 11, so
+    it has 19 periods where the detail run has 20 (within 10%): its periods are the timing run's 20, evenly
+    spread over its 19 in order."""
+    from synthetic import SyntheticTrace
+
+    n = 21
+    t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
+    for i in range(n):
+        t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=100 + 200 * i)
+    timing = np.cumsum([1000] + [90 if i in (10, 11) else 60 for i in range(n - 1)])
+    for ts in timing:
+        t._add("line_stamps", pass_id=2, thread_id=22, thread_name="MainThread", file="t.py", line=5, function="<module>", ts_ns=int(ts))
+    path = t.write(tmp_path / "s.gmtrace")
+    detail = _table(1, [150 + 200 * i for i in range(n)], [200.0] * (n - 1) + [float("nan")], [30] * n, [False] * n)
+    m_period = [120.0] * 9 + [float("nan")] + [120.0] * 10 + [float("nan")]
+    measure = _table(0, [5000 + 120 * i for i in range(n)], m_period, [30] * n, [False] * n, stretch=[0] * 10 + [1] * 11)
+    with load(path) as trace:
+        lt = line_timing(trace, measure, detail)
+    d = np.diff(timing)  # the detail rows' untraced periods, rows 0..19: 60 x 10, 90, 90, 60 x 8
+    pick = np.round(np.linspace(0, 19, 19)).astype(int)  # 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, ... (9 is skipped)
+    rows = [i for i in range(n) if np.isfinite(m_period[i])]
+    assert list(lt.untraced[rows]) == list(d[pick]) and np.isnan(lt.untraced[[9, 20]]).all()
+    assert sorted(lt.untraced[rows]) == [60.0] * 17 + [90.0] * 2
+    assert any("found as 21 in the measuring run and 21 in the detail run" in x and "20 periods in order" in x for x in lt.notes)
 
 
 def test_gpu_bound_rows_and_partly_timed_modes_are_left_alone(tmp_path: Path) -> None:
