@@ -8,7 +8,7 @@ clocks and prints one GRAPHMODE_TRUTH line. This benchmark runs every workload i
   (`python -m graphmode.tracer.script_child`), whose own timers then say how much that configuration
   slowed it, and whose trace graphmode's analysis reads: `graphmode report --json` per process.
 
-    python3 benchmarks/script_fidelity.py record OUT --procs 5 [--configs untraced,measure] [--keep-traces]
+    python3 benchmarks/script_fidelity.py record OUT --procs 5 [--configs untraced,measure] [--keep-traces [all]]
     python3 benchmarks/script_fidelity.py record OUT --procs 10 --configs untraced,timing_only   # the timing run's own cost
     python3 benchmarks/script_fidelity.py analyze OUT          # anywhere, no GPU: the tables
 
@@ -148,7 +148,8 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     return record
 
 
-def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: bool, timeout: int) -> None:
+def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: str, timeout: int) -> None:
+    """`keep`: whose traces stay in OUT: 'none', 'first' (process 0's) or 'all'."""
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(20261130)
     lines = {w: chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
@@ -157,7 +158,7 @@ def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep
             pairs = [(w, c) for w in workloads for c in configs]
             rng.shuffle(pairs)
             for w, c in pairs:
-                rec = run_one(w, c, proc, out, keep and proc == 0, timeout, lines.get(w))
+                rec = run_one(w, c, proc, out, keep == "all" or (keep == "first" and proc == 0), timeout, lines.get(w))
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
                 t = rec.get("truth") or {}
@@ -215,7 +216,8 @@ def main() -> None:
     r.add_argument("--procs", type=int, default=5)
     r.add_argument("--workloads", default=",".join(WORKLOADS))
     r.add_argument("--configs", default="untraced,measure")
-    r.add_argument("--keep-traces", action="store_true", help="keep the traces of process 0")
+    r.add_argument("--keep-traces", nargs="?", const="first", default="none", choices=("none", "first", "all"),
+                   help="keep the traces of process 0 (or of every process: --keep-traces all)")
     r.add_argument("--timeout", type=int, default=300)
     a = sub.add_parser("analyze")
     a.add_argument("out", type=Path)

@@ -559,14 +559,6 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                 errors.append(f"fresh-process probe {i + 1} failed")
             else:
                 probe_rows.append(r)
-        if torch_probes and torch_available():
-            for i in range(torch_probes):
-                note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", 0, 1)
-                t = _torch_probe_in_fresh_process()
-                if isinstance(t, str):
-                    errors.append(f"torch probe {i + 1} failed: {t}")
-                else:
-                    torch_rows.append(t)
         work = [(sh, rep) for sh in shapes(quick) for rep in range(repeats)]
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(work))
@@ -604,6 +596,15 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
         except Exception as e:
             node_ns, gap_ns = {}, {}
             errors.append(f"node durations (CUPTI): {type(e).__name__}: {e}")
+        # Last, so that other processes' PyTorch contexts come after every timing of this one.
+        if torch_probes and torch_available():
+            for i in range(torch_probes):
+                note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
+                t = _torch_probe_in_fresh_process()
+                if isinstance(t, str):
+                    errors.append(f"torch probe {i + 1} failed: {t}")
+                else:
+                    torch_rows.append(t)
     finally:
         if gc_was:
             gc.enable()
