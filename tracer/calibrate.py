@@ -600,11 +600,11 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
         if torch_probes and torch_available():
             for i in range(torch_probes):
                 note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
-                t = _torch_probe_in_fresh_process()
-                if isinstance(t, str):
-                    errors.append(f"torch probe {i + 1} failed: {t}")
+                probe = _torch_probe_in_fresh_process()
+                if isinstance(probe, str):
+                    errors.append(f"torch probe {i + 1} failed: {probe}")
                 else:
-                    torch_rows.append(t)
+                    torch_rows.append(probe)
     finally:
         if gc_was:
             gc.enable()
