@@ -15,7 +15,7 @@ from rich.console import Console
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import smallest_replays
-from graphmode.analyzers.costmodel import ModelChoice
+from graphmode.analyzers.costmodel import ModelChoice, find_model
 from graphmode.analyzers.predict import predict
 from graphmode.reports.json_report import load_schema, render_json
 from graphmode.reports.terminal import print_report
@@ -382,8 +382,17 @@ def test_pytorch_programs_are_told_what_the_prediction_leaves_out() -> None:
     (note,) = [n for n in a.prediction.notes if "PyTorch's own work" in n]
     assert f"spent {spent[0] / 1e6:.3g} ms to {spent[1] / 1e6:.3g} ms each" in note
     with load(DATA / "scripts" / "torch_cudagraph.gmtrace") as t:
+        choice = find_model(t.meta)  # the shipped H200 model: its calibration timed torch.cuda.graph
         p = analyze(t).prediction
+        assert choice.model is not None and set(choice.model.torch_capture) == {"first", "later"}
+        assert p is not None and any("is in the predicted one-time costs" in n for n in p.notes)
+        priced = [r for r in p.regions if r.direction == "to_graph"]
+        medians = {s.median for s in choice.model.torch_capture.values()}
+        assert priced and all(r.framework is not None and r.framework.ns in medians for r in priced)
+        bare = ModelChoice(dataclasses.replace(choice.model, torch_capture={}), "exact", "")
+        p = analyze(t, bare).prediction  # a model calibrated without PyTorch: the prediction says what it leaves out
     assert p is not None and any(n.startswith("a PyTorch program:") for n in p.notes)
+    assert all(r.framework is None for r in p.regions)
     with load(DATA / "scripts" / "timed" / "cupy_graph.gmtrace") as t:
         p = analyze(t).prediction
     assert p is not None and not any("PyTorch" in n for n in p.notes)
