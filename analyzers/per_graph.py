@@ -60,8 +60,8 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         return None
     framework = None
     if parts.get("recordings"):
-        # a cudagraph-tree recording: its wall time less the CUDA calls in it and the first replay, which it makes
-        # itself (the replay's excess over a steady one is counted as first-launch excess)
+        # a cudagraph-tree recording or a torch.cuda.graph block: its wall time less the CUDA calls in it and the
+        # first replay, which a recording makes itself (the replay's excess over a steady one is first-launch excess)
         framework = 0.0
         for w in parts["recordings"]:
             inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
@@ -159,8 +159,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
         if cost is not None and cost.framework_ns is not None and cost.total_ns > 0 and cost.framework_ns >= 0.5 * cost.total_ns:
             notes.append(f"{100 * cost.framework_ns / cost.total_ns:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
-                         f"{duration_text(cost.total_ns)}) is PyTorch's own work in the cudagraph-tree recording, around the CUDA calls: "
-                         "every further recording (a new input shape, a re-recording) adds its own")
+                         f"{duration_text(cost.total_ns)}) is PyTorch's own work around the CUDA calls (its cudagraph-tree recording or "
+                         "torch.cuda.graph block): every further capture (a new input shape, a re-recording) adds its own")
         if status == "never_replayed":
             notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
         results.append(GraphResult(

@@ -504,7 +504,7 @@ def pytorch_note(trace: Trace, analysis: TraceAnalysis | None, model: CostModel 
     measured = ""
     if spent:
         span = duration_text(spent[0]) if len(spent) == 1 else f"{duration_text(spent[0])} to {duration_text(spent[-1])}"
-        measured = f"; this run's cudagraph-tree recordings spent {span} each on it besides their CUDA calls (in the measured one-time costs)"
+        measured = f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it besides their CUDA calls (in the measured one-time costs)"
     tc = model.torch_capture if model is not None else {}
     if priced and tc:
         parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"

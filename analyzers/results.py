@@ -134,9 +134,10 @@ class GraphCost:
     steady_replay_ns: float | None  # median graph-mode iteration of the same pass
     first_launch_excess_ns: float | None  # first_launch - steady_replay
     total_ns: float  # build + instantiate + upload + first_launch_excess + framework (missing parts as 0)
-    # PyTorch's own work in its cudagraph-tree recording call around the CUDA calls (synchronizations,
-    # memory-pool bookkeeping, destroying the captured graph): the recording's wall time less its capture,
-    # instantiate and upload calls and the first replay made inside it; None: no such recording
+    # PyTorch's own work around the CUDA calls in its cudagraph-tree recording call or `with torch.cuda.graph`
+    # block (synchronizations, emptying its cache, memory-pool bookkeeping, destroying the captured graph): the
+    # window's wall time less its capture, instantiate and upload calls and a first replay made inside it; None:
+    # no such window heard
     framework_ns: float | None = None
 
 

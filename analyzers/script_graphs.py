@@ -63,7 +63,8 @@ class ScriptGraphs:
     lifecycle: tuple[LifecycleCall, ...]  # timing pass, by start
     notes: tuple[str, ...] = field(default_factory=tuple)
     structure_recorded: bool = True  # a pass recorded the graphs (CUPTI callbacks): names, topology, lines
-    # (start, end) of each cudagraph-tree recording in the timing pass (PyTorch's own work around the capture)
+    # (start, end) of each cudagraph-tree recording or torch.cuda.graph block in the timing pass (PyTorch's own
+    # work around the capture)
     recordings: tuple[tuple[int, int], ...] = ()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
@@ -225,30 +226,42 @@ def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
     return {}
 
 
+_WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_cuda_graph_block": "end_cuda_graph_block"}
+
+
 def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each cudagraph-tree recording PyTorch made in the pass (tracer.torch_hooks): from the
-    pass's own entry in meta.runs (the measuring run hears recordings only), else from meta.torch when the
-    pass is the run that wrote it (the one with callbacks). Starts and ends pair up in order on each thread."""
+    """(start, end) of each cudagraph-tree recording and each `with torch.cuda.graph(...)` block PyTorch ran in
+    the pass (tracer.torch_hooks): from the pass's own entry in meta.runs (the measuring run hears these only),
+    else from meta.torch when the pass is the run that wrote it (the one with callbacks). Starts and ends pair
+    up in order on each thread, per kind; a window inside another (the block a recording captures through) is
+    left out: the outermost one holds all of PyTorch's work around that capture."""
     entry = run_entry(trace, pass_id)
     torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
     if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
         torch = trace.meta["torch"]
     events = (torch or {}).get("events") or {}
     kinds, ts, threads = events.get("kind") or [], events.get("ts_ns") or [], events.get("thread_id") or [0] * len(events.get("kind") or [])
-    open_at: dict[int, int] = {}
-    out: list[tuple[int, int]] = []
+    open_at: dict[tuple[int, str], list[int]] = {}
+    found: list[tuple[int, int]] = []
+    ends = {v: k for k, v in _WINDOW_KINDS.items()}
     for k, t, th in zip(kinds, ts, threads):
-        if k == "start_cudagraph_recording":
-            open_at[int(th)] = int(t)
-        elif k == "end_cudagraph_recording" and int(th) in open_at:
-            out.append((open_at.pop(int(th)), int(t)))
-    return tuple(sorted(out))
+        if k in _WINDOW_KINDS:
+            open_at.setdefault((int(th), k), []).append(int(t))
+        elif k in ends and open_at.get((int(th), ends[k])):
+            found.append((open_at[(int(th), ends[k])].pop(), int(t)))
+    out: list[tuple[int, int]] = []
+    for w in sorted(found, key=lambda w: (w[0], -w[1])):  # outer windows first
+        if not out or w[0] > out[-1][1]:
+            out.append(w)
+        elif w[1] > out[-1][1]:  # overlapping, not nested (threads): keep both
+            out.append(w)
+    return tuple(out)
 
 
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
     """Durations (ns) of the graph's capture, build, instantiate and upload calls in the timing pass
     (summed when there are several), and how many of each; and 'recordings': the (start, end) of each
-    cudagraph-tree recording whose first capture is this graph's."""
+    cudagraph-tree recording or torch.cuda.graph block whose first capture is this graph's."""
     parts: dict[str, Any] = {}
     for c in sg.lifecycle:
         if c.graph_id == graph_id and c.event != "update":

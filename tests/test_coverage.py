@@ -384,3 +384,38 @@ def test_recordings_only_hooks_hear_cudagraph_recordings_and_nothing_else() -> N
     assert out["events"]["kind"] == ["start_cudagraph_recording", "end_cudagraph_recording"]
     assert out["events"]["ts_ns"] == [100, 200]
     assert "counters" not in out and "memory_stats" not in out  # no end-of-run state read
+
+
+def test_torch_cuda_graph_blocks_are_heard_entering_and_leaving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in for torch.cuda.graphs.graph: the hooks (also the measuring run's, recordings_only) hear each
+    `with` block begin and end, around what the block itself does, even when the block raises; uninstall puts
+    the methods back."""
+    import types
+
+    said: list[str] = []
+
+    class graph:  # noqa: N801 (torch's name)
+        def __enter__(self) -> "graph":
+            said.append("enter")
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            said.append("exit")
+
+    enter, leave = graph.__enter__, graph.__exit__
+    fake = types.ModuleType("torch.cuda.graphs")
+    fake.graph = graph  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch.cuda.graphs", fake)
+    clock = iter(range(100, 10**6, 100))
+    hooks = TorchHooks(None, clock=lambda: next(clock), recordings_only=True)
+    hooks._on_torch(types.SimpleNamespace(__version__="test"))
+    with graph():
+        said.append("body")
+    with pytest.raises(ValueError):
+        with graph():
+            raise ValueError("capture failed")
+    out = hooks.uninstall()
+    assert said == ["enter", "body", "exit", "enter", "exit"]
+    assert out["events"]["kind"] == ["start_cuda_graph_block", "end_cuda_graph_block"] * 2
+    assert out["events"]["ts_ns"] == [100, 200, 300, 400]
+    assert graph.__enter__ is enter and graph.__exit__ is leave and hooks.errors == []

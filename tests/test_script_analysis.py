@@ -120,6 +120,27 @@ def test_a_cudagraph_tree_recording_adds_pytorchs_own_work_to_the_one_time_cost(
     assert g.cost is not None and g.cost.framework_ns is None and g.cost.total_ns == 995
 
 
+def test_a_torch_cuda_graph_block_adds_pytorchs_own_work_once(tmp_path: Path) -> None:
+    # SYNTHETIC: the GAPS trace captured inside `with torch.cuda.graph(g):`, entered at 4400 and left at 6900
+    # (tracer.torch_hooks wraps __enter__/__exit__). Inside: capture 500, instantiate 400, upload 100; the
+    # first replay (7000) comes after it. PyTorch's own work: 2500 - 1000 = 1500; one-time 995 + 1500 = 2495.
+    def block(t: ScriptTrace) -> None:
+        t.meta["torch"] = {"version": "2.11.0", "events": {"kind": ["start_cuda_graph_block", "end_cuda_graph_block"],
+                                                         "ts_ns": [4400, 6900], "thread_id": [1, 1]}}
+
+    (g,) = _analyze(eager_then_graph(tmp_path / "block.gmtrace", **GAPS, extra=block)).graphs
+    assert g.cost is not None and g.cost.framework_ns == 1500 and g.cost.total_ns == 2495
+    # a cudagraph-tree recording (4300-7300) that captures through such a block (4400-6900): the outer window
+    # alone counts, as in the recording test above: 3000 - 1000 - 190 (its first replay) = 1810
+    def nested(t: ScriptTrace) -> None:
+        t.meta["torch"] = {"version": "2.11.0", "events": {
+            "kind": ["start_cudagraph_recording", "start_cuda_graph_block", "end_cuda_graph_block", "end_cudagraph_recording"],
+            "ts_ns": [4300, 4400, 6900, 7300], "thread_id": [1, 1, 1, 1]}}
+
+    (g,) = _analyze(eager_then_graph(tmp_path / "nested.gmtrace", **GAPS, extra=nested)).graphs
+    assert g.cost is not None and g.cost.framework_ns == 1810 and g.cost.total_ns == 995 + 1810
+
+
 def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
     def ranges(t: ScriptTrace) -> None:
         t.nvtx("graphmode:graph step", 7000, 7900)

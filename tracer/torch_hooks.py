@@ -18,8 +18,9 @@ Nothing is parsed from stderr. Where PyTorch says it (torch 2.11 source, torch/_
   (`CUDAGraph.pool()`), shared when a capture passes another graph's pool.
 
 The measuring run installs the hooks with `recordings_only`: Dynamo's start/end callbacks alone, kept for
-`cudagraph_recording` only (two Python calls per recording), so that PyTorch's work around each capture
-(synchronizations, the memory pool's bookkeeping) is timed in the run that times the CUDA calls.
+`cudagraph_recording` only (two Python calls per recording), and `torch.cuda.graph`'s `__enter__`/`__exit__`
+(two per capture), so that PyTorch's work around each capture (synchronizations, emptying its cache, the
+memory pool's bookkeeping) is timed in the run that times the CUDA calls.
 
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
@@ -164,6 +165,7 @@ class TorchHooks:
         self._finder: _PostImport | None = None
         self._callbacks: tuple[Any, Callable[..., None], Callable[..., None]] | None = None
         self._wrapped: tuple[type, Any, Any] | None = None
+        self._block: tuple[type, Any, Any] | None = None  # torch.cuda.graph's __enter__ / __exit__
         self._pools: dict[str, Any] = {}
         self.torch_version = ""
         self.dropped = 0
@@ -196,6 +198,7 @@ class TorchHooks:
 
     def _on_torch(self, torch: ModuleType) -> None:
         self.torch_version = str(getattr(torch, "__version__", ""))
+        self._guard("torch.cuda.graph", self._wrap_graph_block)
         if self.recordings_only:
             return
         self._guard("loggers", self._attach_loggers)
@@ -257,6 +260,32 @@ class TorchHooks:
         setattr(CUDAGraph, "capture_begin", capture_begin)
         setattr(CUDAGraph, "capture_end", capture_end)
         self._wrapped = (CUDAGraph, begin, end)
+
+    def _wrap_graph_block(self) -> None:
+        """`with torch.cuda.graph(g):` is heard entering and leaving (two Python calls per capture): what PyTorch
+        does around the capture (synchronize, empty_cache, its memory pool) is timed like a cudagraph-tree
+        recording. cudagraph trees capture through it inside their recordings: the outermost window counts
+        (analyzers.script_graphs.recording_windows)."""
+        from torch.cuda.graphs import graph as block
+
+        enter, leave = block.__dict__.get("__enter__"), block.__dict__.get("__exit__")
+        if enter is None or leave is None:
+            return
+        hooks = self
+
+        def __enter__(ctx: Any) -> Any:
+            hooks.add("start_cuda_graph_block")
+            return enter(ctx)
+
+        def __exit__(ctx: Any, *exc: Any) -> Any:
+            try:
+                return leave(ctx, *exc)
+            finally:
+                hooks.add("end_cuda_graph_block")
+
+        setattr(block, "__enter__", __enter__)
+        setattr(block, "__exit__", __exit__)
+        self._block = (block, enter, leave)
 
     # -- what the hooks record ---------------------------------------------------------------------
     def add(self, kind: str, *, logger: str = "", level: int = 0, template: str = "", message: str = "",
@@ -340,6 +369,11 @@ class TorchHooks:
 
             self._guard("remove callbacks", remove)
             self._callbacks = None
+        if self._block is not None:
+            cls, enter, leave = self._block
+            setattr(cls, "__enter__", enter)
+            setattr(cls, "__exit__", leave)
+            self._block = None
         if self._wrapped is not None:
             cls, begin, end_fn = self._wrapped
             setattr(cls, "capture_begin", begin)
