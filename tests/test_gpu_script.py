@@ -64,6 +64,14 @@ def test_torch_graph_found_with_its_lifecycle(torch_graph: tuple[Trace, subproce
     assert t.rows("SELECT count(*) FROM graph_events WHERE event = 'launch' AND pass_id = 0") == [(50,)]
     calls = dict(t.rows("SELECT regexp_extract(name, '^cuda([A-Za-z]+)', 1), count(*) FROM api_calls WHERE pass_id = 0 GROUP BY 1"))
     assert calls["StreamBeginCapture"] == calls["StreamEndCapture"] == calls["GraphInstantiateWithFlags"] == 1, calls
+    # The measuring run heard the `with torch.cuda.graph(g):` block (tracer.torch_hooks): PyTorch's own work around
+    # the capture (its synchronize, empty_cache, memory pool) is in the graph's one-time cost.
+    kinds = ((t.meta["runs"][0].get("torch") or {}).get("events") or {}).get("kind") or []
+    assert kinds.count("start_cuda_graph_block") == kinds.count("end_cuda_graph_block") == 1, kinds
+    from graphmode.analyzers import analyze
+
+    (g,) = [g for g in analyze(t).graphs if g.status == "replayed"]
+    assert g.cost is not None and g.cost.framework_ns is not None and g.cost.framework_ns > 0
 
 
 @needs_torch
