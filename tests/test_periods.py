@@ -126,6 +126,13 @@ def test_break_even_interval_allows_for_a_tracer_slowed_side() -> None:
     # the replay side may be 100% too long: 1000 / 2 = 500, saved 1000 -> 1 replay at least
     b = break_even_series("eager", e, g, 1, 1000.0, 10, graph_inflation=1.0)
     assert (b.interval_low, b.replays, b.interval_high) == (1, 2, 2)
+    # the one-time cost may be 50% too high (measured under CUPTI): 2500 / 1.5 = 1666.7 at 500 saved -> 4 replays at
+    # least, against ceil(2500 / 500) = 5
+    b = break_even_series("eager", e, g, 1, 2500.0, 10, one_time_inflation=0.5)
+    assert (b.interval_low, b.replays, b.interval_high) == (4, 5, 5)
+    # both allowances on the lower end: 1666.7 at 1500 - 1000 / 2 = 1000 saved -> 2
+    b = break_even_series("eager", e, g, 1, 2500.0, 10, one_time_inflation=0.5, graph_inflation=1.0)
+    assert (b.interval_low, b.replays) == (2, 5)
     # units: a replay (700) does 3 eager iterations (3 x 400 = 1200): saves 500
     b = break_even_series("eager", np.full(5, 400.0), np.full(5, 700.0), 3, 1000.0, 10)
     assert (b.eager_ns, b.saved_per_replay_ns, b.replays) == (1200, 500, 2)

@@ -304,7 +304,12 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
     assert not any("may be up to" in n for n in g.notes)  # no tracer allowance on a period timed untraced
     assert any("timed by the timing run, without CUPTI" in n for n in g.notes)
     b = g.break_even
-    assert b is not None and b.eager_ns == g.eager.work.trimmed_mean and b.interval_low == b.replays
+    assert b is not None and b.eager_ns == g.eager.work.trimmed_mean
+    # the one-time cost comes from the measuring run (CUPTI slows captures): the lower end allows it 1.5x too high
+    from graphmode.analyzers.break_even import CAPTURE_SLOWDOWN_BOUND, smallest_replays
+
+    assert g.cost is not None and b.graph_ns is not None and any("where CUPTI slows a capture" in n for n in g.notes)
+    assert b.interval_low == min(b.replays, smallest_replays(g.cost.total_ns / (1 + CAPTURE_SLOWDOWN_BOUND), b.eager_ns - b.graph_ns))
 
 
 def test_cpu_bound_replays_of_jax_are_timed_by_the_timing_run() -> None:
