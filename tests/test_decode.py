@@ -185,32 +185,29 @@ def test_untimed_gpu_records_are_left_out_and_counted() -> None:
     assert drop_untimed_spans(tables, 1) is None  # all timed now: nothing to say
 
 
-def test_a_later_runs_note_keeps_the_earlier_runs_notes(tmp_path) -> None:
+def _notes_of_two_runs(path, first: list[str], later: list[str]) -> list[str]:
+    """meta.notes after a first run adds `first` and a run appended to the same trace adds `later`."""
     from graphmode.tracer.store import TraceWriter, load
 
-    path = tmp_path / "t.gmtrace"
     w = TraceWriter(path, {"workload": "synthetic"})
-    w.add_note("measuring run: one")
+    for n in first:
+        w.add_note(n)
     w.close()
     w = TraceWriter(path, append=True)
-    w.add_note("detail run: two")
+    for n in later:
+        w.add_note(n)
     w.close(keep_status=True)
     with load(path) as t:
-        assert t.meta["notes"] == ["measuring run: one", "detail run: two"]
+        return list(t.meta["notes"])
+
+
+def test_a_later_runs_note_keeps_the_earlier_runs_notes(tmp_path) -> None:
+    assert _notes_of_two_runs(tmp_path / "t.gmtrace", ["measuring run: one"], ["detail run: two"]) == \
+        ["measuring run: one", "detail run: two"]
 
 
 def test_a_note_every_run_makes_is_kept_once(tmp_path) -> None:
     """Each run of a script meets the same program (its torch.profiler start, say): the same note from the
     measuring and the detail run is one note, a different one from the later run is added."""
-    from graphmode.tracer.store import TraceWriter, load
-
-    path = tmp_path / "t.gmtrace"
-    w = TraceWriter(path, {"workload": "synthetic"})
-    w.add_note("the program started torch's profiler 1 time(s)")
-    w.close()
-    w = TraceWriter(path, append=True)
-    w.add_note("the program started torch's profiler 1 time(s)")
-    w.add_note("pass 1: something else")
-    w.close(keep_status=True)
-    with load(path) as t:
-        assert t.meta["notes"] == ["the program started torch's profiler 1 time(s)", "pass 1: something else"]
+    same = "the program started torch's profiler 1 time(s)"
+    assert _notes_of_two_runs(tmp_path / "t.gmtrace", [same], [same, "pass 1: something else"]) == [same, "pass 1: something else"]
