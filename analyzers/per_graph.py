@@ -71,11 +71,16 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         for w in parts["recordings"]:
             inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
             framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
+    correction = None
+    if parts.get("untraced_recordings"):
+        # the same windows untraced: what CUPTI added inside them comes off the one-time cost
+        correction = float(sum(u1 - u0 for u0, u1 in parts["untraced_recordings"]) - sum(w1 - w0 for w0, w1 in parts["recordings"]))
     total = float(np.nansum([x if x is not None else np.nan
-                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework)]))
+                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
                      instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
-                     steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework)
+                     steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
+                     untraced_correction_ns=correction)
 
 
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
@@ -151,7 +156,15 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
                          "which the break-even interval's lower end allows for")
         one_time_inflation = 0.0
-        if cost is not None and timing_traced and (graph is not None or eager is not None):
+        if cost is not None and cost.untraced_correction_ns is not None and (graph is not None or eager is not None):
+            one_time_inflation = TIMING_RUN_SLOWDOWN_BOUND
+            traced = cost.total_ns - cost.untraced_correction_ns
+            ratio = f" ({traced / cost.total_ns:.2f}x)" if cost.total_ns > 0 else ""
+            notes.append(f"its one-time cost takes PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, "
+                         f"without CUPTI, timed them: {duration_text(cost.total_ns)}, where the measuring run read {duration_text(traced)}"
+                         f"{ratio}; the parts listed are the measuring run's; the timing run itself has read loops up to "
+                         f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")
+        elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = CAPTURE_SLOWDOWN_BOUND
             notes.append("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
                          "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "

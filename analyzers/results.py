@@ -133,12 +133,16 @@ class GraphCost:
     first_launch_ns: float | None  # launch + synchronize of the first launch
     steady_replay_ns: float | None  # median graph-mode iteration of the same pass
     first_launch_excess_ns: float | None  # first_launch - steady_replay
-    total_ns: float  # build + instantiate + upload + first_launch_excess + framework (missing parts as 0)
+    total_ns: float  # build + instantiate + upload + first_launch_excess + framework + untraced_correction (missing parts as 0)
     # PyTorch's own work around the CUDA calls in its cudagraph-tree recording call or `with torch.cuda.graph`
     # block (synchronizations, emptying its cache, memory-pool bookkeeping, destroying the captured graph): the
     # window's wall time less its capture, instantiate and upload calls and a first replay made inside it; None:
     # no such window heard
     framework_ns: float | None = None
+    # The timing run's (no CUPTI) PyTorch capture windows of this graph less the measuring run's same windows:
+    # what CUPTI added to everything inside them (the capture, instantiation, PyTorch's work); in total_ns.
+    # None: no window, or the timing run did not hear them all
+    untraced_correction_ns: float | None = None
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,9 @@ class ScriptGraphs:
     # (start, end) of each cudagraph-tree recording or torch.cuda.graph block in the timing pass (PyTorch's own
     # work around the capture)
     recordings: tuple[tuple[int, int], ...] = ()
+    # the same windows as the timing run (no CUPTI) heard them, in the same order (its own clock: durations only);
+    # () when it heard none or not as many
+    untraced_recordings: tuple[tuple[int, int], ...] = ()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -214,8 +217,17 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
                      "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
                      "which makes both runs")
-    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded,
-                        recording_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id)))
+    windows = recording_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id))
+    untraced: tuple[tuple[int, int], ...] = ()
+    timing = trace.pass_by_detail("stamps")
+    if windows and timing is not None:
+        heard = recording_windows(trace, timing.pass_id, callbacks_pass=False)
+        if len(heard) == len(windows):
+            untraced = heard
+        elif heard:
+            notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
+                         "the one-time costs keep the measuring run's")
+    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced)
 
 
 def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
@@ -260,20 +272,25 @@ def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple
 
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
     """Durations (ns) of the graph's capture, build, instantiate and upload calls in the timing pass
-    (summed when there are several), and how many of each; and 'recordings': the (start, end) of each
-    cudagraph-tree recording or torch.cuda.graph block whose first capture is this graph's."""
+    (summed when there are several), and how many of each; 'recordings': the (start, end) of each
+    cudagraph-tree recording or torch.cuda.graph block whose first capture is this graph's; and
+    'untraced_recordings': the same windows in the timing run, where it heard them all."""
     parts: dict[str, Any] = {}
     for c in sg.lifecycle:
         if c.graph_id == graph_id and c.event != "update":
             parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns)
             parts[c.event + "_count"] = parts.get(c.event + "_count", 0) + 1
-    mine = []
-    for w0, w1 in sg.recordings:
+    mine, untraced = [], []
+    for k, (w0, w1) in enumerate(sg.recordings):
         first = next((c for c in sg.lifecycle if c.event in ("capture", "build") and w0 <= c.start_ns <= w1), None)
         if first is not None and first.graph_id == graph_id:
             mine.append((w0, w1))
+            if sg.untraced_recordings:
+                untraced.append(sg.untraced_recordings[k])
     if mine:
         parts["recordings"] = mine
+    if untraced:
+        parts["untraced_recordings"] = untraced
     return parts
 
 

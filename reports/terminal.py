@@ -162,6 +162,8 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             ("steady replay", [human_ns(c.steady_replay_ns) for c in cs]),
             ("first launch excess", [human_ns(c.first_launch_excess_ns) for c in cs]),
             *([("PyTorch recording work", [human_ns(c.framework_ns) for c in cs])] if any(c.framework_ns is not None for c in cs) else []),
+            *([("untraced (timing run) correction", [human_ns(c.untraced_correction_ns) for c in cs])]
+              if any(c.untraced_correction_ns is not None for c in cs) else []),
             ("total one-time cost", [human_ns(c.total_ns) for c in cs]),
         ]
         names = {g.graph_id: graph_name(g) for g in a.graphs}

@@ -141,6 +141,40 @@ def test_a_torch_cuda_graph_block_adds_pytorchs_own_work_once(tmp_path: Path) ->
     assert g.cost is not None and g.cost.framework_ns == 1810 and g.cost.total_ns == 995 + 1810
 
 
+def test_the_timing_runs_capture_window_replaces_the_measuring_runs(tmp_path: Path) -> None:
+    # SYNTHETIC: the block above (4400-6900 in the measuring run: 2500 ns, one-time 2495), and a timing run
+    # (pass 2, no CUPTI) that heard the same block take 1800 ns on its own clock: CUPTI added 700 inside the
+    # window, so the one-time cost is 2495 - 700 = 1795, and break-even ceil(1795 / 500) = 4 replays.
+    def timed(t: ScriptTrace) -> None:
+        t.meta["torch"] = {"version": "2.11.0", "events": {"kind": ["start_cuda_graph_block", "end_cuda_graph_block"],
+                                                         "ts_ns": [4400, 6900], "thread_id": [1, 1]}}
+        t.add_pass(2, "stamps")
+        t.meta["runs"] = [{"pass_id": 2, "config": {"name": "timing"}, "torch": {"version": "2.11.0", "events": {
+            "kind": ["start_cuda_graph_block", "end_cuda_graph_block"], "ts_ns": [50_000, 51_800], "thread_id": [7, 7]}}}]
+
+    a = _analyze(eager_then_graph(tmp_path / "timed.gmtrace", **GAPS, extra=timed))
+    (g,) = a.graphs
+    assert g.cost is not None and g.cost.framework_ns == 1500 and g.cost.untraced_correction_ns == -700
+    assert g.cost.total_ns == 1795 and g.break_even is not None and g.break_even.replays == 4
+    assert any("as the timing run, without CUPTI, timed them: 1.79 us, where the measuring run read 2.5 us (1.39x)" in n
+               for n in g.notes), g.notes
+    assert not any("where CUPTI slows a capture" in n for n in g.notes)
+    out = Console(record=True, width=200)
+    print_report(a, console=out)
+    assert "untraced (timing run) correction" in out.export_text()
+    jsonschema.validate(report_dict(a), load_schema())
+    # a timing run that heard a different number of windows: the measuring run's stand, said so
+    def other(t: ScriptTrace) -> None:
+        timed(t)
+        t.meta["runs"][0]["torch"]["events"] = {"kind": ["start_cuda_graph_block", "end_cuda_graph_block"] * 2,
+                                                "ts_ns": [1, 2, 3, 4], "thread_id": [7] * 4}
+
+    a = _analyze(eager_then_graph(tmp_path / "other.gmtrace", **GAPS, extra=other))
+    (g,) = a.graphs
+    assert g.cost is not None and g.cost.untraced_correction_ns is None and g.cost.total_ns == 2495
+    assert any("the timing run heard 2 PyTorch capture window(s) and the measuring run 1" in n for n in a.cannot_compute)
+
+
 def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
     def ranges(t: ScriptTrace) -> None:
         t.nvtx("graphmode:graph step", 7000, 7900)

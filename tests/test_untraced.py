@@ -387,3 +387,36 @@ def test_the_timing_run_appends_a_pass_without_loading_cupti(tmp_path: Path) -> 
         assert 0 < run["stamp_cost_ns"] < 100_000  # measured after the script: what one stamp costs it
     else:
         assert n == 0 and "no line stamps in the timing run" in p.stderr
+
+
+def test_the_timing_run_hears_pytorchs_capture_windows(tmp_path: Path) -> None:
+    """The timing run's process on a script that imports a stand-in `torch` (a package in the script's folder
+    whose torch.cuda.graphs.graph is a context manager that sleeps 2 ms): it hears each `with graph():` block
+    start and end on its own clock (meta.runs[].torch), as the measuring run does, and still loads nothing of
+    CUDA's."""
+    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.store import TraceWriter
+
+    pkg = tmp_path / "torch"
+    (pkg / "cuda").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("__version__ = 'stand-in'\nfrom . import cuda\n")
+    (pkg / "cuda" / "__init__.py").write_text("from . import graphs\n")
+    (pkg / "cuda" / "graphs.py").write_text(
+        "import time\nclass graph:\n    def __enter__(self):\n        time.sleep(0.002)\n        return self\n"
+        "    def __exit__(self, *exc):\n        return None\n")
+    script = tmp_path / "capture.py"
+    script.write_text("import sys\nimport torch\nfor _ in range(2):\n    with torch.cuda.graphs.graph():\n        pass\n"
+                      "print('cupti' in sys.modules or 'cuda.bindings' in sys.modules)\n")
+    trace = tmp_path / "t.gmtrace"
+    TraceWriter(trace, {"workload": "script"}).close()
+    spec = {"config": dataclasses.asdict(timing_config([f"{script}:4"])), "out": str(trace), "append": True, "pass_id": 2}
+    p = subprocess.run([sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
+    with load(trace) as t:
+        (run,) = t.meta["runs"]
+    ev = run["torch"]["events"]
+    assert ev["kind"] == ["start_cuda_graph_block", "end_cuda_graph_block"] * 2
+    ts = ev["ts_ns"]
+    assert all(2_000_000 <= ts[i + 1] - ts[i] < 1_000_000_000 for i in (0, 2))  # each block slept 2 ms inside its window

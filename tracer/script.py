@@ -309,9 +309,11 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
 
 
 class TimingTracer:
-    """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's, no hook; stamps
-    of the lines that start the iterations, on perf_counter_ns (its own clock: only differences between its
-    stamps are read). Appends one pass, detail 'stamps', to the trace the earlier runs wrote."""
+    """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
+    that start the iterations, and the start and end of each PyTorch capture window (a cudagraph-tree recording,
+    a `with torch.cuda.graph` block: TorchHooks(recordings_only), two Python calls each), on perf_counter_ns
+    (its own clock: only differences are read). Appends one pass, detail 'stamps', to the trace the earlier
+    runs wrote; the windows go into its meta.runs entry ('torch'), as the measuring run's do."""
 
     def __init__(self, out: str | os.PathLike[str], config: RunConfig, pass_id: int, append: bool = True):
         if not append:
@@ -321,11 +323,16 @@ class TimingTracer:
         self.pass_id = pass_id
         self._writer: TraceWriter | None = None
         self._stamper: Any = None
+        self._torch: Any = None  # tracer.torch_hooks.TorchHooks
         self.start_ns = 0
 
     def start(self) -> None:
         self._writer = TraceWriter(self.out, append=True)
         self._stamper = start_stamper(self.config)
+        from graphmode.tracer.torch_hooks import TorchHooks
+
+        # PyTorch's capture windows untraced: the measuring run's are slowed by CUPTI (analyzers.per_graph)
+        self._torch = TorchHooks(None, clock=time.perf_counter_ns, recordings_only=True).install()
         self.start_ns = time.perf_counter_ns()
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
@@ -333,6 +340,9 @@ class TimingTracer:
         end = time.perf_counter_ns()
         writer = self._writer
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
+        heard = self._torch.uninstall() if self._torch is not None else None
+        if heard and (heard.get("events") or {}).get("kind"):
+            entry["torch"] = heard  # the PyTorch capture windows, on this run's perf_counter_ns
         try:
             if self._stamper is not None:
                 from graphmode.tracer.line_stamps import stamp_cost_ns
