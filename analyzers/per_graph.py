@@ -181,9 +181,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         status = ("replayed" if replays else "built_before_tracing" if g is None
                   else "never_replayed" if gid in instantiated
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
-        if cost is not None and cost.framework_ns is not None and cost.total_ns > 0 and cost.framework_ns >= 0.5 * cost.total_ns:
-            notes.append(f"{100 * cost.framework_ns / cost.total_ns:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
-                         f"{duration_text(cost.total_ns)}) is PyTorch's own work around the CUDA calls (its cudagraph-tree recording or "
+        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) if cost is not None else 0.0  # the measuring run's parts
+        if cost is not None and cost.framework_ns is not None and measured > 0 and cost.framework_ns >= 0.5 * measured:
+            notes.append(f"{100 * cost.framework_ns / measured:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
+                         f"{duration_text(measured)}, as the measuring run read it) is PyTorch's own work around the CUDA calls (its cudagraph-tree recording or "
                          "torch.cuda.graph block): every further capture (a new input shape, a re-recording) adds its own")
         if status == "never_replayed":
             notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
