@@ -11,6 +11,7 @@ clocks and prints one GRAPHMODE_TRUTH line. This benchmark runs every workload i
     python3 benchmarks/script_fidelity.py record OUT --procs 5 [--configs untraced,measure] [--keep-traces [all]]
     python3 benchmarks/script_fidelity.py record OUT --procs 10 --configs untraced,timing_only   # the timing run's own cost
     python3 benchmarks/script_fidelity.py analyze OUT          # anywhere, no GPU: the tables
+    python3 benchmarks/script_fidelity.py analyze OUT1 OUT2 .. # records of several GPU calls (machines), pooled per machine
 
 Processes of all workloads and configurations are interleaved (process k runs every pair once, in a
 shuffled order) so that drift of the machine over the run spreads over all of them. The per-process
@@ -149,8 +150,12 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
 
 
 def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: str, timeout: int) -> None:
-    """`keep`: whose traces stay in OUT: 'none', 'first' (process 0's) or 'all'."""
+    """`keep`: whose traces stay in OUT: 'none', 'first' (process 0's) or 'all'. Every record names its batch
+    (this machine and this invocation): processes are compared with untraced ones of the same batch."""
+    import socket
+
     out.mkdir(parents=True, exist_ok=True)
+    batch = f"{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}"
     rng = random.Random(20261130)
     lines = {w: chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
     with open(out / "results.jsonl", "a") as f:
@@ -159,6 +164,7 @@ def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep
             rng.shuffle(pairs)
             for w, c in pairs:
                 rec = run_one(w, c, proc, out, keep == "all" or (keep == "first" and proc == 0), timeout, lines.get(w))
+                rec["batch"] = batch
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
                 t = rec.get("truth") or {}
@@ -167,7 +173,41 @@ def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep
 
 
 def _load(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in open(out / "results.jsonl") if line.strip()]
+    """OUT/results.jsonl, or a .jsonl file itself; records without a batch get the file's name as theirs."""
+    path = out if out.suffix == ".jsonl" else out / "results.jsonl"
+    recs = [json.loads(line) for line in open(path) if line.strip()]
+    for r in recs:
+        r.setdefault("batch", str(path))
+    return recs
+
+
+def per_machine_table(recs: list[dict[str, Any]], seed: int = 4, resamples: int = 2000) -> str:
+    """Records of several batches (GPU calls, which may run on different machines of one kind: the untraced
+    programs differed by 1.5x between them): each graphmode process's figure over the median of the untraced
+    processes of its own batch, pooled over batches; median and a bootstrap 95% interval that resamples
+    both sides within each batch."""
+    rows = ["| workload | figure | batches | processes (graphmode + untraced) | ratio to its batch's untraced median [95% interval] |",
+            "|---|---|---|---|---|"]
+    rng = np.random.default_rng(seed)
+    for w in sorted({r["workload"] for r in recs}):
+        for q in ("eager", "replay", "one_time", "break_even"):
+            groups = []
+            for b in sorted({r["batch"] for r in recs if r["workload"] == w}):
+                u = np.array([f[q] for r in recs if r["workload"] == w and r["batch"] == b and r["config"] == "untraced"
+                              and r.get("truth") and q in (f := _truth_figures(r["truth"]))], dtype=float)
+                g = np.array([f[q] for r in recs if r["workload"] == w and r["batch"] == b and r["config"] == "graphmode"
+                              and q in (f := _graphmode_figures(r.get("report") or {}))], dtype=float)
+                if u.size and g.size and np.median(u) > 0:
+                    groups.append((g, u))
+            if not groups:
+                continue
+            point = float(np.median(np.concatenate([g / np.median(u) for g, u in groups])))
+            boot = [np.median(np.concatenate([rng.choice(g, g.size) / np.median(rng.choice(u, u.size)) for g, u in groups]))
+                    for _ in range(resamples)]
+            lo, hi = np.percentile(boot, [2.5, 97.5])
+            n_g, n_u = sum(g.size for g, _ in groups), sum(u.size for _, u in groups)
+            rows.append(f"| {w} | {q.replace('_', '-')} | {len(groups)} | {n_g} + {n_u} | {point:.3f} [{lo:.3f}, {hi:.3f}] |")
+    return "\n".join(rows)
 
 
 def _median_ci(values: np.ndarray, seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
@@ -220,12 +260,15 @@ def main() -> None:
                    help="keep the traces of process 0 (or of every process: --keep-traces all)")
     r.add_argument("--timeout", type=int, default=300)
     a = sub.add_parser("analyze")
-    a.add_argument("out", type=Path)
+    a.add_argument("out", type=Path, nargs="+", help="OUT folders or .jsonl files, one per batch (GPU call)")
     args = ap.parse_args()
     if args.cmd == "record":
         record(args.out, args.procs, args.workloads.split(","), args.configs.split(","), args.keep_traces, args.timeout)
     else:
-        recs = _load(args.out)
+        recs = [r for out in args.out for r in _load(out)]
+        if len({r["batch"] for r in recs}) > 1 and any(r["config"] == "graphmode" for r in recs):
+            print(per_machine_table(recs))
+            print()
         if any(r["config"] == "graphmode" for r in recs):
             print(accuracy_table(recs))
             if any(len(r.get("truths") or []) >= 3 for r in recs):
