@@ -156,12 +156,12 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
                          "which the break-even interval's lower end allows for")
         one_time_inflation = 0.0
+        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) if cost is not None else 0.0  # the measuring run's parts
         if cost is not None and cost.untraced_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation = TIMING_RUN_SLOWDOWN_BOUND
-            traced = cost.total_ns - cost.untraced_correction_ns
-            ratio = f" ({traced / cost.total_ns:.2f}x)" if cost.total_ns > 0 else ""
+            ratio = f" ({measured / cost.total_ns:.2f}x)" if cost.total_ns > 0 else ""
             notes.append(f"its one-time cost takes PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, "
-                         f"without CUPTI, timed them: {duration_text(cost.total_ns)}, where the measuring run read {duration_text(traced)}"
+                         f"without CUPTI, timed them: {duration_text(cost.total_ns)}, where the measuring run read {duration_text(measured)}"
                          f"{ratio}; the parts listed are the measuring run's; the timing run itself has read loops up to "
                          f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
@@ -181,7 +181,6 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         status = ("replayed" if replays else "built_before_tracing" if g is None
                   else "never_replayed" if gid in instantiated
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
-        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) if cost is not None else 0.0  # the measuring run's parts
         if cost is not None and cost.framework_ns is not None and measured > 0 and cost.framework_ns >= 0.5 * measured:
             notes.append(f"{100 * cost.framework_ns / measured:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
                          f"{duration_text(measured)}, as the measuring run read it) is PyTorch's own work around the CUDA calls (its cudagraph-tree recording or "

@@ -486,25 +486,28 @@ def uses_torch(trace: Trace) -> bool:
     """The program imported torch (the tracer heard it), is a graphmode.compare of a PyTorch step, or ran ATen's
     kernels (at::native)."""
     params = trace.meta.get("params")
-    return (bool(trace.meta.get("torch")) or (isinstance(params, dict) and params.get("framework") == "torch") or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
+    return (bool(trace.meta.get("torch")) or (isinstance(params, dict) and params.get("framework") == "torch")
+            or any(isinstance(r, dict) and r.get("torch") for r in trace.meta.get("runs", []) or [])
             or bool(trace.rows("SELECT count(*) FROM (SELECT 1 FROM gpu_spans WHERE kind = 'kernel' AND "
                                "name LIKE '%at6native%' LIMIT 1)")[0][0]))
 
 
-def pytorch_note(trace: Trace, analysis: TraceAnalysis | None, model: CostModel | None = None,
+def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: CostModel | None = None,
                  priced: bool = False) -> str | None:
     """What the predicted one-time costs say of PyTorch's own work around a capture (synchronizations, emptying
     its cache, its memory pool's bookkeeping, Python): included from the cost model's torch.cuda.graph probe
     (`priced`), or left out where the model has none; with what this trace measured where it heard cudagraph-tree
-    recordings (GraphCost.framework_ns). None for a program that never imported torch."""
+    recordings (GraphCost.framework_ns). None for a program that never imported torch (`torch_program`:
+    uses_torch)."""
     spent = sorted(g.cost.framework_ns for g in (analysis.graphs if analysis is not None else ())
                    if g.cost is not None and g.cost.framework_ns is not None)
-    if not spent and not uses_torch(trace):
+    if not spent and not torch_program:
         return None
     measured = ""
     if spent:
         span = duration_text(spent[0]) if len(spent) == 1 else f"{duration_text(spent[0])} to {duration_text(spent[-1])}"
-        measured = f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it besides their CUDA calls (in the measured one-time costs)"
+        measured = (f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it "
+                    "besides their CUDA calls (in the measured one-time costs)")
     tc = model.torch_capture if model is not None else {}
     if priced and tc:
         parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"
@@ -532,11 +535,13 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
         traced = next((p for p in trace.passes if p.pass_id == analysis.traced_pass_id), traced)
     timing = trace.pass_by_detail("timing")
 
+    torch_program = uses_torch(trace)
+
     def result(regions: list[RegionPrediction]) -> Prediction:
         if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
             notes.append(EVENT_GAP_NOTE)
         priced = any(r.framework is not None for r in regions)
-        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(trace, analysis, model, priced)) is not None:
+        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(analysis, torch_program, model, priced)) is not None:
             notes.append(note)
         return Prediction(
             model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
@@ -556,7 +561,6 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     if len(regions) > MAX_REGIONS:
         notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
         regions = regions[:MAX_REGIONS]
-    torch_program = uses_torch(trace)
     out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program)) is not None]
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):

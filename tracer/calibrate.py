@@ -443,17 +443,22 @@ class Calibrator:
 # ---------------------------------------------------------------------------------------------- the run
 
 
-def _probe_in_fresh_process(timeout_s: float = 120.0) -> dict[str, float] | None:
+def _in_fresh_process(flag: str, timeout_s: float) -> dict[str, Any] | str:
+    """`python -m graphmode.tracer.calibrate FLAG` in a fresh process: the JSON line it printed last, or a
+    one-line reason where it timed out, failed or printed none."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.calibrate", "--probe"], capture_output=True, text=True,
-                          timeout=timeout_s, env=env)
-    if proc.returncode != 0:
-        return None
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("{"):
-            result: dict[str, float] = json.loads(line)
-            return result
-    return None
+    try:
+        proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.calibrate", flag], capture_output=True, text=True,
+                              timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout_s:.0f} s"
+    if proc.returncode == 0:
+        for line in reversed(proc.stdout.splitlines()):
+            if line.startswith("{"):
+                result: dict[str, Any] = json.loads(line)
+                return result
+    tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    return tail[:300]
 
 
 def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
@@ -507,22 +512,6 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
             "torch_version": str(torch.__version__)}
 
 
-def _torch_probe_in_fresh_process(timeout_s: float = 180.0) -> dict[str, Any] | str:
-    """One fresh process's torch_capture_probe; a one-line reason where it could not run."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    try:
-        proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.calibrate", "--torch-probe"], capture_output=True,
-                              text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout_s:.0f} s"
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("{"):
-            result: dict[str, Any] = json.loads(line)
-            return result
-    tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-    return tail[:300]
-
-
 def torch_available() -> bool:
     import importlib.util
 
@@ -551,11 +540,8 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
         probe_rows.append(cal.first_graph_probe())  # this process's first graph: before anything else builds one
         for i in range(probes):
             note(f"first graph in a fresh process ({i + 1}/{probes})", 0, 1)
-            try:
-                r = _probe_in_fresh_process()
-            except subprocess.TimeoutExpired:
-                r = None
-            if r is None:
+            r = _in_fresh_process("--probe", 120.0)
+            if isinstance(r, str):
                 errors.append(f"fresh-process probe {i + 1} failed")
             else:
                 probe_rows.append(r)
@@ -600,7 +586,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
         if torch_probes and torch_available():
             for i in range(torch_probes):
                 note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
-                probe = _torch_probe_in_fresh_process()
+                probe = _in_fresh_process("--torch-probe", 180.0)
                 if isinstance(probe, str):
                     errors.append(f"torch probe {i + 1} failed: {probe}")
                 else:

@@ -180,8 +180,8 @@ class ScriptTracer:
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
         self.start_ns = timestamp()
-        # The measuring run hears only when each cudagraph-tree recording starts and ends (two Python calls per
-        # recording): PyTorch's work around the capture is part of the graph's one-time cost.
+        # The measuring run hears only when each cudagraph-tree recording or torch.cuda.graph block starts and ends
+        # (two Python calls each): PyTorch's work around the capture is part of the graph's one-time cost.
         self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks).install()
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
@@ -219,8 +219,8 @@ class ScriptTracer:
         cfg = self.config
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
-        if light and heard and heard.get("events", {}).get("kind"):
-            run_entry["torch"] = heard  # this run's cudagraph-tree recordings (meta.torch is the detail run's)
+        if light and (windows := _capture_windows(heard)) is not None:
+            run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         try:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
             if self._stamper is not None:
@@ -252,6 +252,12 @@ class ScriptTracer:
                 else:
                     writer.close(status, reason)
         return writer.path  # the trace moves to the temporary folder when the disk fills up
+
+
+def _capture_windows(heard: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What recordings-only hooks heard (TorchHooks.uninstall), for a run's meta.runs entry; None when they heard
+    no capture window."""
+    return heard if heard and (heard.get("events") or {}).get("kind") else None
 
 
 def _runs_with(meta: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -340,9 +346,8 @@ class TimingTracer:
         end = time.perf_counter_ns()
         writer = self._writer
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
-        heard = self._torch.uninstall() if self._torch is not None else None
-        if heard and (heard.get("events") or {}).get("kind"):
-            entry["torch"] = heard  # the PyTorch capture windows, on this run's perf_counter_ns
+        if (windows := _capture_windows(self._torch.uninstall() if self._torch is not None else None)) is not None:
+            entry["torch"] = windows  # the PyTorch capture windows, on this run's perf_counter_ns
         try:
             if self._stamper is not None:
                 from graphmode.tracer.line_stamps import stamp_cost_ns
