@@ -21,6 +21,7 @@ from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
+from graphmode.analyzers.untraced import RecordingCall
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
@@ -64,23 +65,43 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     if not parts and first_ns is None:
         return None
     framework = None
+    insides: list[float] = []
     if parts.get("recordings"):
         # a cudagraph-tree recording or a torch.cuda.graph block: its wall time less the CUDA calls in it and the
         # first replay, which a recording makes itself (the replay's excess over a steady one is first-launch excess)
         framework = 0.0
         for w in parts["recordings"]:
             inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
+            insides.append(inside)
             framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
     correction = None
     if parts.get("untraced_recordings"):
         # the same windows untraced: what CUPTI added inside them comes off the one-time cost
         correction = float(sum(u1 - u0 for u0, u1 in parts["untraced_recordings"]) - sum(w1 - w0 for w0, w1 in parts["recordings"]))
+    call = None
+    calls = parts.get("recording_calls") or []
+    if correction is not None and calls and all(c is not None for c in calls):
+        replay = t.period[steady]
+        replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
+        call = sum(call_part(c, kind, inside, replay_ns)
+                   for c, kind, inside in zip(calls, parts.get("recording_kinds") or [""] * len(calls), insides))
     total = float(np.nansum([x if x is not None else np.nan
-                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction)]))
+                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction, call)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
                      instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
                      steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
-                     untraced_correction_ns=correction)
+                     untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else ())
+
+
+def call_part(call: RecordingCall, kind: str, inside_ns: float, replay_ns: float) -> float:
+    """What the statement around one PyTorch capture window adds to the one-time cost beyond the window (which the
+    other parts hold, less the first replay a recording makes inside it: `inside_ns`): its time outside the window,
+    plus that replay, less what the same statement takes where it runs without a window. A cudagraph-tree
+    recording's statement is the compiled function's call, which also runs the step: without steady runs of it
+    (a call made once), a steady replay's period (`replay_ns`) stands for one. A torch.cuda.graph block's statement
+    runs no replay: nothing is taken off. Never below zero."""
+    steady = call.steady_ns if call.steady_ns is not None else (replay_ns if kind == "recording" else 0.0)
+    return max(0.0, call.outside_ns + inside_ns - steady)
 
 
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
@@ -156,13 +177,22 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
                          "which the break-even interval's lower end allows for")
         one_time_inflation = 0.0
-        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) if cost is not None else 0.0  # the measuring run's parts
+        # the measuring run's parts (the timing run's correction and statements are not of them)
+        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) if cost is not None else 0.0
         if cost is not None and cost.untraced_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation = TIMING_RUN_SLOWDOWN_BOUND
-            ratio = f" ({measured / cost.total_ns:.2f}x)" if cost.total_ns > 0 else ""
+            windowed = measured + cost.untraced_correction_ns
+            ratio = f" ({measured / windowed:.2f}x)" if windowed > 0 else ""
+            statement = ""
+            if cost.call_ns is not None:
+                where = ", ".join(f"{_short_loc(a)} to {_short_loc(b)}" for a, b in dict.fromkeys(cost.call_lines))
+                statement = (f"; the statement{'s' if len(cost.call_lines) > 1 else ''} around {'them' if len(cost.call_lines) > 1 else 'it'} "
+                             f"(lines {where}), timed by the same run, add {duration_text(cost.call_ns)} outside the "
+                             "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
+                             "statement takes when it replays)")
             notes.append(f"its one-time cost takes PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, "
-                         f"without CUPTI, timed them: {duration_text(cost.total_ns)}, where the measuring run read {duration_text(measured)}"
-                         f"{ratio}; the parts listed are the measuring run's; the timing run itself has read loops up to "
+                         f"without CUPTI, timed them: {duration_text(windowed)}, where the measuring run read {duration_text(measured)}"
+                         f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
                          f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = CAPTURE_SLOWDOWN_BOUND
@@ -194,6 +224,12 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
     results.sort(key=lambda r: (-(r.saved_in_run_ns or 0.0) if r.saved_in_run_ns is not None and r.saved_in_run_ns > 0 else 0.0,
                                 -r.replays, r.graph_id))
     return tuple(results), _totals(results)
+
+
+def _short_loc(loc: str) -> str:
+    """'file.py:12' of a 'path/to/file.py:12'."""
+    file, _, line = loc.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}"
 
 
 def duration_text(ns: float) -> str:

@@ -133,7 +133,7 @@ class GraphCost:
     first_launch_ns: float | None  # launch + synchronize of the first launch
     steady_replay_ns: float | None  # median graph-mode iteration of the same pass
     first_launch_excess_ns: float | None  # first_launch - steady_replay
-    total_ns: float  # build + instantiate + upload + first_launch_excess + framework + untraced_correction (missing parts as 0)
+    total_ns: float  # build + instantiate + upload + first_launch_excess + framework + untraced_correction + call (missing parts as 0)
     # PyTorch's own work around the CUDA calls in its cudagraph-tree recording call or `with torch.cuda.graph`
     # block (synchronizations, emptying its cache, memory-pool bookkeeping, destroying the captured graph): the
     # window's wall time less its capture, instantiate and upload calls and a first replay made inside it; None:
@@ -143,6 +143,13 @@ class GraphCost:
     # what CUPTI added to everything inside them (the capture, instantiation, PyTorch's work); in total_ns.
     # None: no window, or the timing run did not hear them all
     untraced_correction_ns: float | None = None
+    # The script's statement around each of those windows (the call of a cudagraph-trees function, the `with` block),
+    # as the timing run timed it between the stamps of the line before and the line after: its time outside the
+    # windows (Dynamo's guards, the dispatch into the tree, the bookkeeping and outputs after a recording), less
+    # what the same statement takes without a window (analyzers.per_graph.call_part); in total_ns. None: no timing
+    # run that stamped those lines
+    call_ns: float | None = None
+    call_lines: tuple[tuple[str, str], ...] = ()  # per window: the two lines stamped around it ('file:line')
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,11 @@ class ScriptGraphs:
     # the same windows as the timing run (no CUPTI) heard them, in the same order (its own clock: durations only);
     # () when it heard none or not as many
     untraced_recordings: tuple[tuple[int, int], ...] = ()
+    # per window: 'recording' (cudagraph trees) or 'block' (torch.cuda.graph)
+    recording_kinds: tuple[str, ...] = ()
+    # per window: the script's statement around it as the timing run timed it (analyzers.untraced.RecordingCall),
+    # None where it could not; () without a timing run that heard the windows
+    recording_calls: tuple[Any, ...] = ()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -217,17 +222,24 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
                      "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
                      "which makes both runs")
-    windows = recording_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id))
+    heard_windows = torch_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id))
+    windows = tuple((w.start_ns, w.end_ns) for w in heard_windows)
     untraced: tuple[tuple[int, int], ...] = ()
+    calls: tuple[Any, ...] = ()
     timing = trace.pass_by_detail("stamps")
     if windows and timing is not None:
-        heard = recording_windows(trace, timing.pass_id, callbacks_pass=False)
+        heard = torch_windows(trace, timing.pass_id, callbacks_pass=False)
         if len(heard) == len(windows):
-            untraced = heard
+            untraced = tuple((w.start_ns, w.end_ns) for w in heard)
+            if s_id != t_id:
+                from graphmode.analyzers.untraced import recording_calls
+
+                calls = recording_calls(trace, s_id, timing.pass_id, heard)
         elif heard:
             notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
                          "the one-time costs keep the measuring run's")
-    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced)
+    return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
+                        tuple(w.kind for w in heard_windows), calls)
 
 
 def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
@@ -239,14 +251,31 @@ def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
 
 
 _WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_cuda_graph_block": "end_cuda_graph_block"}
+_WINDOW_KINDS_SHORT = {"start_cudagraph_recording": "recording", "start_cuda_graph_block": "block"}
 
 
 def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int], ...]:
     """(start, end) of each cudagraph-tree recording and each `with torch.cuda.graph(...)` block PyTorch ran in
-    the pass (tracer.torch_hooks): from the pass's own entry in meta.runs (the measuring run hears these only),
-    else from meta.torch when the pass is the run that wrote it (the one with callbacks). Starts and ends pair
-    up in order on each thread, per kind; a window inside another (the block a recording captures through) is
-    left out: the outermost one holds all of PyTorch's work around that capture."""
+    the pass (`torch_windows`)."""
+    return tuple((w.start_ns, w.end_ns) for w in torch_windows(trace, pass_id, callbacks_pass))
+
+
+@dataclass(frozen=True)
+class TorchWindow:
+    """A cudagraph-tree recording ('recording') or a `with torch.cuda.graph(...)` block ('block') as heard."""
+
+    start_ns: int
+    end_ns: int
+    kind: str
+    thread_id: int
+
+
+def torch_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[TorchWindow, ...]:
+    """Each cudagraph-tree recording and each `with torch.cuda.graph(...)` block PyTorch ran in the pass
+    (tracer.torch_hooks), by start: from the pass's own entry in meta.runs (the measuring and timing runs hear
+    these only), else from meta.torch when the pass is the run that wrote it (the one with callbacks). Starts
+    and ends pair up in order on each thread, per kind; a window inside another (the block a recording captures
+    through) is left out: the outermost one holds all of PyTorch's work around that capture."""
     entry = run_entry(trace, pass_id)
     torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
     if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
@@ -254,18 +283,18 @@ def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple
     events = (torch or {}).get("events") or {}
     kinds, ts, threads = events.get("kind") or [], events.get("ts_ns") or [], events.get("thread_id") or [0] * len(events.get("kind") or [])
     open_at: dict[tuple[int, str], list[int]] = {}
-    found: list[tuple[int, int]] = []
+    found: list[TorchWindow] = []
     ends = {v: k for k, v in _WINDOW_KINDS.items()}
     for k, t, th in zip(kinds, ts, threads):
         if k in _WINDOW_KINDS:
             open_at.setdefault((int(th), k), []).append(int(t))
         elif k in ends and open_at.get((int(th), ends[k])):
-            found.append((open_at[(int(th), ends[k])].pop(), int(t)))
-    out: list[tuple[int, int]] = []
-    for w in sorted(found, key=lambda w: (w[0], -w[1])):  # outer windows first
-        if not out or w[0] > out[-1][1]:
+            found.append(TorchWindow(open_at[(int(th), ends[k])].pop(), int(t), _WINDOW_KINDS_SHORT[ends[k]], int(th)))
+    out: list[TorchWindow] = []
+    for w in sorted(found, key=lambda w: (w.start_ns, -w.end_ns)):  # outer windows first
+        if not out or w.start_ns > out[-1].end_ns:
             out.append(w)
-        elif w[1] > out[-1][1]:  # overlapping, not nested (threads): keep both
+        elif w.end_ns > out[-1].end_ns:  # overlapping, not nested (threads): keep both
             out.append(w)
     return tuple(out)
 
@@ -273,24 +302,31 @@ def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
     """Durations (ns) of the graph's capture, build, instantiate and upload calls in the timing pass
     (summed when there are several), and how many of each; 'recordings': the (start, end) of each
-    cudagraph-tree recording or torch.cuda.graph block whose first capture is this graph's; and
-    'untraced_recordings': the same windows in the timing run, where it heard them all."""
+    cudagraph-tree recording or torch.cuda.graph block whose first capture is this graph's ('recording_kinds':
+    'recording' or 'block' each); 'untraced_recordings': the same windows in the timing run, where it heard them
+    all; 'recording_calls': the statements around them as the timing run timed them (RecordingCall or None each)."""
     parts: dict[str, Any] = {}
     for c in sg.lifecycle:
         if c.graph_id == graph_id and c.event != "update":
             parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns)
             parts[c.event + "_count"] = parts.get(c.event + "_count", 0) + 1
-    mine, untraced = [], []
+    mine, untraced, kinds, calls = [], [], [], []
     for k, (w0, w1) in enumerate(sg.recordings):
         first = next((c for c in sg.lifecycle if c.event in ("capture", "build") and w0 <= c.start_ns <= w1), None)
         if first is not None and first.graph_id == graph_id:
             mine.append((w0, w1))
+            kinds.append(sg.recording_kinds[k] if k < len(sg.recording_kinds) else "")
             if sg.untraced_recordings:
                 untraced.append(sg.untraced_recordings[k])
+            if sg.recording_calls:
+                calls.append(sg.recording_calls[k])
     if mine:
         parts["recordings"] = mine
+        parts["recording_kinds"] = kinds
     if untraced:
         parts["untraced_recordings"] = untraced
+    if calls:
+        parts["recording_calls"] = calls
     return parts
 
 

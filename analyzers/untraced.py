@@ -335,8 +335,9 @@ def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:
 
 def lines_to_time(trace: Trace) -> list[str]:
     """The lines a timing run should stamp ('file:line'): those that start the detail run's iterations of
-    each graph and mode that is CPU-bound in the measuring run. Empty when there are none, or when the
-    detail run has no line stamps (Python < 3.12)."""
+    each graph and mode that is CPU-bound in the measuring run, and the two lines around each of PyTorch's
+    capture windows (`call_lines`). Empty when there are none, or when the detail run has no line stamps
+    (Python < 3.12)."""
     from graphmode.analyzers.script_analysis import table_for
     from graphmode.analyzers.script_graphs import script_graphs
 
@@ -345,15 +346,96 @@ def lines_to_time(trace: Trace) -> list[str]:
         return []
     if not has_stamps(trace, sg.structure_pass):
         return []
+    around = sorted({x for pair in call_lines(trace, sg.structure_pass) if pair is not None for x in pair})
     measure = table_for(trace, sg)[0]
     detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
     if detail_sg is None:
-        return []
+        return around
     detail = table_for(trace, detail_sg)[0]
     cpu = ~measure.gpu_bound & np.isfinite(measure.period)
     groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
     if not groups:
-        return []
+        return around
     loc = starting_lines(trace, detail)[0]
     mask = np.array([(int(g), str(m)) in groups for g, m in zip(detail.graph_id, detail.mode)], dtype=bool)
-    return chosen_lines(loc, mask)
+    return sorted(set(chosen_lines(loc, mask)) | set(around))
+
+
+@dataclass(frozen=True)
+class RecordingCall:
+    """The script's statement around one of PyTorch's capture windows (a cudagraph-tree recording, a `with
+    torch.cuda.graph` block), as the timing run (no CUPTI) timed it: from the stamp of the line that was
+    executing when the window opened to that of the next line stamped after it closed (which lines: the detail
+    run's stamps of every line). For a cudagraph-tree recording that is the call of the compiled function:
+    Dynamo's guards and PyTorch's dispatch into its tree before the recording, its bookkeeping and outputs
+    after it; PyTorch's callbacks hear only the recording itself."""
+
+    lines: tuple[str, str]  # 'file:line' stamped before the window opened, and the next one after it closed
+    span_ns: float  # stamp of the second less that of the first, around the window
+    window_ns: float  # the window in the same run
+    steady_ns: float | None  # median span between the same two lines where no window lay between them (None: none, or fewer than STEADY_CALLS)
+    steady_count: int
+
+    @property
+    def outside_ns(self) -> float:
+        """The statement's time outside PyTorch's window."""
+        return self.span_ns - self.window_ns
+
+
+STEADY_CALLS = 3  # a statement's steady span needs this many runs of it without a window (a warm-up call would sway fewer)
+
+
+def call_lines(trace: Trace, pass_id: int) -> list[tuple[str, str] | None]:
+    """Per PyTorch capture window of a run that stamped every line (the detail run): ('file:line' stamped last
+    before the window opened on its thread, 'file:line' stamped first after it closed); None where the thread has
+    no stamp on one side (a window on another thread than the main one, or in code outside the script)."""
+    from graphmode.analyzers.script_graphs import torch_windows
+
+    windows = torch_windows(trace, pass_id, callbacks_pass=True)
+    if not windows:
+        return []
+    s = _stamps(trace, pass_id)
+    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    out: list[tuple[str, str] | None] = []
+    for w in windows:
+        mine = np.flatnonzero(tid == w.thread_id)
+        i = int(np.searchsorted(ts[mine], w.start_ns, side="right")) - 1
+        j = int(np.searchsorted(ts[mine], w.end_ns, side="left"))
+        out.append((str(loc[mine[i]]), str(loc[mine[j]])) if i >= 0 and j < mine.size else None)
+    return out
+
+
+def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple) -> tuple[RecordingCall | None, ...]:
+    """Per capture window the timing run heard (`timing_windows`, script_graphs.TorchWindow, in the order of the
+    detail run's): the statement around it in the timing run (`RecordingCall`), None where the timing run has not
+    both lines' stamps around it. () when the detail run heard another number of windows."""
+    pairs = call_lines(trace, detail_pass)
+    if len(pairs) != len(timing_windows):
+        return ()
+    s = _stamps(trace, timing_pass)
+    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    out: list[RecordingCall | None] = []
+    for pair, w in zip(pairs, timing_windows):
+        if pair is None:
+            out.append(None)
+            continue
+        on = tid == w.thread_id
+        a, b = ts[on & (loc == pair[0])], ts[on & (loc == pair[1])]
+        ia = int(np.searchsorted(a, w.start_ns, side="right")) - 1
+        ib = int(np.searchsorted(b, w.end_ns, side="left"))
+        if ia < 0 or ib >= b.size:
+            out.append(None)
+            continue
+        # the same statement where it ran without a window: each stamp of the first line, to the first stamp of
+        # the second after it, when that comes no later than the first line's next stamp
+        nxt = np.searchsorted(b, a, side="right")
+        spans: list[float] = []
+        for i in range(a.size):
+            if i == ia or nxt[i] >= b.size or (i + 1 < a.size and b[nxt[i]] > a[i + 1]):
+                continue
+            if any(u.start_ns < b[nxt[i]] and u.end_ns > a[i] for u in timing_windows):
+                continue
+            spans.append(float(b[nxt[i]] - a[i]))
+        steady = float(np.median(spans)) if len(spans) >= STEADY_CALLS else None
+        out.append(RecordingCall(pair, float(b[ib] - a[ia]), float(w.end_ns - w.start_ns), steady, len(spans)))
+    return tuple(out)

@@ -64,7 +64,8 @@ def verdict_html(a: TraceAnalysis) -> str:
 def _cost_text(c: GraphCost) -> str:
     parts = [("build", c.build_ns), ("instantiate", c.instantiate_ns), ("upload", c.upload_ns),
              ("first-launch excess", c.first_launch_excess_ns), ("PyTorch recording work", c.framework_ns),
-             ("untraced (timing run) correction", c.untraced_correction_ns)]
+             ("untraced (timing run) correction", c.untraced_correction_ns),
+             ("statement around the window (timing run)", c.call_ns)]
     return f"{human_ns(c.total_ns)} = " + " + ".join(f"{k} {human_ns(v)}" for k, v in parts if v is not None)
 
 

@@ -420,3 +420,64 @@ def test_the_timing_run_hears_pytorchs_capture_windows(tmp_path: Path) -> None:
     assert ev["kind"] == ["start_cuda_graph_block", "end_cuda_graph_block"] * 2
     ts = ev["ts_ns"]
     assert all(2_000_000 <= ts[i + 1] - ts[i] < 1_000_000_000 for i in (0, 2))  # each block slept 2 ms inside its window
+
+
+def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int]) -> Path:
+    """Synthetic. A compiled step called from s.py:10, the next line s.py:11. Detail pass 1 (thread 11): PyTorch's
+    recording window 1000-5000 (meta.torch); s.py:10 stamped at 100 (a warm-up call), 900 (the recording call),
+    6000, 6400; s.py:11 at 800, 5600, 6300, 6700. Timing pass 2 (thread 22, its own clock): the window
+    20,000-23,000 (its meta.runs entry) and the two lines at the times given."""
+    t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
+
+    def stamp(pass_id: int, thread: int, line: int, times: list[int]) -> None:
+        for ts in times:
+            t._add("line_stamps", pass_id=pass_id, thread_id=thread, thread_name="MainThread", file="s.py", line=line,
+                   function="<module>", ts_ns=ts)
+
+    stamp(1, 11, 10, [100, 900, 6000, 6400])
+    stamp(1, 11, 11, [800, 5600, 6300, 6700])
+    stamp(2, 22, 10, timing_line10)
+    stamp(2, 22, 11, timing_line11)
+    window = ["start_cudagraph_recording", "end_cudagraph_recording"]
+    t.meta["torch"] = {"version": "2.11.0", "events": {"kind": window, "ts_ns": [1000, 5000], "thread_id": [11, 11]}}
+    t.meta["runs"] = [{"pass_id": 2, "config": {"name": "timing", "stamp_lines": ["s.py:10", "s.py:11"]},
+                       "torch": {"version": "2.11.0", "events": {"kind": window, "ts_ns": [20_000, 23_000], "thread_id": [22, 22]}}}]
+    return t.write(path)
+
+
+def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: Path) -> None:
+    from graphmode.analyzers.per_graph import call_part
+    from graphmode.analyzers.script_graphs import torch_windows
+    from graphmode.analyzers.untraced import call_lines, recording_calls
+
+    # the timing run: a warm-up call 10,000-10,400, the recording call 19,500-23,800 around the window
+    # 20,000-23,000, then four replay calls of 200 each
+    path = _call_trace(tmp_path / "c.gmtrace", [10_000, 19_500, 24_000, 24_300, 24_600, 24_900],
+                       [10_400, 23_800, 24_200, 24_500, 24_800, 25_100])
+    with load(path) as trace:
+        # detail run: the last stamp before 1000 is s.py:10 (at 900), the first after 5000 is s.py:11 (at 5600)
+        assert call_lines(trace, 1) == [("s.py:10", "s.py:11")]
+        (call,) = recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
+    assert call is not None and call.lines == ("s.py:10", "s.py:11")
+    # span 23,800 - 19,500 = 4300 around a window of 3000: 1300 outside it
+    assert (call.span_ns, call.window_ns, call.outside_ns) == (4300, 3000, 1300)
+    # the statement without a window: 400 (the warm-up), 200, 200, 200, 200: median 200 of 5
+    assert (call.steady_ns, call.steady_count) == (200, 5)
+    # one-time part: 1300 outside + a first replay of 150 inside the window - a steady call of 200 = 1250
+    assert call_part(call, "recording", 150, 250) == 1250
+    # without STEADY_CALLS (3) steady runs: a recording's call stands for a replay period (250): 1300 + 150 - 250;
+    # a torch.cuda.graph block's statement runs no replay: 1300 in full
+    few = dataclasses.replace(call, steady_ns=None, steady_count=2)
+    assert call_part(few, "recording", 150, 250) == 1200 and call_part(few, "block", 0, 250) == 1300
+    # never below zero: a statement faster outside the window than a steady call adds nothing
+    assert call_part(dataclasses.replace(call, steady_ns=2000.0), "recording", 150, 250) == 0
+
+
+def test_a_statement_without_its_lines_stamped_around_the_window_is_not_timed(tmp_path: Path) -> None:
+    from graphmode.analyzers.script_graphs import torch_windows
+    from graphmode.analyzers.untraced import recording_calls
+
+    # the timing run stamped s.py:10 only after the window: no stamp of it before 20,000
+    path = _call_trace(tmp_path / "n.gmtrace", [24_000], [24_200])
+    with load(path) as trace:
+        assert recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False)) == (None,)
