@@ -75,22 +75,32 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
             insides.append(inside)
             framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
     correction = None
+    span = sg.capture_spans.get(graph_id) if not parts.get("recordings") else None
     if parts.get("untraced_recordings"):
         # the same windows untraced: what CUPTI added inside them comes off the one-time cost
         correction = float(sum(u1 - u0 for u0, u1 in parts["untraced_recordings"]) - sum(w1 - w0 for w0, w1 in parts["recordings"]))
+    elif span is not None and build is not None:
+        # a capture outside PyTorch, through its instantiation, as the timing run timed it between two line stamps:
+        # it replaces the measuring run's capture, instantiate and upload calls
+        correction = span.untraced_ns - float(build + (parts.get("instantiate") or 0.0) + (parts.get("upload") or 0.0))
     call = None
-    calls = parts.get("recording_calls") or []
+    # the statements around cudagraph-tree recordings: a call of the compiled function (a torch.cuda.graph block is
+    # a statement of its own, with nothing outside the window; the empty capture that sets up a tree's memory pool
+    # lies inside the function's first call, which compiles and runs it: not this graph's)
+    kinds = parts.get("recording_kinds") or [""] * len(parts.get("recordings") or [])
+    calls = [c for c, kind in zip(parts.get("recording_calls") or [], kinds) if kind == "recording"]
     if correction is not None and calls and all(c is not None for c in calls):
         replay = t.period[steady]
         replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
-        call = sum(call_part(c, kind, inside, replay_ns)
-                   for c, kind, inside in zip(calls, parts.get("recording_kinds") or [""] * len(calls), insides))
+        call = sum(call_part(c, "recording", inside, replay_ns)
+                   for c, kind, inside in zip(parts["recording_calls"], kinds, insides) if kind == "recording")
     total = float(np.nansum([x if x is not None else np.nan
                              for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction, call)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
                      instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
                      steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
-                     untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else ())
+                     untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else (),
+                     capture_lines=span.lines if span is not None and correction is not None else ())
 
 
 def call_part(call: RecordingCall, kind: str, inside_ns: float, replay_ns: float) -> float:
@@ -190,7 +200,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                              f"(lines {where}), timed by the same run, add {duration_text(cost.call_ns)} outside the "
                              "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
                              "statement takes when it replays)")
-            notes.append(f"its one-time cost takes PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, "
+            what = ("PyTorch's capture windows (recording or torch.cuda.graph block)" if not cost.capture_lines else
+                    f"its capture through its instantiation (lines {_short_loc(cost.capture_lines[0])} to "
+                    f"{_short_loc(cost.capture_lines[1])})")
+            notes.append(f"its one-time cost takes {what} as the timing run, "
                          f"without CUPTI, timed them: {duration_text(windowed)}, where the measuring run read {duration_text(measured)}"
                          f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
                          f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")

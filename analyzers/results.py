@@ -140,8 +140,9 @@ class GraphCost:
     # no such window heard
     framework_ns: float | None = None
     # The timing run's (no CUPTI) PyTorch capture windows of this graph less the measuring run's same windows:
-    # what CUPTI added to everything inside them (the capture, instantiation, PyTorch's work); in total_ns.
-    # None: no window, or the timing run did not hear them all
+    # what CUPTI added to everything inside them (the capture, instantiation, PyTorch's work); or, for a capture
+    # outside PyTorch, the timing run's span of it less the measuring run's calls (capture_lines); in total_ns.
+    # None: no window or span, or the timing run did not hear them all
     untraced_correction_ns: float | None = None
     # The script's statement around each of those windows (the call of a cudagraph-trees function, the `with` block),
     # as the timing run timed it between the stamps of the line before and the line after: its time outside the
@@ -150,6 +151,10 @@ class GraphCost:
     # run that stamped those lines
     call_ns: float | None = None
     call_lines: tuple[tuple[str, str], ...] = ()  # per window: the two lines stamped around it ('file:line')
+    # A capture outside PyTorch (CuPy, cuda-python): the two lines ('file:line') between whose stamps the timing run
+    # timed it through its instantiation; then untraced_correction_ns is that span less the measuring run's capture,
+    # instantiate and upload calls (analyzers.untraced.CaptureSpan). () otherwise
+    capture_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

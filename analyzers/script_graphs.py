@@ -74,6 +74,8 @@ class ScriptGraphs:
     # per window: the script's statement around it as the timing run timed it (analyzers.untraced.RecordingCall),
     # None where it could not; () without a timing run that heard the windows
     recording_calls: tuple[Any, ...] = ()
+    # graph -> its capture through instantiation outside PyTorch, as the timing run timed it (analyzers.untraced.CaptureSpan)
+    capture_spans: dict[int, Any] = field(default_factory=dict)
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -238,8 +240,13 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         elif heard:
             notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
                          "the one-time costs keep the measuring run's")
+    spans: dict[int, Any] = {}
+    if timing is not None and s_id != t_id:
+        from graphmode.analyzers.untraced import capture_spans
+
+        spans = capture_spans(trace, s_id, timing.pass_id)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
-                        tuple(w.kind for w in heard_windows), calls)
+                        tuple(w.kind for w in heard_windows), calls, spans)
 
 
 def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
@@ -270,18 +277,45 @@ class TorchWindow:
     thread_id: int
 
 
+def _heard(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[list[str], list[int], list[int]]:
+    """(kind, ts_ns, thread_id) of what PyTorch's hooks heard in the pass: its own entry in meta.runs, else
+    meta.torch when the pass is the run that wrote it (`callbacks_pass`)."""
+    entry = run_entry(trace, pass_id)
+    torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
+    if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
+        torch = trace.meta["torch"]
+    events = (torch or {}).get("events") or {}
+    kinds = [str(k) for k in events.get("kind") or []]
+    return kinds, [int(x) for x in events.get("ts_ns") or []], [int(x) for x in events.get("thread_id") or [0] * len(kinds)]
+
+
+def compile_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int, int], ...] | None:
+    """(start, end, thread) of each window Dynamo's callback handler opened in the pass for other work than a
+    cudagraph-tree recording: a compilation ('dynamo'), a lazy backward compilation, Triton autotuning. None when
+    the pass heard none of Dynamo's callbacks at all (a timing run recorded before it listened for compilations;
+    a program without torch.compile)."""
+    kinds, ts, threads = _heard(trace, pass_id, callbacks_pass)
+    opened: dict[tuple[int, str], list[int]] = {}
+    out: list[tuple[int, int, int]] = []
+    heard_dynamo = False
+    for k, t, th in zip(kinds, ts, threads):
+        if k.startswith(("start_", "end_")) and k not in _WINDOW_KINDS and k not in _WINDOW_KINDS.values():
+            what = k.partition("_")[2]
+            heard_dynamo = True
+            if k.startswith("start_"):
+                opened.setdefault((th, what), []).append(t)
+            elif opened.get((th, what)):
+                out.append((opened[(th, what)].pop(), t, th))
+    return tuple(sorted(out)) if heard_dynamo else None
+
+
 def torch_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[TorchWindow, ...]:
     """Each cudagraph-tree recording and each `with torch.cuda.graph(...)` block PyTorch ran in the pass
     (tracer.torch_hooks), by start: from the pass's own entry in meta.runs (the measuring and timing runs hear
     these only), else from meta.torch when the pass is the run that wrote it (the one with callbacks). Starts
     and ends pair up in order on each thread, per kind; a window inside another (the block a recording captures
     through) is left out: the outermost one holds all of PyTorch's work around that capture."""
-    entry = run_entry(trace, pass_id)
-    torch = entry.get("torch") if isinstance(entry.get("torch"), dict) else None
-    if torch is None and callbacks_pass and isinstance(trace.meta.get("torch"), dict):
-        torch = trace.meta["torch"]
-    events = (torch or {}).get("events") or {}
-    kinds, ts, threads = events.get("kind") or [], events.get("ts_ns") or [], events.get("thread_id") or [0] * len(events.get("kind") or [])
+    kinds, ts, threads = _heard(trace, pass_id, callbacks_pass)
     open_at: dict[tuple[int, str], list[int]] = {}
     found: list[TorchWindow] = []
     ends = {v: k for k, v in _WINDOW_KINDS.items()}

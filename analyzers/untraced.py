@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -335,9 +336,9 @@ def with_untraced(t: IterationTable, lt: LineTiming) -> IterationTable:
 
 def lines_to_time(trace: Trace) -> list[str]:
     """The lines a timing run should stamp ('file:line'): those that start the detail run's iterations of
-    each graph and mode that is CPU-bound in the measuring run, and the two lines around each of PyTorch's
-    capture windows (`call_lines`). Empty when there are none, or when the detail run has no line stamps
-    (Python < 3.12)."""
+    each graph and mode that is CPU-bound in the measuring run, the two lines around each of PyTorch's capture
+    windows (`call_lines`) and around each other capture through its instantiation (`capture_lines`). Empty when
+    there are none, or when the detail run has no line stamps (Python < 3.12)."""
     from graphmode.analyzers.script_analysis import table_for
     from graphmode.analyzers.script_graphs import script_graphs
 
@@ -346,7 +347,8 @@ def lines_to_time(trace: Trace) -> list[str]:
         return []
     if not has_stamps(trace, sg.structure_pass):
         return []
-    around = sorted({x for pair in call_lines(trace, sg.structure_pass) if pair is not None for x in pair})
+    around = sorted({x for pair in call_lines(trace, sg.structure_pass) if pair is not None for x in pair}
+                    | {x for pair in capture_lines(trace, sg.structure_pass).values() for x in pair})
     measure = table_for(trace, sg)[0]
     detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
     if detail_sg is None:
@@ -375,11 +377,13 @@ class RecordingCall:
     window_ns: float  # the window in the same run
     steady_ns: float | None  # median span between the same two lines where no window lay between them (None: none, or fewer than STEADY_CALLS)
     steady_count: int
+    compile_ns: float = 0.0  # Dynamo's compilations (and other callback windows) inside the span, outside the window
 
     @property
     def outside_ns(self) -> float:
-        """The statement's time outside PyTorch's window."""
-        return self.span_ns - self.window_ns
+        """The statement's time outside PyTorch's window, its compilations left out (torch.compile's own cost,
+        which the eager twin pays too)."""
+        return self.span_ns - self.window_ns - self.compile_ns
 
 
 STEADY_CALLS = 3  # a statement's steady span needs this many runs of it without a window (a warm-up call would sway fewer)
@@ -405,19 +409,30 @@ def call_lines(trace: Trace, pass_id: int) -> list[tuple[str, str] | None]:
     return out
 
 
-def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple) -> tuple[RecordingCall | None, ...]:
+def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple[Any, ...]) -> tuple[RecordingCall | None, ...]:
     """Per capture window the timing run heard (`timing_windows`, script_graphs.TorchWindow, in the order of the
     detail run's): the statement around it in the timing run (`RecordingCall`), None where the timing run has not
     both lines' stamps around it. () when the detail run heard another number of windows."""
+    from graphmode.analyzers.script_graphs import compile_windows, torch_windows
+
     pairs = call_lines(trace, detail_pass)
     if len(pairs) != len(timing_windows):
         return ()
+    compiles = compile_windows(trace, timing_pass, callbacks_pass=False)
+    # the detail run's spans: a statement that compiled there needs the timing run to have heard compilations
+    d_stamps = _stamps(trace, detail_pass)
+    d_compiles = compile_windows(trace, detail_pass, callbacks_pass=True) or ()
+    d_windows = torch_windows(trace, detail_pass, callbacks_pass=True)
     s = _stamps(trace, timing_pass)
     tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
     out: list[RecordingCall | None] = []
-    for pair, w in zip(pairs, timing_windows):
+    for pair, w, dw in zip(pairs, timing_windows, d_windows):
         if pair is None:
             out.append(None)
+            continue
+        if compiles is None and any(c0 < dw.end_ns + _gap(d_stamps, dw) and c1 > dw.start_ns - _gap(d_stamps, dw, before=True)
+                                    for c0, c1, _ in d_compiles):
+            out.append(None)  # it compiled around the window, and this timing run did not hear compilations
             continue
         on = tid == w.thread_id
         a, b = ts[on & (loc == pair[0])], ts[on & (loc == pair[1])]
@@ -426,16 +441,143 @@ def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_win
         if ia < 0 or ib >= b.size:
             out.append(None)
             continue
-        # the same statement where it ran without a window: each stamp of the first line, to the first stamp of
-        # the second after it, when that comes no later than the first line's next stamp
+        busy = [(c0, c1) for c0, c1, th in compiles or () if th == w.thread_id]
+        # the same statement where it ran without a window or a compilation: each stamp of the first line, to the
+        # first stamp of the second after it, when that comes no later than the first line's next stamp
         nxt = np.searchsorted(b, a, side="right")
         spans: list[float] = []
         for i in range(a.size):
             if i == ia or nxt[i] >= b.size or (i + 1 < a.size and b[nxt[i]] > a[i + 1]):
                 continue
-            if any(u.start_ns < b[nxt[i]] and u.end_ns > a[i] for u in timing_windows):
+            lo, hi = int(a[i]), int(b[nxt[i]])
+            if any(u.start_ns < hi and u.end_ns > lo for u in timing_windows) or any(c0 < hi and c1 > lo for c0, c1 in busy):
                 continue
-            spans.append(float(b[nxt[i]] - a[i]))
+            spans.append(float(hi - lo))
         steady = float(np.median(spans)) if len(spans) >= STEADY_CALLS else None
-        out.append(RecordingCall(pair, float(b[ib] - a[ia]), float(w.end_ns - w.start_ns), steady, len(spans)))
+        lo, hi = int(a[ia]), int(b[ib])
+        compiled = _overlap(busy, lo, w.start_ns) + _overlap(busy, w.end_ns, hi)
+        out.append(RecordingCall(pair, float(hi - lo), float(w.end_ns - w.start_ns), steady, len(spans), compiled))
     return tuple(out)
+
+
+def _overlap(spans: list[tuple[int, int]], lo: int, hi: int) -> float:
+    """Time of the union of `spans` inside [lo, hi] (nested compilations counted once)."""
+    total, reach = 0, lo
+    for s0, s1 in sorted(spans):
+        s0, s1 = max(s0, reach), min(s1, hi)
+        if s1 > s0:
+            total += s1 - s0
+            reach = s1
+    return float(total)
+
+
+def _gap(stamps: dict[str, np.ndarray], w: Any, before: bool = False) -> int:
+    """How far the statement around window `w` reaches beyond it in the run of `stamps` (to the line stamped last
+    before it, `before`, or first after it), on w's thread."""
+    ts = stamps["ts_ns"][stamps["thread_id"].astype(np.int64) == w.thread_id].astype(np.int64)
+    if before:
+        i = int(np.searchsorted(ts, w.start_ns, side="right")) - 1
+        return int(w.start_ns - ts[i]) if i >= 0 else 0
+    j = int(np.searchsorted(ts, w.end_ns, side="left"))
+    return int(ts[j] - w.end_ns) if j < ts.size else 0
+
+
+@dataclass(frozen=True)
+class CaptureSpan:
+    """A graph's capture (or explicit build) through its instantiation and upload, made outside PyTorch (CuPy,
+    cuda-python), as the timing run (no CUPTI) timed it: between its stamps of the line that was executing when
+    the capture began and the next line stamped after the last instantiate or upload ended (which lines, and which
+    of their executions, from the detail run's stamps of every line). The whole span counts: what those
+    statements do around the CUDA calls (CuPy's end_capture destroys the captured graph after instantiating it)
+    is part of making the graph. A span mostly made of other work is not used: where the detail run spent more
+    than MAX_OUTSIDE_SHARE of it outside the region (a library call that captures and then benchmarks, like
+    Triton's do_bench_cudagraph, is one statement much longer than its capture)."""
+
+    lines: tuple[str, str]
+    span_ns: float  # timing run: the second line's stamp less the first's
+    outside_ns: float  # detail run (slowed by its callbacks): the same span less the region
+
+    @property
+    def untraced_ns(self) -> float:
+        return self.span_ns
+
+
+MAX_OUTSIDE_SHARE = 0.1
+
+
+def capture_regions(trace: Trace, pass_id: int) -> dict[int, tuple[int, int, int]]:
+    """graph -> (start of its capture or build, end of its last instantiate or upload, thread) in a pass that
+    recorded graph events (the detail run), for graphs captured or built once and instantiated on the same
+    thread."""
+    rows = trace.rows("SELECT graph_id, event, start_ns, end_ns, thread_id FROM graph_events WHERE pass_id = ? AND event IN "
+                      "('capture', 'build', 'instantiate', 'upload') ORDER BY start_ns", [pass_id])
+    made: dict[int, list[tuple[str, int, int, int]]] = {}
+    for gid, ev, s, e, th in rows:
+        made.setdefault(int(gid), []).append((str(ev), int(s), int(e), int(th)))
+    out: dict[int, tuple[int, int, int]] = {}
+    for gid, evs in made.items():
+        built = [x for x in evs if x[0] in ("capture", "build")]
+        ready = [x for x in evs if x[0] in ("instantiate", "upload")]
+        if len(built) != 1 or not ready or len({x[3] for x in evs}) != 1:
+            continue
+        out[gid] = (built[0][1], max(x[2] for x in ready), built[0][3])
+    return out
+
+
+def _around(ts: np.ndarray, lo: int, hi: int) -> tuple[int, int] | None:
+    """Positions of the last stamp at or before `lo` and the first at or after `hi` (None without both)."""
+    i = int(np.searchsorted(ts, lo, side="right")) - 1
+    j = int(np.searchsorted(ts, hi, side="left"))
+    return (i, j) if i >= 0 and j < ts.size else None
+
+
+def capture_lines(trace: Trace, pass_id: int) -> dict[int, tuple[str, str]]:
+    """graph -> the two lines around its capture region (`capture_regions`) in a run that stamped every line (the
+    detail run), where the region is most of the span between their stamps. Graphs captured inside one of
+    PyTorch's windows (a cudagraph-tree recording, a torch.cuda.graph block: timed by their own rule) are left out."""
+    from graphmode.analyzers.script_graphs import torch_windows
+
+    windows = torch_windows(trace, pass_id, callbacks_pass=True)
+    regions = {g: r for g, r in capture_regions(trace, pass_id).items()
+               if not any(w.start_ns <= r[0] <= w.end_ns for w in windows)}
+    if not regions:
+        return {}
+    s = _stamps(trace, pass_id)
+    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    out: dict[int, tuple[str, str]] = {}
+    for gid, (r0, r1, th) in regions.items():
+        mine = np.flatnonzero(tid == th)
+        at = _around(ts[mine], r0, r1)
+        if at is None:
+            continue
+        a, b = mine[at[0]], mine[at[1]]
+        if (ts[b] - ts[a]) - (r1 - r0) <= MAX_OUTSIDE_SHARE * (ts[b] - ts[a]):
+            out[gid] = (str(loc[a]), str(loc[b]))
+    return out
+
+
+def capture_spans(trace: Trace, detail_pass: int, timing_pass: int) -> dict[int, CaptureSpan]:
+    """graph -> its capture region as the timing run timed it (`CaptureSpan`), where the timing run stamped both
+    lines as many times as the detail run did (the k-th execution is then the same one in both runs)."""
+    lines = capture_lines(trace, detail_pass)
+    if not lines:
+        return {}
+    regions = capture_regions(trace, detail_pass)
+    d, t = _stamps(trace, detail_pass), _stamps(trace, timing_pass)
+    d_tid, d_ts, d_loc = d["thread_id"].astype(np.int64), d["ts_ns"].astype(np.int64), d["loc"].astype(str)
+    t_loc, t_ts = t["loc"].astype(str), t["ts_ns"].astype(np.int64)
+    t_main = t["thread_name"].astype(str) == "MainThread"
+    out: dict[int, CaptureSpan] = {}
+    for gid, (la, lb) in lines.items():
+        r0, r1, th = regions[gid]
+        on = d_tid == th
+        da, db = d_ts[on & (d_loc == la)], d_ts[on & (d_loc == lb)]
+        ta, tb = t_ts[t_main & (t_loc == la)], t_ts[t_main & (t_loc == lb)]
+        if da.size != ta.size or db.size != tb.size:
+            continue  # the runs did different things on these lines
+        ka = int(np.searchsorted(da, r0, side="right")) - 1
+        kb = int(np.searchsorted(db, r1, side="left"))
+        if ka < 0 or kb >= db.size or tb[kb] <= ta[ka]:
+            continue
+        out[gid] = CaptureSpan((la, lb), float(tb[kb] - ta[ka]), float((db[kb] - da[ka]) - (r1 - r0)))
+    return out

@@ -342,9 +342,10 @@ def test_hooks_without_torch_leave_no_trace() -> None:
     assert hooks.uninstall() == {} and hooks._finder not in sys.meta_path
 
 
-def test_recordings_only_hooks_hear_cudagraph_recordings_and_nothing_else() -> None:
-    """The measuring run's hooks (SYNTHETIC stand-ins for torch and torch._dynamo): Dynamo's start/end
-    callbacks kept for cudagraph recordings only; no logger and no CUDAGraph method touched."""
+def test_recordings_only_hooks_hear_recordings_and_compilations_and_nothing_else() -> None:
+    """The measuring and timing runs' hooks (SYNTHETIC stand-ins for torch and torch._dynamo): Dynamo's start/end
+    callbacks (recordings and compilations, a compilation without the compiled code's name: no frame walk); no
+    logger and no CUDAGraph method touched."""
     import types
 
     class Handler:
@@ -375,14 +376,14 @@ def test_recordings_only_hooks_hear_cudagraph_recordings_and_nothing_else() -> N
     hooks._on_dynamo(types.SimpleNamespace(callback_handler=handler))
     assert hooks._listeners == [] and hooks._wrapped is None and not any(h.__class__.__name__ == "_Listener" for h in lg.handlers)
     (start,), (end,) = handler.start, handler.end
-    start(args("dynamo"))  # a compilation: not heard
+    start(args("dynamo"))  # a compilation: heard, so that a statement that compiles is not taken for recording work
     end(args("dynamo"))
     start(args("cudagraph_recording"))
     end(args("cudagraph_recording"))
     out = hooks.uninstall()
     assert handler.start == [] and handler.end == []  # removed
-    assert out["events"]["kind"] == ["start_cudagraph_recording", "end_cudagraph_recording"]
-    assert out["events"]["ts_ns"] == [100, 200]
+    assert out["events"]["kind"] == ["start_dynamo", "end_dynamo", "start_cudagraph_recording", "end_cudagraph_recording"]
+    assert out["events"]["ts_ns"] == [100, 200, 300, 400] and out["events"]["message"] == ["", "", "", ""]
     assert "counters" not in out and "memory_stats" not in out  # no end-of-run state read
 
 

@@ -293,7 +293,9 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
         # analysis now chooses the step's call line (20), which runs once a step (a tenth of the stamps), and
         # still reads the recording through the line it was given
         assert timing_run["config"]["stamp_lines"] == ["examples/cupy_graph.py:14"]
-        assert lines_to_time(trace) == ["examples/cupy_graph.py:20"]
+        # and the lines around the capture through its instantiation: begin_capture (22) and the line after
+        # end_capture (25), for the capture's untraced time
+        assert lines_to_time(trace) == ["examples/cupy_graph.py:20", "examples/cupy_graph.py:22", "examples/cupy_graph.py:25"]
         cadence = _line_cadence(trace, "examples/cupy_graph.py:14", every=10)  # a step starts every 10th execution
         a = analyze(trace)
     (g,) = a.graphs
@@ -481,3 +483,39 @@ def test_a_statement_without_its_lines_stamped_around_the_window_is_not_timed(tm
     path = _call_trace(tmp_path / "n.gmtrace", [24_000], [24_200])
     with load(path) as trace:
         assert recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False)) == (None,)
+
+
+def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) -> None:
+    """SYNTHETIC. The detail run (pass 1, thread 11) captured graph 7 from 1000 (cudaStreamBeginCapture) to 1500
+    and instantiated it 1520-1900; s.py:30 (begin_capture) was stamped at 990, s.py:33 (the line after the
+    instantiation) at 1910: a span of 920, of which 900 is the region and 20 the two statements' own work around
+    it. The timing run (pass 2) stamped s.py:30 at 50,000 and s.py:33 at 50,600: making the graph took 600 there,
+    the statements' own work included (CuPy's end_capture destroys the captured graph, for instance)."""
+    from graphmode.analyzers.untraced import capture_lines, capture_spans
+
+    def build(timing: list[tuple[int, int]]) -> Path:
+        t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
+        t._add("graph_events", pass_id=1, graph_id=7, exec_id=1007, event="capture", start_ns=1000, end_ns=1500, correlation_id=1, thread_id=11)
+        t._add("graph_events", pass_id=1, graph_id=7, exec_id=1007, event="instantiate", start_ns=1520, end_ns=1900, correlation_id=2, thread_id=11)
+        for line, ts in [(30, 990), (33, 1910)]:
+            t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="s.py", line=line, function="<module>", ts_ns=ts)
+        for line, ts in timing:
+            t._add("line_stamps", pass_id=2, thread_id=22, thread_name="MainThread", file="s.py", line=line, function="<module>", ts_ns=ts)
+        return t.write(tmp_path / f"c{len(timing)}.gmtrace")
+
+    with load(build([(30, 50_000), (33, 50_600)])) as trace:
+        assert capture_lines(trace, 1) == {7: ("s.py:30", "s.py:33")}
+        (span,) = capture_spans(trace, 1, 2).values()
+    assert (span.span_ns, span.outside_ns, span.untraced_ns) == (600, 20, 600)
+    # the lines ran a different number of times in the timing run: not matched
+    with load(build([(30, 40_000), (30, 50_000), (33, 50_600)])) as trace:
+        assert capture_spans(trace, 1, 2) == {}
+    # a statement much longer than its capture (a library call that captures, then benchmarks: the next line is
+    # stamped 10,000 after the instantiation): outside 10,090 of 11,000 is over MAX_OUTSIDE_SHARE, not used
+    t = SyntheticTrace().add_pass(1, "graph")
+    t._add("graph_events", pass_id=1, graph_id=7, exec_id=1007, event="capture", start_ns=1000, end_ns=1500, correlation_id=1, thread_id=11)
+    t._add("graph_events", pass_id=1, graph_id=7, exec_id=1007, event="instantiate", start_ns=1520, end_ns=1900, correlation_id=2, thread_id=11)
+    for line, ts in [(30, 900), (33, 11_900)]:
+        t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="s.py", line=line, function="<module>", ts_ns=ts)
+    with load(t.write(tmp_path / "long.gmtrace")) as trace:
+        assert capture_lines(trace, 1) == {}

@@ -17,10 +17,11 @@ Nothing is parsed from stderr. Where PyTorch says it (torch 2.11 source, torch/_
 - `torch.cuda.CUDAGraph.capture_begin/capture_end` (a Python class): the graph's memory pool id
   (`CUDAGraph.pool()`), shared when a capture passes another graph's pool.
 
-The measuring run installs the hooks with `recordings_only`: Dynamo's start/end callbacks alone, kept for
-`cudagraph_recording` only (two Python calls per recording), and `torch.cuda.graph`'s `__enter__`/`__exit__`
-(two per capture), so that PyTorch's work around each capture (synchronizations, emptying its cache, the
-memory pool's bookkeeping) is timed in the run that times the CUDA calls.
+The measuring and timing runs install the hooks with `recordings_only`: Dynamo's start/end callbacks alone
+(two Python calls per recording, and per compilation), and `torch.cuda.graph`'s `__enter__`/`__exit__` (two
+per capture), so that PyTorch's work around each capture (synchronizations, emptying its cache, the memory
+pool's bookkeeping) is timed in the runs that time the program, and a compilation inside the statement that
+records a graph is known as such (analyzers.untraced.recording_calls).
 
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
@@ -150,8 +151,9 @@ class TorchHooks:
 
     def __init__(self, memory: GraphMemorySampler | None = None, clock: Callable[[], int] | None = None,
                  recordings_only: bool = False):
-        """`recordings_only`: hear only when each cudagraph-tree recording starts and ends (Dynamo's callback
-        handler, once per recording: nothing else is hooked), for the measuring run's one-time costs."""
+        """`recordings_only`: hear only when each cudagraph-tree recording, torch.cuda.graph block and Dynamo
+        compilation starts and ends (Dynamo's callback handler and the block's enter and exit: nothing else is
+        hooked), for the measuring and timing runs' one-time costs."""
         self.recordings_only = recordings_only
         if clock is None:
             from graphmode.tracer.cupti_session import timestamp
@@ -221,16 +223,11 @@ class TorchHooks:
 
             def start(args: Any) -> None:
                 trigger = _trigger(args)
-                if only and trigger != "cudagraph_recording":
-                    return
                 self.add("start_" + trigger, compile_id=str(getattr(args, "compile_id", "")),
-                         message=_compiled_code() if trigger == "dynamo" else "")
+                         message=_compiled_code() if trigger == "dynamo" and not only else "")
 
             def end(args: Any) -> None:
-                trigger = _trigger(args)
-                if only and trigger != "cudagraph_recording":
-                    return
-                self.add("end_" + trigger, compile_id=str(getattr(args, "compile_id", "")))
+                self.add("end_" + _trigger(args), compile_id=str(getattr(args, "compile_id", "")))
 
             handler.register_start_callback(start)
             handler.register_end_callback(end)
