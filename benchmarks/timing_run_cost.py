@@ -10,7 +10,11 @@ in fresh processes, interleaved in a shuffled order:
 - **inner line**: the timing run stamping the line inside the step that runs 50 times a step (what the
   launching line can be when a step launches from inside a loop).
 
-    python3 benchmarks/timing_run_cost.py [--procs 7]
+`--workload library`: the step calls the standard library's `copy.deepcopy` (pure Python outside the script,
+which the timing run never instruments), and "inner line" stamps the line in the script that makes that call
+(once a step): does the timing run's process slow the code it does not stamp?
+
+    python3 benchmarks/timing_run_cost.py [--procs 7] [--workload python|library]
 
 Prints each configuration's median time per step and its excess over untraced, per stamp.
 """
@@ -54,9 +58,45 @@ print("per_step_us", (ns() - t0) / 5000 / 1e3)
 '''
 
 
+# The step spends its time in library code (the standard library's copy.deepcopy: pure Python outside the
+# script, which the timing run never instruments): does the timing run's process slow code it does not stamp?
+LIBRARY_LOOP = '''import copy
+import dataclasses
+import time
+
+
+@dataclasses.dataclass
+class P:
+    a: int
+    b: list
+
+
+data = {"x": [P(i, [i, i + 1]) for i in range(5)], "y": {"k": (1, 2, 3)}}
+
+
+def inner(x):
+    return copy.deepcopy(data)  # INNER: the library call
+
+
+def step(x):
+    return inner(x)
+
+
+ns = time.perf_counter_ns
+for _ in range(2000):
+    step(1)
+t0 = ns()
+for _ in range(20000):
+    step(1)  # CALL: once a step
+print("per_step_us", (ns() - t0) / 20000 / 1e3)
+'''
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--procs", type=int, default=7)
+    ap.add_argument("--workload", choices=("python", "library"), default="python",
+                    help="python: the step builds objects in the script's own code; library: it calls copy.deepcopy")
     args = ap.parse_args()
     if sys.version_info < (3, 12):
         raise SystemExit("the timing run needs Python 3.12 or newer (sys.monitoring)")
@@ -64,10 +104,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as d:
         script = Path(d) / "loop.py"
-        script.write_text(LOOP)
-        lines = LOOP.splitlines()
+        loop = LOOP if args.workload == "python" else LIBRARY_LOOP
+        script.write_text(loop)
+        lines = loop.splitlines()
         at = {tag: next(i + 1 for i, line in enumerate(lines) if f"# {tag}" in line) for tag in ("CALL", "INNER")}
-        stamps_per_step = {"untraced": 0, "call line": 1, "inner line": 50}
+        stamps_per_step = {"untraced": 0, "call line": 1, "inner line": 50 if args.workload == "python" else 1}
         stamped = {"call line": f"{script}:{at['CALL']}", "inner line": f"{script}:{at['INNER']}"}
         results: dict[str, list[float]] = {k: [] for k in stamps_per_step}
         order = [k for k in results for _ in range(args.procs)]
