@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-LOOP = '''import time
+_PYTHON_STEP = """import time
 
 
 class Node:
@@ -42,25 +42,11 @@ def inner(x):
     for i in range(50):
         d[i] = Node(x + i)  # INNER: 50 times a step
     return sum(n.a for n in d.values())
-
-
-def step(x):
-    return inner(x)
-
-
-ns = time.perf_counter_ns
-for _ in range(500):
-    step(1)
-t0 = ns()
-for _ in range(5000):
-    step(1)  # CALL: once a step
-print("per_step_us", (ns() - t0) / 5000 / 1e3)
-'''
-
+"""
 
 # The step spends its time in library code (the standard library's copy.deepcopy: pure Python outside the
 # script, which the timing run never instruments): does the timing run's process slow code it does not stamp?
-LIBRARY_LOOP = '''import copy
+_LIBRARY_STEP = """import copy
 import dataclasses
 import time
 
@@ -76,20 +62,29 @@ data = {"x": [P(i, [i, i + 1]) for i in range(5)], "y": {"k": (1, 2, 3)}}
 
 def inner(x):
     return copy.deepcopy(data)  # INNER: the library call
+"""
 
+
+def _program(step_code: str, warm: int, steps: int) -> str:
+    """A benchmark program: its step's code, then the loop that times the step."""
+    return step_code + f"""
 
 def step(x):
     return inner(x)
 
 
 ns = time.perf_counter_ns
-for _ in range(2000):
+for _ in range({warm}):
     step(1)
 t0 = ns()
-for _ in range(20000):
+for _ in range({steps}):
     step(1)  # CALL: once a step
-print("per_step_us", (ns() - t0) / 20000 / 1e3)
-'''
+print("per_step_us", (ns() - t0) / {steps} / 1e3)
+"""
+
+
+LOOP = _program(_PYTHON_STEP, 500, 5000)
+LIBRARY_LOOP = _program(_LIBRARY_STEP, 2000, 20000)
 
 
 def main() -> None:
