@@ -21,7 +21,7 @@ from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
-from graphmode.analyzers.untraced import RecordingCall
+from graphmode.analyzers.untraced import RecordingCall, short_loc
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
@@ -195,16 +195,16 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             ratio = f" ({measured / windowed:.2f}x)" if windowed > 0 else ""
             statement = ""
             if cost.call_ns is not None:
-                where = ", ".join(f"{_short_loc(a)} to {_short_loc(b)}" for a, b in dict.fromkeys(cost.call_lines))
+                where = ", ".join(f"{short_loc(a)} to {short_loc(b)}" for a, b in dict.fromkeys(cost.call_lines))
                 statement = (f"; the statement{'s' if len(cost.call_lines) > 1 else ''} around {'them' if len(cost.call_lines) > 1 else 'it'} "
                              f"(lines {where}), timed by the same run, add {duration_text(cost.call_ns)} outside the "
                              "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
                              "statement takes when it replays)")
-            what = ("PyTorch's capture windows (recording or torch.cuda.graph block)" if not cost.capture_lines else
-                    f"its capture through its instantiation (lines {_short_loc(cost.capture_lines[0])} to "
-                    f"{_short_loc(cost.capture_lines[1])})")
-            notes.append(f"its one-time cost takes {what} as the timing run, "
-                         f"without CUPTI, timed them: {duration_text(windowed)}, where the measuring run read {duration_text(measured)}"
+            what = ("PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, without CUPTI, "
+                    "timed them" if not cost.capture_lines else
+                    f"its capture through its instantiation (lines {short_loc(cost.capture_lines[0])} to "
+                    f"{short_loc(cost.capture_lines[1])}) as the timing run, without CUPTI, timed it")
+            notes.append(f"its one-time cost takes {what}: {duration_text(windowed)}, where the measuring run read {duration_text(measured)}"
                          f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
                          f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
@@ -237,12 +237,6 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
     results.sort(key=lambda r: (-(r.saved_in_run_ns or 0.0) if r.saved_in_run_ns is not None and r.saved_in_run_ns > 0 else 0.0,
                                 -r.replays, r.graph_id))
     return tuple(results), _totals(results)
-
-
-def _short_loc(loc: str) -> str:
-    """'file.py:12' of a 'path/to/file.py:12'."""
-    file, _, line = loc.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
 
 
 def duration_text(ns: float) -> str:

@@ -207,7 +207,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
                          if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})
     if mismatched:
-        notes.append(f"line{'s' if len(mismatched) > 1 else ''} {', '.join(_short(x) for x in mismatched[:3])} ran a different number "
+        notes.append(f"line{'s' if len(mismatched) > 1 else ''} {', '.join(short_loc(x) for x in mismatched[:3])} ran a different number "
                      "of times in the timing run than in the detail run: the iterations they start keep the measuring run's period")
     # the detail run's untraced periods, row by row, and how many of the timing run's stamps each held
     d_untraced = np.full(detail.size, np.nan)
@@ -281,7 +281,8 @@ def _run_lengths(x: np.ndarray) -> np.ndarray:
     return np.diff(np.concatenate([[0], change, [x.size]]))
 
 
-def _short(loc: str) -> str:
+def short_loc(loc: str) -> str:
+    """'file.py:12' of a 'path/to/file.py:12'."""
     file, _, line = loc.rpartition(":")
     return f"{file.rsplit('/', 1)[-1]}:{line}"
 
