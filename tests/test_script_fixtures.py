@@ -329,16 +329,13 @@ def test_cudagraph_tree_recordings_add_pytorchs_own_work_to_the_one_time_cost() 
     assert any(n.startswith(f"{100 * first.cost.framework_ns / first.cost.total_ns:.0f}% of its one-time cost") for n in first.notes)
 
 
-def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_still_timed_untraced() -> None:
+def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_still_timed_untraced(tmp_path: Path) -> None:
     """benchmarks/third_party/hf_compile_decode.py in three runs (tests/data/scripts/timed/recording.log): the
     measuring run found the default-mode twin's eager steps as 206 iterations, the detail run as 207 in other
     stretches. Their CPU-bound periods still come from the timing run, in order, and match the program's own
     timer in that run (its third GRAPHMODE_TRUTH line) within 5%; the measuring run's (its first line) is far slower."""
-    lines = (DATA / "scripts" / "timed" / "recording.log").read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.endswith("-> hf_decode.gmtrace"))
-    truths = [json.loads(ln.split(" ", 1)[1]) for ln in lines[start + 1:start + 4]]
-    assert all(ln.startswith("GRAPHMODE_TRUTH ") for ln in lines[start + 1:start + 4])
-    with load(DATA / "scripts" / "timed" / "hf_decode.gmtrace") as t:
+    truths = _truths("hf_decode.gmtrace.xz")
+    with load(_unpacked(tmp_path, "hf_decode.gmtrace")) as t:
         assert validate_trace(t) == []
         a = analyze(t)
     (g,) = [g for g in a.graphs if g.status == "replayed"]
