@@ -105,6 +105,6 @@ with torch.no_grad():
     torch.cuda.synchronize()
     graph_ns = (ns() - t0) / args.steps
 
-report(workload="hf_static_decode", eager_ns=eager_ns, graph_ns=graph_ns, capture_block_ns=capture_block_ns,
+report(workload="hf_compile_decode", eager_ns=eager_ns, graph_ns=graph_ns, capture_block_ns=capture_block_ns,
        housekeeping_ns=0, first_replay_ns=first_replay_ns, eager_compile_ns=eager_compile_ns,
        graph_compile_ns=graph_compile_ns, steps=args.steps, layers=args.layers)
