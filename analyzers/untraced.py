@@ -393,7 +393,9 @@ STEADY_CALLS = 3  # a statement's steady span needs this many runs of it without
 def call_lines(trace: Trace, pass_id: int) -> list[tuple[str, str] | None]:
     """Per PyTorch capture window of a run that stamped every line (the detail run): ('file:line' stamped last
     before the window opened on its thread, 'file:line' stamped first after it closed); None where the thread has
-    no stamp on one side (a window on another thread than the main one, or in code outside the script)."""
+    no stamp on one side (a window on another thread than the main one, or in code outside the script), and for
+    a torch.cuda.graph block (a statement of its own: the one-time cost reads only a recording's statement,
+    analyzers.per_graph.call_part, so a block's lines would be stamps for nothing)."""
     from graphmode.analyzers.script_graphs import torch_windows
 
     windows = torch_windows(trace, pass_id, callbacks_pass=True)
@@ -406,7 +408,8 @@ def call_lines(trace: Trace, pass_id: int) -> list[tuple[str, str] | None]:
         mine = np.flatnonzero(tid == w.thread_id)
         i = int(np.searchsorted(ts[mine], w.start_ns, side="right")) - 1
         j = int(np.searchsorted(ts[mine], w.end_ns, side="left"))
-        out.append((str(loc[mine[i]]), str(loc[mine[j]])) if i >= 0 and j < mine.size else None)
+        ok = w.kind == "recording" and i >= 0 and j < mine.size
+        out.append((str(loc[mine[i]]), str(loc[mine[j]])) if ok else None)
     return out
 
 

@@ -375,10 +375,18 @@ def test_a_cudagraph_tree_recordings_one_time_cost_is_its_whole_call_timed_untra
     and 93. graphmode's one-time cost of the replayed graph then matches the program's own timer of that call in
     the same run (its third GRAPHMODE_TRUTH line: recording call + first replay - a steady replay) within 5%;
     without the statement it read 0.73-0.80 of it (docs/benchmarks.md, session 8)."""
+    from graphmode.analyzers.untraced import lines_to_time
+
     truths = _truths("hf_decode_call.gmtrace.xz")
     with load(_unpacked(tmp_path, "hf_decode_call.gmtrace")) as t:
         assert validate_trace(t) == []
         a = analyze(t)
+        # what the analysis asks the timing run to stamp, from the first two runs: the loop's call line (69), the
+        # recording call (92) and the next line (93), and the replay loop's anchor (98). This recording's timing run
+        # also stamped 70, the line after the tree's pool capture (a block, whose statement is no longer read)
+        asked = next(r for r in t.meta["runs"] if r["config"]["name"] == "timing")["config"]["stamp_lines"]
+        assert [x.rsplit(":", 1)[1] for x in asked] == ["69", "70", "92", "93", "98"]
+        assert [x.rsplit(":", 1)[1] for x in lines_to_time(t)] == ["69", "92", "93", "98"]
     (g,) = [g for g in a.graphs if g.status == "replayed"]
     c = g.cost
     assert c is not None and c.call_ns is not None and c.untraced_correction_ns is not None
@@ -416,10 +424,14 @@ def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_p
     first launch's excess, is the one-time cost: it matches the program's own timer of that block in the same run
     (its third GRAPHMODE_TRUTH line: block + first replay - a steady replay) within 3%. CUPTI had slowed that
     capture 1.36x in the measuring run (docs/benchmarks.md, session 8)."""
+    from graphmode.analyzers.untraced import lines_to_time
+
     truths = _truths("cupy_capture_span.gmtrace.xz")
     with load(_unpacked(tmp_path, "cupy_capture_span.gmtrace")) as t:
         assert validate_trace(t) == []
         a = analyze(t)
+        asked = next(r for r in t.meta["runs"] if r["config"]["name"] == "timing")["config"]["stamp_lines"]
+        assert lines_to_time(t) == asked and {"37", "40"} <= {x.rsplit(":", 1)[1] for x in asked}
     (g,) = a.graphs
     c = g.cost
     assert c is not None and c.untraced_correction_ns is not None and c.framework_ns is None
