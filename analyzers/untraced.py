@@ -434,10 +434,11 @@ def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_win
         if pair is None:
             out.append(None)
             continue
-        if compiles is None and any(c0 < dw.end_ns + _gap(d_stamps, dw) and c1 > dw.start_ns - _gap(d_stamps, dw, before=True)
-                                    for c0, c1, _ in d_compiles):
-            out.append(None)  # it compiled around the window, and this timing run did not hear compilations
-            continue
+        if compiles is None:  # a timing run recorded before it heard compilations: did the statement compile?
+            lo, hi = dw.start_ns - _gap(d_stamps, dw, before=True), dw.end_ns + _gap(d_stamps, dw)
+            if any(c0 < hi and c1 > lo for c0, c1, _ in d_compiles):
+                out.append(None)
+                continue
         on = tid == w.thread_id
         a, b = ts[on & (loc == pair[0])], ts[on & (loc == pair[1])]
         ia = int(np.searchsorted(a, w.start_ns, side="right")) - 1

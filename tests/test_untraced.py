@@ -424,7 +424,8 @@ def test_the_timing_run_hears_pytorchs_capture_windows(tmp_path: Path) -> None:
     assert all(2_000_000 <= ts[i + 1] - ts[i] < 1_000_000_000 for i in (0, 2))  # each block slept 2 ms inside its window
 
 
-def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int]) -> Path:
+def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int], detail_compile: tuple[int, int] | None = None,
+                timing_compile: tuple[int, int] | None = None) -> Path:
     """Synthetic. A compiled step called from s.py:10, the next line s.py:11. Detail pass 1 (thread 11): PyTorch's
     recording window 1000-5000 (meta.torch); s.py:10 stamped at 100 (a warm-up call), 900 (the recording call),
     6000, 6400; s.py:11 at 800, 5600, 6300, 6700. Timing pass 2 (thread 22, its own clock): the window
@@ -441,9 +442,15 @@ def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int]) 
     stamp(2, 22, 10, timing_line10)
     stamp(2, 22, 11, timing_line11)
     window = ["start_cudagraph_recording", "end_cudagraph_recording"]
-    t.meta["torch"] = {"version": "2.11.0", "events": {"kind": window, "ts_ns": [1000, 5000], "thread_id": [11, 11]}}
+    compile_ = ["start_dynamo", "end_dynamo"]
+
+    def events(win: list[int], comp: tuple[int, int] | None, th: int) -> dict[str, list]:
+        kinds, ts = (compile_ + window, [*comp, *win]) if comp else (window, win)
+        return {"kind": kinds, "ts_ns": ts, "thread_id": [th] * len(kinds)}
+
+    t.meta["torch"] = {"version": "2.11.0", "events": events([1000, 5000], detail_compile, 11)}
     t.meta["runs"] = [{"pass_id": 2, "config": {"name": "timing", "stamp_lines": ["s.py:10", "s.py:11"]},
-                       "torch": {"version": "2.11.0", "events": {"kind": window, "ts_ns": [20_000, 23_000], "thread_id": [22, 22]}}}]
+                       "torch": {"version": "2.11.0", "events": events([20_000, 23_000], timing_compile, 22)}}]
     return t.write(path)
 
 
@@ -519,3 +526,21 @@ def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) ->
         t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="s.py", line=line, function="<module>", ts_ns=ts)
     with load(t.write(tmp_path / "long.gmtrace")) as trace:
         assert capture_lines(trace, 1) == {}
+
+
+def test_a_compilation_in_the_recording_statement_is_not_recording_work(tmp_path: Path) -> None:
+    """SYNTHETIC, the statement above compiling first: Dynamo compiled 19,600-19,900 in the timing run, inside the
+    span 19,500-23,800 and outside the window 20,000-23,000 (the detail run: 920-990). The statement's time
+    outside the window is 1300 - 300 = 1000. A timing run that did not hear compilations (recorded before it did),
+    where the detail run's statement compiled, gives no answer rather than count the compilation."""
+    from graphmode.analyzers.script_graphs import torch_windows
+    from graphmode.analyzers.untraced import recording_calls
+
+    timing10, timing11 = [10_000, 19_500, 24_000, 24_300, 24_600, 24_900], [10_400, 23_800, 24_200, 24_500, 24_800, 25_100]
+    path = _call_trace(tmp_path / "c.gmtrace", timing10, timing11, detail_compile=(920, 990), timing_compile=(19_600, 19_900))
+    with load(path) as trace:
+        (call,) = recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
+    assert call is not None and (call.compile_ns, call.outside_ns) == (300, 1000)
+    path = _call_trace(tmp_path / "old.gmtrace", timing10, timing11, detail_compile=(920, 990))
+    with load(path) as trace:
+        assert recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False)) == (None,)
