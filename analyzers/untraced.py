@@ -450,19 +450,19 @@ def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_win
         # the same statement where it ran without a window or a compilation: each stamp of the first line, to the
         # first stamp of the second after it, when that comes no later than the first line's next stamp
         nxt = np.searchsorted(b, a, side="right")
-        spans: list[float] = []
-        for i in range(a.size):
-            if i == ia or nxt[i] >= b.size or (i + 1 < a.size and b[nxt[i]] > a[i + 1]):
-                continue
-            lo, hi = int(a[i]), int(b[nxt[i]])
-            if any(u.start_ns < hi and u.end_ns > lo for u in timing_windows) or any(c0 < hi and c1 > lo for c0, c1 in busy):
-                continue
-            spans.append(float(hi - lo))
-        steady = float(np.median(spans)) if len(spans) >= STEADY_CALLS else None
+        ok = nxt < b.size
+        ok[ia] = False
+        ends = b[np.minimum(nxt, b.size - 1)]
+        ok[:-1] &= ends[:-1] <= a[1:]
+        for s0, s1 in [(u.start_ns, u.end_ns) for u in timing_windows] + busy:  # no window or compilation inside
+            ok &= ~((s0 < ends) & (s1 > a))
+        spans = (ends - a)[ok].astype(np.float64)
+        steady = float(np.median(spans)) if spans.size >= STEADY_CALLS else None
         lo, hi = int(a[ia]), int(b[ib])
         compiled = _overlap(busy, lo, w.start_ns) + _overlap(busy, w.end_ns, hi)
-        out.append(RecordingCall(pair, float(hi - lo), float(w.end_ns - w.start_ns), steady, len(spans), compiled))
+        out.append(RecordingCall(pair, float(hi - lo), float(w.end_ns - w.start_ns), steady, int(spans.size), compiled))
     return tuple(out)
+
 
 
 def _overlap(spans: list[tuple[int, int]], lo: int, hi: int) -> float:
