@@ -88,12 +88,12 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     # a statement of its own, with nothing outside the window; the empty capture that sets up a tree's memory pool
     # lies inside the function's first call, which compiles and runs it: not this graph's)
     kinds = parts.get("recording_kinds") or [""] * len(parts.get("recordings") or [])
-    calls = [c for c, kind in zip(parts.get("recording_calls") or [], kinds) if kind == "recording"]
+    recorded = [(c, inside) for c, kind, inside in zip(parts.get("recording_calls") or [], kinds, insides) if kind == "recording"]
+    calls = [c for c, _ in recorded]
     if correction is not None and calls and all(c is not None for c in calls):
         replay = t.period[steady]
         replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
-        call = sum(call_part(c, "recording", inside, replay_ns)
-                   for c, kind, inside in zip(parts["recording_calls"], kinds, insides) if kind == "recording")
+        call = sum(call_part(c, "recording", inside, replay_ns) for c, inside in recorded)
     total = float(np.nansum([x if x is not None else np.nan
                              for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction, call)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,

@@ -226,25 +226,22 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
                      "which makes both runs")
     heard_windows = torch_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id))
     windows = tuple((w.start_ns, w.end_ns) for w in heard_windows)
-    untraced: tuple[tuple[int, int], ...] = ()
-    calls: tuple[Any, ...] = ()
+    heard: tuple[TorchWindow, ...] = ()
     timing = trace.pass_by_detail("stamps")
     if windows and timing is not None:
         heard = torch_windows(trace, timing.pass_id, callbacks_pass=False)
-        if len(heard) == len(windows):
-            untraced = tuple((w.start_ns, w.end_ns) for w in heard)
-            if s_id != t_id:
-                from graphmode.analyzers.untraced import recording_calls
-
-                calls = recording_calls(trace, s_id, timing.pass_id, heard)
-        elif heard:
-            notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
-                         "the one-time costs keep the measuring run's")
+        if len(heard) != len(windows):
+            if heard:
+                notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
+                             "the one-time costs keep the measuring run's")
+            heard = ()
+    untraced = tuple((w.start_ns, w.end_ns) for w in heard)
+    calls: tuple[Any, ...] = ()
     spans: dict[int, Any] = {}
     if timing is not None and s_id != t_id:
-        from graphmode.analyzers.untraced import capture_spans
+        from graphmode.analyzers.untraced import timing_run_one_time
 
-        spans = capture_spans(trace, s_id, timing.pass_id)
+        calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
                         tuple(w.kind for w in heard_windows), calls, spans)
 

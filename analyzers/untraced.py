@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.script_graphs import run_entry
+from graphmode.analyzers.script_graphs import TorchWindow, compile_windows, run_entry, torch_windows
 from graphmode.tracer.store import Trace
 
 
@@ -348,8 +348,10 @@ def lines_to_time(trace: Trace) -> list[str]:
         return []
     if not has_stamps(trace, sg.structure_pass):
         return []
-    around = sorted({x for pair in call_lines(trace, sg.structure_pass) if pair is not None for x in pair}
-                    | {x for pair in capture_lines(trace, sg.structure_pass).values() for x in pair})
+    stamps = _stamps(trace, sg.structure_pass)
+    windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
+    around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
+                    | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
     measure = table_for(trace, sg)[0]
     detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
     if detail_sg is None:
@@ -359,7 +361,7 @@ def lines_to_time(trace: Trace) -> list[str]:
     groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
     if not groups:
         return around
-    loc = starting_lines(trace, detail)[0]
+    loc = starting_lines(trace, detail, stamps)[0]
     mask = np.array([(int(g), str(m)) in groups for g, m in zip(detail.graph_id, detail.mode)], dtype=bool)
     return sorted(set(chosen_lines(loc, mask)) | set(around))
 
@@ -390,53 +392,59 @@ class RecordingCall:
 STEADY_CALLS = 3  # a statement's steady span needs this many runs of it without a window (a warm-up call would sway fewer)
 
 
-def call_lines(trace: Trace, pass_id: int) -> list[tuple[str, str] | None]:
-    """Per PyTorch capture window of a run that stamped every line (the detail run): ('file:line' stamped last
-    before the window opened on its thread, 'file:line' stamped first after it closed); None where the thread has
-    no stamp on one side (a window on another thread than the main one, or in code outside the script), and for
-    a torch.cuda.graph block (a statement of its own: the one-time cost reads only a recording's statement,
-    analyzers.per_graph.call_part, so a block's lines would be stamps for nothing)."""
-    from graphmode.analyzers.script_graphs import torch_windows
-
-    windows = torch_windows(trace, pass_id, callbacks_pass=True)
+def call_lines(stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...]) -> list[tuple[str, str] | None]:
+    """Per PyTorch capture window (`windows`, script_graphs.torch_windows) of a run that stamped every line (the
+    detail run; `stamps`, its `_stamps`): ('file:line' stamped last before the window opened on its thread,
+    'file:line' stamped first after it closed); None where the thread has no stamp on one side (a window on
+    another thread than the main one, or in code outside the script), and for a torch.cuda.graph block (a
+    statement of its own: the one-time cost reads only a recording's statement, analyzers.per_graph.call_part, so
+    a block's lines would be stamps for nothing)."""
     if not windows:
         return []
-    s = _stamps(trace, pass_id)
-    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    tid, ts, loc = stamps["thread_id"].astype(np.int64), stamps["ts_ns"].astype(np.int64), stamps["loc"].astype(str)
     out: list[tuple[str, str] | None] = []
     for w in windows:
         mine = np.flatnonzero(tid == w.thread_id)
-        i = int(np.searchsorted(ts[mine], w.start_ns, side="right")) - 1
-        j = int(np.searchsorted(ts[mine], w.end_ns, side="left"))
-        ok = w.kind == "recording" and i >= 0 and j < mine.size
-        out.append((str(loc[mine[i]]), str(loc[mine[j]])) if ok else None)
+        at = _around(ts[mine], w.start_ns, w.end_ns) if w.kind == "recording" else None
+        out.append((str(loc[mine[at[0]]]), str(loc[mine[at[1]]])) if at is not None else None)
     return out
 
 
-def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple[Any, ...]) -> tuple[RecordingCall | None, ...]:
-    """Per capture window the timing run heard (`timing_windows`, script_graphs.TorchWindow, in the order of the
-    detail run's): the statement around it in the timing run (`RecordingCall`), None where the timing run has not
-    both lines' stamps around it. () when the detail run heard another number of windows."""
-    from graphmode.analyzers.script_graphs import compile_windows, torch_windows
+def timing_run_one_time(trace: Trace, detail_pass: int, timing_pass: int,
+                        timing_windows: tuple[TorchWindow, ...]) -> tuple[tuple[RecordingCall | None, ...], dict[int, CaptureSpan]]:
+    """What the timing run gives the one-time costs: the statements around PyTorch's capture windows
+    (`recording_calls`) and the captures made outside PyTorch (`capture_spans`), each run's stamps and the detail
+    run's windows read once for both."""
+    d_stamps, t_stamps = _stamps(trace, detail_pass), _stamps(trace, timing_pass)
+    d_windows = torch_windows(trace, detail_pass, callbacks_pass=True)
+    calls = recording_calls(trace, detail_pass, timing_pass, timing_windows, d_stamps, t_stamps, d_windows) if timing_windows else ()
+    return calls, capture_spans(trace, detail_pass, d_stamps, t_stamps, d_windows)
 
-    pairs = call_lines(trace, detail_pass)
+
+def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple[TorchWindow, ...],
+                    d_stamps: dict[str, np.ndarray], t_stamps: dict[str, np.ndarray],
+                    d_windows: tuple[TorchWindow, ...]) -> tuple[RecordingCall | None, ...]:
+    """Per capture window the timing run heard (`timing_windows`, in the order of the detail run's `d_windows`):
+    the statement around it in the timing run (`RecordingCall`), None where the timing run has not both lines'
+    stamps around it. () when the detail run heard another number of windows. `d_stamps`, `t_stamps`: the two
+    runs' `_stamps`."""
+    pairs = call_lines(d_stamps, d_windows)
     if len(pairs) != len(timing_windows):
         return ()
     compiles = compile_windows(trace, timing_pass, callbacks_pass=False)
     # the detail run's spans: a statement that compiled there needs the timing run to have heard compilations
-    d_stamps = _stamps(trace, detail_pass)
     d_compiles = compile_windows(trace, detail_pass, callbacks_pass=True) or ()
-    d_windows = torch_windows(trace, detail_pass, callbacks_pass=True)
-    s = _stamps(trace, timing_pass)
-    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    d_tid, d_ts = d_stamps["thread_id"].astype(np.int64), d_stamps["ts_ns"].astype(np.int64)
+    tid, ts, loc = t_stamps["thread_id"].astype(np.int64), t_stamps["ts_ns"].astype(np.int64), t_stamps["loc"].astype(str)
     out: list[RecordingCall | None] = []
     for pair, w, dw in zip(pairs, timing_windows, d_windows):
         if pair is None:
             out.append(None)
             continue
         if compiles is None:  # a timing run recorded before it heard compilations: did the statement compile?
-            lo, hi = dw.start_ns - _gap(d_stamps, dw, before=True), dw.end_ns + _gap(d_stamps, dw)
-            if any(c0 < hi and c1 > lo for c0, c1, _ in d_compiles):
+            mine = d_ts[d_tid == dw.thread_id]
+            at = _around(mine, dw.start_ns, dw.end_ns)  # not None: call_lines found the pair there
+            if at is not None and any(c0 < mine[at[1]] and c1 > mine[at[0]] for c0, c1, _ in d_compiles):
                 out.append(None)
                 continue
         on = tid == w.thread_id
@@ -474,17 +482,6 @@ def _overlap(spans: list[tuple[int, int]], lo: int, hi: int) -> float:
             total += s1 - s0
             reach = s1
     return float(total)
-
-
-def _gap(stamps: dict[str, np.ndarray], w: Any, before: bool = False) -> int:
-    """How far the statement around window `w` reaches beyond it in the run of `stamps` (to the line stamped last
-    before it, `before`, or first after it), on w's thread."""
-    ts = stamps["ts_ns"][stamps["thread_id"].astype(np.int64) == w.thread_id].astype(np.int64)
-    if before:
-        i = int(np.searchsorted(ts, w.start_ns, side="right")) - 1
-        return int(w.start_ns - ts[i]) if i >= 0 else 0
-    j = int(np.searchsorted(ts, w.end_ns, side="left"))
-    return int(ts[j] - w.end_ns) if j < ts.size else 0
 
 
 @dataclass(frozen=True)
@@ -536,19 +533,17 @@ def _around(ts: np.ndarray, lo: int, hi: int) -> tuple[int, int] | None:
     return (i, j) if i >= 0 and j < ts.size else None
 
 
-def capture_lines(trace: Trace, pass_id: int) -> dict[int, tuple[str, str]]:
-    """graph -> the two lines around its capture region (`capture_regions`) in a run that stamped every line (the
-    detail run), where the region is most of the span between their stamps. Graphs captured inside one of
-    PyTorch's windows (a cudagraph-tree recording, a torch.cuda.graph block: timed by their own rule) are left out."""
-    from graphmode.analyzers.script_graphs import torch_windows
-
-    windows = torch_windows(trace, pass_id, callbacks_pass=True)
-    regions = {g: r for g, r in capture_regions(trace, pass_id).items()
+def capture_lines(trace: Trace, pass_id: int, stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...],
+                  regions: dict[int, tuple[int, int, int]] | None = None) -> dict[int, tuple[str, str]]:
+    """graph -> the two lines around its capture region (`capture_regions`, unless given) in a run that stamped
+    every line (the detail run: `stamps`, its `_stamps`), where the region is most of the span between their
+    stamps. Graphs captured inside one of PyTorch's `windows` (a cudagraph-tree recording, a torch.cuda.graph
+    block: timed by their own rule) are left out."""
+    regions = {g: r for g, r in (regions if regions is not None else capture_regions(trace, pass_id)).items()
                if not any(w.start_ns <= r[0] <= w.end_ns for w in windows)}
     if not regions:
         return {}
-    s = _stamps(trace, pass_id)
-    tid, ts, loc = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64), s["loc"].astype(str)
+    tid, ts, loc = stamps["thread_id"].astype(np.int64), stamps["ts_ns"].astype(np.int64), stamps["loc"].astype(str)
     out: dict[int, tuple[str, str]] = {}
     for gid, (r0, r1, th) in regions.items():
         mine = np.flatnonzero(tid == th)
@@ -561,17 +556,18 @@ def capture_lines(trace: Trace, pass_id: int) -> dict[int, tuple[str, str]]:
     return out
 
 
-def capture_spans(trace: Trace, detail_pass: int, timing_pass: int) -> dict[int, CaptureSpan]:
+def capture_spans(trace: Trace, detail_pass: int, d_stamps: dict[str, np.ndarray], t_stamps: dict[str, np.ndarray],
+                  d_windows: tuple[TorchWindow, ...]) -> dict[int, CaptureSpan]:
     """graph -> its capture region as the timing run timed it (`CaptureSpan`), where the timing run stamped both
-    lines as many times as the detail run did (the k-th execution is then the same one in both runs)."""
-    lines = capture_lines(trace, detail_pass)
+    lines as many times as the detail run did (the k-th execution is then the same one in both runs).
+    `d_stamps`, `t_stamps`: the detail and timing runs' `_stamps`; `d_windows`: the detail run's PyTorch windows."""
+    regions = capture_regions(trace, detail_pass)
+    lines = capture_lines(trace, detail_pass, d_stamps, d_windows, regions)
     if not lines:
         return {}
-    regions = capture_regions(trace, detail_pass)
-    d, t = _stamps(trace, detail_pass), _stamps(trace, timing_pass)
-    d_tid, d_ts, d_loc = d["thread_id"].astype(np.int64), d["ts_ns"].astype(np.int64), d["loc"].astype(str)
-    t_loc, t_ts = t["loc"].astype(str), t["ts_ns"].astype(np.int64)
-    t_main = t["thread_name"].astype(str) == "MainThread"
+    d_tid, d_ts, d_loc = d_stamps["thread_id"].astype(np.int64), d_stamps["ts_ns"].astype(np.int64), d_stamps["loc"].astype(str)
+    t_loc, t_ts = t_stamps["loc"].astype(str), t_stamps["ts_ns"].astype(np.int64)
+    t_main = t_stamps["thread_name"].astype(str) == "MainThread"
     out: dict[int, CaptureSpan] = {}
     for gid, (la, lb) in lines.items():
         r0, r1, th = regions[gid]

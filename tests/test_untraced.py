@@ -457,7 +457,7 @@ def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int], 
 def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: Path) -> None:
     from graphmode.analyzers.per_graph import call_part
     from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import call_lines, recording_calls
+    from graphmode.analyzers.untraced import _stamps, call_lines, timing_run_one_time
 
     # the timing run: a warm-up call 10,000-10,400, the recording call 19,500-23,800 around the window
     # 20,000-23,000, then four replay calls of 200 each
@@ -465,8 +465,8 @@ def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: P
                        [10_400, 23_800, 24_200, 24_500, 24_800, 25_100])
     with load(path) as trace:
         # detail run: the last stamp before 1000 is s.py:10 (at 900), the first after 5000 is s.py:11 (at 5600)
-        assert call_lines(trace, 1) == [("s.py:10", "s.py:11")]
-        (call,) = recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
+        assert call_lines(_stamps(trace, 1), torch_windows(trace, 1, callbacks_pass=True)) == [("s.py:10", "s.py:11")]
+        (call,), _ = timing_run_one_time(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
     assert call is not None and call.lines == ("s.py:10", "s.py:11")
     # span 23,800 - 19,500 = 4300 around a window of 3000: 1300 outside it
     assert (call.span_ns, call.window_ns, call.outside_ns) == (4300, 3000, 1300)
@@ -484,12 +484,12 @@ def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: P
 
 def test_a_statement_without_its_lines_stamped_around_the_window_is_not_timed(tmp_path: Path) -> None:
     from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import recording_calls
+    from graphmode.analyzers.untraced import timing_run_one_time
 
     # the timing run stamped s.py:10 only after the window: no stamp of it before 20,000
     path = _call_trace(tmp_path / "n.gmtrace", [24_000], [24_200])
     with load(path) as trace:
-        assert recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False)) == (None,)
+        assert timing_run_one_time(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))[0] == (None,)
 
 
 def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) -> None:
@@ -498,7 +498,7 @@ def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) ->
     instantiation) at 1910: a span of 920, of which 900 is the region and 20 the two statements' own work around
     it. The timing run (pass 2) stamped s.py:30 at 50,000 and s.py:33 at 50,600: making the graph took 600 there,
     the statements' own work included (CuPy's end_capture destroys the captured graph, for instance)."""
-    from graphmode.analyzers.untraced import capture_lines, capture_spans
+    from graphmode.analyzers.untraced import _stamps, capture_lines, timing_run_one_time
 
     def build(timing: list[tuple[int, int]]) -> Path:
         t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
@@ -511,12 +511,12 @@ def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) ->
         return t.write(tmp_path / f"c{len(timing)}.gmtrace")
 
     with load(build([(30, 50_000), (33, 50_600)])) as trace:
-        assert capture_lines(trace, 1) == {7: ("s.py:30", "s.py:33")}
-        (span,) = capture_spans(trace, 1, 2).values()
+        assert capture_lines(trace, 1, _stamps(trace, 1), ()) == {7: ("s.py:30", "s.py:33")}
+        (span,) = timing_run_one_time(trace, 1, 2, ())[1].values()
     assert (span.span_ns, span.outside_ns, span.untraced_ns) == (600, 20, 600)
     # the lines ran a different number of times in the timing run: not matched
     with load(build([(30, 40_000), (30, 50_000), (33, 50_600)])) as trace:
-        assert capture_spans(trace, 1, 2) == {}
+        assert timing_run_one_time(trace, 1, 2, ())[1] == {}
     # a statement much longer than its capture (a library call that captures, then benchmarks: the next line is
     # stamped 10,000 after the instantiation): outside 10,090 of 11,000 is over MAX_OUTSIDE_SHARE, not used
     t = SyntheticTrace().add_pass(1, "graph")
@@ -525,7 +525,7 @@ def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) ->
     for line, ts in [(30, 900), (33, 11_900)]:
         t._add("line_stamps", pass_id=1, thread_id=11, thread_name="MainThread", file="s.py", line=line, function="<module>", ts_ns=ts)
     with load(t.write(tmp_path / "long.gmtrace")) as trace:
-        assert capture_lines(trace, 1) == {}
+        assert capture_lines(trace, 1, _stamps(trace, 1), ()) == {}
 
 
 def test_a_compilation_in_the_recording_statement_is_not_recording_work(tmp_path: Path) -> None:
@@ -534,13 +534,13 @@ def test_a_compilation_in_the_recording_statement_is_not_recording_work(tmp_path
     outside the window is 1300 - 300 = 1000. A timing run that did not hear compilations (recorded before it did),
     where the detail run's statement compiled, gives no answer rather than count the compilation."""
     from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import recording_calls
+    from graphmode.analyzers.untraced import timing_run_one_time
 
     timing10, timing11 = [10_000, 19_500, 24_000, 24_300, 24_600, 24_900], [10_400, 23_800, 24_200, 24_500, 24_800, 25_100]
     path = _call_trace(tmp_path / "c.gmtrace", timing10, timing11, detail_compile=(920, 990), timing_compile=(19_600, 19_900))
     with load(path) as trace:
-        (call,) = recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
+        (call,), _ = timing_run_one_time(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))
     assert call is not None and (call.compile_ns, call.outside_ns) == (300, 1000)
     path = _call_trace(tmp_path / "old.gmtrace", timing10, timing11, detail_compile=(920, 990))
     with load(path) as trace:
-        assert recording_calls(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False)) == (None,)
+        assert timing_run_one_time(trace, 1, 2, torch_windows(trace, 2, callbacks_pass=False))[0] == (None,)

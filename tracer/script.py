@@ -180,8 +180,8 @@ class ScriptTracer:
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
         self.start_ns = timestamp()
-        # The measuring run hears only when each cudagraph-tree recording or torch.cuda.graph block starts and ends
-        # (two Python calls each): PyTorch's work around the capture is part of the graph's one-time cost.
+        # The measuring run hears only when each cudagraph-tree recording, torch.cuda.graph block or Dynamo compilation
+        # starts and ends (two Python calls each): PyTorch's work around the capture is part of the graph's one-time cost.
         self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks).install()
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
@@ -256,7 +256,7 @@ class ScriptTracer:
 
 def _capture_windows(heard: dict[str, Any] | None) -> dict[str, Any] | None:
     """What recordings-only hooks heard (TorchHooks.uninstall), for a run's meta.runs entry; None when they heard
-    no capture window."""
+    nothing (no capture window, no compilation)."""
     return heard if heard and (heard.get("events") or {}).get("kind") else None
 
 
@@ -316,9 +316,10 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
 
 class TimingTracer:
     """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
-    that start the iterations, and the start and end of each PyTorch capture window (a cudagraph-tree recording,
-    a `with torch.cuda.graph` block: TorchHooks(recordings_only), two Python calls each), on perf_counter_ns
-    (its own clock: only differences are read). Appends one pass, detail 'stamps', to the trace the earlier
+    that start the iterations and of those around each capture (analyzers.untraced.lines_to_time), and the start
+    and end of each PyTorch capture window and Dynamo compilation (a cudagraph-tree recording, a `with
+    torch.cuda.graph` block: TorchHooks(recordings_only), two Python calls each), on perf_counter_ns (its own
+    clock: only differences are read). Appends one pass, detail 'stamps', to the trace the earlier
     runs wrote; the windows go into its meta.runs entry ('torch'), as the measuring run's do."""
 
     def __init__(self, out: str | os.PathLike[str], config: RunConfig, pass_id: int, append: bool = True):
