@@ -37,9 +37,16 @@ GPU_NODE_TYPES = ("kernel", "memset", "memcpy")  # node types with GPU work of t
 # a coefficient each; '1' is the intercept. A graph is described by a dict of these counts.
 CALL_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "record_calls", "wait_calls")
 GRAPH_FEATURES = ("1", "kernel", "memset", "memcpy", "host", "event", "edges")
-# Kernel nodes on the path are split between the calibration's short kernel and its ~5 us spin kernel:
-# a node's per-node replay cost is interpolated between the two by its own duration (kernel_split).
-PATH_FEATURES = ("1", "path_kernel_tiny", "path_kernel_spin", "path_memset", "path_memcpy", "path_host", "path_event")
+# Kernel nodes on the path are split between the calibration's short one-block kernel, its ~5 us one-block spin
+# kernel and its wide kernel (one full wave of blocks over every SM): a node's per-node replay cost is
+# interpolated by its own duration (short to spin) and by its grid (one block to a full wave: kernel_shares).
+# Nodes beside the longest path (on parallel branches) cost the GPU's front end a little each ('off_nodes'),
+# and wide kernels there take SMs from the path ('off_wide_ns': their own GPU time, weighted by their wide share).
+# 'path_switches': consecutive GPU nodes on the path of different types (kernel, memset, memcpy): a hand-over
+# between the compute and copy engines costs more than two nodes of one type.
+PATH_FEATURES = ("1", "path_kernel_tiny", "path_kernel_spin", "path_kernel_wide", "path_memset", "path_memcpy", "path_host",
+                 "path_event", "path_switches", "off_nodes", "off_wide_ns", "edges")
+PATH_NODE_TYPES = ("kernel", "memset", "memcpy", "host", "event")
 
 # quantity -> (features, relative residuals?, what it is). Relative: the fit minimises relative error
 # (timings whose noise grows with their size); absolute: quantities that can be near zero or negative.
@@ -53,6 +60,10 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "replay_host": (GRAPH_FEATURES, False, "steady replay (launch + synchronize, host clock) minus its GPU span (CUDA events)"),
     "replay_gpu_overhead": (PATH_FEATURES, False, "GPU span of a replay (CUDA events) minus the own GPU durations of the nodes on its longest path"),
 }
+
+# Quantities fitted for the relative error of another column (weights 1/that column), residuals relative to it: the
+# GPU overhead of a replay is small beside the span it is part of, and what matters is the span's relative error.
+RELATIVE_TO = {"replay_gpu_overhead": "replay_gpu"}
 
 # Below this many rows more than features a fit is refused: its spread would mean nothing.
 MIN_DEGREES_OF_FREEDOM = 2
@@ -75,6 +86,7 @@ class FittedCost:
     rows: int  # table rows used
     residuals: tuple[float, ...]  # per used row, in table order (relative or ns)
     row_index: tuple[int, ...]  # which table rows were used
+    relative_to: str = ""  # residuals (and resid_sd) are relative to this column of the table (RELATIVE_TO); '' none
 
     def x(self, counts: dict[str, float]) -> np.ndarray:
         return np.array([1.0 if f == "1" else float(counts.get(f, 0.0)) for f in self.features])
@@ -82,13 +94,15 @@ class FittedCost:
     def mean(self, counts: dict[str, float]) -> float:
         return float(self.x(counts) @ np.asarray(self.coef))
 
-    def sd(self, counts: dict[str, float]) -> float:
+    def sd(self, counts: dict[str, float], scale: float | None = None) -> float:
         """Spread of one new measurement at these counts: the coefficients' uncertainty plus the
-        residual spread of a single measurement."""
+        residual spread of a single measurement. `scale`: the value of the `relative_to` column there (a
+        replay's predicted GPU span for its overhead); without it the quantity itself stands in."""
         x = self.x(counts)
-        var_mean = float(x @ np.asarray(self.cov) @ x)
+        var_mean = float(x @ np.asarray(self.cov) @ x)  # ns² whatever the weights (fit_quantity)
         mu = self.mean(counts)
-        var_one = (self.resid_sd * abs(mu)) ** 2 if self.relative else self.resid_sd ** 2
+        rel = abs(scale) if (self.relative_to and scale is not None) else abs(mu)
+        var_one = (self.resid_sd * rel) ** 2 if (self.relative or self.relative_to) else self.resid_sd ** 2
         return math.sqrt(max(var_mean, 0.0) + var_one)
 
     def coefficient(self, feature: str) -> float:
@@ -140,8 +154,14 @@ class CostModel:
     table: list[dict[str, Any]]  # the calibration rows the fit used
     calibration: dict[str, Any] = field(default_factory=dict)  # how it was run: repeats, replays, seconds, ...
     # torch.cuda.graph's own work around a capture (tracer.calibrate.torch_capture_probe): 'first' (the process's
-    # first PyTorch capture, one sample per fresh process) and 'later' (every later capture); {} without PyTorch
+    # first PyTorch capture, one sample per fresh process) and 'later' (every later capture); a replay through
+    # PyTorch: 'replay_host' (replay + synchronize less the GPU span) and 'replay_call' (the replay call's host
+    # time, the GPU busy); {} without PyTorch
     torch_capture: dict[str, Spread] = field(default_factory=dict)
+    # cudagraph trees' own work (tracer.calibrate.tree_probe): 'first' (the process's first recording), 'later'
+    # (a later function's), 'call_host' (host time of a steady call: a floor under a tree's replay period); {} without
+    tree_capture: dict[str, Spread] = field(default_factory=dict)
+    sm_count: int = 0  # the calibrating GPU's multiprocessors (a kernel's wide share: its blocks over these); 0: unknown
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -154,6 +174,23 @@ class CostModel:
             return np.zeros(d.shape)
         out: np.ndarray = np.clip((d - lo) / (hi - lo), 0.0, 1.0)
         return out
+
+    def wide_share(self, blocks: np.ndarray) -> np.ndarray:
+        """Per kernel grid size (blocks), how far it spreads over the GPU: blocks / multiprocessors, at most 1 (the
+        calibration's wide kernel: one full wave over every SM). 0 everywhere when the model has no wide-kernel
+        measurement or no SM count (an older calibration)."""
+        b = np.asarray(blocks, dtype=np.float64)
+        if self.sm_count <= 0 or "kernel_wide" not in self.node_gpu_ns:
+            return np.zeros(b.shape)
+        out: np.ndarray = np.clip(b / float(self.sm_count), 0.0, 1.0)
+        return out
+
+    def kernel_shares(self, durations: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per kernel, its shares of the calibration's short, spin and wide kernels (summing to 1): the wide share
+        from its grid (wide_share), the rest split between short and spin by its duration (kernel_split)."""
+        w = self.wide_share(blocks)
+        spin = (1.0 - w) * self.kernel_split(durations)
+        return 1.0 - w - spin, spin, w
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -180,9 +217,12 @@ def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None =
     """
     features, relative, _ = QUANTITIES[quantity]
     key = y_key or quantity
+    rel_to = RELATIVE_TO.get(quantity, "")
     idx = [i for i, r in enumerate(table) if r.get(key) is not None and np.isfinite(r[key]) and not r.get("first_graph", False)]
     if relative:
         idx = [i for i in idx if table[i][key] > 0]
+    if rel_to:
+        idx = [i for i in idx if float(table[i].get(rel_to) or 0) > 0]
     X = np.array([[1.0 if f == "1" else float(table[i].get(f, 0.0)) for f in features] for i in idx]).reshape(len(idx), len(features))
     y = np.array([float(table[i][key]) for i in idx])
     # Features that are zero in every row (a node type the calibration could not build) are left out:
@@ -192,6 +232,8 @@ def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None =
         raise CostModelError(f"cannot fit '{quantity}': {len(idx)} calibration rows for {used.size} features; "
                              f"run `graphmode calibrate` with more --repeats")
     w = 1.0 / y if relative else np.ones_like(y)
+    if rel_to:
+        w = 1.0 / np.array([float(table[i][rel_to]) for i in idx])
     Xw, yw = X * w[:, None], y * w
     if np.linalg.matrix_rank(Xw[:, used]) < used.size:
         raise CostModelError(f"cannot fit '{quantity}': the calibration shapes do not separate its features "
@@ -199,21 +241,22 @@ def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None =
     beta_u, *_ = np.linalg.lstsq(Xw[:, used], yw, rcond=None)
     beta = np.zeros(len(features))
     beta[used] = beta_u
-    resid_w = yw - Xw @ beta  # relative residuals when weighted by 1/y
+    resid_w = yw - Xw @ beta  # relative residuals when weighted by 1/y (or by 1/the relative_to column)
     dof = max(len(idx) - used.size, 1)
     s2 = float(resid_w @ resid_w) / dof
     cov = np.zeros((len(features), len(features)))
-    cov[np.ix_(used, used)] = s2 * np.linalg.inv(Xw[:, used].T @ Xw[:, used])
+    cov[np.ix_(used, used)] = s2 * np.linalg.inv(Xw[:, used].T @ Xw[:, used])  # ns²: the weights carry 1/ns
     return FittedCost(
         quantity=quantity, features=features, coef=tuple(float(b) for b in beta),
         cov=tuple(tuple(float(c) for c in row) for row in cov), relative=relative, resid_sd=math.sqrt(s2),
-        rows=len(idx), residuals=tuple(float(r) for r in resid_w), row_index=tuple(idx),
+        rows=len(idx), residuals=tuple(float(r) for r in resid_w), row_index=tuple(idx), relative_to=rel_to,
     )
 
 
 def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], eager_gap_ns: dict[str, float],
                    first_graph_probes: list[dict[str, float]], machine: dict[str, Any],
-                   calibration: dict[str, Any] | None = None, torch_probes: list[dict[str, Any]] | None = None) -> CostModel:
+                   calibration: dict[str, Any] | None = None, torch_probes: list[dict[str, Any]] | None = None,
+                   tree_probes: list[dict[str, Any]] | None = None) -> CostModel:
     """Fits every quantity of QUANTITIES from a calibration table.
 
     `table` rows: the feature counts (QUANTITIES' features), and per measured quantity its value in ns
@@ -226,12 +269,17 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
     rows = [dict(r) for r in table]
     for r in rows:
         if r.get("replay_gpu") is not None:
-            # 'kernel_spin' nodes (a few microseconds, calibration only) are kernels with their own duration
-            spin = float(r.get("path_kernel_spin", 0))
-            r["path_kernel_tiny"] = float(r.get("path_kernel", 0)) - spin
+            # 'kernel_spin' and 'kernel_wide' nodes (calibration only) are kernels with their own duration
+            spin, wide = float(r.get("path_kernel_spin", 0)), float(r.get("path_kernel_wide", 0))
+            r["path_kernel_tiny"] = float(r.get("path_kernel", 0)) - spin - wide
             own = sum(float(r.get(f"path_{t}", 0)) * float(node_gpu_ns.get(t, 0.0)) for t in GPU_NODE_TYPES)
             own += spin * (float(node_gpu_ns.get("kernel_spin", 0.0)) - float(node_gpu_ns.get("kernel", 0.0)))
+            own += wide * (float(node_gpu_ns.get("kernel_wide", 0.0)) - float(node_gpu_ns.get("kernel", 0.0)))
             r["replay_gpu_overhead"] = float(r["replay_gpu"]) - own
+            if r.get("off_nodes") is None:  # a calibration before off-path features: nodes less those on the path
+                nodes = r.get("actual_nodes", r.get("predicted_nodes"))
+                r["off_nodes"] = float(nodes) - sum(float(r.get(f"path_{t}", 0)) for t in PATH_NODE_TYPES) if nodes is not None else 0.0
+            r["off_wide_ns"] = float(r.get("off_kernel_wide", 0)) * float(node_gpu_ns.get("kernel_wide", 0.0))
         if r.get("replay_wall") is not None and r.get("replay_gpu") is not None:
             r["replay_host"] = float(r["replay_wall"]) - float(r["replay_gpu"])
         if r.get("first_launch") is not None and r.get("replay_wall") is not None:
@@ -248,7 +296,27 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
         tool_version=str(machine.get("tool_version", "")), costs=costs, node_gpu_ns=dict(node_gpu_ns),
         eager_gap_ns=dict(eager_gap_ns), eager_tail=Spread.of(tails), first_graph=first, table=rows,
         calibration=dict(calibration or {}), torch_capture=torch_capture_spreads(torch_probes or []),
+        tree_capture=tree_capture_spreads(tree_probes or []), sm_count=int(machine.get("sm_count", 0) or 0),
     )
+
+
+def tree_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
+    """The cudagraph-tree probes' samples as spreads: 'first' (each process's first recording), 'later' (its later
+    functions' recordings), 'call_host' (every function's steady call, host time)."""
+    first: list[float] = []
+    later: list[float] = []
+    host: list[float] = []
+    for p in probes:  # per fresh process
+        for i, r in enumerate(p.get("recordings") or []):
+            if r.get("framework_ns") is None:
+                continue
+            (first if i == 0 else later).append(float(r["framework_ns"]))
+            host.append(float(r["call_host_ns"]))
+    out = {}
+    for key, v in (("first", first), ("later", later), ("call_host", host)):
+        if (sp := Spread.of(v)) is not None:
+            out[key] = sp
+    return out
 
 
 def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
@@ -258,6 +326,10 @@ def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
         out["first"] = first
     if (later := Spread.of([float(x) for p in probes for x in p.get("later_ns") or []])) is not None:
         out["later"] = later
+    # a replay through torch.cuda.CUDAGraph.replay: launch + synchronize less its GPU span, and the replay call alone
+    for key in ("replay_host", "replay_call"):
+        if (sp := Spread.of([float(x) for p in probes for x in p.get(f"{key}_ns") or []])) is not None:
+            out[key] = sp
     return out
 
 
@@ -280,12 +352,14 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
         "created_at": m.created_at, "tool_version": m.tool_version, "calibration": m.calibration,
         "units": "ns",
         "costs": {q: {"what": QUANTITIES[q][2], "features": list(c.features), "coef": list(c.coef),
-                      "cov": [list(r) for r in c.cov], "relative": c.relative, "resid_sd": c.resid_sd, "rows": c.rows,
+                      "cov": [list(r) for r in c.cov], "relative": c.relative, "relative_to": c.relative_to, "resid_sd": c.resid_sd, "rows": c.rows,
                       "max_abs_residual": c.max_abs_residual(), "residuals": list(c.residuals), "row_index": list(c.row_index)}
                   for q, c in m.costs.items()},
         "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
         "first_graph": {k: _spread_dict(s) for k, s in m.first_graph.items()},
         "torch_capture": {k: _spread_dict(s) for k, s in m.torch_capture.items()},
+        "tree_capture": {k: _spread_dict(s) for k, s in m.tree_capture.items()},
+        "sm_count": m.sm_count,
         "table": m.table,
     }
 
@@ -304,7 +378,7 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             costs[q] = FittedCost(q, tuple(c["features"]), tuple(float(x) for x in c["coef"]),
                                   tuple(tuple(float(x) for x in r) for r in c["cov"]), bool(c["relative"]),
                                   float(c["resid_sd"]), int(c["rows"]), tuple(float(x) for x in c.get("residuals", [])),
-                                  tuple(int(x) for x in c.get("row_index", [])))
+                                  tuple(int(x) for x in c.get("row_index", [])), str(c.get("relative_to", "")))
         key = d["key"]
         return CostModel(
             gpu_name=str(key["gpu_name"]), compute_capability=str(d.get("compute_capability", "")),
@@ -317,7 +391,8 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             first_graph={str(k): s for k, v in d.get("first_graph", {}).items() if (s := _spread_from(v)) is not None},
             table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
             torch_capture={str(k): s for k, v in (d.get("torch_capture") or {}).items() if (s := _spread_from(v)) is not None},
-            path=path,
+            tree_capture={str(k): s for k, v in (d.get("tree_capture") or {}).items() if (s := _spread_from(v)) is not None},
+            sm_count=int(d.get("sm_count", 0) or 0), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "

@@ -474,6 +474,8 @@ def calibrate(
     probes: Annotated[int, typer.Option(min=0, help="Fresh processes that measure the first graph of a process.")] = 4,
     torch_probes: Annotated[int, typer.Option(min=0, help="Fresh processes that time torch.cuda.graph's own work around a capture "
                                                           "(where PyTorch is installed; 0: none).")] = 3,
+    trees: Annotated[bool, typer.Option(help="Also time cudagraph trees (torch.compile's reduce-overhead mode) in as many fresh "
+                                             "processes (each compiles; about half a minute).")] = True,
     quick: Annotated[bool, typer.Option(help="Fewer and smaller shapes (a check that calibration runs, not a model to rely on).")] = False,
     from_measurements: Annotated[Optional[Path], typer.Option(help="Fit again from a calibration's *.measurements.json (no GPU).")] = None,
 ) -> None:
@@ -516,7 +518,7 @@ def calibrate(
         failure: Exception | None = None
         try:
             model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress,
-                                    torch_probes=torch_probes)
+                                    torch_probes=torch_probes, trees=trees)
         except KeyboardInterrupt:
             _fail("interrupted: no cost model written", 130)
         except (CudaError, CostModelError, OSError) as e:

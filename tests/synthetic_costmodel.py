@@ -23,20 +23,25 @@ TRUE: dict[str, dict[str, float]] = {
     "first_launch_excess": {"1": 5_000, "kernel": 800, "memset": 600, "memcpy": 700, "host": 900, "event": 300, "edges": 0},
     "launch_call": {"1": 1_500, "kernel": 10, "memset": 10, "memcpy": 10, "host": 20, "event": 10, "edges": 2},
     "replay_host": {"1": 8_000, "kernel": 5, "memset": 5, "memcpy": 5, "host": 10, "event": 5, "edges": 1},
-    # the same per-node cost for short and ~5 us kernels, so that hand calculations need no interpolation
-    "replay_gpu_overhead": {"1": 2_000, "path_kernel_tiny": 150, "path_kernel_spin": 150, "path_memset": 300, "path_memcpy": 400,
-                            "path_host": 3_000, "path_event": 500},
+    # the same per-node cost for short and ~5 us kernels, so that hand calculations need no interpolation; a wide
+    # kernel (one wave over every SM) runs 100 ns shorter in a replay than its eager duration; a node beside the
+    # path costs 200, a switch between node types on the path 250, a wide kernel beside the path 0.5 of its time
+    "replay_gpu_overhead": {"1": 2_000, "path_kernel_tiny": 150, "path_kernel_spin": 150, "path_kernel_wide": -100, "path_memset": 300,
+                            "path_memcpy": 400, "path_host": 3_000, "path_event": 500, "path_switches": 250, "off_nodes": 200,
+                            "off_wide_ns": 0.5},
 }
-NODE_GPU_NS = {"kernel": 1_500.0, "kernel_spin": 5_200.0, "memset": 1_200.0, "memcpy": 1_800.0}
+NODE_GPU_NS = {"kernel": 1_500.0, "kernel_spin": 5_200.0, "kernel_wide": 2_000.0, "memset": 1_200.0, "memcpy": 1_800.0}
+SM_COUNT = 100
 EAGER_GAP_NS = {"kernel": 1_000.0, "memset": 1_000.0, "memcpy": 1_000.0}
 EAGER_TAIL_NS = 3_000.0
 FIRST_GRAPH_EXTRA = {"capture": 20_000.0, "instantiate": 200_000.0, "upload": 0.0, "first_launch": 5_000.0}
 MACHINE = {"gpu_name": "SYNTHETIC GPU", "compute_capability": "0.0", "driver_version": "0.0", "cuda_driver_version": 0,
-           "cuda_runtime_version": 0, "tool_version": "test", "created_at": "synthetic"}
+           "cuda_runtime_version": 0, "tool_version": "test", "created_at": "synthetic", "sm_count": SM_COUNT}
 
 
 def true_value(quantity: str, counts: dict[str, float]) -> float:
-    c = {**counts, "path_kernel_tiny": counts.get("path_kernel", 0.0) - counts.get("path_kernel_spin", 0.0)}
+    c = {**counts, "path_kernel_tiny": counts.get("path_kernel", 0.0) - counts.get("path_kernel_spin", 0.0) - counts.get("path_kernel_wide", 0.0),
+         "off_wide_ns": counts.get("off_kernel_wide", 0.0) * NODE_GPU_NS["kernel_wide"]}
     return sum(v * (1.0 if f == "1" else float(c.get(f, 0.0))) for f, v in TRUE[quantity].items())
 
 
@@ -61,10 +66,12 @@ def synthetic_table(repeats: int = 3, rel_noise: float = 0.0, abs_noise: float =
             if sh.kind != "event_chain":
                 row["eager_issue"] = noisy("eager_issue")
                 row["eager_wall"] = row["eager_issue"] + EAGER_TAIL_NS
-            # kernel_spin chains (calibration's ~5 us kernels) count as kernels with their own duration
+            # kernel_spin and kernel_wide nodes (calibration's ~5 us and wide kernels) count as kernels with their own duration
             own = sum(f[f"path_{t}"] * NODE_GPU_NS[t] for t in ("kernel", "memset", "memcpy"))
             own += f["path_kernel_spin"] * (NODE_GPU_NS["kernel_spin"] - NODE_GPU_NS["kernel"])
-            row["replay_gpu"] = noisy("replay_gpu_overhead") + own
+            own += f["path_kernel_wide"] * (NODE_GPU_NS["kernel_wide"] - NODE_GPU_NS["kernel"])
+            # the replay's GPU span carries relative noise (costmodel.RELATIVE_TO: its overhead is fitted for it)
+            row["replay_gpu"] = (true_value("replay_gpu_overhead", f) + own) * (1 + rel_noise * rng.standard_normal())
             row["replay_wall"] = row["replay_gpu"] + noisy("replay_host")
             row["first_launch"] = row["replay_wall"] + noisy("first_launch_excess")
             rows.append(row)

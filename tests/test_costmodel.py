@@ -3,6 +3,7 @@ calibration tables, the file round-trips, and the right model is chosen for a tr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_noisy_table_recovers_the_coefficients_within_their_standard_errors() ->
             if se[j] > 0:
                 z.append((c.coef[j] - TRUE[q].get(f, 0.0)) / se[j])
         # the residual spread estimates the noise put in
-        assert c.resid_sd == pytest.approx(0.03 if c.relative else 300, rel=0.3), q
+        assert c.resid_sd == pytest.approx(0.03 if (c.relative or c.relative_to) else 300, rel=0.3), q
         assert len(c.residuals) == c.rows and c.max_abs_residual() > 0
     z_arr = np.abs(np.asarray(z))
     assert np.mean(z_arr < 2) > 0.85  # about 95% of |z| < 2 if the standard errors are right
@@ -164,3 +165,68 @@ def test_a_kernels_per_node_cost_is_interpolated_by_its_duration() -> None:
     no_spin = synthetic_model()
     no_spin.node_gpu_ns.pop("kernel_spin")
     assert no_spin.kernel_split(np.array([3350.0])).tolist() == [0.0]
+
+
+def test_a_kernels_shares_mix_its_duration_and_its_grid() -> None:
+    # SYNTHETIC model: 100 SMs; a kernel of 50 blocks is half wide, 100 or more all wide, one block not at all; the
+    # rest splits between the short and the spin kernel by duration (1500 and 5200 ns)
+    m = synthetic_model()
+    tiny, spin, wide = m.kernel_shares(np.array([3350.0, 3350.0, 3350.0, 1500.0]), np.array([1, 50, 400, 50]))
+    assert wide.tolist() == pytest.approx([0.01, 0.5, 1.0, 0.5])
+    assert spin.tolist() == pytest.approx([0.99 * 0.5, 0.25, 0.0, 0.0])
+    assert (tiny + spin + wide).tolist() == pytest.approx([1.0] * 4)
+    # an older model (no SM count or no wide-kernel measurement): no wide share at all
+    old = dataclasses.replace(m, sm_count=0)
+    assert old.wide_share(np.array([400])).tolist() == [0.0]
+
+
+def test_the_replay_overhead_is_fitted_for_the_spans_relative_error() -> None:
+    """SYNTHETIC: 3% relative noise on the replay's GPU span. The overhead's residuals are relative to the span
+    (costmodel.RELATIVE_TO), so the spread of one replay grows with the span it is evaluated at."""
+    m = synthetic_model(rel_noise=0.03, seed=3, repeats=5)
+    ov = m.costs["replay_gpu_overhead"]
+    assert ov.relative_to == "replay_gpu" and not ov.relative
+    assert ov.resid_sd == pytest.approx(0.03, rel=0.3)
+    counts = {"path_kernel_tiny": 10.0}
+    assert ov.sd(counts, scale=200_000) > 5 * ov.sd(counts, scale=20_000)
+    assert ov.sd(counts, scale=200_000) == pytest.approx(ov.resid_sd * 200_000, rel=0.05)  # one replay's noise dominates
+
+
+def test_tree_probes_become_spreads_and_the_new_fields_round_trip(tmp_path: Path) -> None:
+    """SYNTHETIC cudagraph-tree probes: per process, the first compiled function's recording ('first'), the second's
+    ('later'), every steady call's host time ('call_host'); a failed recording (no framework_ns) is left out."""
+    from graphmode.analyzers.costmodel import fit_cost_model, tree_capture_spreads
+    from synthetic_costmodel import EAGER_GAP_NS, FIRST_GRAPH_EXTRA, MACHINE, NODE_GPU_NS
+
+    probes = [{"recordings": [{"framework_ns": 20e6, "call_host_ns": 100e3}, {"framework_ns": 4e6, "call_host_ns": 80e3}]},
+              {"recordings": [{"framework_ns": 30e6, "call_host_ns": 120e3}, {"error": "recording in call 0 of 8"}]}]
+    spreads = tree_capture_spreads(probes)
+    assert spreads["first"].samples == (20e6, 30e6) and spreads["later"].samples == (4e6,)
+    assert spreads["call_host"].median == 100e3 and spreads["call_host"].n == 3
+    m = fit_cost_model(synthetic_table(3), NODE_GPU_NS, EAGER_GAP_NS, [dict(FIRST_GRAPH_EXTRA)] * 3, MACHINE, {}, [], probes)
+    back = load_model(save_model(m, tmp_path / "m.json"))
+    assert back.tree_capture["first"].samples == (20e6, 30e6) and back.sm_count == 100
+    assert back.costs["replay_gpu_overhead"].relative_to == "replay_gpu"
+    d = json.loads((tmp_path / "m.json").read_text())
+    for k in ("tree_capture", "sm_count"):
+        del d[k]
+    del d["costs"]["replay_gpu_overhead"]["relative_to"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    old = load_model(tmp_path / "old.json")  # a model written before these fields
+    assert (old.tree_capture, old.sm_count, old.costs["replay_gpu_overhead"].relative_to) == ({}, 0, "")
+
+
+def test_an_older_calibration_table_gets_its_off_path_nodes_from_its_counts() -> None:
+    """Rows of a calibration made before the off-path features (no 'off_nodes'): the nodes less those on the path."""
+    from graphmode.analyzers.costmodel import fit_cost_model
+    from synthetic_costmodel import EAGER_GAP_NS, FIRST_GRAPH_EXTRA, MACHINE, NODE_GPU_NS
+
+    table = synthetic_table(3)
+    for r in table:
+        r["actual_nodes"] = r["predicted_nodes"] = r["kernel"] + r["memset"] + r["memcpy"] + r["host"] + r["event"]
+    want = {r["shape"]: r["off_nodes"] for r in table}
+    for r in table:
+        del r["off_nodes"]
+    m = fit_cost_model(table, NODE_GPU_NS, EAGER_GAP_NS, [dict(FIRST_GRAPH_EXTRA)] * 3, MACHINE, {})
+    assert {r["shape"]: r["off_nodes"] for r in m.table} == want
+    assert m.costs["replay_gpu_overhead"].coefficient("off_nodes") == pytest.approx(200, abs=1e-6)

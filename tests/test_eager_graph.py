@@ -116,12 +116,18 @@ def test_calibration_shapes_have_the_graphs_worked_out_by_hand(shape) -> None:  
     w, d = shape.width, shape.depth
     if shape.kind == "forkjoin":
         assert (f["nodes"], f["edges"], f["path_kernel"], f["path_memset"]) == (w * d + 2, w * d + w + 1, d + 1, 1)
+        # beside the path: the other W-1 branches; the memset -> kernel hand-over is the path's one switch of type
+        assert (f["off_nodes"], f["path_switches"]) == ((w - 1) * d, 1)
+        wide = shape.op == "kernel_wide"
+        assert (f["path_kernel_wide"], f["off_kernel_wide"]) == ((d, (w - 1) * d) if wide else (0, 0))
     elif shape.kind == "layers":
         assert (f["nodes"], f["edges"], f["path_kernel"]) == (w * d + 2, 2 * w + w * w * (d - 1) + 1, d + 1)
     elif shape.kind == "event_chain":
         assert (f["nodes"], f["event"], f["edges"], f["record_calls"], f["wait_calls"]) == (3 * d, 2 * d, 3 * d - 1, d, d)
     else:
-        assert (f["nodes"], f["edges"]) == (len(shape.ops), len(shape.ops) - 1)
+        assert (f["nodes"], f["edges"], f["off_nodes"]) == (len(shape.ops), len(shape.ops) - 1, 0)
+        assert f["path_switches"] == sum(a != b for a, b in zip(shape.ops, shape.ops[1:]))  # mixed chains switch at every node
+        assert f["path_kernel_wide"] == shape.ops.count("kernel_wide")
 
 
 # ---- the real dag recording (H200): 4 branches x 3 kernels between a memset and a join kernel + memcpy

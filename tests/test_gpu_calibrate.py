@@ -23,7 +23,7 @@ pytestmark = pytest.mark.gpu
 def model(tmp_path_factory: pytest.TempPathFactory) -> CostModel:
     out = tmp_path_factory.mktemp("calibrate") / "costmodel.json"
     proc = subprocess.run([sys.executable, "-m", "graphmode", "calibrate", "--quick", "--repeats", "3", "--replays", "10",
-                           "--probes", "1", "--torch-probes", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--probes", "1", "--torch-probes", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Cost model for" in proc.stdout
     return load_model(out)
@@ -42,11 +42,24 @@ def test_torch_cuda_graphs_own_work_is_measured(model: CostModel) -> None:
     """Where PyTorch is installed: one fresh process captured the probe step 5 times with torch.cuda.graph; its
     first capture pays PyTorch's process-wide set-up (10-25 ms on the H200 against 1-3 ms later, docs/benchmarks.md)."""
     pytest.importorskip("torch")
-    assert set(model.torch_capture) == {"first", "later"}, model.calibration["errors"]
+    assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call"}, model.calibration["errors"]
     first, later = model.torch_capture["first"], model.torch_capture["later"]
     assert (first.n, later.n) == (1, 4)
     assert 0 < later.median < first.median
     assert all(x > 0 for x in later.samples)
+    # a replay through PyTorch: 20 timed; its host part is more than nothing and less than a millisecond
+    host, call = model.torch_capture["replay_host"], model.torch_capture["replay_call"]
+    assert host.n == call.n == 20 and 0 < call.median < 1e6 and 0 < host.median < 1e6
+
+
+def test_cudagraph_trees_own_work_is_measured(model: CostModel) -> None:
+    """One fresh process compiled two MLP steps with torch.compile(mode="reduce-overhead") and timed their recording
+    calls against their steady calls: the tree's work around the capture, and its host time per call."""
+    pytest.importorskip("torch")
+    assert set(model.tree_capture) == {"first", "later", "call_host"}, model.calibration["errors"]
+    assert model.tree_capture["first"].n == model.tree_capture["later"].n == 1
+    assert model.tree_capture["call_host"].n == 2 and model.tree_capture["call_host"].median > 0
+    assert model.tree_capture["first"].median > 0
 
 
 def test_capture_makes_the_graph_graphmodes_capture_rules_predict(model: CostModel) -> None:
@@ -64,10 +77,12 @@ def test_the_fit_is_sane(model: CostModel) -> None:
     assert c["eager_issue"].coefficient("kernel") > 0
     for q in ("capture", "instantiate", "launch_call"):
         assert c[q].resid_sd < 0.5, (q, c[q].resid_sd)  # relative: a fit worse than 50% per graph is no model
-    assert set(model.node_gpu_ns) == {"kernel", "kernel_spin", "memset", "memcpy"} and min(model.node_gpu_ns.values()) > 0
+    assert set(model.node_gpu_ns) == {"kernel", "kernel_spin", "kernel_wide", "memset", "memcpy"} and min(model.node_gpu_ns.values()) > 0
     assert model.node_gpu_ns["kernel_spin"] > model.node_gpu_ns["kernel"]  # the ~5 us spin kernel is the longer one
+    assert model.sm_count > 0 and model.calibration["wide_blocks"] == 8 * model.sm_count
     extra = model.first_graph.get("instantiate")
-    assert extra is not None and extra.n == 2  # this process and one fresh process
+    # the model's: one fresh process set up like a program (--probe-program); the bare ones are kept as a control
+    assert extra is not None and extra.n == 1 and model.calibration["probes"] == 1
 
 
 def test_a_fresh_chain_recording_is_predicted_from_its_eager_part(model: CostModel, tmp_path: Path) -> None:
@@ -76,7 +91,7 @@ def test_a_fresh_chain_recording_is_predicted_from_its_eager_part(model: CostMod
 
     trace = tmp_path / "chain.gmtrace"
     proc = subprocess.run([sys.executable, "-m", "graphmode", "bench", "chain", "--kernels", "20", "-n", "50", "--out", str(trace),
-                           "--no-report"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--no-report"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with load(trace) as t:
         a = analyze(t, ModelChoice(model, "exact", ""))

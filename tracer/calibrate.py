@@ -12,8 +12,9 @@ calibration nodes' own GPU durations, the same quantity a trace gives the predic
 kernels; it detaches when it stops.
 
 The first graph of a process costs more (docs/metrics.md): it is measured apart, as the extra of a
-process's first graph over an identical second one, in this process and in `probes` fresh processes,
-and kept out of the fit. Shapes and repetitions run in a seeded random order so that a drift over the
+process's first graph over an identical second one, in `probes` fresh processes set up like a program that
+graphmode measures (its recording stack imported, the step run eagerly 200 times first: the model's), and
+in as many bare ones and this process (kept beside them as a control), and kept out of the fit. Shapes and repetitions run in a seeded random order so that a drift over the
 run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
 biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
 
@@ -52,7 +53,15 @@ MAX_STREAMS = 17
 MAX_EVENTS = 64
 PROBE_KERNELS = 20  # the first-graph probe: a chain like `graphmode bench chain`'s default step
 TORCH_CAPTURES = 5  # captures per torch probe process: the first of the process, then later ones
+PROGRAM_EAGER_STEPS = 200  # eager steps before the first capture in a '--probe-program' process
+TORCH_REPLAYS = 20  # replays timed per torch probe process
+TREE_CALLS = 8  # calls per cudagraph-tree probe function: compile + warm-up, recording, replays
 SPIN_NODE_NS = 5_000  # 'kernel_spin' nodes: does the per-node cost of a replay depend on the kernel's length?
+# 'kernel_wide' nodes: the short kernel launched with WIDE_BLOCKS_PER_SM blocks of WIDE_THREADS per SM, one full
+# wave over every SM. Does a kernel spread over the whole GPU cost a replay what its eager duration says, and
+# how much of a wide kernel off the critical path (on a parallel branch) adds to the span?
+WIDE_BLOCKS_PER_SM = 8
+WIDE_THREADS = 256
 
 SOURCE = r"""
 extern "C" __global__ void tiny(float *p) {
@@ -73,6 +82,7 @@ class Shape:
     ops: tuple[str, ...] = ()  # chain: node kind per position
     width: int = 0
     depth: int = 0  # forkjoin: kernels per branch; layers: layers; event_chain: units
+    op: str = "kernel"  # forkjoin: the branches' kernel ('kernel' or 'kernel_wide')
 
 
 def shapes(quick: bool = False) -> list[Shape]:
@@ -80,8 +90,12 @@ def shapes(quick: bool = False) -> list[Shape]:
     def chain(kind: str, n: int) -> Shape:
         return Shape(f"{kind}-chain-{n}", "chain", (kind,) * n)
 
+    def wide_forkjoin(w: int, d: int) -> Shape:
+        return Shape(f"wide-forkjoin-{w}x{d}", "forkjoin", width=w, depth=d, op="kernel_wide")
+
     if quick:
         return ([chain("kernel", n) for n in (1, 8, 64, 256)] + [chain("kernel_spin", n) for n in (8, 64)]
+                + [chain("kernel_wide", n) for n in (8, 64)] + [wide_forkjoin(w, d) for w, d in ((2, 4), (4, 4))]
                 + [chain("memset", n) for n in (8, 64)]
                 + [chain("memcpy", n) for n in (8, 64)] + [chain("host", n) for n in (4, 32)]
                 + [Shape("mixed-24", "chain", ("kernel", "memset", "memcpy") * 8), Shape("mixed-96", "chain", ("kernel", "memset", "memcpy") * 32)]
@@ -89,6 +103,8 @@ def shapes(quick: bool = False) -> list[Shape]:
                 + [Shape(f"forkjoin-{w}x{d}", "forkjoin", width=w, depth=d) for w, d in ((2, 4), (4, 8), (8, 2))]
                 + [Shape(f"layers-{w}x{l}", "layers", width=w, depth=l) for w, l in ((4, 3), (8, 2))])
     return ([chain("kernel", n) for n in (1, 4, 16, 64, 256, 1024)] + [chain("kernel_spin", n) for n in (8, 64, 256)]
+            + [chain("kernel_wide", n) for n in (4, 16, 64, 256)]
+            + [wide_forkjoin(w, d) for w, d in ((2, 4), (4, 4), (8, 2), (4, 16))]
             + [chain("memset", n) for n in (8, 64, 256)]
             + [chain("memcpy", n) for n in (8, 64, 256)] + [chain("host", n) for n in (8, 64)]
             + [Shape("mixed-24", "chain", ("kernel", "memset", "memcpy") * 8), Shape("mixed-192", "chain", ("kernel", "memset", "memcpy") * 64)]
@@ -111,7 +127,7 @@ def program(shape: Shape) -> list[Step]:
     steps: list[Step] = [("op", "memset", 0), ("record", 0, 0)]
     if shape.kind == "forkjoin":
         for i in range(1, w + 1):
-            steps += [("wait", i, 0)] + [("op", "kernel", i)] * d + [("record", i, i)]
+            steps += [("wait", i, 0)] + [("op", shape.op, i)] * d + [("record", i, i)]
         steps += [("wait", 0, i) for i in range(1, w + 1)]
     elif shape.kind == "layers":
         if 1 + w * d > MAX_EVENTS:
@@ -168,7 +184,8 @@ def predicted_graph(steps: list[Step]) -> dict[str, float]:
     ops = EagerOps(np.asarray(kinds, dtype=object), np.asarray(kinds, dtype=object), i64(streams), i64(times), np.zeros(len(kinds), dtype=np.int64))
     g = build_eager_graph(ops, EventCalls(i64(rec_t), np.zeros(len(rec_t), dtype=np.int64), i64(rec_s), i64(rec_e), i64(wait_t), i64(wait_s), i64(wait_e)))
     spin = np.asarray(kinds, dtype=str) == "kernel_spin"
-    k = np.where(spin, "kernel", np.asarray(kinds, dtype=str))  # a ~5 us kernel is a kernel node like any other
+    wide = np.asarray(kinds, dtype=str) == "kernel_wide"
+    k = np.where(spin | wide, "kernel", np.asarray(kinds, dtype=str))  # a ~5 us or a wide kernel is a kernel node like any other
     dist, _ = longest_path(np.ones(len(kinds)), g.edge_from, g.edge_to)
     from graphmode.analyzers.critical_path import _backtrack
 
@@ -176,6 +193,13 @@ def predicted_graph(steps: list[Step]) -> dict[str, float]:
     out: dict[str, float] = {t: float(np.count_nonzero(k == t)) for t in ("kernel", "memset", "memcpy", "host", "event")}
     out.update({f"path_{t}": float(np.count_nonzero(k[path] == t)) for t in ("kernel", "memset", "memcpy", "host", "event")})
     out["path_kernel_spin"] = float(np.count_nonzero(spin[path]))  # for the own GPU time on the path (node_gpu_ns)
+    out["path_kernel_wide"] = float(np.count_nonzero(wide[path]))
+    gpu_on_path = [t for t in k[np.sort(path)] if t in ("kernel", "memset", "memcpy")]
+    out["path_switches"] = float(sum(a != b for a, b in zip(gpu_on_path, gpu_on_path[1:])))
+    off = np.ones(len(kinds), dtype=bool)
+    off[path] = False
+    out["off_nodes"] = float(np.count_nonzero(off))  # nodes on parallel branches, beside the longest path
+    out["off_kernel_wide"] = float(np.count_nonzero(wide & off))  # their wide kernels (costmodel: off_wide_ns)
     out["edges"] = float(g.edges)
     out["nodes"] = float(g.nodes)
     out.update({c: float(v) for c, v in calls.items()})
@@ -203,7 +227,11 @@ class Calibrator:
         self.module = cu_util.compile_module(SOURCE, "calibrate.cu", self.device)
         self.f_tiny = cu_util.get_function(self.module, "tiny")
         self.f_spin = cu_util.get_function(self.module, "spin_ns")
-        self.buf = cu_util.alloc(1 << 16)
+        attr = cu.CUdevice_attribute
+        self.sm_count = int(check(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.device.handle),
+                                  "cuDeviceGetAttribute"))
+        self.wide_blocks = self.sm_count * WIDE_BLOCKS_PER_SM
+        self.buf = cu_util.alloc(max(1 << 16, 4 * self.wide_blocks))
         self.src = cu_util.alloc(1 << 16)
         self.dst = cu_util.alloc(1 << 16)
         self.tiny_args = KernelArgs((self.buf, ctypes.c_uint64))
@@ -252,6 +280,9 @@ class Calibrator:
                 s = S[b]
                 if a == "kernel":
                     out.append((cu.cuLaunchKernel, (self.f_tiny, 1, 1, 1, 32, 1, 1, 0, s, self.tiny_args.address, 0), "cuLaunchKernel"))
+                elif a == "kernel_wide":
+                    out.append((cu.cuLaunchKernel, (self.f_tiny, self.wide_blocks, 1, 1, WIDE_THREADS, 1, 1, 0, s, self.tiny_args.address, 0),
+                                "cuLaunchKernel"))
                 elif a == "kernel_spin":
                     out.append((cu.cuLaunchKernel, (self.f_spin, 1, 1, 1, 1, 1, 1, 0, s, self.spin5_args.address, 0), "cuLaunchKernel"))
                 elif a == "memset":
@@ -385,13 +416,15 @@ class Calibrator:
             row.update(eager_issue=float(np.median(issue)), eager_wall=float(np.median(wall)))
         return row
 
-    def first_graph_probe(self) -> dict[str, float]:
+    def first_graph_probe(self, eager_steps: int = 1) -> dict[str, float]:
         """The extra cost of this process's first graph: a probe chain built twice, first minus second.
-        Its kernels run eagerly once before (a program usually runs its step eagerly before capturing it)."""
+        Its kernels run eagerly `eager_steps` times before (a program runs its step eagerly before capturing it),
+        each step synchronized."""
         steps: list[Step] = [("op", "kernel", 0)] * PROBE_KERNELS
         plan = self.plan(steps)
-        self.issue(plan)
-        self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        for _ in range(eager_steps):
+            self.issue(plan)
+            self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
         first = self.measure(steps, replays=5, gated=0, eager=0)
         second = self.measure(steps, replays=5, gated=0, eager=0)
         out = {k: first[k] - second[k] for k in ("capture", "instantiate", "upload", "first_launch")}
@@ -405,7 +438,7 @@ class Calibrator:
         from graphmode.tracer.cupti_session import CuptiSession
         from graphmode.tracer.decode import decode
 
-        steps = {k: self.plan([("op", k, 0)] * per_kind) for k in ("kernel", "kernel_spin", "memset", "memcpy")}
+        steps = {k: self.plan([("op", k, 0)] * per_kind) for k in ("kernel", "kernel_spin", "kernel_wide", "memset", "memcpy")}
         s0 = self.streams[0]
         session = CuptiSession("graph")
         session.start()
@@ -423,9 +456,12 @@ class Calibrator:
             return dur, gap
         kind, name = spans["kind"].astype(str), spans["name"].astype(str)
         start, end = spans["start_ns"].astype(np.int64), spans["end_ns"].astype(np.int64)
-        for k in ("kernel", "kernel_spin", "memset", "memcpy"):  # per node type
+        grid = spans["grid_x"].astype(np.int64) * spans["grid_y"].astype(np.int64) * spans["grid_z"].astype(np.int64)
+        for k in ("kernel", "kernel_spin", "kernel_wide", "memset", "memcpy"):  # per node type
             if k == "kernel":
-                sel = (kind == "kernel") & np.char.startswith(name, "tiny")
+                sel = (kind == "kernel") & np.char.startswith(name, "tiny") & (grid == 1)
+            elif k == "kernel_wide":
+                sel = (kind == "kernel") & np.char.startswith(name, "tiny") & (grid == self.wide_blocks)
             elif k == "kernel_spin":  # the 5 ms gates are spin kernels too: told apart by their length
                 sel = (kind == "kernel") & np.char.startswith(name, "spin") & (end - start < 1_000_000)
             else:
@@ -507,9 +543,127 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
         torch.cuda.synchronize()
         del g
     later_body = float(np.median(bodies[1:])) if len(bodies) > 1 else float(bodies[0])
+    # A replay through PyTorch: `g.replay()` + torch.cuda.synchronize() (wall), the replay's GPU span (CUDA events,
+    # behind a GPU sleep so that the start event is stamped when the GPU reaches the graph) and the host time of
+    # `g.replay()` alone behind that sleep: PyTorch's replay costs more host time than a bare cuGraphLaunch.
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    g.replay()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    walls, spans, calls = [], [], []
+    for _ in range(TORCH_REPLAYS):
+        t0 = time.perf_counter_ns()
+        g.replay()
+        torch.cuda.synchronize()
+        walls.append(time.perf_counter_ns() - t0)
+        torch.cuda._sleep(400_000)
+        e0.record()
+        t0 = time.perf_counter_ns()
+        g.replay()
+        calls.append(time.perf_counter_ns() - t0)
+        e1.record()
+        e1.synchronize()
+        spans.append(e0.elapsed_time(e1) * 1e6)
+    span = float(np.median(spans))
     return {"first_ns": float(blocks[0] - later_body), "later_ns": [float(b - d) for b, d in zip(blocks[1:], bodies[1:])],
             "blocks_ns": [float(b) for b in blocks], "bodies_ns": [float(b) for b in bodies],
+            "replay_host_ns": [float(w - span) for w in walls], "replay_call_ns": [float(c) for c in calls], "replay_span_ns": span,
             "torch_version": str(torch.__version__)}
+
+
+def tree_probe(calls: int = TREE_CALLS, widths: tuple[int, ...] = (512, 384)) -> dict[str, Any]:
+    """What a cudagraph tree (`torch.compile(mode="reduce-overhead")`) adds around a capture, in this (fresh)
+    process: for each width, a 4-layer MLP step (as torch_capture_probe's) compiled with cudagraph trees and called
+    `calls` times, each call synchronized, perf_counter_ns around it; torch.cuda.CUDAGraph.capture_begin and
+    capture_end are wrapped to time the capture (begin's entry to end's return: the captured calls and the
+    instantiation, which the cost model prices). The call that captured is the recording; later calls replay.
+    Per width: "framework_ns" = recording call - steady call (median of the later ones) - its captures, i.e. what
+    the tree spends around the capture beyond the CUDA calls (its memory-pool checkpoint, bookkeeping, the
+    dispatch into the tree, Python); "call_host_ns" = the host time of a steady call while the GPU is kept busy
+    (the launch never waits): the tree's per-call cost, a floor under its replay period. The first width's is the
+    process's first recording; the second compiles a second function in the same process (a later recording).
+    Dynamo's compilation is in the first call, which does not record (it warms the tree up); a compilation heard
+    in the recording call (Dynamo's callback handler) is taken off its time."""
+    import torch
+    from torch.cuda.graphs import CUDAGraph
+
+    clock = time.perf_counter_ns
+    marks: list[tuple[str, int]] = []
+    begin, end = CUDAGraph.capture_begin, CUDAGraph.capture_end
+
+    def capture_begin(g: Any, *a: Any, **k: Any) -> Any:
+        marks.append(("begin", clock()))
+        return begin(g, *a, **k)
+
+    def capture_end(g: Any, *a: Any, **k: Any) -> Any:
+        r = end(g, *a, **k)
+        marks.append(("end", clock()))
+        return r
+
+    setattr(CUDAGraph, "capture_begin", capture_begin)
+    setattr(CUDAGraph, "capture_end", capture_end)
+    compiles: list[tuple[str, int]] = []  # Dynamo's compilations (its callback handler), which a recording call may hold
+    import torch._dynamo
+
+    def on_start(args: Any) -> None:
+        if "dynamo" in str(getattr(getattr(args, "callback_trigger", None), "name", "dynamo")).lower():
+            compiles.append(("begin", clock()))
+
+    def on_end(args: Any) -> None:
+        if "dynamo" in str(getattr(getattr(args, "callback_trigger", None), "name", "dynamo")).lower():
+            compiles.append(("end", clock()))
+
+    torch._dynamo.callback_handler.register_start_callback(on_start)
+    torch._dynamo.callback_handler.register_end_callback(on_end)
+    torch.manual_seed(0)
+    out: dict[str, Any] = {"torch_version": str(torch.__version__), "recordings": []}
+    for width in widths:  # per compiled function: two
+        net = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]).cuda().eval()
+        x = torch.randn(64, width, device="cuda")
+
+        def step(inp: Any, net: Any = net) -> Any:
+            with torch.no_grad():
+                return torch.tanh(net(inp)) * 0.5 + 1.0
+
+        fn = torch.compile(step, mode="reduce-overhead")
+        walls: list[int] = []
+        captured: list[int] = []
+        compiled: list[int] = []
+        for _ in range(calls):
+            n0, c0 = len(marks), len(compiles)
+            t0 = clock()
+            y = fn(x)
+            torch.cuda.synchronize()
+            walls.append(clock() - t0)
+            m, c = marks[n0:], compiles[c0:]
+            captured.append(sum(t for k, t in m if k == "end") - sum(t for k, t in m if k == "begin"))
+            compiled.append(sum(t for k, t in c if k == "end") - sum(t for k, t in c if k == "begin") if len(c) % 2 == 0 else -1)
+            del y
+        # The first call compiles and warms the tree up (the first function's may capture an empty graph for the
+        # memory pool); the recording is the first later call that captured.
+        rec = next((i for i, c in enumerate(captured) if c > 0 and i >= 1), None)
+        row: dict[str, Any] = {"width": width, "walls_ns": walls, "captures_ns": captured, "compiles_ns": compiled}
+        if rec is None or rec + 3 >= calls or compiled[rec] < 0:
+            row["error"] = (f"recording in call {rec} of {calls}" + (" during an unfinished compilation" if rec is not None and compiled[rec] < 0
+                            else ": no recording after the compiling call with steady calls after it"))
+        else:
+            steady = float(np.median(walls[rec + 2:]))
+            host: list[int] = []
+            for _ in range(10):  # steady calls behind a ~2 ms GPU sleep: the host's own time per call
+                torch.cuda._sleep(4_000_000)
+                t0 = clock()
+                y = fn(x)
+                host.append(clock() - t0)
+                torch.cuda.synchronize()
+                del y
+            row.update(recording_call=rec, steady_ns=steady, call_host_ns=float(np.median(host)),
+                       framework_ns=float(walls[rec] - steady - captured[rec] - compiled[rec]))
+        out["recordings"].append(row)
+    setattr(CUDAGraph, "capture_begin", begin)
+    setattr(CUDAGraph, "capture_end", end)
+    return out
 
 
 def torch_available() -> bool:
@@ -519,10 +673,12 @@ def torch_available() -> bool:
 
 
 def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 4, quick: bool = False,
-              seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 3) -> Any:
+              seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 3,
+              trees: bool = True) -> Any:
     """Runs the calibration on this GPU, fits the cost model and writes it to `out` (default: the
     user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel. `torch_probes`: fresh
-    processes that time torch.cuda.graph's own work (none where PyTorch is not installed)."""
+    processes that time torch.cuda.graph's own work, and as many that time cudagraph trees' (`trees`; none where
+    PyTorch is not installed)."""
     from graphmode.analyzers.costmodel import model_file_name, user_dir
     from graphmode.tracer.runner import machine_meta
 
@@ -532,19 +688,24 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     meta = machine_meta(cal.device)
     errors: list[str] = []
     probe_rows: list[dict[str, float]] = []
+    bare_rows: list[dict[str, float]] = []
     torch_rows: list[dict[str, Any]] = []
+    tree_rows: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
     gc.disable()  # no collection pause inside a timed loop
     try:
         note("first graph of the process", 0, 1)
-        probe_rows.append(cal.first_graph_probe())  # this process's first graph: before anything else builds one
+        bare_rows.append(cal.first_graph_probe())  # this process's first graph: before anything else builds one
+        # The model's first-graph extra comes from fresh processes set up like a program (--probe-program); bare
+        # processes (--probe: the chain run once, nothing else imported) are kept beside them in the measurements.
         for i in range(probes):
             note(f"first graph in a fresh process ({i + 1}/{probes})", 0, 1)
-            r = _in_fresh_process("--probe", 120.0)
-            if isinstance(r, str):
-                errors.append(f"fresh-process probe {i + 1} failed")
-            else:
-                probe_rows.append(r)
+            for flag, rows_ in (("--probe-program", probe_rows), ("--probe", bare_rows)):
+                r = _in_fresh_process(flag, 120.0)
+                if isinstance(r, str):
+                    errors.append(f"fresh-process probe {i + 1} ({flag}) failed: {r}")
+                else:
+                    rows_.append(r)
         work = [(sh, rep) for sh in shapes(quick) for rep in range(repeats)]
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(work))
@@ -591,6 +752,14 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                     errors.append(f"torch probe {i + 1} failed: {probe}")
                 else:
                     torch_rows.append(probe)
+            for i in range(torch_probes if trees else 0):
+                note(f"cudagraph trees' own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
+                probe = _in_fresh_process("--tree-probe", 400.0)
+                if isinstance(probe, str):
+                    errors.append(f"cudagraph-tree probe {i + 1} failed: {probe}")
+                else:
+                    tree_rows.append(probe)
+                    errors += [f"cudagraph-tree probe {i + 1}, width {r['width']}: {r['error']}" for r in probe["recordings"] if "error" in r]
     finally:
         if gc_was:
             gc.enable()
@@ -599,11 +768,13 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     machine = {k: meta.get(k, "") for k in ("gpu_name", "compute_capability", "driver_version", "cuda_driver_version",
                                              "cuda_runtime_version", "tool_version")}
     machine["created_at"] = meta.get("started_at", "")
+    machine["sm_count"] = cal.sm_count
     calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "torch_probes": len(torch_rows),
+                   "tree_probes": len(tree_rows), "wide_blocks": cal.wide_blocks, "wide_threads": WIDE_THREADS,
                    "quick": quick, "seed": seed,
                    "graphs": len(table), "seconds": round(seconds, 1), "errors": errors, "hostname": meta.get("hostname", "")}
     raw = {"machine": machine, "calibration": calibration, "table": table, "node_gpu_ns": node_ns, "eager_gap_ns": gap_ns,
-           "first_graph_probes": probe_rows, "torch_probes": torch_rows}
+           "first_graph_probes": probe_rows, "first_graph_probes_bare": bare_rows, "torch_probes": torch_rows, "tree_probes": tree_rows}
     path = out if out is not None else user_dir() / model_file_name(str(machine["gpu_name"]))
     # The measurements are written before the fit: a fit that fails loses no GPU time (`--from-table` refits them).
     raw_path = path.with_name(path.stem + ".measurements.json")
@@ -619,7 +790,7 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
     try:
         raw = json.loads(Path(raw_path).read_text())
         args = (raw["table"], raw["node_gpu_ns"], raw["eager_gap_ns"], raw["first_graph_probes"], raw["machine"], raw["calibration"],
-                raw.get("torch_probes", []))
+                raw.get("torch_probes", []), raw.get("tree_probes", []))
     except (OSError, ValueError, KeyError) as e:
         raise CostModelError(f"{raw_path}: not a calibration measurements file ({type(e).__name__}: {e})") from None
     try:
@@ -630,13 +801,31 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
     return dataclasses.replace(model, path=str(out))
 
 
-def _probe_main() -> None:
-    """`python -m graphmode.tracer.calibrate --probe`: one fresh process's first-graph extra, as JSON."""
+def _probe_main(as_program: bool) -> None:
+    """`python -m graphmode.tracer.calibrate --probe`: one fresh process's first-graph extra, as JSON.
+    `--probe-program`: the same in a process set up like a program that graphmode measures (the model's): graphmode's
+    recording stack imported (CUPTI's Python module, the trace store's duckdb with a connection open) and the probe
+    step run eagerly PROGRAM_EAGER_STEPS times before its first capture, as a program warms up before it captures."""
+    if as_program:
+        import duckdb
+        from cupti import cupti  # noqa: F401  (imported, as in a recording process; no CUPTI call is made)
+
+        import graphmode.tracer.runner  # noqa: F401
+
+        con = duckdb.connect()
+        con.execute("SELECT 1").fetchall()
     cal = Calibrator()
     try:
-        print(json.dumps(cal.first_graph_probe()))
+        print(json.dumps(cal.first_graph_probe(PROGRAM_EAGER_STEPS if as_program else 1)))
     finally:
         cal.close()
+        if as_program:
+            con.close()
+
+
+def _tree_probe_main() -> None:
+    """`python -m graphmode.tracer.calibrate --tree-probe`: one fresh process's tree_probe, as JSON."""
+    print(json.dumps(tree_probe()))
 
 
 def _torch_probe_main() -> None:
@@ -645,9 +834,11 @@ def _torch_probe_main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--probe"]:
-        _probe_main()
+    if sys.argv[1:] in (["--probe"], ["--probe-program"]):
+        _probe_main(sys.argv[1] == "--probe-program")
     elif sys.argv[1:] == ["--torch-probe"]:
         _torch_probe_main()
+    elif sys.argv[1:] == ["--tree-probe"]:
+        _tree_probe_main()
     else:
         raise SystemExit("usage: graphmode calibrate (this module's --probe is for calibrate's own use)")
