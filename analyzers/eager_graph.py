@@ -273,7 +273,8 @@ WITH launch AS (
          arg_min(thread_id, start_ns) AS thread_id, max(source) AS source
   FROM api_calls WHERE pass_id = $1 AND start_ns >= $2 AND start_ns < $3 GROUP BY correlation_id
 )
-SELECT s.kind, s.name, s.stream_id::BIGINT AS stream_id, s.start_ns, s.end_ns, l.launch_ns, l.launch_end, l.thread_id, l.source
+SELECT s.kind, s.name, s.stream_id::BIGINT AS stream_id, s.start_ns, s.end_ns, l.launch_ns, l.launch_end, l.thread_id, l.source,
+       coalesce(s.grid_x::BIGINT * s.grid_y * s.grid_z, 0) AS blocks
 FROM gpu_spans s JOIN launch l ON l.correlation_id = s.correlation_id
 WHERE s.pass_id = $1 AND s.graph_id = 0 AND s.kind IN ('kernel', 'memcpy', 'memset')
 ORDER BY l.launch_ns, s.start_ns
@@ -326,6 +327,7 @@ class WindowActivity:
     wait_stream: np.ndarray
     wait_event: np.ndarray
     wait_iteration: np.ndarray
+    op_blocks: np.ndarray | None = None  # a kernel's grid size (blocks); 0 for other ops
 
 
 def name_mask(names: np.ndarray, pattern: str | re.Pattern[str]) -> np.ndarray:
@@ -401,6 +403,7 @@ def window_activity(trace: Trace, pass_id: int, starts: np.ndarray, ends: np.nda
         call_thread=c["thread_id"].astype(np.int64), call_source=c["source"].astype(object), call_iteration=remap(call_it),
         wait_ns=w["start_ns"].astype(np.int64), wait_thread=w["thread_id"].astype(np.int64),
         wait_stream=w["stream_id"].astype(np.int64), wait_event=w["event_id"].astype(np.int64), wait_iteration=remap(wait_it),
+        op_blocks=cat(o["blocks"].astype(np.int64), np.zeros(h_start.size, dtype=np.int64)),
     )
 
 

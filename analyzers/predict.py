@@ -25,6 +25,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from graphmode.analyzers.eager_graph import (
 )
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.per_graph import duration_text
+from graphmode.analyzers.script_graphs import torch_windows
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -227,7 +229,8 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
 
 
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
-              wall_pass: int | None, seed: int, torch_program: bool = False) -> RegionPrediction | None:
+              wall_pass: int | None, seed: int, torch_program: bool = False, trees: bool = False,
+              tree_starts: Sequence[int] = ()) -> RegionPrediction | None:
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -279,21 +282,19 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         notes.append(f"the eager period comes from {wall.size} iteration(s): a tiny sample")
 
     # Critical path across streams with the model's per-node cost added to each node's eager duration. A
-    # kernel's per-node cost is interpolated between the calibration's short and ~5 us kernels by its
-    # own duration: `spin_share` of it is counted as a ~5 us kernel (costmodel.CostModel.kernel_split).
+    # kernel's per-node cost mixes the calibration's short, ~5 us and wide kernels by its duration and its grid
+    # (costmodel.CostModel.kernel_shares).
     is_kernel = kinds == "kernel"
-    spin_share = np.where(is_kernel, model.kernel_split(dur), 0.0) if model is not None else np.zeros(dur.size)
+    blocks = act.op_blocks[rows[0]] if act.op_blocks is not None else np.zeros(dur.size, dtype=np.int64)
+    if model is not None:
+        tiny_sh, spin_sh, wide_sh = (np.where(is_kernel, x, 0.0) for x in model.kernel_shares(dur, blocks))
+    else:
+        tiny_sh, spin_sh, wide_sh = is_kernel.astype(np.float64), np.zeros(dur.size), np.zeros(dur.size)
     ov_cost = model.costs["replay_gpu_overhead"] if model is not None else None
-
-    def node_counts(sel: np.ndarray) -> dict[str, float]:
-        """Feature counts of replay_gpu_overhead over the selected nodes (fractional for kernels)."""
-        return {"path_kernel_tiny": float(((1.0 - spin_share) * is_kernel)[sel].sum()), "path_kernel_spin": float(spin_share[sel].sum()),
-                **{f"path_{k}": float(np.count_nonzero(kinds[sel] == k)) for k in ("memcpy", "memset", "host")}}
-
     per_node = np.zeros(dur.size)
     if ov_cost is not None:
-        per_node = np.where(is_kernel, (1.0 - spin_share) * ov_cost.coefficient("path_kernel_tiny")
-                            + spin_share * ov_cost.coefficient("path_kernel_spin"), 0.0)
+        per_node = (tiny_sh * ov_cost.coefficient("path_kernel_tiny") + spin_sh * ov_cost.coefficient("path_kernel_spin")
+                    + wide_sh * ov_cost.coefficient("path_kernel_wide"))
         for k in ("memcpy", "memset", "host"):
             per_node = np.where(kinds == k, ov_cost.coefficient(f"path_{k}"), per_node)
     weights = np.where(cap, dur + per_node, 0.0)
@@ -301,7 +302,15 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     path = _path(dist, weights, graph.edge_from, graph.edge_to)
     on_path = np.zeros(dur.size, dtype=bool)
     on_path[path] = True
-    path_counts = node_counts(on_path)
+    off = cap & ~on_path
+    gpu_path = kinds[np.sort(path)]
+    gpu_path = gpu_path[np.isin(gpu_path, ("kernel", "memset", "memcpy"))]
+    path_counts = {"path_kernel_tiny": float(tiny_sh[on_path].sum()), "path_kernel_spin": float(spin_sh[on_path].sum()),
+                   "path_kernel_wide": float(wide_sh[on_path].sum()),
+                   **{f"path_{k}": float(np.count_nonzero(kinds[on_path] == k)) for k in ("memcpy", "memset", "host")},
+                   "path_switches": float(np.count_nonzero(gpu_path[1:] != gpu_path[:-1])),
+                   "off_nodes": float(np.count_nonzero(off)), "off_wide_ns": float((wide_sh * dur)[off].sum()),
+                   "edges": float(graph.edges)}
     path_dur = float(dur[path].sum())
     pgraph = PredictedGraph(
         nodes=graph.nodes, edges=graph.edges, kernels=counts["kernel"], memcpys=counts["memcpy"], memsets=counts["memset"],
@@ -328,7 +337,6 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     c = model.costs
     gcounts = {**{k: float(v) for k, v in counts.items()}, "event": 0.0, "edges": float(graph.edges)}
     ccounts = {**{k: float(v) for k, v in counts.items()}, "record_calls": float(n_rec), "wait_calls": float(n_wait)}
-    all_path = node_counts(cap)
 
     # Capture runs the iteration's host code once more, each call in capture mode: the eager issue time
     # (corrected to the untraced pass where there is one) plus what capture adds per call; never less than
@@ -346,30 +354,49 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
         notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
-    # A PyTorch program captures through torch.cuda.graph (or cudagraph trees), which adds its own work around
-    # the capture: the process's first PyTorch capture costs far more than later ones (docs/metrics.md).
-    fw_spread = model.torch_capture.get("first" if first else "later") if torch_program else None
+    # A PyTorch program captures through torch.cuda.graph or cudagraph trees (where the trace shows it uses them),
+    # which add their own work around the capture: the process's first costs far more than later ones
+    # (docs/metrics.md). Its replays go through PyTorch too: torch.cuda.CUDAGraph.replay, or a tree's call.
+    # For trees, 'first' is the process's first tree recording (whatever graphs came before it): the tree's own
+    # set-up is what makes it dearer (tracer.calibrate.tree_probe).
+    use_tree = torch_program and trees and bool(model.tree_capture)
+    fw_table = (model.tree_capture if use_tree else model.torch_capture) if torch_program else {}
+    fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree else first
+    fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
+    if torch_program and trees and not model.tree_capture:
+        notes.append("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
+                     "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in")
     fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)
     one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
                  + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
     one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw
 
-    # Replay: GPU span = max(critical path + per-node cost, eager GPU busy + per-node cost of every node).
+    # Replay: GPU span = the critical path's eager durations + the model's overhead of the path's nodes, of the nodes
+    # beside it and of the wide kernels there (which take SMs from the path), never less than the path itself.
     ov = c["replay_gpu_overhead"]
-    zo = rng.standard_normal(B)
-    busy_draw = bootstrap_medians(busy, B, rng)
-    span_cp = path_dur + ov.mean(path_counts) + ov.sd(path_counts) * zo
-    span_busy = busy_draw + ov.mean(all_path) + ov.sd(all_path) * zo
-    span_draw = np.maximum(span_cp, span_busy)
-    span_point = max(path_dur + ov.mean(path_counts), float(np.median(busy)) + ov.mean(all_path))
-    if synchronized:
-        host = _normal(rng, c["replay_host"].mean(gcounts), c["replay_host"].sd(gcounts), B)
-        t_g_draw = host + span_draw
-        t_g = c["replay_host"].mean(gcounts) + span_point
+    span_point = max(path_dur + ov.mean(path_counts), path_dur)
+    span_draw = np.maximum(span_point + ov.sd(path_counts, scale=span_point) * rng.standard_normal(B), path_dur)
+    # The host's part: the model's cuGraphLaunch (+ synchronize), or PyTorch's replay where the program replays
+    # through it (measured by the cost model's PyTorch probes): a tree's call is its host floor either way.
+    tree_call = model.tree_capture.get("call_host") if torch_program and trees else None
+    torch_key = "replay_host" if synchronized else "replay_call"
+    torch_host = model.torch_capture.get(torch_key) if torch_program and tree_call is None else None
+    host_spread = tree_call or torch_host
+    if host_spread is not None:
+        host_draw, host_point = _from_samples(rng, host_spread, B), host_spread.median
+    elif synchronized:
+        host_draw, host_point = _normal(rng, c["replay_host"].mean(gcounts), c["replay_host"].sd(gcounts), B), c["replay_host"].mean(gcounts)
     else:
-        call = _normal(rng, c["launch_call"].mean(gcounts), c["launch_call"].sd(gcounts), B)
-        t_g_draw = np.maximum(call, span_draw)
-        t_g = max(c["launch_call"].mean(gcounts), span_point)
+        host_draw, host_point = _normal(rng, c["launch_call"].mean(gcounts), c["launch_call"].sd(gcounts), B), c["launch_call"].mean(gcounts)
+    if synchronized:
+        t_g_draw = host_draw + span_draw
+        t_g = host_point + span_point
+    else:
+        t_g_draw = np.maximum(host_draw, span_draw)
+        t_g = max(host_point, span_point)
+    if tree_call is not None:
+        notes.append(f"a cudagraph tree's replay is a call into PyTorch: {duration_text(tree_call.median)} of host time per call as "
+                     "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)")
     saved_draw = t_e_draw - t_g_draw
     saved = t_e - t_g
     n_draw = _break_even(one_draw, saved_draw)
@@ -492,6 +519,16 @@ def uses_torch(trace: Trace) -> bool:
                                "name LIKE '%at6native%' LIMIT 1)")[0][0]))
 
 
+def uses_trees(trace: Trace) -> bool:
+    """Whether PyTorch recorded cudagraph trees (torch.compile's "reduce-overhead") in any run of the trace, as its
+    hooks heard (meta.torch, meta.runs[].torch)."""
+    def heard(torch: Any) -> bool:
+        events = torch.get("events") if isinstance(torch, dict) else None
+        return isinstance(events, dict) and "start_cudagraph_recording" in (events.get("kind") or [])
+
+    return heard(trace.meta.get("torch")) or any(isinstance(r, dict) and heard(r.get("torch")) for r in trace.meta.get("runs", []) or [])
+
+
 def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: CostModel | None = None,
                  priced: bool = False) -> str | None:
     """What the predicted one-time costs say of PyTorch's own work around a capture (synchronizations, emptying
@@ -514,11 +551,21 @@ def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: Cos
                  for key, what in (("first", "a process's first PyTorch capture"), ("later", "a later one")) if (s := tc.get(key))]
         return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
                 f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {model.gpu_name if model else 'this GPU'}: "
-                f"{', '.join(parts)} (median [p10, p90]); cudagraph trees (torch.compile) do more around each recording" + measured)
+                f"{', '.join(parts)} (median [p10, p90]); " + _tree_text(model) + measured)
     return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
             "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
             "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
             "cudagraph-tree recording (docs/benchmarks.md)" + measured)
+
+
+def _tree_text(model: CostModel | None) -> str:
+    """What the model says of cudagraph trees' own work, for the PyTorch note."""
+    tc = model.tree_capture if model is not None else {}
+    if not tc.get("first"):
+        return "cudagraph trees (torch.compile) do more around each recording"
+    parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"
+             for key, what in (("first", "a process's first recording"), ("later", "a later one")) if (s := tc.get(key))]
+    return "cudagraph trees (torch.compile) were timed too and price a program that records them: " + ", ".join(parts)
 
 
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
@@ -561,7 +608,10 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     if len(regions) > MAX_REGIONS:
         notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
         regions = regions[:MAX_REGIONS]
-    out = [p for r in regions if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program)) is not None]
+    trees = torch_program and uses_trees(trace)
+    tree_starts = [w.start_ns for w in torch_windows(trace, traced.pass_id, True) if w.kind == "recording"] if trees else []
+    out = [p for r in regions
+           if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts)) is not None]
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}

@@ -65,9 +65,10 @@ class SyntheticTrace:
         return corr
 
     def span(self, pass_id: int, name: str, start: int, end: int, correlation: int, stream: int = 7,
-             kind: str = "kernel", graph_id: int = 0, node_id: int = 0) -> None:
+             kind: str = "kernel", graph_id: int = 0, node_id: int = 0, blocks: int | None = None) -> None:
+        grid = {} if blocks is None else {"grid_x": blocks, "grid_y": 1, "grid_z": 1}
         self._add("gpu_spans", pass_id=pass_id, kind=kind, name=name, start_ns=start, end_ns=end, stream_id=stream,
-                  correlation_id=correlation, graph_id=graph_id, graph_node_id=node_id, device_id=0, context_id=1)
+                  correlation_id=correlation, graph_id=graph_id, graph_node_id=node_id, device_id=0, context_id=1, **grid)
 
     def graph(self, pass_id: int, graph_id: int, label: str, nodes: Sequence[tuple[int, str, str]],
               edges: Sequence[tuple[int, int]]) -> None:

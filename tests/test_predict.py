@@ -27,13 +27,14 @@ from tests.conftest import DATA
 MODEL = ModelChoice(synthetic_model(), "exact", "")
 
 
-def fork_join_trace(path: Path, iterations: int = 3) -> Path:
+def fork_join_trace(path: Path, iterations: int = 3, blocks: int | None = None, torch_events: dict[str, list[int]] | None = None) -> Path:
     """Timing pass 0: eager iterations of 100 us. Traced pass 1 (graph detail): each 50 us iteration
     launches, at offsets (ns) from its start:
         1000 K1 on s1 (GPU 5000-7000)   1200 record e1   1300 s2 waits e1 (event 11)
         1400 K2 on s2 (GPU 7500-9500)   1500 record e2   1600 K3 on s1 (GPU 7200-8200)
         1900 s1 waits e2 (event 12)     2000 K4 on s1 (GPU 10000-11000)   2200 synchronize until 12000
-    Launch calls last 100 ns; records and waits 50 ns."""
+    Launch calls last 100 ns; records and waits 50 ns. `blocks`: every kernel's grid; `torch_events`: what
+    PyTorch's hooks heard in the traced pass (meta.torch), e.g. cudagraph-tree recordings."""
     t = SyntheticTrace().add_pass(0, "timing").add_pass(1, "graph")
     t.iterations(0, "eager", [100_000] * iterations, start=1_000)
     for i in range(iterations):
@@ -42,7 +43,7 @@ def fork_join_trace(path: Path, iterations: int = 3) -> Path:
 
         def kernel(name: str, at: int, gpu: tuple[int, int], stream: int) -> None:
             corr = t.api(1, "cudaLaunchKernel", "kernel_launch", b + at, b + at + 100)
-            t.span(1, name, b + gpu[0], b + gpu[1], corr, stream=stream)
+            t.span(1, name, b + gpu[0], b + gpu[1], corr, stream=stream, blocks=blocks)
 
         def wait(at: int, stream: int, event: int) -> None:
             corr = t.api(1, "cudaStreamWaitEvent", "event", b + at, b + at + 50)
@@ -58,6 +59,8 @@ def fork_join_trace(path: Path, iterations: int = 3) -> Path:
         wait(1900, 1, 12)
         kernel("K4", 2000, (10_000, 11_000), 1)
         t.api(1, "cudaStreamSynchronize", "sync", b + 2200, b + 12_000)
+    if torch_events is not None:
+        t.meta["torch"] = {"version": "2.11.0", "events": {**torch_events, "thread_id": [1] * len(torch_events["kind"])}}
     return t.write(path)
 
 
@@ -86,12 +89,12 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     # no graph was instantiated before: the process's first graph, 20000 + 200000 + 0 + 5000 more
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(225_000)
     assert r.one_time is not None and r.one_time.ns == pytest.approx(26_400 + 58_000 + 31_400 + 8_200 + 225_000)  # 349000
-    # replay: host 8000 + 4*5 + 4*1 = 8024, plus the GPU span max(critical path 5000 + 2000 + 3*150 = 7450,
-    # busy 5300 + 2000 + 4*150 = 7900) = 7900
-    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(15_924)
+    # replay: host 8000 + 4*5 + 4*1 = 8024, plus the GPU span: the critical path K1 K2 K4 (5000) + the model's
+    # 2000 + 3 kernels on it * 150 + K3 beside it 200 (the synthetic kernels have no grid: no wide share) = 7650
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(15_674)
     assert r.eager_period is not None and r.eager_period.ns == 100_000
-    assert r.saved_per_iteration is not None and r.saved_per_iteration.ns == pytest.approx(84_076)
-    assert r.break_even == 5  # ceil(349000 / 84076) = ceil(4.15)
+    assert r.saved_per_iteration is not None and r.saved_per_iteration.ns == pytest.approx(84_326)
+    assert r.break_even == 5  # ceil(349000 / 84326) = ceil(4.14)
     # a noise-free model and identical iterations: the interval collapses onto the point
     assert (r.break_even_low, r.break_even_high, r.never) == (5, 5, False)
     assert r.breakers == ()  # the synchronize ends each iteration: outside the captured region
@@ -118,7 +121,7 @@ def test_a_pytorch_program_pays_torch_cuda_graphs_own_work(tmp_path: Path) -> No
     [r] = p.regions
     assert r.framework is not None and r.framework.ns == pytest.approx(12e6)
     assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 + 12e6)
-    assert r.break_even == smallest_replays(349_000 + 12e6, 84_076)  # the saving is unchanged
+    assert r.break_even == smallest_replays(349_000 + 12e6, 84_326)  # the saving is unchanged (no replay probe here)
     # the interval carries the probes' spread: 9 to 30 ms across processes
     assert r.one_time.low_ns < 349_000 + 11e6 and r.one_time.high_ns > 349_000 + 20e6
     (note,) = [n for n in p.notes if "PyTorch's own work" in n]
@@ -142,8 +145,63 @@ def test_a_kernels_per_node_replay_cost_follows_its_duration(tmp_path: Path) -> 
     [r] = predict(load(fork_join_trace(tmp_path / "fj.gmtrace")), None, ModelChoice(m, "exact", "")).regions
     g2000 = 150 - 100 * 500 / 3700
     assert r.graph is not None and r.graph.critical_path_ns == pytest.approx(2000 + 2000 + 1000 + 2 * g2000 + 150)
-    # GPU span: busy 5300 + 2000 + per-node costs of all four kernels (two of 2000 ns, two of 1000 ns)
-    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(8024 + 5300 + 2000 + 2 * g2000 + 2 * 150)
+    # GPU span: the critical path with its per-node costs + the model's 2000 + K3 beside the path 200
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(8024 + 5000 + 2 * g2000 + 150 + 2000 + 200)
+
+
+def test_wide_kernels_replay_shorter_and_take_sms_from_the_path(tmp_path: Path) -> None:
+    """The SYNTHETIC fork-join with every kernel spread over the GPU. The synthetic model has 100 SMs; a wide kernel
+    runs 100 ns shorter in a replay than eagerly, and a wide kernel beside the path adds half its own time."""
+    # 200 blocks: wide share 1. Path K1 K2 K4 (weights 1900 + 1900 + 900 beat K1 K3 K4), eager 5000; overhead
+    # 2000 + 3 * -100 + K3 beside it (200 + 0.5 * 1000) = 2400: span 7400, replay 8024 + 7400
+    [r] = predict(load(fork_join_trace(tmp_path / "wide.gmtrace", blocks=200)), None, MODEL).regions
+    assert r.graph is not None and r.graph.critical_path_ns == pytest.approx(1900 + 1900 + 900)
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(8024 + 7400)
+    # 50 blocks: half wide. Per kernel 0.5 * 150 + 0.5 * -100 = 25; overhead 2000 + 75 + 200 + 0.5 * (0.5 * 1000)
+    [h] = predict(load(fork_join_trace(tmp_path / "half.gmtrace", blocks=50)), None, MODEL).regions
+    assert h.replay_period is not None and h.replay_period.ns == pytest.approx(8024 + 5000 + 2000 + 75 + 200 + 250)
+
+
+def test_a_program_recording_cudagraph_trees_is_priced_with_the_tree_probes(tmp_path: Path) -> None:
+    """The SYNTHETIC fork-join as a PyTorch program whose hooks heard a cudagraph-tree recording, priced with SYNTHETIC
+    tree probes: the first recording's median (25 ms) instead of torch.cuda.graph's, and the tree's call (60 us of
+    host time) in place of the launch in each replay; after a recording earlier in the process, the later one's."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads, tree_capture_spreads
+
+    trees = tree_capture_spreads([{"recordings": [{"framework_ns": f, "call_host_ns": h}, {"framework_ns": l, "call_host_ns": h}]}
+                                  for f, l, h in ((20e6, 3e6, 50e3), (25e6, 4e6, 60e3), (40e6, 5e6, 70e3))])
+    m = dataclasses.replace(synthetic_model(), tree_capture=trees,
+                            torch_capture=torch_capture_spreads([{"first_ns": 9e6, "later_ns": [1e6]}]))
+    choice = ModelChoice(m, "exact", "")
+    after = {"kind": ["start_cudagraph_recording", "end_cudagraph_recording"], "ts_ns": [5_000_000, 6_000_000]}
+    p = predict(load(fork_join_trace(tmp_path / "t.gmtrace", torch_events=after)), None, choice)
+    [r] = p.regions
+    assert r.framework is not None and r.framework.ns == pytest.approx(25e6)  # no recording before the region: the first
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 + 25e6)
+    # synchronized replays: the tree's call (median 60 us) + the GPU span 7650 (test_fork_join_prediction_worked_out_by_hand)
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(60_000 + 7_650)
+    assert any("cudagraph tree's replay is a call into PyTorch" in n for n in r.notes)
+    assert any("cudagraph trees (torch.compile) were timed too" in n for n in p.notes)
+    before = {"kind": ["start_cudagraph_recording", "end_cudagraph_recording"], "ts_ns": [100, 200]}
+    [later] = predict(load(fork_join_trace(tmp_path / "l.gmtrace", torch_events=before)), None, choice).regions
+    assert later.framework is not None and later.framework.ns == pytest.approx(4e6)
+    # a model without tree probes prices torch.cuda.graph's first capture and says so
+    bare = ModelChoice(dataclasses.replace(m, tree_capture={}), "exact", "")
+    [old] = predict(load(fork_join_trace(tmp_path / "o.gmtrace", torch_events=after)), None, bare).regions
+    assert old.framework is not None and old.framework.ns == pytest.approx(9e6)
+    assert any("torch.cuda.graph's stands in" in n for n in old.notes)
+
+
+def test_a_pytorch_program_replays_through_torch_and_pays_its_host_time(tmp_path: Path) -> None:
+    """SYNTHETIC torch probes that timed `g.replay()`: 12 us of host time around a synchronized replay (median of
+    10, 12, 14 us) replaces the model's cuGraphLaunch + synchronize (8024 ns) in a PyTorch program's replay."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
+        [{"first_ns": 9e6, "later_ns": [1e6], "replay_host_ns": [10e3, 12e3, 14e3], "replay_call_ns": [4e3, 5e3]}]))
+    path = fork_join_trace(tmp_path / "fj.gmtrace", torch_events={"kind": [], "ts_ns": []})
+    [r] = predict(load(path), None, ModelChoice(m, "exact", "")).regions
+    assert r.replay_period is not None and r.replay_period.ns == pytest.approx(12_000 + 7_650)
 
 
 def test_a_graph_built_before_the_region_removes_the_first_graph_extra(tmp_path: Path) -> None:
@@ -384,10 +442,10 @@ def test_pytorch_programs_are_told_what_the_prediction_leaves_out() -> None:
     with load(DATA / "scripts" / "torch_cudagraph.gmtrace") as t:
         choice = find_model(t.meta)  # the shipped H200 model: its calibration timed torch.cuda.graph
         p = analyze(t).prediction
-        assert choice.model is not None and set(choice.model.torch_capture) == {"first", "later"}
+        assert choice.model is not None and set(choice.model.torch_capture) == {"first", "later", "replay_host", "replay_call"}
         assert p is not None and any("is in the predicted one-time costs" in n for n in p.notes)
         priced = [r for r in p.regions if r.direction == "to_graph"]
-        medians = {s.median for s in choice.model.torch_capture.values()}
+        medians = {choice.model.torch_capture[k].median for k in ("first", "later")}
         assert priced and all(r.framework is not None and r.framework.ns in medians for r in priced)
         bare = ModelChoice(dataclasses.replace(choice.model, torch_capture={}), "exact", "")
         p = analyze(t, bare).prediction  # a model calibrated without PyTorch: the prediction says what it leaves out
