@@ -1,10 +1,13 @@
 """Predicted vs measured: does graphmode's prediction from eager work match the graph it then measures? (issue 11)
 
-    python benchmarks/prediction.py run OUT [--model FILE] [--quick]      # on the GPU
-    python benchmarks/prediction.py table OUT                            # anywhere: the markdown table
+    python benchmarks/prediction.py run OUT [--model FILE] [--quick] [--procs N]   # on the GPU
+    python benchmarks/prediction.py table OUT                                     # anywhere: the markdown table
+    python benchmarks/prediction.py analyze OUT --model FILE [--scripts T...]     # anywhere: again with another model
 
 `run` calibrates the GPU (`graphmode calibrate`, unless --model names a model file), then records, each in a
-fresh process (so that each one's graph is its process's first, as in any `graphmode bench`):
+fresh process (so that each one's graph is its process's first, as in any `graphmode bench`), `--procs` processes
+per workload (the first graph of a process costs differently from one process to the next; the table compares
+medians over them):
   - `graphmode bench chain` at several kernels per step and `graphmode bench dag` at several widths/depths;
   - third-party work through `graphmode.compare` (PyTorch: an MLP step and a transformer encoder layer,
     random weights, no downloads), the same two-pass runner;
@@ -24,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -88,7 +92,9 @@ def _rel(pred: float | None, meas: float | None) -> float | None:
 
 
 def compare_trace(path: Path, model_path: Path, label: str) -> dict[str, Any]:
-    """The prediction from the trace's eager iterations beside what the trace measured for its graph."""
+    """The prediction from the trace's eager iterations beside what the trace measured for its graph: the
+    runner's graph (`graphmode bench`, graphmode.compare) or, in a script's trace, the graph the eager region
+    does the work of (the per-graph answer)."""
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import find_model
     from graphmode.tracer.store import load
@@ -96,39 +102,105 @@ def compare_trace(path: Path, model_path: Path, label: str) -> dict[str, Any]:
     with load(path) as t:
         a = analyze(t, find_model(t.meta, model_path))
     p = a.prediction
-    r = next((r for r in (p.regions if p else ()) if r.mode == "eager" and r.direction == "to_graph"), None)
-    be = a.primary_break_even()
-    cost = a.graph_costs[0] if a.graph_costs else None
+    regions = [r for r in (p.regions if p else ()) if r.mode == "eager" and r.direction == "to_graph"]
+    r = next((r for r in regions if r.measured_break_even is not None), regions[0] if regions else None)
     row: dict[str, Any] = {"label": label, "trace": path.name, "model_match": p.model_match if p else None}
-    if r is None or be is None or cost is None or r.one_time is None or r.replay_period is None:
-        row["error"] = "no eager region, measured break-even or prediction"
+    if r is None or r.one_time is None or r.replay_period is None or r.measured_one_time_ns is None or r.measured_replay_ns is None:
+        row["error"] = "no eager region, measured graph or prediction"
         return row
-    meas_rest = (cost.instantiate_ns or 0.0) + (cost.upload_ns or 0.0) + (cost.first_launch_excess_ns or 0.0)
+    be = a.primary_break_even()
+    per = next((g for g in a.graphs if g.graph_id == r.graph_id), None)
+    cost = per.cost if per is not None else next((c for c in a.graph_costs if not r.graph_id or c.graph_id == r.graph_id), None)
+    eager = be.eager_ns if be is not None and per is None else (per.eager.work.median if per and per.eager and per.eager.work else None)
+    meas_rest = ((cost.instantiate_ns or 0.0) + (cost.upload_ns or 0.0) + (cost.first_launch_excess_ns or 0.0)) if cost else None
     pred_rest = sum(e.ns for e in (r.instantiate, r.upload, r.first_launch_excess, r.first_graph_extra) if e is not None)
     pred_exact = r.one_time.ns / r.saved_per_iteration.ns if r.saved_per_iteration and r.saved_per_iteration.ns > 0 else math.inf
-    meas_exact = be.one_time_ns / be.saved_per_replay_ns if be.one_time_ns and be.saved_per_replay_ns and be.saved_per_replay_ns > 0 else math.inf
+    meas_saved = (eager - r.measured_replay_ns) if eager is not None else None
+    meas_exact = r.measured_one_time_ns / meas_saved if meas_saved and meas_saved > 0 else math.inf
     row.update({
         "nodes": r.graph.nodes if r.graph else None, "edges": r.graph.edges if r.graph else None,
-        "eager_ns": be.eager_ns,
+        "eager_ns": eager, "eager_pred_ns": r.eager_period.ns if r.eager_period else None,
         "one_time_pred_ns": r.one_time.ns, "one_time_low_ns": r.one_time.low_ns, "one_time_high_ns": r.one_time.high_ns,
-        "one_time_meas_ns": be.one_time_ns, "one_time_err": _rel(r.one_time.ns, be.one_time_ns),
+        "one_time_meas_ns": r.measured_one_time_ns, "one_time_err": _rel(r.one_time.ns, r.measured_one_time_ns),
         "build_pred_ns": (r.capture.ns + (r.framework.ns if r.framework else 0.0)) if r.capture else None,
-        "build_meas_ns": cost.build_ns,
+        "build_meas_ns": cost.build_ns if cost else None,
         "rest_pred_ns": pred_rest, "rest_meas_ns": meas_rest, "rest_err": _rel(pred_rest, meas_rest),
         "replay_pred_ns": r.replay_period.ns, "replay_low_ns": r.replay_period.low_ns, "replay_high_ns": r.replay_period.high_ns,
-        "replay_meas_ns": be.graph_ns, "replay_err": _rel(r.replay_period.ns, be.graph_ns),
+        "replay_meas_ns": r.measured_replay_ns, "replay_err": _rel(r.replay_period.ns, r.measured_replay_ns),
         "break_even_pred": r.break_even, "break_even_low": r.break_even_low,
-        "break_even_high": None if r.break_even_high_never else r.break_even_high, "break_even_meas": be.replays,
+        "break_even_high": None if r.break_even_high_never else r.break_even_high, "break_even_meas": r.measured_break_even,
         "break_even_exact_pred": pred_exact, "break_even_exact_meas": meas_exact,
         "break_even_exact_err": pred_exact / meas_exact - 1.0 if math.isfinite(pred_exact) and math.isfinite(meas_exact) else None,
     })
-    if r.break_even is not None and be.replays is not None:
-        row["break_even_ok"] = abs(r.break_even - be.replays) <= max(0.2 * be.replays, 1.0)
+    row["break_even_ok"] = _be_ok(r.break_even, r.measured_break_even)
     row["one_time_ok"] = row["one_time_err"] is not None and abs(row["one_time_err"]) <= 0.25
     return row
 
 
-def run(out: Path, model: Path | None, quick: bool) -> None:
+def _be_ok(pred: float | None, meas: float | None) -> bool | None:
+    if pred is None or meas is None:
+        return None
+    return abs(pred - meas) <= max(0.2 * meas, 1.0)
+
+
+def _median(values: list[Any]) -> float | None:
+    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    return float(statistics.median(v)) if v else None
+
+
+def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload, its processes pooled: medians of each predicted and measured figure (break-even included),
+    the errors and targets on those medians, and how many processes met each target on their own."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["label"], []).append(r)
+    out = []
+    for label, rs in by.items():  # per workload
+        ok = [r for r in rs if "error" not in r]
+        if not ok:
+            out.append({"label": label, "procs": len(rs), "error": rs[0]["error"]})
+            continue
+        m = {k: _median([r.get(k) for r in ok]) for k in (
+            "one_time_pred_ns", "one_time_low_ns", "one_time_high_ns", "one_time_meas_ns", "rest_pred_ns", "rest_meas_ns",
+            "replay_pred_ns", "replay_meas_ns", "break_even_pred", "break_even_low", "break_even_high", "break_even_meas",
+            "eager_ns", "break_even_exact_pred", "break_even_exact_meas")}
+        m.update(label=label, procs=len(ok), failed=len(rs) - len(ok), nodes=ok[0].get("nodes"), edges=ok[0].get("edges"),
+                 one_time_err=_rel(m["one_time_pred_ns"], m["one_time_meas_ns"]), rest_err=_rel(m["rest_pred_ns"], m["rest_meas_ns"]),
+                 replay_err=_rel(m["replay_pred_ns"], m["replay_meas_ns"]),
+                 one_time_meas_range=(min(r["one_time_meas_ns"] for r in ok), max(r["one_time_meas_ns"] for r in ok)),
+                 break_even_meas_range=(min((r["break_even_meas"] for r in ok if r["break_even_meas"] is not None), default=None),
+                                        max((r["break_even_meas"] for r in ok if r["break_even_meas"] is not None), default=None)),
+                 break_even_ok_procs=sum(bool(r.get("break_even_ok")) for r in ok),
+                 one_time_ok_procs=sum(bool(r.get("one_time_ok")) for r in ok))
+        m["break_even_ok"] = _be_ok(m["break_even_pred"], m["break_even_meas"])
+        m["one_time_ok"] = m["one_time_err"] is not None and abs(m["one_time_err"]) <= 0.25
+        out.append(m)
+    return out
+
+
+def _jobs(out: Path, quick: bool, procs: int) -> list[tuple[str, Path, list[str]]]:
+    py = sys.executable
+    kernels = CHAIN_KERNELS[:2] if quick else CHAIN_KERNELS
+    dags = DAG_SHAPES[:1] if quick else DAG_SHAPES
+    torch_steps = TORCH_STEPS[:1] if quick else TORCH_STEPS
+    n = "60" if quick else str(ITERATIONS)
+    jobs: list[tuple[str, Path, list[str]]] = []
+    for i in range(1, procs + 1):  # processes round-robin over the workloads, so that a drift of the machine spreads over all
+        for k in kernels:
+            p = out / f"chain-{k}.p{i}.gmtrace"
+            jobs.append((f"chain, {k} kernels", p, [py, "-m", "graphmode", "bench", "chain", "--kernels", str(k), "-n", n,
+                                                    "--warmup", "20", "--out", str(p), "--no-report"]))
+        for w, d in dags:
+            p = out / f"dag-{w}x{d}.p{i}.gmtrace"
+            jobs.append((f"dag, {w} x {d}", p, [py, "-m", "graphmode", "bench", "dag", "--width", str(w), "--depth", str(d), "-n", n,
+                                                "--warmup", "20", "--out", str(p), "--no-report"]))
+        for s in torch_steps:
+            p = out / f"torch-{s}.p{i}.gmtrace"
+            jobs.append((f"PyTorch {s} (compare)", p, [py, str(Path(__file__).resolve()), "torch", s, str(p), "--iterations", n]))
+    return jobs
+
+
+def run(out: Path, model: Path | None, quick: bool, procs: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "run.log"
     py = sys.executable
@@ -142,33 +214,35 @@ def run(out: Path, model: Path | None, quick: bool) -> None:
         if not _run([py, "-m", "graphmode", "calibrate", "--out", str(model)] + (["--quick"] if quick else []), log):
             raise SystemExit(f"calibration failed; see {log}")
         (out / name).write_bytes(model.read_bytes())
-    kernels = CHAIN_KERNELS[:2] if quick else CHAIN_KERNELS
-    dags = DAG_SHAPES[:1] if quick else DAG_SHAPES
-    torch_steps = TORCH_STEPS[:1] if quick else TORCH_STEPS
-    n = "60" if quick else str(ITERATIONS)
-    jobs: list[tuple[str, Path, list[str]]] = []
-    for k in kernels:
-        p = out / f"chain-{k}.gmtrace"
-        jobs.append((f"chain, {k} kernels", p, [py, "-m", "graphmode", "bench", "chain", "--kernels", str(k), "-n", n, "--warmup", "20",
-                                                "--out", str(p), "--no-report"]))
-    for w, d in dags:
-        p = out / f"dag-{w}x{d}.gmtrace"
-        jobs.append((f"dag, {w} x {d}", p, [py, "-m", "graphmode", "bench", "dag", "--width", str(w), "--depth", str(d), "-n", n,
-                                            "--warmup", "20", "--out", str(p), "--no-report"]))
-    for s in torch_steps:
-        p = out / f"torch-{s}.gmtrace"
-        jobs.append((f"PyTorch {s} (compare)", p, [py, str(Path(__file__).resolve()), "torch", s, str(p), "--iterations", n]))
     rows = []
-    for label, path, cmd in jobs:
+    for label, path, cmd in _jobs(out, quick, procs):
         if _run(cmd, log):
             rows.append(compare_trace(path, model, label))
         else:
             rows.append({"label": label, "trace": path.name, "error": f"recording failed; see {log.name}"})
-    result = {"model": str(model), "seconds": round(time.perf_counter() - began, 1), "quick": quick, "rows": rows}
+    result = {"model": str(model), "seconds": round(time.perf_counter() - began, 1), "quick": quick, "procs": procs, "rows": rows}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     text = table(result)
     (out / "prediction.md").write_text(text + "\n")
     print(text)
+
+
+def reanalyze(out: Path, model: Path, scripts: list[Path]) -> dict[str, Any]:
+    """The rows of an earlier run again, from its traces, with another cost model (no GPU), plus committed script
+    recordings (`scripts`: their eager regions beside the graphs they measured). Written to
+    OUT/results-<model>.json and OUT/prediction-<model>.md."""
+    old = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {"rows": []}
+    rows = [compare_trace(out / r["trace"], model, r["label"]) for r in old["rows"] if (out / r["trace"]).is_file()]
+    rows += [compare_trace(p, model, f"script: {p.name.split('.')[0]}") for p in scripts]
+    result = {"model": str(model), "seconds": old.get("seconds"), "quick": old.get("quick", False), "procs": old.get("procs", 1),
+              "rows": rows, "reanalysed_from": str(out / "results.json")}
+    stem = model.stem.replace("costmodel-", "")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"results-{stem}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    text = table(result)
+    (out / f"prediction-{stem}.md").write_text(text + "\n")
+    print(text)
+    return result
 
 
 def _gpu_name() -> str:
@@ -186,25 +260,36 @@ def _pct(x: float | None) -> str:
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = ["| workload | nodes / edges | one-time predicted [95%] | measured | error | without build: predicted / measured | "
-             "replay predicted | measured | error | break-even predicted [95%] | measured | exact ratio error | within target |",
+    """Per workload (its processes pooled by aggregate): medians predicted and measured, the errors of the medians,
+    and the targets met on the medians (and by how many processes on their own)."""
+    lines = ["| workload | procs | nodes / edges | one-time predicted [95%] | measured (median [min, max]) | error | "
+             "without build: predicted / measured | replay predicted | measured | error | break-even predicted [95%] | "
+             "measured (median [min, max]) | within target: break-even / one-time (medians; processes) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in result["rows"]:
+    for r in aggregate(result["rows"]):
         if "error" in r:
-            lines.append(f"| {r['label']} | {r['error']} |" + " |" * 11)
+            lines.append(f"| {r['label']} | {r['procs']} | {r['error']} |" + " |" * 10)
             continue
-        hi = r["break_even_high"] if r["break_even_high"] is not None else "never"
-        ok = ("yes" if r.get("break_even_ok") else "no") + " / " + ("yes" if r.get("one_time_ok") else "no")
+        hi = _n(r["break_even_high"]) if r["break_even_high"] is not None else "never"
+        lo_m, hi_m = r["one_time_meas_range"]
+        be_lo, be_hi = r["break_even_meas_range"]
+        ok = (("yes" if r["break_even_ok"] else "no") + " / " + ("yes" if r["one_time_ok"] else "no")
+              + f" ({r['break_even_ok_procs']}/{r['procs']}; {r['one_time_ok_procs']}/{r['procs']})")
         lines.append(
-            f"| {r['label']} | {r['nodes']} / {r['edges']} | {_us(r['one_time_pred_ns'])} [{_us(r['one_time_low_ns'])}, "
-            f"{_us(r['one_time_high_ns'])}] us | {_us(r['one_time_meas_ns'])} us | {_pct(r['one_time_err'])} | "
+            f"| {r['label']} | {r['procs']} | {r['nodes']} / {r['edges']} | {_us(r['one_time_pred_ns'])} [{_us(r['one_time_low_ns'])}, "
+            f"{_us(r['one_time_high_ns'])}] us | {_us(r['one_time_meas_ns'])} [{_us(lo_m)}, {_us(hi_m)}] us | {_pct(r['one_time_err'])} | "
             f"{_us(r['rest_pred_ns'])} / {_us(r['rest_meas_ns'])} us ({_pct(r['rest_err'])}) | {_us(r['replay_pred_ns'])} us | "
-            f"{_us(r['replay_meas_ns'])} us | {_pct(r['replay_err'])} | {r['break_even_pred']} [{r['break_even_low']}, {hi}] | "
-            f"{r['break_even_meas']} | {_pct(r['break_even_exact_err'])} | {ok} |")
+            f"{_us(r['replay_meas_ns'])} us | {_pct(r['replay_err'])} | {_n(r['break_even_pred'])} [{_n(r['break_even_low'])}, {hi}] | "
+            f"{_n(r['break_even_meas'])} [{_n(be_lo)}, {_n(be_hi)}] | {ok} |")
     lines.append("")
-    lines.append("Within target: break-even within 20% or 1 replay / one-time cost within 25%. "
-                 f"Model: {Path(result['model']).name}; {result['seconds']} s in all.")
+    lines.append("Within target: break-even within 20% or 1 replay / one-time cost within 25%, on the medians over processes "
+                 f"(in brackets: processes within target on their own). Model: {Path(result['model']).name}"
+                 + (f"; {result['seconds']} s in all." if result.get("seconds") is not None else "."))
     return "\n".join(lines)
+
+
+def _n(x: float | None) -> str:
+    return "—" if x is None else f"{x:g}"
 
 
 def pack(work: Path, dest: Path, limit_mb: float) -> None:
@@ -234,6 +319,12 @@ def main() -> None:
     r.add_argument("out", type=Path)
     r.add_argument("--model", type=Path, help="use this cost model instead of calibrating")
     r.add_argument("--quick", action="store_true", help="fewer sizes and iterations (a check that it runs)")
+    r.add_argument("--procs", type=int, default=3, help="fresh processes per workload (the measured one-time cost of a "
+                                                          "process's first graph varies between processes)")
+    a = sub.add_parser("analyze", help="an earlier run's traces again with another cost model (no GPU), plus script recordings")
+    a.add_argument("out", type=Path)
+    a.add_argument("--model", type=Path, required=True)
+    a.add_argument("--scripts", type=Path, nargs="*", default=[], help="committed script recordings (*.gmtrace) to add")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
     k = sub.add_parser("pack", help="the traces of a run as one tar.gz under a size limit")
@@ -246,7 +337,9 @@ def main() -> None:
     w.add_argument("--iterations", type=int, default=ITERATIONS)
     args = ap.parse_args()
     if args.cmd == "run":
-        run(args.out, args.model, args.quick)
+        run(args.out, args.model, args.quick, args.procs)
+    elif args.cmd == "analyze":
+        reanalyze(args.out, args.model, args.scripts)
     elif args.cmd == "table":
         print(table(json.loads((args.out / "results.json").read_text())))
     elif args.cmd == "pack":
