@@ -149,7 +149,7 @@ def print_cost_model(console: Console, m: CostModel) -> None:
                 continue
             j = c.features.index(name)
             cells.append(f"{_ns(c.coef[j])} ±{_ns(c.cov[j][j] ** 0.5)}")
-        unit = (lambda x: f"{100 * x:.1f}%") if c.relative else _ns
+        unit = (lambda x: f"{100 * x:.1f}%") if (c.relative or c.relative_to) else _ns  # relative_to: % of the replay's span
         t.add_row(q, *cells, unit(c.resid_sd), unit(c.max_abs_residual()))
     console.print(t)
     if m.node_gpu_ns:
@@ -163,5 +163,15 @@ def print_cost_model(console: Console, m: CostModel) -> None:
         if (sp := m.torch_capture.get(key)) is not None:
             console.print(f"torch.cuda.graph's own work around {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
                           f"{sp.n} captures]: added to a prediction for a PyTorch program.")
+    for key, what in (("replay_host", "around a synchronized replay"), ("replay_call", "in the replay call alone")):
+        if (sp := m.torch_capture.get(key)) is not None:
+            console.print(f"PyTorch's CUDAGraph.replay() host time {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
+                          f"{sp.n} replays]: a PyTorch program's replays pay it.")
+    for key, what in (("first", "a process's first cudagraph-tree recording"), ("later", "a later one"),
+                      ("call_host", "a steady cudagraph-tree call (host time)")):
+        if (sp := m.tree_capture.get(key)) is not None:
+            console.print(f"{what[0].upper() + what[1:]}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, {sp.n} samples]"
+                          + (": added to a prediction for a program that records cudagraph trees." if key != "call_host"
+                             else ": its replays' host floor."))
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")
