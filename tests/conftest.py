@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,17 @@ if str(ROOT) not in sys.path:
 
 
 @functools.lru_cache(maxsize=1)
+def load_benchmark(name: str) -> Any:
+    """benchmarks/<name>.py as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def gpu_unavailable_reason() -> str | None:
     """None when an NVIDIA GPU with CUDA and CUPTI is usable, else why not."""
     try:

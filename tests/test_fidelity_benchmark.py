@@ -3,23 +3,20 @@ analysis of the per-process summaries recorded on the H200 (benchmarks/results/2
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from tests.conftest import load_benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "2026-11-30"
 
 
 def _fidelity():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("fidelity")
 
 
 def test_ground_truth_formulas_by_hand() -> None:

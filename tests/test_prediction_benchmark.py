@@ -3,22 +3,19 @@ rows it recorded on the H200 (benchmarks/results/2026-12-01-s10, call 2: three p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "2026-12-01-s10"
 
 
 def _prediction():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("prediction_benchmark", ROOT / "benchmarks" / "prediction.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("prediction")
 
 
 def _row(label: str, one_pred: float, one_meas: float, be_pred: int, be_meas: int) -> dict:  # type: ignore[type-arg]

@@ -745,21 +745,18 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
             errors.append(f"node durations (CUPTI): {type(e).__name__}: {e}")
         # Last, so that other processes' PyTorch contexts come after every timing of this one.
         if torch_probes and torch_available():
-            for i in range(torch_probes):
-                note(f"torch.cuda.graph's own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
-                probe = _in_fresh_process("--torch-probe", 180.0)
-                if isinstance(probe, str):
-                    errors.append(f"torch probe {i + 1} failed: {probe}")
-                else:
-                    torch_rows.append(probe)
-            for i in range(torch_probes if trees else 0):
-                note(f"cudagraph trees' own work in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
-                probe = _in_fresh_process("--tree-probe", 400.0)
-                if isinstance(probe, str):
-                    errors.append(f"cudagraph-tree probe {i + 1} failed: {probe}")
-                else:
-                    tree_rows.append(probe)
-                    errors += [f"cudagraph-tree probe {i + 1}, width {r['width']}: {r['error']}" for r in probe["recordings"] if "error" in r]
+            probes_of = [("--torch-probe", 180.0, "torch.cuda.graph's own work", "torch probe", torch_rows)]
+            if trees:
+                probes_of.append(("--tree-probe", 400.0, "cudagraph trees' own work", "cudagraph-tree probe", tree_rows))
+            for flag, timeout_s, what, name, rows in probes_of:  # per kind of PyTorch probe: two
+                for i in range(torch_probes):
+                    note(f"{what} in a fresh process ({i + 1}/{torch_probes})", len(work), len(work))
+                    probe = _in_fresh_process(flag, timeout_s)
+                    if isinstance(probe, str):
+                        errors.append(f"{name} {i + 1} failed: {probe}")
+                        continue
+                    rows.append(probe)
+                    errors += [f"{name} {i + 1}, width {r['width']}: {r['error']}" for r in probe.get("recordings", []) if "error" in r]
     finally:
         if gc_was:
             gc.enable()
