@@ -156,7 +156,8 @@ class CostModel:
     # torch.cuda.graph's own work around a capture (tracer.calibrate.torch_capture_probe): 'first' (the process's
     # first PyTorch capture, one sample per fresh process) and 'later' (every later capture); a replay through
     # PyTorch: 'replay_host' (replay + synchronize less the GPU span) and 'replay_call' (the replay call's host
-    # time, the GPU busy); {} without PyTorch
+    # time, the GPU busy); 'capture_ratio' (a body issued in capture mode over the same step issued eagerly, a
+    # ratio, not ns); {} without PyTorch
     torch_capture: dict[str, Spread] = field(default_factory=dict)
     # cudagraph trees' own work (tracer.calibrate.tree_probe): 'first' (the process's first recording), 'later'
     # (a later function's), 'call_host' (host time of a steady call: a floor under a tree's replay period); {} without
@@ -326,6 +327,11 @@ def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
         out["first"] = first
     if (later := Spread.of([float(x) for p in probes for x in p.get("later_ns") or []])) is not None:
         out["later"] = later
+    # a later capture's body (the step issued in capture mode) over the same step issued eagerly (its median)
+    ratios = [float(b) / float(np.median(p["eager_step_ns"])) for p in probes if p.get("eager_step_ns")
+              for b in (p.get("bodies_ns") or [])[1:]]
+    if (ratio := Spread.of(ratios)) is not None:
+        out["capture_ratio"] = ratio
     # a replay through torch.cuda.CUDAGraph.replay: launch + synchronize less its GPU span, and the replay call alone
     for key in ("replay_host", "replay_call"):
         if (sp := Spread.of([float(x) for p in probes for x in p.get(f"{key}_ns") or []])) is not None:

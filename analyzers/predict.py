@@ -346,6 +346,14 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
     z = rng.standard_normal(B)
     cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
+    # A PyTorch program issues its step in capture mode through PyTorch, which costs it more host time per op than
+    # eagerly (its private memory pool, capture-mode checks): the torch probe's ratio of the two, where larger.
+    ratio = model.torch_capture.get("capture_ratio") if torch_program else None
+    if ratio is not None and issue_med * ratio.median > cap_point:
+        cap_point = issue_med * ratio.median
+        cap_draw = np.maximum(issue_med * _from_samples(rng, ratio, B), cap_draw)
+        notes.append(f"the capture is the eager issue time ({duration_text(issue_med)}) times {ratio.median:.2f}: what issuing a step in "
+                     "capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch probe measured")
     inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)

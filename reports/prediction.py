@@ -163,6 +163,9 @@ def print_cost_model(console: Console, m: CostModel) -> None:
         if (sp := m.torch_capture.get(key)) is not None:
             console.print(f"torch.cuda.graph's own work around {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
                           f"{sp.n} captures]: added to a prediction for a PyTorch program.")
+    if (sp := m.torch_capture.get("capture_ratio")) is not None:
+        console.print(f"PyTorch issues a step in capture mode {sp.median:.2f}x as slowly as eagerly [{sp.p10:.2f}–{sp.p90:.2f}, "
+                      f"{sp.n} captures]: a PyTorch program's predicted capture scales its eager issue time by it.")
     for key, what in (("replay_host", "around a synchronized replay"), ("replay_call", "in the replay call alone")):
         if (sp := m.torch_capture.get(key)) is not None:
             console.print(f"PyTorch's CUDAGraph.replay() host time {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "

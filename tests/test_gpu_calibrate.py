@@ -35,14 +35,17 @@ def test_every_shape_family_was_built_and_timed(model: CostModel) -> None:
     assert kinds == {"chain", "event_chain", "forkjoin", "layers"}
     for r in model.table:
         assert 0 < r["instantiate"] and 0 < r["replay_gpu"] <= r["replay_wall"], r["shape"]
-        assert r["launch_call"] < r["replay_wall"], r["shape"]
+        # behind a busy GPU, launching a graph of external event nodes can take as long as a whole replay on an idle one
+        # (H200: event-chain-16 42 us against 36 us, session 10; event-chain-32 67 against 63 us, session 8)
+        assert r["launch_call"] < r["replay_wall"] or r["kind"] == "event_chain", r["shape"]
 
 
 def test_torch_cuda_graphs_own_work_is_measured(model: CostModel) -> None:
     """Where PyTorch is installed: one fresh process captured the probe step 5 times with torch.cuda.graph; its
     first capture pays PyTorch's process-wide set-up (10-25 ms on the H200 against 1-3 ms later, docs/benchmarks.md)."""
     pytest.importorskip("torch")
-    assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call"}, model.calibration["errors"]
+    assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call", "capture_ratio"}, model.calibration["errors"]
+    assert model.torch_capture["capture_ratio"].n == 4 and model.torch_capture["capture_ratio"].median > 0
     first, later = model.torch_capture["first"], model.torch_capture["later"]
     assert (first.n, later.n) == (1, 4)
     assert 0 < later.median < first.median

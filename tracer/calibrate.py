@@ -524,6 +524,15 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
             step()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
+    # The same step issued eagerly (host time of the call; synchronized after, untimed): a body issued in capture
+    # mode costs PyTorch more host time than this (its private memory pool, capture-mode checks), which the
+    # prediction scales a PyTorch program's eager issue time by (costmodel: 'capture_ratio').
+    eager: list[int] = []
+    for _ in range(TORCH_REPLAYS):
+        t0 = time.perf_counter_ns()
+        step()
+        eager.append(time.perf_counter_ns() - t0)
+        torch.cuda.synchronize()
     blocks: list[int] = []
     bodies: list[int] = []
     for _ in range(captures):
@@ -570,6 +579,7 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     return {"first_ns": float(blocks[0] - later_body), "later_ns": [float(b - d) for b, d in zip(blocks[1:], bodies[1:])],
             "blocks_ns": [float(b) for b in blocks], "bodies_ns": [float(b) for b in bodies],
             "replay_host_ns": [float(w - span) for w in walls], "replay_call_ns": [float(c) for c in calls], "replay_span_ns": span,
+            "eager_step_ns": [float(e) for e in eager],
             "torch_version": str(torch.__version__)}
 
 
