@@ -159,22 +159,20 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     if extra is not None:
         console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
                       f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
-    for key, what in (("first", "a process's first PyTorch capture"), ("later", "a later PyTorch capture")):
-        if (sp := m.torch_capture.get(key)) is not None:
-            console.print(f"torch.cuda.graph's own work around {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
-                          f"{sp.n} captures]: added to a prediction for a PyTorch program.")
+    # PyTorch's terms, one line each: (table, key, what it is, what its samples are, what uses it)
+    for table, key, what, samples, use in (
+        (m.torch_capture, "first", "torch.cuda.graph's own work around a process's first PyTorch capture", "captures", "a PyTorch program's capture"),
+        (m.torch_capture, "later", "torch.cuda.graph's own work around a later PyTorch capture", "captures", "a PyTorch program's capture"),
+        (m.torch_capture, "replay_host", "PyTorch's CUDAGraph.replay() host time around a synchronized replay", "replays", "a PyTorch program's replays"),
+        (m.torch_capture, "replay_call", "PyTorch's CUDAGraph.replay() host time in the replay call alone", "replays", "a PyTorch program's replays"),
+        (m.tree_capture, "first", "A process's first cudagraph-tree recording", "samples", "a program that records cudagraph trees"),
+        (m.tree_capture, "later", "A later cudagraph-tree recording", "samples", "a program that records cudagraph trees"),
+        (m.tree_capture, "call_host", "A steady cudagraph-tree call (host time)", "samples", "the replays of a program that records cudagraph trees"),
+    ):
+        if (sp := table.get(key)) is not None:
+            console.print(f"{what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, {sp.n} {samples}]: priced into {use}.")
     if (sp := m.torch_capture.get("capture_ratio")) is not None:
         console.print(f"PyTorch issues a step in capture mode {sp.median:.2f}x as slowly as eagerly [{sp.p10:.2f}–{sp.p90:.2f}, "
                       f"{sp.n} captures]: a PyTorch program's predicted capture scales its eager issue time by it.")
-    for key, what in (("replay_host", "around a synchronized replay"), ("replay_call", "in the replay call alone")):
-        if (sp := m.torch_capture.get(key)) is not None:
-            console.print(f"PyTorch's CUDAGraph.replay() host time {what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, "
-                          f"{sp.n} replays]: a PyTorch program's replays pay it.")
-    for key, what in (("first", "a process's first cudagraph-tree recording"), ("later", "a later one"),
-                      ("call_host", "a steady cudagraph-tree call (host time)")):
-        if (sp := m.tree_capture.get(key)) is not None:
-            console.print(f"{what[0].upper() + what[1:]}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, {sp.n} samples]"
-                          + (": added to a prediction for a program that records cudagraph trees." if key != "call_host"
-                             else ": its replays' host floor."))
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")
