@@ -258,12 +258,6 @@ _WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_
 _WINDOW_KINDS_SHORT = {"start_cudagraph_recording": "recording", "start_cuda_graph_block": "block"}
 
 
-def recording_windows(trace: Trace, pass_id: int, callbacks_pass: bool) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each cudagraph-tree recording and each `with torch.cuda.graph(...)` block PyTorch ran in
-    the pass (`torch_windows`)."""
-    return tuple((w.start_ns, w.end_ns) for w in torch_windows(trace, pass_id, callbacks_pass))
-
-
 @dataclass(frozen=True)
 class TorchWindow:
     """A cudagraph-tree recording ('recording') or a `with torch.cuda.graph(...)` block ('block') as heard."""

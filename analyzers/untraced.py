@@ -75,9 +75,13 @@ def timing_pass_id(trace: Trace) -> int | None:
 
 
 def _stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
-    return trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
-                     "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq "
-                     "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
+    """The pass's line stamps by time, typed once for every reader: thread_id, ts_ns and seq int64, thread_name and
+    loc ('file:line') str."""
+    s = trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
+                  "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq "
+                  "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
+    return {"thread_id": s["thread_id"].astype(np.int64), "thread_name": s["thread_name"].astype(str), "loc": s["loc"].astype(str),
+            "ts_ns": s["ts_ns"].astype(np.int64), "seq": s["seq"].astype(np.int64)}
 
 
 def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.ndarray] | None = None,
@@ -98,7 +102,7 @@ def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.nd
     s = stamps if stamps is not None else _stamps(trace, detail.pass_id)
     if not s["ts_ns"].size or not n:
         return loc, seq
-    tid, ts = s["thread_id"].astype(np.int64), s["ts_ns"].astype(np.int64)
+    tid, ts = s["thread_id"], s["ts_ns"]
     for t in np.unique(detail.thread_id):  # per launching thread
         rows = np.flatnonzero((detail.thread_id == t) & (detail.launch_ns >= 0))
         mine = np.flatnonzero(tid == t)
@@ -108,7 +112,7 @@ def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.nd
         ok = k >= 0
         loc[rows[ok]] = s["loc"][mine[k[ok]]]
         seq[rows[ok]] = s["seq"][mine[k[ok]]]
-        mine_loc = s["loc"][mine].astype(str)
+        mine_loc = s["loc"][mine]
         for gid, mode in sorted({(int(g), str(m)) for g, m in zip(detail.graph_id[rows], detail.mode[rows])}):  # per group
             sel = ok & (detail.graph_id[rows] == gid) & (detail.mode[rows] == mode)
             grows, gk = rows[sel], k[sel]
@@ -162,12 +166,12 @@ def _by_line(s: dict[str, np.ndarray], lines: set[str]) -> tuple[dict[tuple[Thre
     """(thread, 'file:line') -> that line's stamps (`_stamps` of one pass) on that thread, in order; and each
     OS thread's identity across runs: its Python name ('MainThread', 'Thread-3 (worker)': numbered in creation
     order), and among threads of one name, the order of their first stamp of one of `lines`."""
-    keep = np.isin(s["loc"].astype(str), sorted(lines)) if s["loc"].size and lines else np.zeros(s["loc"].size, dtype=bool)
+    keep = np.isin(s["loc"], sorted(lines)) if s["loc"].size and lines else np.zeros(s["loc"].size, dtype=bool)
     who: dict[int, Thread] = {}
     per_name: dict[str, int] = {}
     out: dict[tuple[Thread, str], list[int]] = {}
-    for t, name, lc, x in zip(s["thread_id"][keep].astype(np.int64).tolist(), s["thread_name"][keep].astype(str).tolist(),
-                              s["loc"][keep].astype(str).tolist(), s["ts_ns"][keep].astype(np.int64).tolist()):
+    for t, name, lc, x in zip(s["thread_id"][keep].tolist(), s["thread_name"][keep].tolist(), s["loc"][keep].tolist(),
+                              s["ts_ns"][keep].tolist()):
         if t not in who:
             who[t] = (name, per_name.get(name, 0))
             per_name[name] = who[t][1] + 1
@@ -401,7 +405,7 @@ def call_lines(stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...]) 
     a block's lines would be stamps for nothing)."""
     if not windows:
         return []
-    tid, ts, loc = stamps["thread_id"].astype(np.int64), stamps["ts_ns"].astype(np.int64), stamps["loc"].astype(str)
+    tid, ts, loc = stamps["thread_id"], stamps["ts_ns"], stamps["loc"]
     out: list[tuple[str, str] | None] = []
     for w in windows:
         mine = np.flatnonzero(tid == w.thread_id)
@@ -434,8 +438,8 @@ def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_win
     compiles = compile_windows(trace, timing_pass, callbacks_pass=False)
     # the detail run's spans: a statement that compiled there needs the timing run to have heard compilations
     d_compiles = compile_windows(trace, detail_pass, callbacks_pass=True) or ()
-    d_tid, d_ts = d_stamps["thread_id"].astype(np.int64), d_stamps["ts_ns"].astype(np.int64)
-    tid, ts, loc = t_stamps["thread_id"].astype(np.int64), t_stamps["ts_ns"].astype(np.int64), t_stamps["loc"].astype(str)
+    d_tid, d_ts = d_stamps["thread_id"], d_stamps["ts_ns"]
+    tid, ts, loc = t_stamps["thread_id"], t_stamps["ts_ns"], t_stamps["loc"]
     out: list[RecordingCall | None] = []
     for pair, w, dw in zip(pairs, timing_windows, d_windows):
         if pair is None:
@@ -470,7 +474,6 @@ def recording_calls(trace: Trace, detail_pass: int, timing_pass: int, timing_win
         compiled = _overlap(busy, lo, w.start_ns) + _overlap(busy, w.end_ns, hi)
         out.append(RecordingCall(pair, float(hi - lo), float(w.end_ns - w.start_ns), steady, int(spans.size), compiled))
     return tuple(out)
-
 
 
 def _overlap(spans: list[tuple[int, int]], lo: int, hi: int) -> float:
@@ -543,7 +546,7 @@ def capture_lines(trace: Trace, pass_id: int, stamps: dict[str, np.ndarray], win
                if not any(w.start_ns <= r[0] <= w.end_ns for w in windows)}
     if not regions:
         return {}
-    tid, ts, loc = stamps["thread_id"].astype(np.int64), stamps["ts_ns"].astype(np.int64), stamps["loc"].astype(str)
+    tid, ts, loc = stamps["thread_id"], stamps["ts_ns"], stamps["loc"]
     out: dict[int, tuple[str, str]] = {}
     for gid, (r0, r1, th) in regions.items():
         mine = np.flatnonzero(tid == th)
@@ -565,9 +568,9 @@ def capture_spans(trace: Trace, detail_pass: int, d_stamps: dict[str, np.ndarray
     lines = capture_lines(trace, detail_pass, d_stamps, d_windows, regions)
     if not lines:
         return {}
-    d_tid, d_ts, d_loc = d_stamps["thread_id"].astype(np.int64), d_stamps["ts_ns"].astype(np.int64), d_stamps["loc"].astype(str)
-    t_loc, t_ts = t_stamps["loc"].astype(str), t_stamps["ts_ns"].astype(np.int64)
-    t_main = t_stamps["thread_name"].astype(str) == "MainThread"
+    d_tid, d_ts, d_loc = d_stamps["thread_id"], d_stamps["ts_ns"], d_stamps["loc"]
+    t_loc, t_ts = t_stamps["loc"], t_stamps["ts_ns"]
+    t_main = t_stamps["thread_name"] == "MainThread"
     out: dict[int, CaptureSpan] = {}
     for gid, (la, lb) in lines.items():
         r0, r1, th = regions[gid]

@@ -262,7 +262,7 @@ class TorchHooks:
         """`with torch.cuda.graph(g):` is heard entering and leaving (two Python calls per capture): what PyTorch
         does around the capture (synchronize, empty_cache, its memory pool) is timed like a cudagraph-tree
         recording. cudagraph trees capture through it inside their recordings: the outermost window counts
-        (analyzers.script_graphs.recording_windows)."""
+        (analyzers.script_graphs.torch_windows)."""
         from torch.cuda.graphs import graph as block
 
         enter, leave = block.__dict__.get("__enter__"), block.__dict__.get("__exit__")
