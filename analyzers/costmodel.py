@@ -350,6 +350,15 @@ def _spread_from(d: Any) -> Spread | None:
     return None if d is None else Spread.of(list(d.get("samples") or [d["median"]]))
 
 
+def _spreads_dict(spreads: dict[str, Spread]) -> dict[str, Any]:
+    return {k: _spread_dict(s) for k, s in spreads.items()}
+
+
+def _spreads_from(d: Any) -> dict[str, Spread]:
+    """A model file's named spreads (first_graph, torch_capture, tree_capture); {} where the file has none."""
+    return {str(k): s for k, v in (d or {}).items() if (s := _spread_from(v)) is not None}
+
+
 def model_to_dict(m: CostModel) -> dict[str, Any]:
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -362,9 +371,8 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
                       "max_abs_residual": c.max_abs_residual(), "residuals": list(c.residuals), "row_index": list(c.row_index)}
                   for q, c in m.costs.items()},
         "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
-        "first_graph": {k: _spread_dict(s) for k, s in m.first_graph.items()},
-        "torch_capture": {k: _spread_dict(s) for k, s in m.torch_capture.items()},
-        "tree_capture": {k: _spread_dict(s) for k, s in m.tree_capture.items()},
+        "first_graph": _spreads_dict(m.first_graph), "torch_capture": _spreads_dict(m.torch_capture),
+        "tree_capture": _spreads_dict(m.tree_capture),
         "sm_count": m.sm_count,
         "table": m.table,
     }
@@ -394,10 +402,8 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             node_gpu_ns={str(k): float(v) for k, v in d.get("node_gpu_ns", {}).items()},
             eager_gap_ns={str(k): float(v) for k, v in d.get("eager_gap_ns", {}).items()},
             eager_tail=_spread_from(d.get("eager_tail")),
-            first_graph={str(k): s for k, v in d.get("first_graph", {}).items() if (s := _spread_from(v)) is not None},
-            table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
-            torch_capture={str(k): s for k, v in (d.get("torch_capture") or {}).items() if (s := _spread_from(v)) is not None},
-            tree_capture={str(k): s for k, v in (d.get("tree_capture") or {}).items() if (s := _spread_from(v)) is not None},
+            first_graph=_spreads_from(d.get("first_graph")), table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
+            torch_capture=_spreads_from(d.get("torch_capture")), tree_capture=_spreads_from(d.get("tree_capture")),
             sm_count=int(d.get("sm_count", 0) or 0), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:

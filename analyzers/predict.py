@@ -367,11 +367,11 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # (docs/metrics.md). Its replays go through PyTorch too: torch.cuda.CUDAGraph.replay, or a tree's call.
     # For trees, 'first' is the process's first tree recording (whatever graphs came before it): the tree's own
     # set-up is what makes it dearer (tracer.calibrate.tree_probe).
-    use_tree = torch_program and trees and bool(model.tree_capture)
+    use_tree = trees and bool(model.tree_capture)
     fw_table = (model.tree_capture if use_tree else model.torch_capture) if torch_program else {}
     fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree else first
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
-    if torch_program and trees and not model.tree_capture:
+    if trees and not model.tree_capture:
         notes.append("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
                      "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in")
     fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)
@@ -386,16 +386,15 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     span_draw = np.maximum(span_point + ov.sd(path_counts, scale=span_point) * rng.standard_normal(B), path_dur)
     # The host's part: the model's cuGraphLaunch (+ synchronize), or PyTorch's replay where the program replays
     # through it (measured by the cost model's PyTorch probes): a tree's call is its host floor either way.
-    tree_call = model.tree_capture.get("call_host") if torch_program and trees else None
-    torch_key = "replay_host" if synchronized else "replay_call"
-    torch_host = model.torch_capture.get(torch_key) if torch_program and tree_call is None else None
+    tree_call = model.tree_capture.get("call_host") if trees else None
+    torch_host = model.torch_capture.get("replay_host" if synchronized else "replay_call") if torch_program else None
     host_spread = tree_call or torch_host
     if host_spread is not None:
         host_draw, host_point = _from_samples(rng, host_spread, B), host_spread.median
-    elif synchronized:
-        host_draw, host_point = _normal(rng, c["replay_host"].mean(gcounts), c["replay_host"].sd(gcounts), B), c["replay_host"].mean(gcounts)
     else:
-        host_draw, host_point = _normal(rng, c["launch_call"].mean(gcounts), c["launch_call"].sd(gcounts), B), c["launch_call"].mean(gcounts)
+        hq = c["replay_host" if synchronized else "launch_call"]
+        host_point = hq.mean(gcounts)
+        host_draw = _normal(rng, host_point, hq.sd(gcounts), B)
     if synchronized:
         t_g_draw = host_draw + span_draw
         t_g = host_point + span_point
@@ -555,15 +554,19 @@ def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: Cos
                     "besides their CUDA calls (in the measured one-time costs)")
     tc = model.torch_capture if model is not None else {}
     if priced and tc:
-        parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"
-                 for key, what in (("first", "a process's first PyTorch capture"), ("later", "a later one")) if (s := tc.get(key))]
         return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
                 f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {model.gpu_name if model else 'this GPU'}: "
-                f"{', '.join(parts)} (median [p10, p90]); " + _tree_text(model) + measured)
+                f"{_spread_texts(tc, 'PyTorch capture')} (median [p10, p90]); " + _tree_text(model) + measured)
     return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
             "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
             "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
             "cudagraph-tree recording (docs/benchmarks.md)" + measured)
+
+
+def _spread_texts(table: dict[str, Spread], what: str) -> str:
+    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later' spreads."""
+    return ", ".join(f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {label}"
+                     for key, label in (("first", f"a process's first {what}"), ("later", "a later one")) if (s := table.get(key)))
 
 
 def _tree_text(model: CostModel | None) -> str:
@@ -571,9 +574,7 @@ def _tree_text(model: CostModel | None) -> str:
     tc = model.tree_capture if model is not None else {}
     if not tc.get("first"):
         return "cudagraph trees (torch.compile) do more around each recording"
-    parts = [f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {what}"
-             for key, what in (("first", "a process's first recording"), ("later", "a later one")) if (s := tc.get(key))]
-    return "cudagraph trees (torch.compile) were timed too and price a program that records them: " + ", ".join(parts)
+    return "cudagraph trees (torch.compile) were timed too and price a program that records them: " + _spread_texts(tc, "recording")
 
 
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
