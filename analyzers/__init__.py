@@ -31,7 +31,7 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
-from graphmode.analyzers.predict import predict
+from graphmode.analyzers.predict import BUILDS, predict
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
@@ -72,11 +72,13 @@ def _has_iterations(trace: Trace, pass_id: int) -> bool:
     return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
 
-def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = ()) -> TraceAnalysis:
+def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
+            predict_build: str = "auto") -> TraceAnalysis:
     """Computes every metric that the trace allows; says in `cannot_compute` what it does not, and why.
 
     `cost_model`: the model for the graph prediction (default: the installed one for the trace's GPU,
-    analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST'.
+    analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST';
+    `predict_build`: how the predicted graphs are made ('auto', 'capture' or 'node_api': analyzers.predict.predict).
     """
     warnings: list[str] = []
     cannot: list[str] = []
@@ -233,8 +235,10 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     # The prediction compares itself with the graph measured above, so it comes after everything.
     for spec in predict_lines:
         parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
+    if predict_build not in BUILDS:
+        raise ValueError(f"prediction build {predict_build!r}: choose one of {', '.join(BUILDS)}")
     try:
-        prediction = predict(trace, result, cost_model, predict_lines)
+        prediction = predict(trace, result, cost_model, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         return dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
                                    f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))

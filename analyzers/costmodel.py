@@ -59,7 +59,12 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "launch_call": (GRAPH_FEATURES, True, "host time of one cuGraphLaunch call (GPU busy behind a spin kernel)"),
     "replay_host": (GRAPH_FEATURES, False, "steady replay (launch + synchronize, host clock) minus its GPU span (CUDA events)"),
     "replay_gpu_overhead": (PATH_FEATURES, False, "GPU span of a replay (CUDA events) minus the own GPU durations of the nodes on its longest path"),
+    "build_api": (GRAPH_FEATURES, True, "the same graph built with the explicit node API from a Python loop (cuda-python): cuGraphCreate and "
+                  "one cuGraphAdd*Node per node, its parameters made as it is added"),
 }
+# Quantities a calibration may lack (an older one, or none of its shapes measured them): fitted where measured, else
+# absent from the model, and a prediction that needs one says so.
+OPTIONAL_QUANTITIES = frozenset({"build_api"})
 
 # Quantities fitted for the relative error of another column (weights 1/that column), residuals relative to it: the
 # GPU overhead of a replay is small beside the span it is part of, and what matters is the span's relative error.
@@ -163,6 +168,9 @@ class CostModel:
     # (a later function's), 'call_host' (host time of a steady call: a floor under a tree's replay period); {} without
     tree_capture: dict[str, Spread] = field(default_factory=dict)
     sm_count: int = 0  # the calibrating GPU's multiprocessors (a kernel's wide share: its blocks over these); 0: unknown
+    # the first graph of a process whose graphs are built with the node API: 'build' | 'instantiate' | 'upload' |
+    # 'first_launch' -> its extra over a second one (tracer.calibrate --probe-program-api); {} where not measured
+    first_graph_api: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -197,9 +205,11 @@ class CostModel:
     def key(self) -> tuple[str, str, int]:
         return (self.gpu_name, self.driver_version, self.cuda_driver_version)
 
-    def first_graph_extra(self) -> Spread | None:
-        """The first graph of a process: capture + instantiate + upload + first-launch extra, summed per probe."""
-        parts = [self.first_graph[k] for k in ("capture", "instantiate", "upload", "first_launch") if k in self.first_graph]
+    def first_graph_extra(self, api: bool = False) -> Spread | None:
+        """The first graph of a process: capture (or, `api`, the node-API build) + instantiate + upload + first-launch
+        extra, summed per probe."""
+        table = self.first_graph_api if api else self.first_graph
+        parts = [table[k] for k in ("build" if api else "capture", "instantiate", "upload", "first_launch") if k in table]
         if not parts:
             return None
         n = min(len(p.samples) for p in parts)
@@ -257,7 +267,7 @@ def fit_quantity(quantity: str, table: list[dict[str, Any]], y_key: str | None =
 def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], eager_gap_ns: dict[str, float],
                    first_graph_probes: list[dict[str, float]], machine: dict[str, Any],
                    calibration: dict[str, Any] | None = None, torch_probes: list[dict[str, Any]] | None = None,
-                   tree_probes: list[dict[str, Any]] | None = None) -> CostModel:
+                   tree_probes: list[dict[str, Any]] | None = None, api_probes: list[dict[str, float]] | None = None) -> CostModel:
     """Fits every quantity of QUANTITIES from a calibration table.
 
     `table` rows: the feature counts (QUANTITIES' features), and per measured quantity its value in ns
@@ -266,6 +276,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
     first_graph=True are left out of every fit. `first_graph_probes`: per fresh process, the extra cost
     of its first graph over an identical second one ({'capture': ns, 'instantiate': ns, ...}).
     `torch_probes`: per fresh process with PyTorch, torch.cuda.graph's own work ({'first_ns': ns, 'later_ns': [ns, ...]}).
+    `api_probes`: as `first_graph_probes`, in processes that build their graphs with the node API ({'build': ns, ...}).
     """
     rows = [dict(r) for r in table]
     for r in rows:
@@ -285,9 +296,11 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
             r["replay_host"] = float(r["replay_wall"]) - float(r["replay_gpu"])
         if r.get("first_launch") is not None and r.get("replay_wall") is not None:
             r["first_launch_excess"] = float(r["first_launch"]) - float(r["replay_wall"])
-    costs = {q: fit_quantity(q, rows) for q in QUANTITIES}
-    first = {k: s for k in ("capture", "instantiate", "upload", "first_launch")
-             if (s := Spread.of([p[k] for p in first_graph_probes if k in p])) is not None}
+    costs = {q: fit_quantity(q, rows) for q in QUANTITIES
+             if q not in OPTIONAL_QUANTITIES or any(r.get(q) is not None and not r.get("first_graph", False) for r in rows)}
+    first, first_api = ({k: s for k in keys if (s := Spread.of([p[k] for p in probes if k in p])) is not None}
+                        for probes, keys in ((first_graph_probes, ("capture", "instantiate", "upload", "first_launch")),
+                                             (api_probes or [], ("build", "instantiate", "upload", "first_launch"))))
     tails = [float(r["eager_wall"]) - float(r["eager_issue"]) for r in rows
              if r.get("eager_wall") is not None and r.get("eager_issue") is not None and not r.get("first_graph", False)]
     return CostModel(
@@ -298,6 +311,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
         eager_gap_ns=dict(eager_gap_ns), eager_tail=Spread.of(tails), first_graph=first, table=rows,
         calibration=dict(calibration or {}), torch_capture=torch_capture_spreads(torch_probes or []),
         tree_capture=tree_capture_spreads(tree_probes or []), sm_count=int(machine.get("sm_count", 0) or 0),
+        first_graph_api=first_api,
     )
 
 
@@ -355,7 +369,7 @@ def _spreads_dict(spreads: dict[str, Spread]) -> dict[str, Any]:
 
 
 def _spreads_from(d: Any) -> dict[str, Spread]:
-    """A model file's named spreads (first_graph, torch_capture, tree_capture); {} where the file has none."""
+    """A model file's named spreads (first_graph, first_graph_api, torch_capture, tree_capture); {} where the file has none."""
     return {str(k): s for k, v in (d or {}).items() if (s := _spread_from(v)) is not None}
 
 
@@ -372,7 +386,7 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
                   for q, c in m.costs.items()},
         "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
         "first_graph": _spreads_dict(m.first_graph), "torch_capture": _spreads_dict(m.torch_capture),
-        "tree_capture": _spreads_dict(m.tree_capture),
+        "tree_capture": _spreads_dict(m.tree_capture), "first_graph_api": _spreads_dict(m.first_graph_api),
         "sm_count": m.sm_count,
         "table": m.table,
     }
@@ -388,6 +402,8 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
     try:
         costs = {}
         for q in QUANTITIES:
+            if q in OPTIONAL_QUANTITIES and q not in d["costs"]:
+                continue
             c = d["costs"][q]
             costs[q] = FittedCost(q, tuple(c["features"]), tuple(float(x) for x in c["coef"]),
                                   tuple(tuple(float(x) for x in r) for r in c["cov"]), bool(c["relative"]),
@@ -404,7 +420,7 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             eager_tail=_spread_from(d.get("eager_tail")),
             first_graph=_spreads_from(d.get("first_graph")), table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
             torch_capture=_spreads_from(d.get("torch_capture")), tree_capture=_spreads_from(d.get("tree_capture")),
-            sm_count=int(d.get("sm_count", 0) or 0), path=path,
+            sm_count=int(d.get("sm_count", 0) or 0), first_graph_api=_spreads_from(d.get("first_graph_api")), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "

@@ -230,7 +230,7 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
 
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
               wall_pass: int | None, seed: int, torch_program: bool = False, trees: bool = False,
-              tree_starts: Sequence[int] = ()) -> RegionPrediction | None:
+              tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False) -> RegionPrediction | None:
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -340,15 +340,27 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
 
     # Capture runs the iteration's host code once more, each call in capture mode: the eager issue time
     # (corrected to the untraced pass where there is one) plus what capture adds per call; never less than
-    # the model's own capture of the same calls from a plain loop.
+    # the model's own capture of the same calls from a plain loop. A node-API build instead adds one node per
+    # operation from Python (the model's build_api, from the same graphs built so).
+    api = method == "node_api"
+    if api and "build_api" not in c:
+        notes.append("the graph would be built with the node API, but the cost model has no node-API measurement (a calibration "
+                     "before graphmode timed one): priced as a capture")
+        api = False
     issue_med = float(np.median(issue)) * region.correction
-    cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
-    cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
     z = rng.standard_normal(B)
-    cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
+    if api:
+        cap_point = c["build_api"].mean(gcounts)
+        cap_draw = np.maximum(cap_point + c["build_api"].sd(gcounts) * z, 0.0)
+        notes.append("priced as built with the explicit node API (one cuGraphAdd*Node per node from Python, as `graphmode calibrate` "
+                     "timed it)" + (", as the graph this trace built for the same work was" if method_from_trace else ""))
+    else:
+        cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
+        cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
+        cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
     # A PyTorch program issues its step in capture mode through PyTorch, which costs it more host time per op than
     # eagerly (its private memory pool, capture-mode checks): the torch probe's ratio of the two, where larger.
-    ratio = model.torch_capture.get("capture_ratio") if torch_program else None
+    ratio = model.torch_capture.get("capture_ratio") if torch_program and not api else None
     if ratio is not None and issue_med * ratio.median > cap_point:
         cap_point = issue_med * ratio.median
         cap_draw = np.maximum(issue_med * _from_samples(rng, ratio, B), cap_draw)
@@ -358,7 +370,9 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
     first = _first_graph_of_process(trace, region.wall_start)
-    extra_spread = model.first_graph_extra() if first else None
+    extra_spread = (model.first_graph_extra(api=True) or model.first_graph_extra()) if first and api else model.first_graph_extra() if first else None
+    if first and api and not model.first_graph_api:
+        notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
         notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
@@ -419,7 +433,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         one_time=_estimate(one_draw, one_point), eager_period=_estimate(t_e_draw, t_e), replay_period=_estimate(t_g_draw, t_g),
         saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
-        framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None,
+        framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
     )
 
 
@@ -577,11 +591,27 @@ def _tree_text(model: CostModel | None) -> str:
     return "cudagraph trees (torch.compile) were timed too and price a program that records them: " + _spread_texts(tc, "recording")
 
 
+BUILDS = ("auto", "capture", "node_api")
+
+
+def _built_by_api(trace: Trace, region: Region, traced_id: int) -> bool:
+    """The graph this trace built for the region's work was made with the explicit node API (graphs.origin
+    'explicit'): the region's graph, or for graphmode's runner (bench, compare) the one graph of its traced pass."""
+    if region.graph_id:
+        return bool(trace.rows("SELECT count(*) FROM graphs WHERE graph_id = ? AND origin = 'explicit'", [region.graph_id])[0][0])
+    return region.runner and bool(trace.rows("SELECT count(*) FROM graphs WHERE pass_id = ? AND origin = 'explicit'", [traced_id])[0][0])
+
+
 def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
-            lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED) -> Prediction:
+            lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED, build: str = "auto") -> Prediction:
     """Graph predictions for every repeated region of the trace (module doc). `analysis`, when given,
     supplies the measured graph of each region for comparison; `choice` the cost model (default: the
-    installed model for the trace's GPU, analyzers.costmodel.find_model); `lines` user-named regions."""
+    installed model for the trace's GPU, analyzers.costmodel.find_model); `lines` user-named regions. `build`: how
+    the predicted graphs are made, 'capture' (stream capture of the eager work), 'node_api' (the explicit node API),
+    or 'auto': the node API for a region whose graph this trace built so, else a capture (a PyTorch program always
+    captures)."""
+    if build not in BUILDS:
+        raise ValueError(f"build {build!r}: choose one of {', '.join(BUILDS)}")
     choice = choice if choice is not None else find_model(trace.meta)
     model = choice.model
     notes: list[str] = []
@@ -619,8 +649,13 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
         regions = regions[:MAX_REGIONS]
     trees = torch_program and uses_trees(trace)
     tree_starts = [w.start_ns for w in torch_windows(trace, traced.pass_id, True) if w.kind == "recording"] if trees else []
-    out = [p for r in regions
-           if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts)) is not None]
+    out = []
+    for r in regions:  # per region: at most MAX_REGIONS
+        from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
+        method = "node_api" if build == "node_api" or from_trace else "capture"
+        if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
+                           method, from_trace)) is not None:
+            out.append(p)
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}

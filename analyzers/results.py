@@ -471,6 +471,9 @@ class RegionPrediction:
     # PyTorch's own work around the capture (torch.cuda.graph: synchronize, empty_cache, its memory pool, Python),
     # as `graphmode calibrate` timed it; included in one_time. None: not a PyTorch program, or no such measurement
     framework: Estimate | None = None
+    # how the graph is made: 'capture' (a stream capture of the eager work) or 'node_api' (the explicit node API, as a
+    # cuda-python program builds it; `capture` then holds that build)
+    build: str = "capture"
 
 
 @dataclass(frozen=True)

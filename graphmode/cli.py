@@ -248,6 +248,10 @@ def report(
     predict_lines: Annotated[
         Optional[list[str]], typer.Option(help="Also predict a graph for the work launched from these lines, FILE:FIRST-LAST (needs --launch-sources).")
     ] = None,
+    predict_build: Annotated[
+        str, typer.Option(help="How the predicted graphs are made: 'capture' (stream capture of the eager work), 'node-api' "
+                               "(cuGraphAdd*Node calls), or 'auto' (the node API where this trace built the same work's graph so).")
+    ] = "auto",
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
     as_json = json_output or (out is not None and out.suffix.lower() == ".json")
@@ -266,7 +270,7 @@ def report(
 
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
-        analysis = analyze(trace, choice, predict_lines or ())
+        analysis = analyze(trace, choice, predict_lines or (), predict_build.replace("-", "_"))
     except (CostModelError, ValueError) as e:
         _fail(str(e))
     try:

@@ -61,7 +61,7 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
     rows: list[tuple[str, list[str]]] = [
         ("iterations", [f"{r.iterations:,}" + ("" if r.synchronized else " (not synchronized)") for r in to_graph]),
         ("graph nodes / edges", [f"{r.graph.nodes} / {r.graph.edges}" if r.graph else "—" for r in to_graph]),
-        ("capture", [_est(r.capture) for r in to_graph]),
+        ("capture (or node-API build)", [_est(r.capture) + (" (node-API build)" if r.build == "node_api" and r.capture else "") for r in to_graph]),
         ("instantiate", [_est(r.instantiate) for r in to_graph]),
         ("upload", [_est(r.upload) for r in to_graph]),
         ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
@@ -159,6 +159,10 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     if extra is not None:
         console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
                       f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
+    api = m.first_graph_extra(api=True)
+    if api is not None:
+        console.print(f"Built with the node API, the first graph of a process costs {_ns(api.median)} more [{_ns(api.p10)}–{_ns(api.p90)}, "
+                      f"{api.n} processes]: added to a node-API build's prediction instead.")
     # PyTorch's terms, one line each: (table, key, what it is, what its samples are, what uses it)
     for table, key, what, samples, use in (
         (m.torch_capture, "first", "torch.cuda.graph's own work around a process's first PyTorch capture", "captures", "a PyTorch program's capture"),

@@ -29,12 +29,15 @@ TRUE: dict[str, dict[str, float]] = {
     "replay_gpu_overhead": {"1": 2_000, "path_kernel_tiny": 150, "path_kernel_spin": 150, "path_kernel_wide": -100, "path_memset": 300,
                             "path_memcpy": 400, "path_host": 3_000, "path_event": 500, "path_switches": 250, "off_nodes": 200,
                             "off_wide_ns": 0.5},
+    # the node-API build (cuGraphAdd*Node from Python): measured only for kernel, memset and memcpy graphs
+    "build_api": {"1": 15_000, "kernel": 8_000, "memset": 7_000, "memcpy": 9_000, "edges": 300},
 }
 NODE_GPU_NS = {"kernel": 1_500.0, "kernel_spin": 5_200.0, "kernel_wide": 2_000.0, "memset": 1_200.0, "memcpy": 1_800.0}
 SM_COUNT = 100
 EAGER_GAP_NS = {"kernel": 1_000.0, "memset": 1_000.0, "memcpy": 1_000.0}
 EAGER_TAIL_NS = 3_000.0
 FIRST_GRAPH_EXTRA = {"capture": 20_000.0, "instantiate": 200_000.0, "upload": 0.0, "first_launch": 5_000.0}
+FIRST_GRAPH_EXTRA_API = {"build": 150_000.0, "instantiate": 100_000.0, "upload": 0.0, "first_launch": 5_000.0}
 MACHINE = {"gpu_name": "SYNTHETIC GPU", "compute_capability": "0.0", "driver_version": "0.0", "cuda_driver_version": 0,
            "cuda_runtime_version": 0, "tool_version": "test", "created_at": "synthetic", "sm_count": SM_COUNT}
 
@@ -47,12 +50,13 @@ def true_value(quantity: str, counts: dict[str, float]) -> float:
 
 def synthetic_table(repeats: int = 3, rel_noise: float = 0.0, abs_noise: float = 0.0, seed: int = 1) -> list[dict[str, Any]]:
     """Rows like tracer.calibrate's, for its real shapes, with values from TRUE (plus noise)."""
-    from graphmode.tracer.calibrate import predicted_graph, program, shapes
+    from graphmode.tracer.calibrate import api_buildable, predicted_graph, program, shapes
 
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []
     for sh in shapes():
-        f = predicted_graph(program(sh))
+        steps = program(sh)
+        f = predicted_graph(steps)
         for rep in range(repeats):
             row: dict[str, Any] = {"shape": sh.name, "repeat": rep, "first_graph": False, **f}
 
@@ -63,6 +67,8 @@ def synthetic_table(repeats: int = 3, rel_noise: float = 0.0, abs_noise: float =
 
             for q in ("capture", "instantiate", "upload", "launch_call"):
                 row[q] = noisy(q)
+            if api_buildable(steps):
+                row["build_api"] = noisy("build_api")
             if sh.kind != "event_chain":
                 row["eager_issue"] = noisy("eager_issue")
                 row["eager_wall"] = row["eager_issue"] + EAGER_TAIL_NS
@@ -82,4 +88,5 @@ def synthetic_model(rel_noise: float = 0.0, abs_noise: float = 0.0, seed: int = 
     """The model graphmode fits from synthetic_table; noise-free by default, so its coefficients are TRUE."""
     probes = [dict(FIRST_GRAPH_EXTRA) for _ in range(5)]
     return fit_cost_model(synthetic_table(repeats, rel_noise, abs_noise, seed), NODE_GPU_NS, EAGER_GAP_NS, probes, MACHINE,
-                          {"note": "synthetic test model, coefficients chosen by hand"})
+                          {"note": "synthetic test model, coefficients chosen by hand"},
+                          api_probes=[dict(FIRST_GRAPH_EXTRA_API) for _ in range(5)])

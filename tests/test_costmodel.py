@@ -37,6 +37,31 @@ def test_noise_free_table_gives_the_true_coefficients_and_no_spread() -> None:
     assert m.eager_tail is not None and m.eager_tail.median == pytest.approx(3_000)
 
 
+def test_a_node_api_build_is_fitted_where_measured_and_optional_in_a_model_file(tmp_path: Path) -> None:
+    """build_api is fitted from the rows that built their graph with the node API (kernel, memset and memcpy
+    shapes); a node-API program's first graph comes from its own probes (SYNTHETIC 150 + 100 + 0 + 5 us); a model
+    file written before either was measured still loads, without them."""
+    m = synthetic_model()
+    c = m.costs["build_api"]
+    assert c.rows == sum(1 for r in m.table if r.get("build_api") is not None) > 0
+    assert not any(r.get("build_api") is not None for r in m.table if r.get("host") or r.get("event"))
+    assert c.mean({"kernel": 10, "edges": 9}) == pytest.approx(15_000 + 10 * 8_000 + 9 * 300)
+    assert m.first_graph_extra(api=True).median == pytest.approx(255_000)  # type: ignore[union-attr]
+    p = save_model(m, tmp_path / "m.json")
+    d = json.loads(p.read_text())
+    del d["costs"]["build_api"], d["first_graph_api"]
+    p.write_text(json.dumps(d))
+    old = load_model(p)
+    assert "build_api" not in old.costs and old.first_graph_extra(api=True) is None
+    assert old.costs["capture"].coef == pytest.approx(m.costs["capture"].coef)
+    # a table with no node-API rows fits no build_api and fails nothing
+    rows = [{k: v for k, v in r.items() if k != "build_api"} for r in synthetic_table()]
+    from graphmode.analyzers.costmodel import fit_cost_model
+    from synthetic_costmodel import EAGER_GAP_NS, MACHINE, NODE_GPU_NS
+
+    assert "build_api" not in fit_cost_model(rows, NODE_GPU_NS, EAGER_GAP_NS, [], MACHINE).costs
+
+
 def test_noisy_table_recovers_the_coefficients_within_their_standard_errors() -> None:
     # 3% relative noise on timings, 300 ns absolute on differences, 5 repeats of each shape
     m = synthetic_model(rel_noise=0.03, abs_noise=300, seed=7, repeats=5)
@@ -91,7 +116,7 @@ def test_model_file_round_trip(tmp_path: Path) -> None:
     assert p.name == "costmodel-synthetic-gpu.json"
     back = load_model(p)
     assert back.key == m.key and back.path == str(p)
-    for q in QUANTITIES:
+    for q in QUANTITIES:  # the synthetic model has every quantity, build_api included
         assert back.costs[q].coef == pytest.approx(m.costs[q].coef)
         assert back.costs[q].sd({"kernel": 20}) == pytest.approx(m.costs[q].sd({"kernel": 20}))
     assert back.first_graph_extra().median == pytest.approx(m.first_graph_extra().median)  # type: ignore[union-attr]

@@ -74,6 +74,19 @@ def test_capture_makes_the_graph_graphmodes_capture_rules_predict(model: CostMod
             f"{r['predicted_edges']:.0f} (analyzers/eager_graph.py keeps redundant stream-order edges)")
 
 
+def test_the_node_api_build_makes_the_same_graph_as_the_capture(model: CostModel) -> None:
+    """Every shape of kernels, memsets and memcpys is also built with the node API (Calibrator.build); the driver's
+    count of its nodes and edges is the captured graph's, and the build is fitted per node; a program-like fresh
+    process measured a node-API program's first graph."""
+    built = [r for r in model.table if r.get("build_api") is not None]
+    assert {r["shape"] for r in built} >= {"kernel-chain-1", "memset-chain-8", "mixed-24", "forkjoin-2x4", "layers-4x3"}
+    for r in built:
+        assert (r["api_nodes"], r["api_edges"]) == (r["actual_nodes"], r["actual_edges"]), r["shape"]
+    c = model.costs["build_api"]
+    assert c.coefficient("kernel") > 0 and c.resid_sd < 0.5
+    assert model.calibration["api_probes"] == 1 and model.first_graph_extra(api=True) is not None
+
+
 def test_the_fit_is_sane(model: CostModel) -> None:
     c = model.costs
     assert c["instantiate"].coefficient("kernel") > 0 and c["capture"].coefficient("kernel") > 0

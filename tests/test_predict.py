@@ -101,6 +101,30 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     assert any("cudaEventRecord" in n for n in p.notes)
 
 
+def test_a_node_api_build_is_priced_as_the_model_built_one(tmp_path: Path) -> None:
+    """The SYNTHETIC fork-join trace priced as a graph built with the node API (`build='node_api'`): its making is
+    the model's build_api for 4 kernels and 4 edges, 15000 + 4*8000 + 4*300 = 48200 ns (not the capture's 26400),
+    and a node-API program's first graph (150000 + 100000 + 0 + 5000 = 255000) replaces the captured one's; the rest
+    of the one-time cost and the replay are the same graph's, as worked out above. A model without a node-API
+    measurement prices a capture and says so."""
+    trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
+    [cap] = predict(trace, None, MODEL).regions
+    [api] = predict(trace, None, MODEL, build="node_api").regions
+    assert (cap.build, api.build) == ("capture", "node_api")
+    assert api.capture is not None and api.capture.ns == pytest.approx(48_200)
+    assert api.first_graph_extra is not None and api.first_graph_extra.ns == pytest.approx(255_000)
+    assert api.one_time is not None and api.one_time.ns == pytest.approx(48_200 + 58_000 + 31_400 + 8_200 + 255_000)  # 400800
+    assert api.replay_period == cap.replay_period
+    assert api.break_even == 5  # ceil(400800 / 84326) = ceil(4.75)
+    assert any("node API" in n for n in api.notes)
+    old = dataclasses.replace(MODEL.model, costs={k: v for k, v in MODEL.model.costs.items() if k != "build_api"}, first_graph_api={})
+    [r] = predict(trace, None, ModelChoice(old, "exact", ""), build="node_api").regions
+    assert r.build == "capture" and r.one_time == cap.one_time
+    assert any("no node-API measurement" in n for n in r.notes)
+    with pytest.raises(ValueError, match="choose one of"):
+        predict(trace, None, MODEL, build="nodes")
+
+
 def test_a_pytorch_program_pays_torch_cuda_graphs_own_work(tmp_path: Path) -> None:
     """The SYNTHETIC fork-join trace marked as a program that imported torch, priced with the synthetic model
     plus SYNTHETIC torch probes: the process's first capture adds the probes' 'first' median (12 ms) to the
@@ -336,6 +360,8 @@ def test_bench_recordings_predict_from_their_eager_iterations(name: str) -> None
     assert r.break_even_low is not None and r.break_even_low <= r.break_even
     assert r.break_even_high_never or (r.break_even_high is not None and r.break_even <= r.break_even_high)
     assert r.first_graph_extra is not None  # the bench builds its process's first graph after these iterations
+    # the dag's graph is built with the node API (trace: graphs.origin 'explicit'), the chain's captured: priced alike
+    assert r.build == ("node_api" if name.startswith("dag") else "capture")
     if name.startswith("chain"):
         s = next(r for r in p.regions if r.mode == "eager_sync_each")
         [sync] = [b for b in s.breakers if b.kind == "sync"]
@@ -396,7 +422,7 @@ def test_analyze_refuses_a_bad_line_spec_and_survives_a_failing_prediction(tmp_p
         analyze(trace, MODEL, ["train.py:9-3x"])
     import graphmode.analyzers as analyzers_pkg
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(analyzers_pkg, "predict", broken)

@@ -4,7 +4,9 @@ It builds graphs of growing size and node mix by stream capture (chains of kerne
 host functions and external-event record/wait nodes, mixed chains, fork/join and fully connected
 layers across streams), and times, per graph: the capture, cuGraphInstantiate, cuGraphUpload, the first
 launch, steady replays (launch + synchronize), the cuGraphLaunch call alone and the replay's GPU span,
-and the same operations issued eagerly. Host times are time.perf_counter_ns around the driver calls;
+and the same operations issued eagerly; where the shape has only kernels, memsets and memcpys, the same graph
+is also built once with the explicit node API (cuGraphAdd*Node from Python, `Calibrator.build`) and that build
+is timed. Host times are time.perf_counter_ns around the driver calls;
 GPU spans are CUDA events, with a spin kernel queued first so that the start event is stamped when the
 GPU reaches the graph. No CUPTI call is made while timing (docs/design.md: CUPTI calls made between a
 graph's build and its replays slowed them). Only at the very end, a short CUPTI session measures the
@@ -14,7 +16,8 @@ kernels; it detaches when it stops.
 The first graph of a process costs more (docs/metrics.md): it is measured apart, as the extra of a
 process's first graph over an identical second one, in `probes` fresh processes set up like a program that
 graphmode measures (its recording stack imported, the step run eagerly 200 times first: the model's), and
-in as many bare ones and this process (kept beside them as a control), and kept out of the fit. Shapes and repetitions run in a seeded random order so that a drift over the
+in as many bare ones and this process (kept beside them as a control), and kept out of the fit; as many more
+program-like processes build their two graphs with the node API (a node-API program's first graph). Shapes and repetitions run in a seeded random order so that a drift over the
 run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
 biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
 
@@ -146,6 +149,13 @@ def program(shape: Shape) -> list[Step]:
     else:
         raise ValueError(f"unknown shape kind {shape.kind!r}")
     return steps + [("op", "kernel", 0)]
+
+
+def api_buildable(steps: list[Step]) -> bool:
+    """Whether `Calibrator.build` makes this program's graph with the node API: kernels, memsets and memcpys joined
+    by stream order and events (no host functions, no external event nodes)."""
+    return all(what in ("record", "wait") or (what == "op" and a in ("kernel", "kernel_wide", "kernel_spin", "memset", "memcpy"))
+               for what, a, _ in steps)
 
 
 def predicted_graph(steps: list[Step]) -> dict[str, float]:
@@ -335,6 +345,56 @@ class Calibrator:
         graph = check(cu.cuStreamEndCapture(s0), "cuStreamEndCapture")
         return graph, clock() - t0
 
+    def build(self, steps: list[Step]) -> tuple[Any, int]:
+        """The same graph built with the explicit node API (cuGraphCreate, cuGraphAdd*Node), as a cuda-python program
+        writes it: each node's parameters made and its dependencies given where it is added. A node depends on what a
+        capture would make it depend on: the last node of its stream and the nodes of the events its stream waited
+        for (`predicted_graph`'s rules). Returns (graph, ns). Kernel, memset and memcpy steps only: host and external
+        event nodes raise ValueError (those shapes are timed by capture alone)."""
+        cu, check, clock = self.cu, self.check, time.perf_counter_ns
+        ctx = self.device.context
+        t0 = clock()
+        graph = check(cu.cuGraphCreate(0), "cuGraphCreate")
+        try:
+            frontier: dict[int, list[Any]] = {}
+            recorded: dict[int, list[Any]] = {}
+            for what, a, b in steps:  # per step: the node it adds, or the dependencies it moves
+                if what == "record":
+                    recorded[a] = list(frontier.get(b, []))
+                    continue
+                if what == "wait":
+                    deps = frontier.setdefault(a, [])
+                    deps += [n for n in recorded.get(b, []) if all(int(n) != int(d) for d in deps)]
+                    continue
+                if what != "op":
+                    raise ValueError(f"the node-API build has no {what!r} step")
+                deps = frontier.get(b, [])
+                if a in ("kernel", "kernel_wide", "kernel_spin"):
+                    p = cu.CUDA_KERNEL_NODE_PARAMS()
+                    p.func = self.f_spin if a == "kernel_spin" else self.f_tiny
+                    p.gridDimX, p.gridDimY, p.gridDimZ = (self.wide_blocks if a == "kernel_wide" else 1), 1, 1
+                    p.blockDimX, p.blockDimY, p.blockDimZ = (WIDE_THREADS if a == "kernel_wide" else 1 if a == "kernel_spin" else 32), 1, 1
+                    p.sharedMemBytes = 0
+                    p.kernelParams = (self.spin5_args if a == "kernel_spin" else self.tiny_args).address
+                    node = check(cu.cuGraphAddKernelNode(graph, deps, len(deps), p), "cuGraphAddKernelNode")
+                elif a == "memset":
+                    ms = cu.CUDA_MEMSET_NODE_PARAMS()
+                    ms.dst, ms.pitch, ms.value, ms.elementSize, ms.width, ms.height = self.buf, 0, 0, 4, 256, 1
+                    node = check(cu.cuGraphAddMemsetNode(graph, deps, len(deps), ms, ctx), "cuGraphAddMemsetNode")
+                elif a == "memcpy":
+                    cp = cu.CUDA_MEMCPY3D()
+                    cp.srcMemoryType = cp.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                    cp.srcDevice, cp.dstDevice = self.src, self.dst
+                    cp.WidthInBytes, cp.Height, cp.Depth = 4096, 1, 1
+                    node = check(cu.cuGraphAddMemcpyNode(graph, deps, len(deps), cp, ctx), "cuGraphAddMemcpyNode")
+                else:
+                    raise ValueError(f"the node-API build has no {a!r} node")
+                frontier[b] = [node]
+        except BaseException:
+            cu.cuGraphDestroy(graph)
+            raise
+        return graph, clock() - t0
+
     def topology(self, graph: Any) -> dict[str, float]:
         """Nodes per type and edges of a built graph (driver calls, after its timing)."""
         from graphmode.tracer.topology import node_type_name
@@ -348,12 +408,19 @@ class Calibrator:
         out["actual_edges"] = float(int(cu.cuGraphGetEdges(graph, 0)[-1]))
         return out
 
-    def measure(self, steps: list[Step], replays: int, gated: int, eager: int) -> dict[str, float]:
-        """Every timing of one graph of the program (module doc); the graph is destroyed afterwards."""
+    def measure(self, steps: list[Step], replays: int, gated: int, eager: int, build: str = "capture",
+                api_too: bool = False) -> dict[str, float]:
+        """Every timing of one graph of the program (module doc); the graph is destroyed afterwards. `build`: how the
+        measured graph is made, 'capture' (row key 'capture') or 'api' (the node API, row key 'build_api'). `api_too`:
+        the same graph is also built once with the node API after the captured one is gone, and only that build is
+        timed ('build_api', with its topology as 'api_nodes' and 'api_edges')."""
         cu, check, s0, clock = self.cu, self.check, self.streams[0], time.perf_counter_ns
         plan = self.plan(steps)
         row: dict[str, float] = {}
-        graph, row["capture"] = self.capture(plan)
+        if build == "api":
+            graph, row["build_api"] = self.build(steps)
+        else:
+            graph, row["capture"] = self.capture(plan)
         t0 = clock()
         gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         t1 = clock()
@@ -401,6 +468,11 @@ class Calibrator:
         row.update(self.topology(graph))
         check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
         check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
+        if api_too:
+            graph, row["build_api"] = self.build(steps)
+            topo = self.topology(graph)
+            row.update(api_nodes=topo["actual_nodes"], api_edges=topo["actual_edges"])
+            check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
         if eager:
             # The same operations issued eagerly from the same loop: the eager launch costs per node type.
             self.issue(plan)
@@ -416,19 +488,23 @@ class Calibrator:
             row.update(eager_issue=float(np.median(issue)), eager_wall=float(np.median(wall)))
         return row
 
-    def first_graph_probe(self, eager_steps: int = 1) -> dict[str, float]:
+    def first_graph_probe(self, eager_steps: int = 1, build: str = "capture") -> dict[str, float]:
         """The extra cost of this process's first graph: a probe chain built twice, first minus second.
         Its kernels run eagerly `eager_steps` times before (a program runs its step eagerly before capturing it),
-        each step synchronized."""
+        each step synchronized. `build`: both graphs captured ('capture') or built with the node API ('api'; the
+        build's part is then keyed 'build')."""
         steps: list[Step] = [("op", "kernel", 0)] * PROBE_KERNELS
         plan = self.plan(steps)
         for _ in range(eager_steps):
             self.issue(plan)
             self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
-        first = self.measure(steps, replays=5, gated=0, eager=0)
-        second = self.measure(steps, replays=5, gated=0, eager=0)
-        out = {k: first[k] - second[k] for k in ("capture", "instantiate", "upload", "first_launch")}
-        out.update({f"first_{k}": first[k] for k in ("capture", "instantiate", "upload", "first_launch")})
+        first = self.measure(steps, replays=5, gated=0, eager=0, build=build)
+        second = self.measure(steps, replays=5, gated=0, eager=0, build=build)
+        made = "build_api" if build == "api" else "capture"
+        keys = {"build" if build == "api" else "capture": made, "instantiate": "instantiate", "upload": "upload",
+                "first_launch": "first_launch"}
+        out = {k: first[v] - second[v] for k, v in keys.items()}
+        out.update({f"first_{k}": first[v] for k, v in keys.items()})
         return out
 
     def node_durations(self, per_kind: int = 100) -> tuple[dict[str, float], dict[str, float]]:
@@ -699,6 +775,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     errors: list[str] = []
     probe_rows: list[dict[str, float]] = []
     bare_rows: list[dict[str, float]] = []
+    api_rows: list[dict[str, float]] = []
     torch_rows: list[dict[str, Any]] = []
     tree_rows: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
@@ -708,9 +785,10 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
         bare_rows.append(cal.first_graph_probe())  # this process's first graph: before anything else builds one
         # The model's first-graph extra comes from fresh processes set up like a program (--probe-program); bare
         # processes (--probe: the chain run once, nothing else imported) are kept beside them in the measurements.
+        # --probe-program-api: the same program-like process whose graphs are built with the node API.
         for i in range(probes):
             note(f"first graph in a fresh process ({i + 1}/{probes})", 0, 1)
-            for flag, rows_ in (("--probe-program", probe_rows), ("--probe", bare_rows)):
+            for flag, rows_ in (("--probe-program", probe_rows), ("--probe-program-api", api_rows), ("--probe", bare_rows)):
                 r = _in_fresh_process(flag, 120.0)
                 if isinstance(r, str):
                     errors.append(f"fresh-process probe {i + 1} ({flag}) failed: {r}")
@@ -733,7 +811,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                 row: dict[str, Any] = {"shape": sh.name, "kind": sh.kind, "repeat": rep, "order": k, "first_graph": False}
                 row.update(predicted_graph(steps))
                 row["predicted_nodes"], row["predicted_edges"] = row.pop("nodes"), row["edges"]
-                row.update(cal.measure(steps, replays, gated=max(replays // 2, 5), eager=eager))
+                row.update(cal.measure(steps, replays, gated=max(replays // 2, 5), eager=eager, api_too=api_buildable(steps)))
                 table.append(row)
             except Exception as e:  # one shape family failing (a driver without host nodes, ...) must not lose the rest
                 failed.add(sh.name)
@@ -776,12 +854,14 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                                              "cuda_runtime_version", "tool_version")}
     machine["created_at"] = meta.get("started_at", "")
     machine["sm_count"] = cal.sm_count
-    calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "torch_probes": len(torch_rows),
+    calibration = {"repeats": repeats, "replays": replays, "probes": len(probe_rows), "api_probes": len(api_rows),
+                   "torch_probes": len(torch_rows),
                    "tree_probes": len(tree_rows), "wide_blocks": cal.wide_blocks, "wide_threads": WIDE_THREADS,
                    "quick": quick, "seed": seed,
                    "graphs": len(table), "seconds": round(seconds, 1), "errors": errors, "hostname": meta.get("hostname", "")}
     raw = {"machine": machine, "calibration": calibration, "table": table, "node_gpu_ns": node_ns, "eager_gap_ns": gap_ns,
-           "first_graph_probes": probe_rows, "first_graph_probes_bare": bare_rows, "torch_probes": torch_rows, "tree_probes": tree_rows}
+           "first_graph_probes": probe_rows, "first_graph_probes_api": api_rows, "first_graph_probes_bare": bare_rows,
+           "torch_probes": torch_rows, "tree_probes": tree_rows}
     path = out if out is not None else user_dir() / model_file_name(str(machine["gpu_name"]))
     # The measurements are written before the fit: a fit that fails loses no GPU time (`--from-table` refits them).
     raw_path = path.with_name(path.stem + ".measurements.json")
@@ -797,7 +877,7 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
     try:
         raw = json.loads(Path(raw_path).read_text())
         args = (raw["table"], raw["node_gpu_ns"], raw["eager_gap_ns"], raw["first_graph_probes"], raw["machine"], raw["calibration"],
-                raw.get("torch_probes", []), raw.get("tree_probes", []))
+                raw.get("torch_probes", []), raw.get("tree_probes", []), raw.get("first_graph_probes_api", []))
     except (OSError, ValueError, KeyError) as e:
         raise CostModelError(f"{raw_path}: not a calibration measurements file ({type(e).__name__}: {e})") from None
     try:
@@ -808,11 +888,12 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
     return dataclasses.replace(model, path=str(out))
 
 
-def _probe_main(as_program: bool) -> None:
+def _probe_main(as_program: bool, build: str = "capture") -> None:
     """`python -m graphmode.tracer.calibrate --probe`: one fresh process's first-graph extra, as JSON.
     `--probe-program`: the same in a process set up like a program that graphmode measures (the model's): graphmode's
     recording stack imported (CUPTI's Python module, the trace store's duckdb with a connection open) and the probe
-    step run eagerly PROGRAM_EAGER_STEPS times before its first capture, as a program warms up before it captures."""
+    step run eagerly PROGRAM_EAGER_STEPS times before its first capture, as a program warms up before it captures.
+    `--probe-program-api`: as `--probe-program`, its graphs built with the node API."""
     if as_program:
         import duckdb
         from cupti import cupti  # noqa: F401  (imported, as in a recording process; no CUPTI call is made)
@@ -823,7 +904,7 @@ def _probe_main(as_program: bool) -> None:
         con.execute("SELECT 1").fetchall()
     cal = Calibrator()
     try:
-        print(json.dumps(cal.first_graph_probe(PROGRAM_EAGER_STEPS if as_program else 1)))
+        print(json.dumps(cal.first_graph_probe(PROGRAM_EAGER_STEPS if as_program else 1, build)))
     finally:
         cal.close()
         if as_program:
@@ -841,8 +922,8 @@ def _torch_probe_main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] in (["--probe"], ["--probe-program"]):
-        _probe_main(sys.argv[1] == "--probe-program")
+    if sys.argv[1:] in (["--probe"], ["--probe-program"], ["--probe-program-api"]):
+        _probe_main(sys.argv[1] != "--probe", "api" if sys.argv[1] == "--probe-program-api" else "capture")
     elif sys.argv[1:] == ["--torch-probe"]:
         _torch_probe_main()
     elif sys.argv[1:] == ["--tree-probe"]:
