@@ -376,17 +376,17 @@ class Calibrator:
                     p.blockDimX, p.blockDimY, p.blockDimZ = (WIDE_THREADS if a == "kernel_wide" else 1 if a == "kernel_spin" else 32), 1, 1
                     p.sharedMemBytes = 0
                     p.kernelParams = (self.spin5_args if a == "kernel_spin" else self.tiny_args).address
-                    node = check(cu.cuGraphAddKernelNode(graph, deps, len(deps), p), "cuGraphAddKernelNode")
+                    node = check(cu.cuGraphAddKernelNode(graph, deps or None, len(deps), p), "cuGraphAddKernelNode")
                 elif a == "memset":
                     ms = cu.CUDA_MEMSET_NODE_PARAMS()
                     ms.dst, ms.pitch, ms.value, ms.elementSize, ms.width, ms.height = self.buf, 0, 0, 4, 256, 1
-                    node = check(cu.cuGraphAddMemsetNode(graph, deps, len(deps), ms, ctx), "cuGraphAddMemsetNode")
+                    node = check(cu.cuGraphAddMemsetNode(graph, deps or None, len(deps), ms, ctx), "cuGraphAddMemsetNode")
                 elif a == "memcpy":
                     cp = cu.CUDA_MEMCPY3D()
                     cp.srcMemoryType = cp.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
                     cp.srcDevice, cp.dstDevice = self.src, self.dst
                     cp.WidthInBytes, cp.Height, cp.Depth = 4096, 1, 1
-                    node = check(cu.cuGraphAddMemcpyNode(graph, deps, len(deps), cp, ctx), "cuGraphAddMemcpyNode")
+                    node = check(cu.cuGraphAddMemcpyNode(graph, deps or None, len(deps), cp, ctx), "cuGraphAddMemcpyNode")
                 else:
                     raise ValueError(f"the node-API build has no {a!r} node")
                 frontier[b] = [node]
