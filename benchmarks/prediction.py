@@ -15,9 +15,10 @@ then analyses each trace with the model: the prediction from the eager iteration
 beside the one-time cost, replay period and break-even that the same trace measured for the graph.
 Targets (issue 11): break-even within 20% (or 1 replay), one-time cost within 25%.
 
-The `dag` graph is built with the explicit node API, not captured: its measured build is cuGraphAdd*Node
-calls, the prediction's a capture of the eager twin; the table also gives the one-time cost without the
-build (instantiate + upload + first-launch excess), which does not depend on how the graph was made.
+The `dag` graph is built with the explicit node API, not captured: the prediction prices it so (the trace says
+how its graph was made; the model's node-API build and a node-API program's first graph, both timed by
+`graphmode calibrate`). The table also gives the one-time cost without the build (instantiate + upload +
+first-launch excess).
 Results: OUT/results.json (every number), OUT/prediction.md (the table), OUT/*.gmtrace.
 """
 
@@ -91,16 +92,16 @@ def _rel(pred: float | None, meas: float | None) -> float | None:
     return pred / meas - 1.0 if pred is not None and meas else None
 
 
-def compare_trace(path: Path, model_path: Path, label: str) -> dict[str, Any]:
+def compare_trace(path: Path, model_path: Path, label: str, build: str = "auto") -> dict[str, Any]:
     """The prediction from the trace's eager iterations beside what the trace measured for its graph: the
     runner's graph (`graphmode bench`, graphmode.compare) or, in a script's trace, the graph the eager region
-    does the work of (the per-graph answer)."""
+    does the work of (the per-graph answer). `build`: how the predicted graph is made (analyzers.predict)."""
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import find_model
     from graphmode.tracer.store import load
 
     with load(path) as t:
-        a = analyze(t, find_model(t.meta, model_path))
+        a = analyze(t, find_model(t.meta, model_path), predict_build=build)
     p = a.prediction
     regions = [r for r in (p.regions if p else ()) if r.mode == "eager" and r.direction == "to_graph"]
     r = next((r for r in regions if r.measured_break_even is not None), regions[0] if regions else None)
@@ -227,16 +228,16 @@ def run(out: Path, model: Path | None, quick: bool, procs: int) -> None:
     print(text)
 
 
-def reanalyze(out: Path, model: Path, scripts: list[Path]) -> dict[str, Any]:
+def reanalyze(out: Path, model: Path, scripts: list[Path], build: str = "auto") -> dict[str, Any]:
     """The rows of an earlier run again, from its traces, with another cost model (no GPU), plus committed script
     recordings (`scripts`: their eager regions beside the graphs they measured). Written to
     OUT/results-<model>.json and OUT/prediction-<model>.md."""
     old = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {"rows": []}
-    rows = [compare_trace(out / r["trace"], model, r["label"]) for r in old["rows"] if (out / r["trace"]).is_file()]
-    rows += [compare_trace(p, model, f"script: {p.name.split('.')[0]}") for p in scripts]
+    rows = [compare_trace(out / r["trace"], model, r["label"], build) for r in old["rows"] if (out / r["trace"]).is_file()]
+    rows += [compare_trace(p, model, f"script: {p.name.split('.')[0]}", build) for p in scripts]
     result = {"model": str(model), "seconds": old.get("seconds"), "quick": old.get("quick", False), "procs": old.get("procs", 1),
-              "rows": rows, "reanalysed_from": str(out / "results.json")}
-    stem = model.stem.replace("costmodel-", "")
+              "rows": rows, "reanalysed_from": str(out / "results.json"), "build": build}
+    stem = model.stem.replace("costmodel-", "") + ("" if build == "auto" else f"-{build}")
     out.mkdir(parents=True, exist_ok=True)
     (out / f"results-{stem}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     text = table(result)
@@ -325,6 +326,8 @@ def main() -> None:
     a.add_argument("out", type=Path)
     a.add_argument("--model", type=Path, required=True)
     a.add_argument("--scripts", type=Path, nargs="*", default=[], help="committed script recordings (*.gmtrace) to add")
+    a.add_argument("--build", choices=("auto", "capture", "node_api"), default="auto",
+                   help="how the predicted graphs are made (default: as each trace built its graph)")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
     k = sub.add_parser("pack", help="the traces of a run as one tar.gz under a size limit")
@@ -339,7 +342,7 @@ def main() -> None:
     if args.cmd == "run":
         run(args.out, args.model, args.quick, args.procs)
     elif args.cmd == "analyze":
-        reanalyze(args.out, args.model, args.scripts)
+        reanalyze(args.out, args.model, args.scripts, args.build)
     elif args.cmd == "table":
         print(table(json.loads((args.out / "results.json").read_text())))
     elif args.cmd == "pack":
