@@ -82,7 +82,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     elif span is not None and build is not None:
         # a capture outside PyTorch, through its instantiation, as the timing run timed it between two line stamps:
         # it replaces the measuring run's capture, instantiate and upload calls
-        correction = span.untraced_ns - float(build + (parts.get("instantiate") or 0.0) + (parts.get("upload") or 0.0))
+        correction = span.span_ns - float(build + (parts.get("instantiate") or 0.0) + (parts.get("upload") or 0.0))
     call = None
     # the statements around cudagraph-tree recordings: a call of the compiled function (a torch.cuda.graph block is
     # a statement of its own, with nothing outside the window; the empty capture that sets up a tree's memory pool
@@ -93,7 +93,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     if correction is not None and calls and all(c is not None for c in calls):
         replay = t.period[steady]
         replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
-        call = sum(call_part(c, "recording", inside, replay_ns) for c, inside in recorded)
+        call = sum(call_part(c, inside, replay_ns) for c, inside in recorded)
     total = float(np.nansum([x if x is not None else np.nan
                              for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction, call)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
@@ -103,14 +103,14 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
                      capture_lines=span.lines if span is not None and correction is not None else ())
 
 
-def call_part(call: RecordingCall, kind: str, inside_ns: float, replay_ns: float) -> float:
-    """What the statement around one PyTorch capture window adds to the one-time cost beyond the window (which the
-    other parts hold, less the first replay a recording makes inside it: `inside_ns`): its time outside the window,
-    plus that replay, less what the same statement takes where it runs without a window. A cudagraph-tree
-    recording's statement is the compiled function's call, which also runs the step: without steady runs of it
-    (a call made once), a steady replay's period (`replay_ns`) stands for one. A torch.cuda.graph block's statement
-    runs no replay: nothing is taken off. Never below zero."""
-    steady = call.steady_ns if call.steady_ns is not None else (replay_ns if kind == "recording" else 0.0)
+def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
+    """What the statement around one cudagraph-tree recording adds to the one-time cost beyond its window (which the
+    other parts hold, less the first replay the recording makes inside it: `inside_ns`): its time outside the window,
+    plus that replay, less what the same statement takes where it runs without a window. The statement is the
+    compiled function's call, which also runs the step: without steady runs of it (a call made once), a steady
+    replay's period (`replay_ns`) stands for one. Never below zero. (A torch.cuda.graph block is a statement of its
+    own, with nothing outside its window: it gets no call part.)"""
+    steady = call.steady_ns if call.steady_ns is not None else replay_ns
     return max(0.0, call.outside_ns + inside_ns - steady)
 
 

@@ -502,10 +502,6 @@ class CaptureSpan:
     span_ns: float  # timing run: the second line's stamp less the first's
     outside_ns: float  # detail run (slowed by its callbacks): the same span less the region
 
-    @property
-    def untraced_ns(self) -> float:
-        return self.span_ns
-
 
 MAX_OUTSIDE_SHARE = 0.1
 
