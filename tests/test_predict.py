@@ -101,6 +101,32 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     assert any("cudaEventRecord" in n for n in p.notes)
 
 
+def test_a_probe_measured_term_is_drawn_for_a_new_process_not_resampled() -> None:
+    """SYNTHETIC samples 100, 200, 400 ns (logs ln100 + {0, ln2, 2 ln2}: mean ln200, sd ln2): a new process draws from
+    the log-normal exp(ln200 + ln2 * sqrt(1 + 1/3) * z), so its 97.5th percentile is 200 * exp(1.96 * 0.693 * 1.155) =
+    959 ns, beyond the largest sample (resampling the three never exceeds 400). One sample is the value itself; a
+    sample that is not positive keeps the values' own normal."""
+    import math
+
+    import numpy as np
+
+    from graphmode.analyzers.costmodel import Spread
+    from graphmode.analyzers.predict import _from_samples
+
+    rng = np.random.default_rng(0)
+    s = Spread.of([100.0, 200.0, 400.0])
+    assert s is not None
+    d = _from_samples(rng, s, 400_000)
+    assert float(np.median(d)) == pytest.approx(200, rel=0.01)
+    assert float(np.percentile(d, 97.5)) == pytest.approx(200 * math.exp(1.96 * math.log(2) * math.sqrt(4 / 3)), rel=0.02)
+    one = Spread.of([250.0])
+    assert one is not None and set(_from_samples(rng, one, 10).tolist()) == {250.0}
+    mixed = Spread.of([-50.0, 50.0, 150.0])  # mean 50, sd 100
+    assert mixed is not None
+    d = _from_samples(rng, mixed, 400_000)
+    assert float(np.mean(d)) == pytest.approx(50, abs=1) and float(np.std(d)) == pytest.approx(100 * math.sqrt(4 / 3), rel=0.01)
+
+
 def test_a_node_api_build_is_priced_as_the_model_built_one(tmp_path: Path) -> None:
     """The SYNTHETIC fork-join trace priced as a graph built with the node API (`build='node_api'`): its making is
     the model's build_api for 4 kernels and 4 edges, 15000 + 4*8000 + 4*300 = 48200 ns (not the capture's 26400),
