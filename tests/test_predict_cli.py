@@ -61,6 +61,21 @@ def test_report_with_a_cost_model_and_lines(model_file: Path) -> None:
     assert "lines dag.py:10-20: the trace has no call source lines" in text
 
 
+def test_report_prices_the_dag_as_built_with_the_node_api_unless_told(model_file: Path) -> None:
+    """The dag recording's graph was built with cuGraphAdd*Node: by default its eager twin's predicted graph is priced
+    as a node-API build; --predict-build capture prices a capture; a value it does not know is refused."""
+    def report(*extra: str) -> str:
+        result = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--cost-model", str(model_file), *extra],
+                                    env={"COLUMNS": "250"})
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    assert "(node-API build)" in report() and "priced as built with the explicit node API" in report()
+    assert "(node-API build)" not in report("--predict-build", "capture")
+    result = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--predict-build", "nodes"])
+    assert result.exit_code == 2 and "choose one of auto, capture, node_api" in result.output
+
+
 def test_report_refuses_a_bad_line_spec_and_a_missing_model(model_file: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--predict-lines", "dag.py"])
     assert result.exit_code == 2 and "FILE:LINE or FILE:FIRST-LAST" in result.output
