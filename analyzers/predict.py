@@ -361,14 +361,16 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         api = False
     issue_med = float(np.median(issue)) * region.correction
     z = rng.standard_normal(B)
+    cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
+    captured = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
     if api:
         cap_point = c["build_api"].mean(gcounts)
         cap_draw = np.maximum(cap_point + c["build_api"].sd(gcounts) * z, 0.0)
         notes.append("priced as built with the explicit node API (one cuGraphAdd*Node per node from Python, as `graphmode calibrate` "
-                     "timed it)" + (", as the graph this trace built for the same work was" if method_from_trace else ""))
+                     "timed it)" + (", as the graph this trace built for the same work was" if method_from_trace else "")
+                     + f": {duration_text(cap_point)} to build, where a stream capture of the same work would take {duration_text(captured)}")
     else:
-        cap_model, cap_sd = c["capture"].mean(ccounts), c["capture"].sd(ccounts)
-        cap_point = max(cap_model, issue_med + cap_model - c["eager_issue"].mean(ccounts))
+        cap_point = captured
         cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
     # A PyTorch program issues its step in capture mode through PyTorch, which costs it more host time per op than
     # eagerly (its private memory pool, capture-mode checks): the torch probe's ratio of the two, where larger.

@@ -142,7 +142,8 @@ def test_a_node_api_build_is_priced_as_the_model_built_one(tmp_path: Path) -> No
     assert api.one_time is not None and api.one_time.ns == pytest.approx(48_200 + 58_000 + 31_400 + 8_200 + 255_000)  # 400800
     assert api.replay_period == cap.replay_period
     assert api.break_even == 5  # ceil(400800 / 84326) = ceil(4.75)
-    assert any("node API" in n for n in api.notes)
+    # the note sets the build beside the capture the same work would take (26400 ns worked out above)
+    assert any("node API" in n and "48.2 us to build, where a stream capture of the same work would take 26.4 us" in n for n in api.notes)
     old = dataclasses.replace(MODEL.model, costs={k: v for k, v in MODEL.model.costs.items() if k != "build_api"}, first_graph_api={})
     [r] = predict(trace, None, ModelChoice(old, "exact", ""), build="node_api").regions
     assert r.build == "capture" and r.one_time == cap.one_time
