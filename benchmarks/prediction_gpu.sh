@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 on the GPU, from the repository root (about 6 minutes on an H200):
+# Issue 11 on the GPU, from the repository root (about 8 minutes on an H200: calibrate about 3, the benchmark 4-5):
 #     OUT=/some/dir [PROCS=3] bash benchmarks/prediction_gpu.sh
 #   1. `graphmode calibrate` writes the GPU's cost model into graphmode/data/ (the model graphmode ships);
 #   2. benchmarks/prediction.py: predicted vs measured on chain, dag and PyTorch workloads with that model,

@@ -475,9 +475,10 @@ def calibrate(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: ~/.local/share/graphmode/costmodel-<gpu>.json).")] = None,
     repeats: Annotated[int, typer.Option(min=2, help="Graphs built per shape.")] = 5,
     replays: Annotated[int, typer.Option(min=5, help="Steady replays timed per graph.")] = 30,
-    probes: Annotated[int, typer.Option(min=0, help="Fresh processes that measure the first graph of a process.")] = 4,
+    probes: Annotated[int, typer.Option(min=0, help="Fresh processes that measure the first graph of a process (as many again "
+                                                    "for a node-API program's, and bare ones as a control).")] = 6,
     torch_probes: Annotated[int, typer.Option(min=0, help="Fresh processes that time torch.cuda.graph's own work around a capture "
-                                                          "(where PyTorch is installed; 0: none).")] = 3,
+                                                          "(where PyTorch is installed; 0: none).")] = 5,
     trees: Annotated[bool, typer.Option(help="Also time cudagraph trees (torch.compile's reduce-overhead mode) in as many fresh "
                                              "processes (each compiles; about half a minute).")] = True,
     quick: Annotated[bool, typer.Option(help="Fewer and smaller shapes (a check that calibration runs, not a model to rely on).")] = False,

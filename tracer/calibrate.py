@@ -758,8 +758,8 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 4, quick: bool = False,
-              seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 3,
+def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 6, quick: bool = False,
+              seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 5,
               trees: bool = True) -> Any:
     """Runs the calibration on this GPU, fits the cost model and writes it to `out` (default: the
     user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel. `torch_probes`: fresh
