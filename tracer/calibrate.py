@@ -65,6 +65,9 @@ SPIN_NODE_NS = 5_000  # 'kernel_spin' nodes: does the per-node cost of a replay 
 # how much of a wide kernel off the critical path (on a parallel branch) adds to the span?
 WIDE_BLOCKS_PER_SM = 8
 WIDE_THREADS = 256
+KERNEL_KINDS = ("kernel", "kernel_wide", "kernel_spin")  # the calibration's kernel nodes (Calibrator.kernel)
+MEMSET_WORDS = 256  # a memset node: 32-bit words of the calibration buffer
+MEMCPY_BYTES = 4096  # a memcpy node: device to device
 
 SOURCE = r"""
 extern "C" __global__ void tiny(float *p) {
@@ -154,18 +157,18 @@ def program(shape: Shape) -> list[Step]:
 def api_buildable(steps: list[Step]) -> bool:
     """Whether `Calibrator.build` makes this program's graph with the node API: kernels, memsets and memcpys joined
     by stream order and events (no host functions, no external event nodes)."""
-    return all(what in ("record", "wait") or (what == "op" and a in ("kernel", "kernel_wide", "kernel_spin", "memset", "memcpy"))
-               for what, a, _ in steps)
+    return all(what in ("record", "wait") or (what == "op" and a in (*KERNEL_KINDS, "memset", "memcpy")) for what, a, _ in steps)
 
 
-def predicted_graph(steps: list[Step]) -> dict[str, float]:
-    """Feature counts of the graph a capture of `steps` builds, by graphmode's own capture rules
-    (analyzers.eager_graph): the same construction the prediction applies to a user's eager trace. The
-    calibration records the captured graph's real node and edge counts next to these."""
-    from graphmode.analyzers.critical_path import longest_path
+def capture_graph(steps: list[Step]) -> tuple[list[str], Any, dict[str, int]]:
+    """The graph a capture of `steps` builds, by graphmode's own capture rules (analyzers.eager_graph.build_eager_graph,
+    the construction the prediction applies to a user's eager trace): (each node's kind, in step order; the
+    EagerGraph, whose node indices are those positions; the event record and wait calls made)."""
     from graphmode.analyzers.eager_graph import EagerOps, EventCalls, build_eager_graph
 
-    kinds, streams, times = [], [], []
+    kinds: list[str] = []
+    streams: list[int] = []
+    times: list[int] = []
     rec_t, rec_s, rec_e, wait_t, wait_s, wait_e = [], [], [], [], [], []
     calls = {"record_calls": 0, "wait_calls": 0}
     for t, (what, a, b) in enumerate(steps):  # per step of a calibration shape
@@ -193,6 +196,15 @@ def predicted_graph(steps: list[Step]) -> dict[str, float]:
 
     ops = EagerOps(np.asarray(kinds, dtype=object), np.asarray(kinds, dtype=object), i64(streams), i64(times), np.zeros(len(kinds), dtype=np.int64))
     g = build_eager_graph(ops, EventCalls(i64(rec_t), np.zeros(len(rec_t), dtype=np.int64), i64(rec_s), i64(rec_e), i64(wait_t), i64(wait_s), i64(wait_e)))
+    return kinds, g, calls
+
+
+def predicted_graph(steps: list[Step]) -> dict[str, float]:
+    """Feature counts of the graph a capture of `steps` builds, by graphmode's own capture rules (`capture_graph`).
+    The calibration records the captured graph's real node and edge counts next to these."""
+    from graphmode.analyzers.critical_path import longest_path
+
+    kinds, g, calls = capture_graph(steps)
     spin = np.asarray(kinds, dtype=str) == "kernel_spin"
     wide = np.asarray(kinds, dtype=str) == "kernel_wide"
     k = np.where(spin | wide, "kernel", np.asarray(kinds, dtype=str))  # a ~5 us or a wide kernel is a kernel node like any other
@@ -288,17 +300,13 @@ class Calibrator:
         for what, a, b in steps:  # per step of a shape (built once per shape, outside timing)
             if what == "op":
                 s = S[b]
-                if a == "kernel":
-                    out.append((cu.cuLaunchKernel, (self.f_tiny, 1, 1, 1, 32, 1, 1, 0, s, self.tiny_args.address, 0), "cuLaunchKernel"))
-                elif a == "kernel_wide":
-                    out.append((cu.cuLaunchKernel, (self.f_tiny, self.wide_blocks, 1, 1, WIDE_THREADS, 1, 1, 0, s, self.tiny_args.address, 0),
-                                "cuLaunchKernel"))
-                elif a == "kernel_spin":
-                    out.append((cu.cuLaunchKernel, (self.f_spin, 1, 1, 1, 1, 1, 1, 0, s, self.spin5_args.address, 0), "cuLaunchKernel"))
+                if a in KERNEL_KINDS:
+                    f, blocks, threads, args = self.kernel(a)
+                    out.append((cu.cuLaunchKernel, (f, blocks, 1, 1, threads, 1, 1, 0, s, args.address, 0), "cuLaunchKernel"))
                 elif a == "memset":
-                    out.append((cu.cuMemsetD32Async, (self.buf, 0, 256, s), "cuMemsetD32Async"))
+                    out.append((cu.cuMemsetD32Async, (self.buf, 0, MEMSET_WORDS, s), "cuMemsetD32Async"))
                 elif a == "memcpy":
-                    out.append((cu.cuMemcpyDtoDAsync, (self.dst, self.src, 4096, s), "cuMemcpyDtoDAsync"))
+                    out.append((cu.cuMemcpyDtoDAsync, (self.dst, self.src, MEMCPY_BYTES, s), "cuMemcpyDtoDAsync"))
                 elif a == "host":
                     out.append((self._launch_host_func, (s,), "cuLaunchHostFunc"))
                 else:
@@ -314,6 +322,15 @@ class Calibrator:
             else:
                 raise ValueError(f"unknown step {what!r}")
         return out
+
+    def kernel(self, kind: str) -> tuple[Any, int, int, Any]:
+        """(function, blocks, threads per block, arguments) of a calibration kernel node of `kind` (KERNEL_KINDS), the
+        same whether it is launched (`plan`) or added to a graph (`build`)."""
+        if kind == "kernel_wide":
+            return self.f_tiny, self.wide_blocks, WIDE_THREADS, self.tiny_args
+        if kind == "kernel_spin":
+            return self.f_spin, 1, 1, self.spin5_args
+        return self.f_tiny, 1, 32, self.tiny_args
 
     def _launch_host_func(self, stream: Any) -> tuple[Any]:
         """cuLaunchHostFunc(stream, free, NULL) straight into the driver, as a cuda.bindings-style result."""
@@ -348,48 +365,40 @@ class Calibrator:
     def build(self, steps: list[Step]) -> tuple[Any, int]:
         """The same graph built with the explicit node API (cuGraphCreate, cuGraphAdd*Node), as a cuda-python program
         writes it: each node's parameters made and its dependencies given where it is added. A node depends on what a
-        capture would make it depend on: the last node of its stream and the nodes of the events its stream waited
-        for (`predicted_graph`'s rules). Returns (graph, ns). Kernel, memset and memcpy steps only: host and external
-        event nodes raise ValueError (those shapes are timed by capture alone)."""
+        capture would make it depend on (`capture_graph`'s edges, worked out before the timing starts). Returns (graph,
+        ns). Kernel, memset and memcpy steps only: host and external event nodes raise ValueError (those shapes are
+        timed by capture alone)."""
         cu, check, clock = self.cu, self.check, time.perf_counter_ns
+        kinds, g, _ = capture_graph(steps)
+        if bad := sorted(set(kinds) - {*KERNEL_KINDS, "memset", "memcpy"}):
+            raise ValueError(f"the node-API build has no {bad[0]!r} node")
+        deps_of = [g.edge_from[g.edge_to == i].tolist() for i in range(len(kinds))]
         ctx = self.device.context
         t0 = clock()
         graph = check(cu.cuGraphCreate(0), "cuGraphCreate")
         try:
-            frontier: dict[int, list[Any]] = {}
-            recorded: dict[int, list[Any]] = {}
-            for what, a, b in steps:  # per step: the node it adds, or the dependencies it moves
-                if what == "record":
-                    recorded[a] = list(frontier.get(b, []))
-                    continue
-                if what == "wait":
-                    deps = frontier.setdefault(a, [])
-                    deps += [n for n in recorded.get(b, []) if all(int(n) != int(d) for d in deps)]
-                    continue
-                if what != "op":
-                    raise ValueError(f"the node-API build has no {what!r} step")
-                deps = frontier.get(b, [])
-                if a in ("kernel", "kernel_wide", "kernel_spin"):
+            nodes: list[Any] = []
+            for kind, dep_idx in zip(kinds, deps_of):  # per node, in step order (its dependencies come before it)
+                deps = [nodes[j] for j in dep_idx]
+                if kind in KERNEL_KINDS:
                     p = cu.CUDA_KERNEL_NODE_PARAMS()
-                    p.func = self.f_spin if a == "kernel_spin" else self.f_tiny
-                    p.gridDimX, p.gridDimY, p.gridDimZ = (self.wide_blocks if a == "kernel_wide" else 1), 1, 1
-                    p.blockDimX, p.blockDimY, p.blockDimZ = (WIDE_THREADS if a == "kernel_wide" else 1 if a == "kernel_spin" else 32), 1, 1
+                    f, blocks, threads, args = self.kernel(kind)
+                    p.func = f
+                    p.gridDimX, p.gridDimY, p.gridDimZ = blocks, 1, 1
+                    p.blockDimX, p.blockDimY, p.blockDimZ = threads, 1, 1
                     p.sharedMemBytes = 0
-                    p.kernelParams = (self.spin5_args if a == "kernel_spin" else self.tiny_args).address
-                    node = check(cu.cuGraphAddKernelNode(graph, deps or None, len(deps), p), "cuGraphAddKernelNode")
-                elif a == "memset":
+                    p.kernelParams = args.address
+                    nodes.append(check(cu.cuGraphAddKernelNode(graph, deps or None, len(deps), p), "cuGraphAddKernelNode"))
+                elif kind == "memset":
                     ms = cu.CUDA_MEMSET_NODE_PARAMS()
-                    ms.dst, ms.pitch, ms.value, ms.elementSize, ms.width, ms.height = self.buf, 0, 0, 4, 256, 1
-                    node = check(cu.cuGraphAddMemsetNode(graph, deps or None, len(deps), ms, ctx), "cuGraphAddMemsetNode")
-                elif a == "memcpy":
+                    ms.dst, ms.pitch, ms.value, ms.elementSize, ms.width, ms.height = self.buf, 0, 0, 4, MEMSET_WORDS, 1
+                    nodes.append(check(cu.cuGraphAddMemsetNode(graph, deps or None, len(deps), ms, ctx), "cuGraphAddMemsetNode"))
+                else:
                     cp = cu.CUDA_MEMCPY3D()
                     cp.srcMemoryType = cp.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
                     cp.srcDevice, cp.dstDevice = self.src, self.dst
-                    cp.WidthInBytes, cp.Height, cp.Depth = 4096, 1, 1
-                    node = check(cu.cuGraphAddMemcpyNode(graph, deps or None, len(deps), cp, ctx), "cuGraphAddMemcpyNode")
-                else:
-                    raise ValueError(f"the node-API build has no {a!r} node")
-                frontier[b] = [node]
+                    cp.WidthInBytes, cp.Height, cp.Depth = MEMCPY_BYTES, 1, 1
+                    nodes.append(check(cu.cuGraphAddMemcpyNode(graph, deps or None, len(deps), cp, ctx), "cuGraphAddMemcpyNode"))
         except BaseException:
             cu.cuGraphDestroy(graph)
             raise
