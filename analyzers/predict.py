@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
-from graphmode.analyzers.costmodel import CostModel, ModelChoice, Spread, find_model
+from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model
 from graphmode.analyzers.critical_path import longest_path, node_durations
 from graphmode.analyzers.eager_graph import (
     BREAKER_ADVICE,
@@ -316,7 +316,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     on_path[path] = True
     off = cap & ~on_path
     gpu_path = kinds[np.sort(path)]
-    gpu_path = gpu_path[np.isin(gpu_path, ("kernel", "memset", "memcpy"))]
+    gpu_path = gpu_path[np.isin(gpu_path, GPU_NODE_TYPES)]
     path_counts = {"path_kernel_tiny": float(tiny_sh[on_path].sum()), "path_kernel_spin": float(spin_sh[on_path].sum()),
                    "path_kernel_wide": float(wide_sh[on_path].sum()),
                    **{f"path_{k}": float(np.count_nonzero(kinds[on_path] == k)) for k in ("memcpy", "memset", "host")},

@@ -202,6 +202,7 @@ def capture_graph(steps: list[Step]) -> tuple[list[str], Any, dict[str, int]]:
 def predicted_graph(steps: list[Step]) -> dict[str, float]:
     """Feature counts of the graph a capture of `steps` builds, by graphmode's own capture rules (`capture_graph`).
     The calibration records the captured graph's real node and edge counts next to these."""
+    from graphmode.analyzers.costmodel import GPU_NODE_TYPES
     from graphmode.analyzers.critical_path import longest_path
 
     kinds, g, calls = capture_graph(steps)
@@ -216,7 +217,7 @@ def predicted_graph(steps: list[Step]) -> dict[str, float]:
     out.update({f"path_{t}": float(np.count_nonzero(k[path] == t)) for t in ("kernel", "memset", "memcpy", "host", "event")})
     out["path_kernel_spin"] = float(np.count_nonzero(spin[path]))  # for the own GPU time on the path (node_gpu_ns)
     out["path_kernel_wide"] = float(np.count_nonzero(wide[path]))
-    gpu_on_path = [t for t in k[np.sort(path)] if t in ("kernel", "memset", "memcpy")]
+    gpu_on_path = [t for t in k[np.sort(path)] if t in GPU_NODE_TYPES]
     out["path_switches"] = float(sum(a != b for a, b in zip(gpu_on_path, gpu_on_path[1:])))
     off = np.ones(len(kinds), dtype=bool)
     off[path] = False
