@@ -134,14 +134,20 @@ def compare_trace(path: Path, model_path: Path, label: str, build: str = "auto")
         "break_even_exact_err": pred_exact / meas_exact - 1.0 if math.isfinite(pred_exact) and math.isfinite(meas_exact) else None,
     })
     row["break_even_ok"] = _be_ok(r.break_even, r.measured_break_even)
-    row["one_time_ok"] = row["one_time_err"] is not None and abs(row["one_time_err"]) <= 0.25
+    row["one_time_ok"] = _one_time_ok(row["one_time_err"])
     return row
 
 
 def _be_ok(pred: float | None, meas: float | None) -> bool | None:
+    """Issue 11's break-even target: within 20% or 1 replay of the measured one."""
     if pred is None or meas is None:
         return None
     return abs(pred - meas) <= max(0.2 * meas, 1.0)
+
+
+def _one_time_ok(err: float | None) -> bool:
+    """Issue 11's one-time target: within 25% of the measured cost."""
+    return err is not None and abs(err) <= 0.25
 
 
 def _median(values: list[Any]) -> float | None:
@@ -174,7 +180,7 @@ def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  break_even_ok_procs=sum(bool(r.get("break_even_ok")) for r in ok),
                  one_time_ok_procs=sum(bool(r.get("one_time_ok")) for r in ok))
         m["break_even_ok"] = _be_ok(m["break_even_pred"], m["break_even_meas"])
-        m["one_time_ok"] = m["one_time_err"] is not None and abs(m["one_time_err"]) <= 0.25
+        m["one_time_ok"] = _one_time_ok(m["one_time_err"])
         out.append(m)
     return out
 
