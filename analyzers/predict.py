@@ -384,7 +384,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
     first = _first_graph_of_process(trace, region.wall_start)
-    extra_spread = (model.first_graph_extra(api=True) or model.first_graph_extra()) if first and api else model.first_graph_extra() if first else None
+    extra_spread = ((api and model.first_graph_extra(api=True)) or model.first_graph_extra()) if first else None
     if first and api and not model.first_graph_api:
         notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
