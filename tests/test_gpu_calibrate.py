@@ -44,7 +44,10 @@ def test_torch_cuda_graphs_own_work_is_measured(model: CostModel) -> None:
     """Where PyTorch is installed: one fresh process captured the probe step 5 times with torch.cuda.graph; its
     first capture pays PyTorch's process-wide set-up (10-25 ms on the H200 against 1-3 ms later, docs/benchmarks.md)."""
     pytest.importorskip("torch")
-    assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call", "capture_ratio"}, model.calibration["errors"]
+    assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call", "capture_ratio", "first_graph_extra",
+                                        "second_graph_extra"}, model.calibration["errors"]
+    # the first graph's instantiate + first replay over the steady state: one sample, a finite number of ns
+    assert model.torch_capture["first_graph_extra"].n == 1 and abs(model.torch_capture["first_graph_extra"].median) < 50e6
     assert model.torch_capture["capture_ratio"].n == 4 and model.torch_capture["capture_ratio"].median > 0
     first, later = model.torch_capture["first"], model.torch_capture["later"]
     assert (first.n, later.n) == (1, 4)
@@ -85,6 +88,8 @@ def test_the_node_api_build_makes_the_same_graph_as_the_capture(model: CostModel
     c = model.costs["build_api"]
     assert c.coefficient("kernel") > 0 and c.resid_sd < 0.5
     assert model.calibration["api_probes"] == 1 and model.first_graph_extra(api=True) is not None
+    # the probes also timed the second graph's extra over the steady state
+    assert model.first_graph_extra(nth=2) is not None and model.first_graph_extra(api=True, nth=2) is not None
 
 
 def test_the_fit_is_sane(model: CostModel) -> None:

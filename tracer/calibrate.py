@@ -14,10 +14,10 @@ calibration nodes' own GPU durations, the same quantity a trace gives the predic
 kernels; it detaches when it stops.
 
 The first graph of a process costs more (docs/metrics.md): it is measured apart, as the extra of a
-process's first graph over an identical second one, in `probes` fresh processes set up like a program that
+process's first graph over identical later ones (PROBE_GRAPHS in a row; the second still costs more), in `probes` fresh processes set up like a program that
 graphmode measures (its recording stack imported, the step run eagerly 200 times first: the model's), and
 in as many bare ones and this process (kept beside them as a control), and kept out of the fit; as many more
-program-like processes build their two graphs with the node API (a node-API program's first graph). Shapes and repetitions run in a seeded random order so that a drift over the
+program-like processes build their graphs with the node API (a node-API program's first graph). Shapes and repetitions run in a seeded random order so that a drift over the
 run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
 biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
 
@@ -55,6 +55,8 @@ Step = tuple[str, Any, int]
 MAX_STREAMS = 17
 MAX_EVENTS = 64
 PROBE_KERNELS = 20  # the first-graph probe: a chain like `graphmode bench chain`'s default step
+PROBE_GRAPHS = 6  # graphs the first-graph probe builds in a row; the steady state is the median from the
+PROBE_STEADY_FROM = 3  # fourth on (0-based index 3)
 TORCH_CAPTURES = 5  # captures per torch probe process: the first of the process, then later ones
 PROGRAM_EAGER_STEPS = 200  # eager steps before the first capture in a '--probe-program' process
 TORCH_REPLAYS = 20  # replays timed per torch probe process
@@ -499,22 +501,29 @@ class Calibrator:
         return row
 
     def first_graph_probe(self, eager_steps: int = 1, build: str = "capture") -> dict[str, float]:
-        """The extra cost of this process's first graph: a probe chain built twice, first minus second.
+        """The extra cost of this process's first graph: PROBE_GRAPHS identical probe chains built one after another,
+        the first minus the steady state (the median of the graphs from the fourth on), per operation. Not the first
+        minus the second: a process's second graph still costs more than its later ones (H200: about 100 us over
+        the third, docs/metrics.md), so first-minus-second left that much out. Keys: the extras ('capture' or, for
+        `build` 'api', 'build'; 'instantiate', 'upload', 'first_launch'), 'second_<k>' (the second graph's extra
+        over the steady state) and 'first_<k>' (the first graph's own time).
         Its kernels run eagerly `eager_steps` times before (a program runs its step eagerly before capturing it),
-        each step synchronized. `build`: both graphs captured ('capture') or built with the node API ('api'; the
-        build's part is then keyed 'build')."""
+        each step synchronized. `build`: the graphs captured ('capture') or built with the node API ('api')."""
         steps: list[Step] = [("op", "kernel", 0)] * PROBE_KERNELS
         plan = self.plan(steps)
         for _ in range(eager_steps):
             self.issue(plan)
             self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
-        first = self.measure(steps, replays=5, gated=0, eager=0, build=build)
-        second = self.measure(steps, replays=5, gated=0, eager=0, build=build)
+        rows = [self.measure(steps, replays=5, gated=0, eager=0, build=build) for _ in range(PROBE_GRAPHS)]
         made = "build_api" if build == "api" else "capture"
         keys = {"build" if build == "api" else "capture": made, "instantiate": "instantiate", "upload": "upload",
                 "first_launch": "first_launch"}
-        out = {k: first[v] - second[v] for k, v in keys.items()}
-        out.update({f"first_{k}": first[v] for k, v in keys.items()})
+        out: dict[str, float] = {}
+        for k, v in keys.items():
+            steady = float(np.median([r[v] for r in rows[PROBE_STEADY_FROM:]]))
+            out[k] = rows[0][v] - steady
+            out[f"second_{k}"] = rows[1][v] - steady
+            out[f"first_{k}"] = rows[0][v]
         return out
 
     def node_durations(self, per_kind: int = 100) -> tuple[dict[str, float], dict[str, float]]:
@@ -590,7 +599,10 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     (the step's calls, issued in capture mode), perf_counter_ns. `keep_graph=True` leaves instantiation out of
     the block, as graphmode.compare does: the cost model prices it. Returns {"first_ns": the first block minus
     a later capture's body (the median), i.e. everything the process's first PyTorch capture costs beyond
-    issuing the calls; "later_ns": [block - body of each later capture]; "blocks_ns", "bodies_ns": raw}."""
+    issuing the calls; "later_ns": [block - body of each later capture]; "blocks_ns", "bodies_ns": raw;
+    "instantiate_ns", "first_replay_ns": each graph's `g.instantiate()` and its first replay + synchronize, timed
+    apart (a PyTorch process's first graph costs less extra there than a bare driver program's, since its first
+    capture already paid part of it: costmodel.torch_capture_spreads)}."""
     import torch
 
     torch.manual_seed(0)
@@ -621,11 +633,15 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
         torch.cuda.synchronize()
     blocks: list[int] = []
     bodies: list[int] = []
+    instantiates: list[int] = []
+    first_replays: list[int] = []
     for _ in range(captures):
         try:
             g = torch.cuda.CUDAGraph(keep_graph=True)
+            kept = True
         except TypeError:  # older PyTorch: capture_end instantiates (then counted here too)
             g = torch.cuda.CUDAGraph()
+            kept = False
         t0 = time.perf_counter_ns()
         with torch.cuda.graph(g):
             b0 = time.perf_counter_ns()
@@ -634,8 +650,18 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
         t1 = time.perf_counter_ns()
         blocks.append(t1 - t0)
         bodies.append(b1 - b0)
-        g.replay()
-        torch.cuda.synchronize()
+        if kept:  # instantiation and the first replay (+ synchronize) timed apart
+            t2 = time.perf_counter_ns()
+            g.instantiate()
+            t3 = time.perf_counter_ns()
+            g.replay()
+            torch.cuda.synchronize()
+            t4 = time.perf_counter_ns()
+            instantiates.append(t3 - t2)
+            first_replays.append(t4 - t3)
+        else:
+            g.replay()
+            torch.cuda.synchronize()
         del g
     later_body = float(np.median(bodies[1:])) if len(bodies) > 1 else float(bodies[0])
     # A replay through PyTorch: `g.replay()` + torch.cuda.synchronize() (wall), the replay's GPU span (CUDA events,
@@ -666,6 +692,7 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
             "blocks_ns": [float(b) for b in blocks], "bodies_ns": [float(b) for b in bodies],
             "replay_host_ns": [float(w - span) for w in walls], "replay_call_ns": [float(c) for c in calls], "replay_span_ns": span,
             "eager_step_ns": [float(e) for e in eager],
+            "instantiate_ns": [float(x) for x in instantiates], "first_replay_ns": [float(x) for x in first_replays],
             "torch_version": str(torch.__version__)}
 
 
