@@ -72,6 +72,7 @@ RELATIVE_TO = {"replay_gpu_overhead": "replay_gpu"}
 
 # Below this many rows more than features a fit is refused: its spread would mean nothing.
 MIN_DEGREES_OF_FREEDOM = 2
+TORCH_STEADY_FROM = 2  # a torch probe's graphs from the third on are its steady state
 
 
 class CostModelError(ValueError):
@@ -155,7 +156,9 @@ class CostModel:
     node_gpu_ns: dict[str, float]  # own GPU duration (CUPTI) of the calibration's node of each type
     eager_gap_ns: dict[str, float]  # GPU idle between back-to-back eager ops of a type on one stream (CUPTI)
     eager_tail: Spread | None  # last eager launch's return to the synchronize's return (tiny ops)
-    first_graph: dict[str, Spread]  # 'capture' | 'instantiate' | 'upload' | 'first_launch' -> extra of the process's first graph
+    # 'capture' | 'instantiate' | 'upload' | 'first_launch' -> extra of the process's first graph over later ones;
+    # 'second_<k>': its second graph's (still dearer than later ones)
+    first_graph: dict[str, Spread]
     table: list[dict[str, Any]]  # the calibration rows the fit used
     calibration: dict[str, Any] = field(default_factory=dict)  # how it was run: repeats, replays, seconds, ...
     # torch.cuda.graph's own work around a capture (tracer.calibrate.torch_capture_probe): 'first' (the process's
@@ -169,7 +172,7 @@ class CostModel:
     tree_capture: dict[str, Spread] = field(default_factory=dict)
     sm_count: int = 0  # the calibrating GPU's multiprocessors (a kernel's wide share: its blocks over these); 0: unknown
     # the first graph of a process whose graphs are built with the node API: 'build' | 'instantiate' | 'upload' |
-    # 'first_launch' -> its extra over a second one (tracer.calibrate --probe-program-api); {} where not measured
+    # 'first_launch' (and 'second_<k>') -> its extra over later ones (tracer.calibrate --probe-program-api); {} where not measured
     first_graph_api: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
@@ -205,11 +208,17 @@ class CostModel:
     def key(self) -> tuple[str, str, int]:
         return (self.gpu_name, self.driver_version, self.cuda_driver_version)
 
-    def first_graph_extra(self, api: bool = False) -> Spread | None:
-        """The first graph of a process: capture (or, `api`, the node-API build) + instantiate + upload + first-launch
-        extra, summed per probe."""
+    def first_graph_extra(self, api: bool = False, nth: int = 1) -> Spread | None:
+        """The first graph of a process (`nth` 2: its second, which still costs more than later ones): capture (or,
+        `api`, the node-API build) + instantiate + upload + first-launch extra over the steady state, summed per probe.
+        None where the model has no such measurement (a second graph's, in models calibrated before
+        the probe timed it)."""
         table = self.first_graph_api if api else self.first_graph
-        parts = [table[k] for k in ("build" if api else "capture", "instantiate", "upload", "first_launch") if k in table]
+        prefix = "second_" if nth == 2 else ""
+        if nth not in (1, 2):
+            return None
+        parts = [table[prefix + k] for k in ("build" if api else "capture", "instantiate", "upload", "first_launch")
+                 if prefix + k in table]
         if not parts:
             return None
         n = min(len(p.samples) for p in parts)
@@ -274,7 +283,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
     (medians over the graph's replays for the per-replay quantities); `replay_gpu` and the path counts
     give `replay_gpu_overhead` = replay_gpu - Σ path_<type> * node_gpu_ns[type]. Rows with
     first_graph=True are left out of every fit. `first_graph_probes`: per fresh process, the extra cost
-    of its first graph over an identical second one ({'capture': ns, 'instantiate': ns, ...}).
+    of its first graph over identical later ones ({'capture': ns, 'instantiate': ns, ...}; 'second_<k>': the second's).
     `torch_probes`: per fresh process with PyTorch, torch.cuda.graph's own work ({'first_ns': ns, 'later_ns': [ns, ...]}).
     `api_probes`: as `first_graph_probes`, in processes that build their graphs with the node API ({'build': ns, ...}).
     """
@@ -298,7 +307,7 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
             r["first_launch_excess"] = float(r["first_launch"]) - float(r["replay_wall"])
     costs = {q: fit_quantity(q, rows) for q in QUANTITIES
              if q not in OPTIONAL_QUANTITIES or any(r.get(q) is not None and not r.get("first_graph", False) for r in rows)}
-    first, first_api = ({k: s for k in keys if (s := Spread.of([p[k] for p in probes if k in p])) is not None}
+    first, first_api = ({k: s for k in (*keys, *(f"second_{k}" for k in keys)) if (s := Spread.of([p[k] for p in probes if k in p])) is not None}
                         for probes, keys in ((first_graph_probes, ("capture", "instantiate", "upload", "first_launch")),
                                              (api_probes or [], ("build", "instantiate", "upload", "first_launch"))))
     tails = [float(r["eager_wall"]) - float(r["eager_issue"]) for r in rows
@@ -346,6 +355,17 @@ def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
               for b in (p.get("bodies_ns") or [])[1:]]
     if (ratio := Spread.of(ratios)) is not None:
         out["capture_ratio"] = ratio
+    # the process's first (and second) graph's instantiate + first replay over the steady state (the median from its
+    # third graph on), per process: what a PyTorch program's first graph costs beyond the model's per-node terms once
+    # torch.cuda.graph's first capture (above) is paid
+    for key, nth in (("first_graph_extra", 0), ("second_graph_extra", 1)):
+        extras = []
+        for p in probes:
+            both = [float(a) + float(b) for a, b in zip(p.get("instantiate_ns") or [], p.get("first_replay_ns") or [])]
+            if len(both) > TORCH_STEADY_FROM:
+                extras.append(both[nth] - float(np.median(both[TORCH_STEADY_FROM:])))
+        if (sp := Spread.of(extras)) is not None:
+            out[key] = sp
     # a replay through torch.cuda.CUDAGraph.replay: launch + synchronize less its GPU span, and the replay call alone
     for key in ("replay_host", "replay_call"):
         if (sp := Spread.of([float(x) for p in probes for x in p.get(f"{key}_ns") or []])) is not None:

@@ -181,11 +181,12 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
     return out
 
 
-def _first_graph_of_process(trace: Trace, before_ns: int) -> bool:
+def _graphs_before(trace: Trace, before_ns: int) -> int:
+    """How many graphs the process instantiated before `before_ns`: the region's graph would be its next."""
     n = trace.rows("SELECT (SELECT count(*) FROM graph_events WHERE event = 'instantiate' AND start_ns < ?)"
                    " + (SELECT count(*) FROM markers WHERE kind = 'op' AND name = 'instantiate' AND start_ns < ?)",
                    [before_ns, before_ns])[0][0]
-    return int(n) == 0
+    return int(n)
 
 
 def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
@@ -383,19 +384,32 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
-    first = _first_graph_of_process(trace, region.wall_start)
-    extra_spread = ((api and model.first_graph_extra(api=True)) or model.first_graph_extra()) if first else None
-    if first and api and not model.first_graph_api:
-        notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
+    # The process's first graph costs more than later ones, and its second still somewhat more (docs/metrics.md): the
+    # model's extra over the steady state for the nth graph. A PyTorch program's (torch.cuda.graph, not trees) is the
+    # torch probe's instantiate + first replay extra, where the model has it: its first capture's share is in the
+    # framework term below.
+    nth = _graphs_before(trace, region.wall_start) + 1
+    first = nth == 1
+    use_tree = trees and bool(model.tree_capture)
+    torch_extra = (model.torch_capture.get({1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, ""))
+                   if torch_program and not use_tree else None)
+    if torch_extra is not None:
+        extra_spread: Spread | None = torch_extra
+    else:
+        extra_spread = ((api and model.first_graph_extra(api=True, nth=nth)) or model.first_graph_extra(nth=nth)) if nth <= 2 else None
+        if first and api and not model.first_graph_api:
+            notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
         notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
+    if nth == 2 and extra_spread is not None:
+        notes.append(f"this would be the process's second graph, which still costs {duration_text(extra_spread.median)} more than "
+                     "later ones (included)")
     # A PyTorch program captures through torch.cuda.graph or cudagraph trees (where the trace shows it uses them),
     # which add their own work around the capture: the process's first costs far more than later ones
     # (docs/metrics.md). Its replays go through PyTorch too: torch.cuda.CUDAGraph.replay, or a tree's call.
     # For trees, 'first' is the process's first tree recording (whatever graphs came before it): the tree's own
     # set-up is what makes it dearer (tracer.calibrate.tree_probe).
-    use_tree = trees and bool(model.tree_capture)
     fw_table = (model.tree_capture if use_tree else model.torch_capture) if torch_program else {}
     fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree else first
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)

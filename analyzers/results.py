@@ -452,7 +452,7 @@ class RegionPrediction:
     instantiate: Estimate | None
     upload: Estimate | None
     first_launch_excess: Estimate | None
-    first_graph_extra: Estimate | None  # the process's first graph costs more; included in one_time when it would be the first
+    first_graph_extra: Estimate | None  # the process's first (or second) graph costs more; included in one_time when it would be one
     one_time: Estimate | None
     eager_period: Estimate | None  # measured (to_graph: median and bootstrap interval) or predicted (to_eager)
     replay_period: Estimate | None  # predicted (to_graph) or measured (to_eager)

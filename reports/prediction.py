@@ -65,7 +65,7 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
         ("instantiate", [_est(r.instantiate) for r in to_graph]),
         ("upload", [_est(r.upload) for r in to_graph]),
         ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
-        ("first graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
+        ("first/second graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
         ("PyTorch's own capture work", [_est(r.framework) if r.framework else "—" for r in to_graph]),
         ("one-time cost", [_est(r.one_time) for r in to_graph]),
         ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
@@ -159,6 +159,10 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     if extra is not None:
         console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
                       f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
+    second = m.first_graph_extra(nth=2)
+    if second is not None:
+        console.print(f"Its second graph still costs {_ns(second.median)} more [{_ns(second.p10)}–{_ns(second.p90)}]: added when one "
+                      "graph was built before.")
     api = m.first_graph_extra(api=True)
     if api is not None:
         console.print(f"Built with the node API, the first graph of a process costs {_ns(api.median)} more [{_ns(api.p10)}–{_ns(api.p90)}, "
@@ -167,6 +171,8 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     for table, key, what, samples, use in (
         (m.torch_capture, "first", "torch.cuda.graph's own work around a process's first PyTorch capture", "captures", "a PyTorch program's capture"),
         (m.torch_capture, "later", "torch.cuda.graph's own work around a later PyTorch capture", "captures", "a PyTorch program's capture"),
+        (m.torch_capture, "first_graph_extra", "A PyTorch process's first graph: instantiate + first replay over later graphs'", "processes",
+         "a PyTorch program's first graph (instead of the driver probe's)"),
         (m.torch_capture, "replay_host", "PyTorch's CUDAGraph.replay() host time around a synchronized replay", "replays", "a PyTorch program's replays"),
         (m.torch_capture, "replay_call", "PyTorch's CUDAGraph.replay() host time in the replay call alone", "replays", "a PyTorch program's replays"),
         (m.tree_capture, "first", "A process's first cudagraph-tree recording", "samples", "a program that records cudagraph trees"),

@@ -255,3 +255,36 @@ def test_an_older_calibration_table_gets_its_off_path_nodes_from_its_counts() ->
     m = fit_cost_model(table, NODE_GPU_NS, EAGER_GAP_NS, [dict(FIRST_GRAPH_EXTRA)] * 3, MACHINE, {})
     assert {r["shape"]: r["off_nodes"] for r in m.table} == want
     assert m.costs["replay_gpu_overhead"].coefficient("off_nodes") == pytest.approx(200, abs=1e-6)
+
+
+def test_a_processs_second_graph_has_its_own_extra_where_the_probes_timed_it() -> None:
+    """SYNTHETIC probes that also timed the second graph ('second_<k>': its extra over the steady state): the model
+    sums them as it sums the first's (10 + 80 + 0 + 5 us = 95 us); probes without them (a calibration before the
+    probe timed the second graph) give none, and there is no third."""
+    from graphmode.analyzers.costmodel import fit_cost_model
+    from synthetic_costmodel import EAGER_GAP_NS, FIRST_GRAPH_EXTRA, MACHINE, NODE_GPU_NS
+
+    second = {"second_capture": 10_000.0, "second_instantiate": 80_000.0, "second_upload": 0.0, "second_first_launch": 5_000.0}
+    m = fit_cost_model(synthetic_table(3), NODE_GPU_NS, EAGER_GAP_NS, [{**FIRST_GRAPH_EXTRA, **second}] * 3, MACHINE, {})
+    assert m.first_graph_extra().median == pytest.approx(225_000)  # type: ignore[union-attr]
+    assert m.first_graph_extra(nth=2).median == pytest.approx(95_000)  # type: ignore[union-attr]
+    assert m.first_graph_extra(nth=3) is None
+    assert synthetic_model().first_graph_extra(nth=2) is None
+
+
+def test_torch_probes_give_a_pytorch_processs_first_graph_extra() -> None:
+    """SYNTHETIC torch probes with each graph's instantiate and first replay timed apart (us): per process, graph
+    i's instantiate + first replay minus the median of those from the third graph on. Process 1: 130+120 = 250
+    against the median of (60+80, 70+90, 50+80) = 140 -> 110; its second 80+90 = 170 -> 30. Process 2: 200+100 =
+    300 against the median of (60+80, 60+80, 60+80) = 140 -> 160; second -> 40. Medians: 135 and 35 us."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    us = 1e3
+    probes = [{"first_ns": 9e6, "instantiate_ns": [130 * us, 80 * us, 60 * us, 70 * us, 50 * us],
+               "first_replay_ns": [120 * us, 90 * us, 80 * us, 90 * us, 80 * us]},
+              {"first_ns": 9e6, "instantiate_ns": [200 * us, 100 * us, 60 * us, 60 * us, 60 * us],
+               "first_replay_ns": [100 * us, 80 * us, 80 * us, 80 * us, 80 * us]},
+              {"first_ns": 9e6}]  # an older probe: no per-graph timings, no sample
+    t = torch_capture_spreads(probes)
+    assert t["first_graph_extra"].samples == (110 * us, 160 * us) and t["first_graph_extra"].median == pytest.approx(135 * us)
+    assert t["second_graph_extra"].samples == (30 * us, 40 * us)

@@ -285,6 +285,55 @@ def test_a_graph_built_before_the_region_removes_the_first_graph_extra(tmp_path:
     assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000)
 
 
+def test_a_processs_second_graph_pays_the_second_graphs_extra(tmp_path: Path) -> None:
+    """A SYNTHETIC model whose probes timed the second graph too (95 us over the steady state): with one graph
+    instantiated before the region, the region's graph would be the process's second and pays that instead of the
+    first's 225 us (349000 - 225000 + 95000); with two before, neither."""
+    from graphmode.analyzers.costmodel import Spread
+
+    base = synthetic_model()
+    second = {"second_capture": 10_000.0, "second_instantiate": 80_000.0, "second_upload": 0.0, "second_first_launch": 5_000.0}
+    m = dataclasses.replace(base, first_graph={**base.first_graph, **{k: Spread.of([v] * 3) for k, v in second.items()}})
+    choice = ModelChoice(m, "exact", "")
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    [first] = predict(load(path), None, choice).regions
+    assert first.first_graph_extra is not None and first.first_graph_extra.ns == pytest.approx(225_000)
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
+    con.close()
+    [r] = predict(load(path), None, choice).regions
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(95_000)
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000 + 95_000)
+    assert any("second graph" in n and "95 us" in n for n in r.notes), r.notes
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 10, 'instantiate', 30, 40)")
+    con.close()
+    [third] = predict(load(path), None, choice).regions
+    assert third.first_graph_extra is None and third.one_time is not None and third.one_time.ns == pytest.approx(349_000 - 225_000)
+
+
+def test_a_pytorch_programs_first_graph_pays_the_torch_probes_extra(tmp_path: Path) -> None:
+    """SYNTHETIC: a PyTorch program's first graph pays the torch probe's first-graph extra (instantiate + first
+    replay, 135 us: tests/test_costmodel.py works it out) instead of the driver probe's 225 us, whose capture share
+    torch.cuda.graph's first capture (the framework term, 9 ms) already holds."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    us = 1e3
+    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
+        [{"first_ns": 9e6, "instantiate_ns": [130 * us, 80 * us, 60 * us, 70 * us, 50 * us],
+          "first_replay_ns": [120 * us, 90 * us, 80 * us, 90 * us, 80 * us]},
+         {"first_ns": 9e6, "instantiate_ns": [200 * us, 100 * us, 60 * us, 60 * us, 60 * us],
+          "first_replay_ns": [100 * us, 80 * us, 80 * us, 80 * us, 80 * us]}]))
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO meta VALUES ('torch', ?)", [json.dumps({"version": "2.11.0"})])
+    con.close()
+    [r] = predict(load(path), None, ModelChoice(m, "exact", "")).regions
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(135 * us)
+    assert r.framework is not None and r.framework.ns == pytest.approx(9e6)
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000 + 135 * us + 9e6)
+
+
 def test_synchronizations_inside_the_region_break_the_capture(tmp_path: Path) -> None:
     t = SyntheticTrace().add_pass(0, "graph")
     for i in range(4):
