@@ -70,6 +70,48 @@ def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
             proc.kill()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals as Linux delivers them")
+def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: Path) -> None:
+    """A killed `graphmode run` can send its run several SIGTERMs within moments (PR_SET_PDEATHSIG fires each time
+    the orphan passes from one dying thread of the parent to the next; H200, session 12: the run died of the
+    second, its trace left 'recording'). Here a stand-in tracer (no GPU) takes 0.5 s to write its trace; three
+    SIGTERMs 50 ms apart: the first stops the script, the others are ignored, the trace is written 'interrupted'
+    and the run exits 143."""
+    written = tmp_path / "written.json"
+    script = tmp_path / "program.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    driver = textwrap.dedent(f"""
+        import json, sys, time
+        from pathlib import Path
+        import graphmode.tracer.script as s
+
+        class StandIn:
+            def __init__(self, *a, **k): pass
+            def start(self): pass
+            def stop(self, status, reason, extra=None):
+                time.sleep(0.5)
+                Path({str(written)!r}).write_text(json.dumps({{"status": status, "reason": reason}}))
+                return Path({str(tmp_path / "t.gmtrace")!r})
+
+        s.ScriptTracer = s.TimingTracer = StandIn
+        sys.exit(s.run_in_this_process({str(script)!r}, [], {str(tmp_path / "t.gmtrace")!r}))
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for _ in range(3):
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.05)
+        assert proc.wait(timeout=20) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    import json
+
+    assert json.loads(written.read_text()) == {"status": "interrupted", "reason": "terminated (SIGTERM)"}
+
+
 def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
     from graphmode.tracer.script import plan_runs
 

@@ -449,6 +449,10 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     info: dict[str, Any] = {"path": str(path), "argv": [str(path), *args], "exception": None}
 
     def on_sigterm(signum: int, frame: Any) -> None:
+        # The first SIGTERM stops the script; any later one is ignored until the trace is written. A run whose
+        # `graphmode run` was killed gets SIGTERM from PR_SET_PDEATHSIG (_stop_with_parent) once per thread of
+        # the killed parent that it is handed on from, so several arrive within moments.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise _Terminated()
 
     previous = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() else None
@@ -468,13 +472,18 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         info["exception"] = _exception_info(e)
         reason = f"the script raised {type(e).__name__}: {info['exception']['message']}"
     finally:
+        # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done.
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        info["exit_code"] = code
-        written = tracer.stop(status, reason, {"script": info})
-        if result_file:
-            Path(result_file).write_text(json.dumps({"path": str(written)}))
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+            info["exit_code"] = code
+            written = tracer.stop(status, reason, {"script": info})
+            if result_file:
+                Path(result_file).write_text(json.dumps({"path": str(written)}))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     return code
 
 
@@ -619,7 +628,9 @@ def child_main(argv: list[str]) -> int:
 def _stop_with_parent(parent: int) -> None:
     """Linux: this run gets SIGTERM when the `graphmode run` process that started it dies, even by
     SIGKILL, so it stops the script and closes its trace ('interrupted') instead of running on, orphaned,
-    with the trace file locked."""
+    with the trace file locked. The kernel sends it each time the orphan passes from one dying thread of the
+    parent to the next, so a multi-threaded parent's death brings several (run_in_this_process ignores all
+    but the first)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
