@@ -64,6 +64,14 @@ def fork_join_trace(path: Path, iterations: int = 3, blocks: int | None = None, 
     return t.write(path)
 
 
+def _instantiated_before(path: Path, graph_id: int, start_ns: int) -> None:
+    """Adds to the trace at `path` a graph instantiated at `start_ns` (10 ns long), before the synthetic regions."""
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, ?, 'instantiate', ?, ?)",
+                [graph_id, start_ns, start_ns + 10])
+    con.close()
+
+
 def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     trace = load(fork_join_trace(tmp_path / "fj.gmtrace"))
     p = predict(trace, None, MODEL)
@@ -177,9 +185,7 @@ def test_a_pytorch_program_pays_torch_cuda_graphs_own_work(tmp_path: Path) -> No
     assert r.one_time.low_ns < 349_000 + 11e6 and r.one_time.high_ns > 349_000 + 20e6
     (note,) = [n for n in p.notes if "PyTorch's own work" in n]
     assert "is in the predicted one-time costs" in note and "12 ms [" in note
-    con = duckdb.connect(str(path))
-    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
-    con.close()
+    _instantiated_before(path, 9, 10)
     [later] = predict(load(path), None, choice).regions
     assert later.framework is not None and later.framework.ns == pytest.approx(1.5e6)
     assert later.one_time is not None and later.one_time.ns == pytest.approx(349_000 - 225_000 + 1.5e6)
@@ -277,9 +283,7 @@ def test_a_pytorch_programs_capture_scales_its_eager_issue_time(tmp_path: Path) 
 
 def test_a_graph_built_before_the_region_removes_the_first_graph_extra(tmp_path: Path) -> None:
     path = fork_join_trace(tmp_path / "fj.gmtrace")
-    con = duckdb.connect(str(path))
-    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
-    con.close()
+    _instantiated_before(path, 9, 10)
     [r] = predict(load(path), None, MODEL).regions
     assert r.first_graph_extra is None
     assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000)
@@ -298,16 +302,12 @@ def test_a_processs_second_graph_pays_the_second_graphs_extra(tmp_path: Path) ->
     path = fork_join_trace(tmp_path / "fj.gmtrace")
     [first] = predict(load(path), None, choice).regions
     assert first.first_graph_extra is not None and first.first_graph_extra.ns == pytest.approx(225_000)
-    con = duckdb.connect(str(path))
-    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 9, 'instantiate', 10, 20)")
-    con.close()
+    _instantiated_before(path, 9, 10)
     [r] = predict(load(path), None, choice).regions
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(95_000)
     assert r.one_time is not None and r.one_time.ns == pytest.approx(349_000 - 225_000 + 95_000)
     assert any("second graph" in n and "95 us" in n for n in r.notes), r.notes
-    con = duckdb.connect(str(path))
-    con.execute("INSERT INTO graph_events (pass_id, graph_id, event, start_ns, end_ns) VALUES (0, 10, 'instantiate', 30, 40)")
-    con.close()
+    _instantiated_before(path, 10, 30)
     [third] = predict(load(path), None, choice).regions
     assert third.first_graph_extra is None and third.one_time is not None and third.one_time.ns == pytest.approx(349_000 - 225_000)
 
