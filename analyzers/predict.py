@@ -181,6 +181,10 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
     return out
 
 
+# The prediction says so when the first (or second) graph's extra is at least this share of the one-time cost.
+FIRST_GRAPH_SHARE_NOTE = 0.25
+
+
 def _graphs_before(trace: Trace, before_ns: int) -> int:
     """How many graphs the process instantiated before `before_ns`: the region's graph would be its next."""
     n = trace.rows("SELECT (SELECT count(*) FROM graph_events WHERE event = 'instantiate' AND start_ns < ?)"
@@ -420,6 +424,11 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
                  + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
     one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw
+    if extra_spread is not None and one_point > 0 and extra_spread.median >= FIRST_GRAPH_SHARE_NOTE * one_point:
+        notes.append(f"{duration_text(extra_spread.median)} of the predicted one-time cost ({100 * extra_spread.median / one_point:.0f}%) is "
+                     f"what the process's {'first' if first else 'second'} graph costs over later ones, which depends on what the process "
+                     "set up before it and on the graph, not only on the GPU (H200: 140-720 us for a first graph, docs/metrics.md); the "
+                     "interval carries only the calibration probes' spread of it")
 
     # Replay: GPU span = the critical path's eager durations + the model's overhead of the path's nodes, of the nodes
     # beside it and of the wide kernels there (which take SMs from the path), never less than the path itself.

@@ -97,6 +97,8 @@ def test_fork_join_prediction_worked_out_by_hand(tmp_path: Path) -> None:
     # no graph was instantiated before: the process's first graph, 20000 + 200000 + 0 + 5000 more
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(225_000)
     assert r.one_time is not None and r.one_time.ns == pytest.approx(26_400 + 58_000 + 31_400 + 8_200 + 225_000)  # 349000
+    # 225000 of 349000 (64%) is the first graph's extra: the prediction says how uncertain that part is
+    assert any(n.startswith("225 us of the predicted one-time cost (64%) is what the process's first graph costs") for n in r.notes), r.notes
     # replay: host 8000 + 4*5 + 4*1 = 8024, plus the GPU span: the critical path K1 K2 K4 (5000) + the model's
     # 2000 + 3 kernels on it * 150 + K3 beside it 200 (the synthetic kernels have no grid: no wide share) = 7650
     assert r.replay_period is not None and r.replay_period.ns == pytest.approx(15_674)
