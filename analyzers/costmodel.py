@@ -213,10 +213,10 @@ class CostModel:
         `api`, the node-API build) + instantiate + upload + first-launch extra over the steady state, summed per probe.
         None where the model has no such measurement (a second graph's, in models calibrated before
         the probe timed it)."""
-        table = self.first_graph_api if api else self.first_graph
-        prefix = "second_" if nth == 2 else ""
         if nth not in (1, 2):
             return None
+        table = self.first_graph_api if api else self.first_graph
+        prefix = "second_" if nth == 2 else ""
         parts = [table[prefix + k] for k in ("build" if api else "capture", "instantiate", "upload", "first_launch")
                  if prefix + k in table]
         if not parts:
@@ -358,12 +358,12 @@ def torch_capture_spreads(probes: list[dict[str, Any]]) -> dict[str, Spread]:
     # the process's first (and second) graph's instantiate + first replay over the steady state (the median from its
     # third graph on), per process: what a PyTorch program's first graph costs beyond the model's per-node terms once
     # torch.cuda.graph's first capture (above) is paid
-    for key, nth in (("first_graph_extra", 0), ("second_graph_extra", 1)):
+    for key, index in (("first_graph_extra", 0), ("second_graph_extra", 1)):
         extras = []
         for p in probes:
             both = [float(a) + float(b) for a, b in zip(p.get("instantiate_ns") or [], p.get("first_replay_ns") or [])]
             if len(both) > TORCH_STEADY_FROM:
-                extras.append(both[nth] - float(np.median(both[TORCH_STEADY_FROM:])))
+                extras.append(both[index] - float(np.median(both[TORCH_STEADY_FROM:])))
         if (sp := Spread.of(extras)) is not None:
             out[key] = sp
     # a replay through torch.cuda.CUDAGraph.replay: launch + synchronize less its GPU span, and the replay call alone

@@ -171,7 +171,7 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     for table, key, what, samples, use in (
         (m.torch_capture, "first", "torch.cuda.graph's own work around a process's first PyTorch capture", "captures", "a PyTorch program's capture"),
         (m.torch_capture, "later", "torch.cuda.graph's own work around a later PyTorch capture", "captures", "a PyTorch program's capture"),
-        (m.torch_capture, "first_graph_extra", "A PyTorch process's first graph: instantiate + first replay over later graphs'", "processes",
+        (m.torch_capture, "first_graph_extra", "A PyTorch process's first graph: instantiate + first replay over later graphs", "processes",
          "a PyTorch program's first graph (instead of the driver probe's)"),
         (m.torch_capture, "replay_host", "PyTorch's CUDAGraph.replay() host time around a synchronized replay", "replays", "a PyTorch program's replays"),
         (m.torch_capture, "replay_call", "PyTorch's CUDAGraph.replay() host time in the replay call alone", "replays", "a PyTorch program's replays"),
