@@ -266,6 +266,24 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.0f}%"
 
 
+def coverage(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per quantity ('one_time', 'break_even', 'replay'): (processes whose 95% interval held the measured value,
+    processes with both an interval and a measurement). A break-even interval without an upper end ("never") holds
+    every value above its lower end."""
+    out = {}
+    for q in ("one_time", "break_even", "replay"):
+        unit = "" if q == "break_even" else "_ns"
+        held = n = 0
+        for r in rows:
+            meas, low, high = r.get(f"{q}_meas{unit}"), r.get(f"{q}_low{unit}"), r.get(f"{q}_high{unit}")
+            if "error" in r or meas is None or low is None or (high is None and q != "break_even"):
+                continue
+            n += 1
+            held += int(low <= meas and (high is None or meas <= high))
+        out[q] = (held, n)
+    return out
+
+
 def table(result: dict[str, Any]) -> str:
     """Per workload (its processes pooled by aggregate): medians predicted and measured, the errors of the medians,
     and the targets met on the medians (and by how many processes on their own)."""
@@ -292,6 +310,9 @@ def table(result: dict[str, Any]) -> str:
     lines.append("Within target: break-even within 20% or 1 replay / one-time cost within 25%, on the medians over processes "
                  f"(in brackets: processes within target on their own). Model: {Path(result['model']).name}"
                  + (f"; {result['seconds']} s in all." if result.get("seconds") is not None else "."))
+    cov = coverage(result["rows"])
+    lines.append("Intervals, per process: the 95% interval held the measured value for the one-time cost in {} of {}, the "
+                 "break-even in {} of {}, the replay in {} of {}.".format(*cov["one_time"], *cov["break_even"], *cov["replay"]))
     return "\n".join(lines)
 
 

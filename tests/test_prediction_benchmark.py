@@ -22,6 +22,7 @@ def _row(label: str, one_pred: float, one_meas: float, be_pred: int, be_meas: in
     return {"label": label, "trace": f"{label}.gmtrace", "nodes": 5, "edges": 4, "one_time_pred_ns": one_pred,
             "one_time_low_ns": one_pred / 2, "one_time_high_ns": one_pred * 2, "one_time_meas_ns": one_meas,
             "rest_pred_ns": 100.0, "rest_meas_ns": 100.0, "replay_pred_ns": 10.0, "replay_meas_ns": 10.0,
+            "replay_low_ns": 8.0, "replay_high_ns": 12.0,
             "break_even_pred": be_pred, "break_even_low": be_pred - 1, "break_even_high": be_pred + 1, "break_even_meas": be_meas,
             "eager_ns": 20.0, "break_even_exact_pred": float(be_pred), "break_even_exact_meas": float(be_meas),
             "break_even_ok": abs(be_pred - be_meas) <= max(0.2 * be_meas, 1), "one_time_ok": abs(one_pred / one_meas - 1) <= 0.25}
@@ -46,6 +47,12 @@ def test_processes_are_pooled_by_their_medians() -> None:
     text = bench.table({"model": "m.json", "seconds": 1.0, "rows": rows})
     assert "| w | 3 | 5 / 4 | 0.4 [0.2, 0.8] us | 0.5 [0.5, 0.9] us | -20% |" in text
     assert "no / yes (1/3; 2/3)" in text
+    # intervals (one-time [pred/2, 2 pred], break-even [pred-1, pred+1], replay [8, 12]): one-time 500 and 450 held, 900
+    # not (above 840); break-even only 13 in [11, 13]; replay 10 in all three; the failed recording counts in none
+    assert bench.coverage(rows) == {"one_time": (2, 3), "break_even": (1, 3), "replay": (3, 3)}
+    assert "one-time cost in 2 of 3, the break-even in 1 of 3, the replay in 3 of 3." in text
+    never = dict(rows[0], break_even_high=None, break_even_meas=40)  # no upper end: any value above 9 is held
+    assert bench.coverage([never])["break_even"] == (1, 1)
 
 
 def test_the_recorded_h200_rows_hold_three_processes_per_workload() -> None:
