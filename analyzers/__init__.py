@@ -31,7 +31,7 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
-from graphmode.analyzers.predict import BUILDS, predict
+from graphmode.analyzers.predict import check_build, predict
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
@@ -235,8 +235,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     # The prediction compares itself with the graph measured above, so it comes after everything.
     for spec in predict_lines:
         parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
-    if predict_build not in BUILDS:
-        raise ValueError(f"prediction build {predict_build!r}: choose one of {', '.join(BUILDS)}")
+    check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
     try:
         prediction = predict(trace, result, cost_model, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it

@@ -631,6 +631,12 @@ def _tree_text(model: CostModel | None) -> str:
 BUILDS = ("auto", "capture", "node_api")
 
 
+def check_build(build: str) -> None:
+    """ValueError, saying the choices, unless `build` is one of BUILDS."""
+    if build not in BUILDS:
+        raise ValueError(f"prediction build {build!r}: choose one of {', '.join(BUILDS)}")
+
+
 def _built_by_api(trace: Trace, region: Region, traced_id: int) -> bool:
     """The graph this trace built for the region's work was made with the explicit node API (graphs.origin
     'explicit'): the region's graph, or for graphmode's runner (bench, compare) the one graph of its traced pass."""
@@ -647,8 +653,7 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     the predicted graphs are made, 'capture' (stream capture of the eager work), 'node_api' (the explicit node API),
     or 'auto': the node API for a region whose graph this trace built so, else a capture (a PyTorch program always
     captures)."""
-    if build not in BUILDS:
-        raise ValueError(f"build {build!r}: choose one of {', '.join(BUILDS)}")
+    check_build(build)
     choice = choice if choice is not None else find_model(trace.meta)
     model = choice.model
     notes: list[str] = []
