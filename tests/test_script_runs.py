@@ -121,3 +121,85 @@ def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
     assert [c.name for c in plan_runs(runs="1")] == ["single"]
     single = plan_runs(detail="node", ranked=True)[0]
     assert single.detail == "node" and single.api_filter == "all" and single.node_events
+
+
+def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0) -> Path:
+    """A SYNTHETIC two-run script trace: measuring pass 0 lasting `measuring_s` with `instantiates` graph instantiate
+    calls, a detail pass 1."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import SyntheticTrace
+
+    t = SyntheticTrace().add_pass(0, "graph").add_pass(1, "graph")
+    t.api(0, "cudaLaunchKernel", "kernel_launch", 1_000, 2_000)
+    t.api(0, "cudaStreamSynchronize", "sync", int(measuring_s * 1e9) - 1_000, int(measuring_s * 1e9))
+    for i in range(instantiates):
+        t.api(0, "cudaGraphInstantiate", "instantiate", 5_000 + i * 1_000, 5_500 + i * 1_000)
+    t.api(1, "cudaLaunchKernel", "kernel_launch", 1_000, 2_000)
+    return t.write(path)
+
+
+def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
+    from graphmode.tracer.script import PROBE_RUN, plan_runs
+
+    assert plan_runs()[-1] == PROBE_RUN and not PROBE_RUN.cupti
+    assert PROBE_RUN not in plan_runs(runs="2") and PROBE_RUN not in plan_runs(runs="1") and PROBE_RUN not in plan_runs(ranked=True)
+
+
+def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(tmp_path: Path) -> None:
+    """SYNTHETIC traces: an eager-only script whose measuring run took 2 s wants the probe run (None); one that
+    instantiated a graph does not (its own first graph is measured); nor one whose trace already has a probe (the
+    timing run's); one whose measuring run took 90 s (> PROBE_RUN_MAX_S) does not, and the user is told why."""
+    import duckdb
+
+    from graphmode.tracer.script import PROBE_RUN_MAX_S, _no_probe_run
+
+    assert _no_probe_run(_script_trace(tmp_path / "eager.gmtrace")) is None
+    assert _no_probe_run(_script_trace(tmp_path / "graph.gmtrace", instantiates=1)) == ""
+    probed = _script_trace(tmp_path / "probed.gmtrace")
+    con = duckdb.connect(str(probed))
+    con.execute("INSERT INTO meta VALUES ('first_graph_probe', '{\"extra_ns\": 1.0}')")
+    con.close()
+    assert _no_probe_run(probed) == ""
+    assert PROBE_RUN_MAX_S == 60.0
+    why = _no_probe_run(_script_trace(tmp_path / "long.gmtrace", measuring_s=90.0))
+    assert why is not None and why.startswith("no probe run (the measuring run took 90 s, over 60 s)")
+    assert _no_probe_run(tmp_path / "missing.gmtrace") == ""
+
+
+def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe run of an eager-only script (no GPU here: a stand-in for tracer.first_graph_probe that says 250 us)
+    through run_in_this_process: the trace gains meta.first_graph_probe, with the run that measured it and the graphs the
+    code instantiated before (none), and a meta.runs entry; its passes stay the measuring and detail runs'."""
+    import graphmode.tracer.script as s
+    from graphmode.tracer.store import load
+
+    trace = _script_trace(tmp_path / "t.gmtrace")
+    monkeypatch.setattr(s, "_probe_first_graph", lambda: {"extra_ns": 250_000.0})
+    script = tmp_path / "program.py"
+    script.write_text("x = 1\n")
+    assert s.run_in_this_process(script, [], trace, s.PROBE_RUN, append=True, pass_id=3) == 0
+    with load(trace) as t:
+        assert t.meta["first_graph_probe"] == {"extra_ns": 250_000.0, "run": "probe", "execs_before": 0}
+        assert [r["config"]["name"] for r in t.meta["runs"]] == ["probe"] and t.meta["runs"][0]["pass_id"] == 3
+        assert [p.pass_id for p in t.passes] == [0, 1]
+    failed = _script_trace(tmp_path / "failed.gmtrace")
+    script.write_text("raise SystemExit(2)\n")
+    assert s.run_in_this_process(script, [], failed, s.PROBE_RUN, append=True, pass_id=3) == 2
+    with load(failed) as t:
+        assert "first_graph_probe" not in t.meta and t.meta["runs"][0]["status"] == "failed"
+
+
+def test_the_timing_run_ends_with_the_first_graph_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing run is untraced too: where it is made, its process measures the first graph's extra (a stand-in for
+    tracer.first_graph_probe here, no GPU), and the probe run is then not wanted."""
+    import graphmode.tracer.script as s
+    from graphmode.tracer.store import load
+
+    trace = _script_trace(tmp_path / "t.gmtrace")
+    monkeypatch.setattr(s, "_probe_first_graph", lambda: {"extra_ns": 123_000.0})
+    script = tmp_path / "program.py"
+    script.write_text("x = 1\n")
+    assert s.run_in_this_process(script, [], trace, s.timing_config(()), append=True, pass_id=2) == 0
+    with load(trace) as t:
+        assert t.meta["first_graph_probe"] == {"extra_ns": 123_000.0, "run": "timing", "execs_before": 0}
+    assert s._no_probe_run(trace) == ""

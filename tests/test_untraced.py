@@ -353,7 +353,8 @@ def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: py
 
     monkeypatch.setattr(line_stamps, "AVAILABLE", available)
     auto = plan_runs(runs="auto")
-    assert [c.name for c in auto] == (["measure", "detail", "timing"] if available else ["measure", "detail"])
+    # (then the probe run, made where no timing run measured the first graph: tests/test_script_runs.py)
+    assert [c.name for c in auto] == (["measure", "detail", "timing", "probe"] if available else ["measure", "detail", "probe"])
     assert auto[1].stamp == ("all" if available else "")
     if available:  # no CUPTI at all; its lines are chosen after the detail run
         assert (auto[2].cupti, auto[2].stamp, auto[2].stamp_lines) == (False, "lines", ())

@@ -92,6 +92,12 @@ def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
                      stamp="lines", stamp_lines=tuple(lines))
 
 
+# The probe run: the script once more, untraced, for the first-graph probe at its end (tracer.first_graph_probe), where
+# no timing run made it and the script built no graph of its own; not for a script whose measuring run took longer.
+PROBE_RUN = RunConfig("probe", detail="graph", api_filter="none", callbacks=False, gpu_kinds=False, cupti=False)
+PROBE_RUN_MAX_S = 60.0
+
+
 def _exception_info(exc: BaseException) -> dict[str, Any]:
     """Type, message and frames of an exception and of the exceptions it was raised while handling.
 
@@ -254,6 +260,26 @@ class ScriptTracer:
         return writer.path  # the trace moves to the temporary folder when the disk fills up
 
 
+def _probe_first_graph() -> dict[str, Any]:
+    """tracer.first_graph_probe in this process, or {'error': why not}: a probe that fails costs the trace nothing."""
+    from graphmode.tracer.first_graph_probe import probe_first_graph
+
+    try:
+        return probe_first_graph(device_ordinal())
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def instantiations(trace: Any) -> int | None:
+    """How many graphs the code instantiated in the measuring run (pass 0: its instantiate calls, as recorded); None
+    where the trace cannot say. Every run executes the same code: a probe run's process made as many before its
+    probe."""
+    try:
+        return int(trace.rows("SELECT count(*) FROM api_calls WHERE pass_id = 0 AND category = 'instantiate'")[0][0])
+    except Exception:
+        return None
+
+
 def _capture_windows(heard: dict[str, Any] | None) -> dict[str, Any] | None:
     """What recordings-only hooks heard (TorchHooks.uninstall), for a run's meta.runs entry; None when they heard
     nothing (no capture window, no compilation)."""
@@ -328,6 +354,9 @@ class TimingTracer:
         self.out = rank_trace_path(out)
         self.config = config
         self.pass_id = pass_id
+        # The run ends with the first-graph probe (tracer.first_graph_probe): untraced, as the probe must be (CUPTI
+        # attached earlier in the process takes most of the extra it measures away), and the process ends next.
+        self.first_graph_probe = True
         self._writer: TraceWriter | None = None
         self._stamper: Any = None
         self._torch: Any = None  # tracer.torch_hooks.TorchHooks
@@ -360,11 +389,51 @@ class TimingTracer:
         finally:
             existing = writer.get_meta()
             entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
+            probe = run_probe(writer, self.config.name) if self.first_graph_probe and status == "complete" else {}
             try:
-                writer.set_meta({"runs": _runs_with(existing, entry)})
+                writer.set_meta({"runs": _runs_with(existing, entry), **probe})
             finally:
                 writer.close(keep_status=True)
         return writer.path
+
+
+class ProbeTracer:
+    """The probe run of a script (PROBE_RUN): no CUPTI, no CUDA call of graphmode's while the code runs; when it has
+    ended, the first-graph probe (tracer.first_graph_probe) in its process, written to the trace the earlier runs wrote
+    (meta.first_graph_probe, and the run in meta.runs). Adds no pass."""
+
+    def __init__(self, out: str | os.PathLike[str], config: RunConfig, pass_id: int):
+        self.out = rank_trace_path(out)
+        self.config = config
+        self.pass_id = pass_id
+
+    def start(self) -> None:
+        TraceWriter(self.out, append=True).close(keep_status=True)  # a trace that cannot be appended to fails now
+
+    def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
+        probe = _probe_first_graph() if status == "complete" else None  # before the trace is opened: nothing in between
+        writer = TraceWriter(self.out, append=True)
+        entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
+        entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
+        try:
+            extra = {"first_graph_probe": probe | _probe_context(writer, self.config.name)} if probe is not None else {}
+            writer.set_meta({"runs": _runs_with(writer.get_meta(), entry), **extra})
+        finally:
+            writer.close(keep_status=True)
+        return writer.path
+
+
+def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
+    """{'first_graph_probe': ...}: tracer.first_graph_probe in this process, with where it ran (_probe_context); {} where
+    the code instantiated a graph of its own (its first graph is measured, the probe's would not be the first)."""
+    where = _probe_context(writer, run)
+    return {"first_graph_probe": _probe_first_graph() | where} if where["execs_before"] == 0 else {}
+
+
+def _probe_context(writer: TraceWriter, run: str) -> dict[str, Any]:
+    """Which run measured the probe, and how many graphs the code had instantiated before it (`instantiations`): the
+    prediction uses the probe only where none had been (analyzers.predict)."""
+    return {"run": run, "execs_before": instantiations(writer.as_trace())}
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
@@ -431,10 +500,12 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     path = Path(script)
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
-    tracer: ScriptTracer | TimingTracer
+    tracer: ScriptTracer | TimingTracer | ProbeTracer
     if config.cupti:
         tracer = ScriptTracer(out, config, append=append, pass_id=pass_id,
                               meta={"params": {"detail": config.detail, "launch_sources": config.launch_sources}})
+    elif config.name == PROBE_RUN.name:
+        tracer = ProbeTracer(out, config, pass_id=pass_id)
     else:
         tracer = TimingTracer(out, config, pass_id=pass_id, append=append)
     from graphmode.tracer.conflicts import warning_before_run
@@ -540,7 +611,8 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     """The runs `graphmode run` makes. '2': the measuring run, then the detail run, which names the graphs
     (CUPTI callbacks), reads their topology and records whatever else was asked for; '1': the detail run
     alone (for a script that cannot run twice: its timings are slowed by the callbacks, and the report
-    says so). 'auto': '2', except for one rank of a multi-process job (`ranked`): '1'. A job's ranks would
+    says so). 'auto': '2', then the timing run and the probe run where they are wanted (run_script), except for
+    one rank of a multi-process job (`ranked`): '1'. A job's ranks would
     each start their second run when their own first run ended, and a rank's second run could meet what
     another rank's first run left behind: on 2 H200 under torchrun, rank 1's second run failed to connect to
     NCCL's bootstrap address while rank 0's waited for it (docs/ranks.md)."""
@@ -552,7 +624,7 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
         plan = [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
         if plan[1].stamp:  # Python 3.12+: a timing run where the first two find CPU-bound iterations
             plan.append(timing_config(()))
-        return plan
+        return plan + [PROBE_RUN]  # where no timing run measured the first graph's extra (run_script says when)
     raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
 
 
@@ -573,8 +645,13 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
             lines = _lines_to_time(out) if code == 0 and status == 0 else []  # after a failure: nothing to time
             if not lines:
-                break
+                continue
             config = replace(config, stamp_lines=tuple(lines))
+        if config.name == PROBE_RUN.name:
+            why = _no_probe_run(out) if code == 0 and status == 0 else ""  # after a failure: no prediction to make
+            if why is not None:
+                note = why or note
+                continue
         status, said = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
         made.append(config.name)
         if pass_id == 0:
@@ -592,6 +669,27 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
     return ScriptRuns(code, out, tuple(made), note)
+
+
+def _no_probe_run(out: Path) -> str | None:
+    """None where the probe run is wanted: the trace has no first-graph probe yet (the timing run makes one) and the
+    measuring run instantiated no graph (a script that builds graphs has its own first graph measured). Otherwise why
+    not: '' where there is nothing to say, a note for the user where the measuring run took longer than
+    PROBE_RUN_MAX_S (the probe run would run the script once more)."""
+    from graphmode.tracer.store import TraceError, load
+
+    try:
+        with load(out) as t:
+            if "first_graph_probe" in t.meta or instantiations(t) != 0:
+                return ""
+            first = t.passes[0] if t.passes else None
+            took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
+    except (TraceError, OSError):
+        return ""
+    if took > PROBE_RUN_MAX_S:
+        return (f"no probe run (the measuring run took {took:.0f} s, over {PROBE_RUN_MAX_S:.0f} s): a graph's first-graph extra "
+                "in the prediction is the cost model's, not measured in this program's process")
+    return None
 
 
 def _lines_to_time(out: Path) -> list[str]:

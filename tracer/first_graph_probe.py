@@ -1,0 +1,103 @@
+"""The first-graph probe of a `graphmode run`: what this process's first CUDA graph costs over later ones, measured
+in the user's own process after the script ended.
+
+A process's first graph costs more than its later ones, by an amount that depends on what the process did before
+(docs/metrics.md, "What the first-graph extra depends on"; H200: 150-880 us). The prediction from an eager trace
+(analyzers.predict) needs it for the graph the user would build, and no calibration made in another process can know
+it. So the measuring run of `graphmode run`, once the script has ended and CUPTI has been detached, builds
+PROBE_GRAPHS small graphs one after another in the script's own process and context, and records the first one's
+extra over the steady state (the median from the fourth on, as `graphmode calibrate`'s probe does).
+
+The probe makes nothing that would pre-pay what it measures. On the H200 one stream created before the first
+graph took ~250 us off its instantiate, 17 streams ~300 us, so it creates none: its graphs are built with the node
+API and launched on the NULL stream. It loads one module (one tiny kernel) and allocates one 64 KB buffer; neither
+changed the first graph's extra (benchmarks/results/2026-12-02-s13/). Measured against the bench workloads' own
+first graphs in identical processes, its extra was within the process-to-process spread of theirs.
+It runs only where nothing else will: the process ends right after (never under `graphmode.trace` in a notebook,
+where the user's next graph would find the extra paid).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from typing import Any
+
+import numpy as np
+
+PROBE_KERNELS = 20  # a chain as `graphmode calibrate`'s first-graph probe builds
+PROBE_GRAPHS = 6
+PROBE_STEADY_FROM = 3  # the steady state: the median of the graphs from the fourth on
+PHASES = ("build", "instantiate", "upload", "first_launch")
+BUFFER_BYTES = 1 << 16
+
+
+def probe_first_graph(ordinal: int = 0) -> dict[str, Any]:
+    """Builds, instantiates, uploads and launches PROBE_GRAPHS chains of PROBE_KERNELS one-block kernels (node API,
+    NULL stream) in the device's primary context; returns per phase the first graph's extra over the steady state
+    (ns), the second graph's ('second_<phase>'), their sums ('extra_ns', 'second_extra_ns'), each graph's times
+    ('graphs'), and what the probe cost ('probe_ns', NVRTC compile included). Raises CudaError where a call fails."""
+    from cuda.bindings import driver as cu
+
+    from graphmode.tracer import cuda_util as cu_util
+    from graphmode.tracer.calibrate import SOURCE
+    from graphmode.tracer.cuda_util import KernelArgs, check
+
+    clock = time.perf_counter_ns
+    t_start = clock()
+    device = cu_util.init_device(ordinal)
+    module = cu_util.compile_module(SOURCE, "graphmode_probe.cu", device)
+    buf = 0
+    try:
+        fn = cu_util.get_function(module, "tiny")
+        buf = cu_util.alloc(BUFFER_BYTES)
+        args = KernelArgs((buf, ctypes.c_uint64))
+        params = cu.CUDA_KERNEL_NODE_PARAMS()
+        params.func = fn
+        params.gridDimX, params.gridDimY, params.gridDimZ = 1, 1, 1
+        params.blockDimX, params.blockDimY, params.blockDimZ = 32, 1, 1
+        params.sharedMemBytes = 0
+        params.kernelParams = args.address
+        rows: list[dict[str, int]] = []
+        for _ in range(PROBE_GRAPHS):  # one graph at a time, destroyed before the next
+            a = clock()
+            graph = check(cu.cuGraphCreate(0), "cuGraphCreate")
+            try:
+                prev: list[Any] = []
+                for _ in range(PROBE_KERNELS):
+                    prev = [check(cu.cuGraphAddKernelNode(graph, prev or None, len(prev), params), "cuGraphAddKernelNode")]
+                b = clock()
+                gexec = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+                c = clock()
+                try:
+                    check(cu.cuGraphUpload(gexec, 0), "cuGraphUpload")
+                    check(cu.cuStreamSynchronize(0), "cuStreamSynchronize")
+                    d = clock()
+                    check(cu.cuGraphLaunch(gexec, 0), "cuGraphLaunch")
+                    check(cu.cuStreamSynchronize(0), "cuStreamSynchronize")
+                    e = clock()
+                finally:
+                    check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
+            finally:
+                check(cu.cuGraphDestroy(graph), "cuGraphDestroy")
+            rows.append({"build": b - a, "instantiate": c - b, "upload": d - c, "first_launch": e - d})
+    finally:
+        if buf:
+            cu_util.free(buf)
+        check(cu.cuModuleUnload(module), "cuModuleUnload")
+    return summarize(rows) | {"probe_ns": clock() - t_start, "kernels": PROBE_KERNELS}
+
+
+def summarize(rows: list[dict[str, int]]) -> dict[str, Any]:
+    """The probe's figures from its graphs' phase times (ns), first graph first: per phase the first and second
+    graphs' extra over the steady state (the median from PROBE_STEADY_FROM on) and their sums."""
+    if len(rows) <= PROBE_STEADY_FROM:
+        raise ValueError(f"the first-graph probe needs more than {PROBE_STEADY_FROM} graphs, got {len(rows)}")
+    out: dict[str, Any] = {"graphs": [dict(r) for r in rows]}
+    for k in PHASES:
+        steady = float(np.median([r[k] for r in rows[PROBE_STEADY_FROM:]]))
+        out[k] = float(rows[0][k]) - steady
+        out[f"second_{k}"] = float(rows[1][k]) - steady
+    out["extra_ns"] = float(sum(out[k] for k in PHASES))
+    out["second_extra_ns"] = float(sum(out[f"second_{k}"] for k in PHASES))
+    return out
