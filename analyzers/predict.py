@@ -193,6 +193,30 @@ def _graphs_before(trace: Trace, before_ns: int) -> int:
     return int(n)
 
 
+def _process_probe(trace: Trace) -> float | None:
+    """The first-graph extra that `graphmode run` measured in the script's own process after it ended
+    (tracer.first_graph_probe; meta.first_graph_probe.extra_ns), where it is the process's first graph's: not where
+    the code had instantiated a graph before it (`execs_before`, counted by the run; where the run could not count,
+    any graph instantiated in the trace): the probe's graph then came later, and its extra says nothing of the first.
+    None where the trace has no such probe, or it failed."""
+    p = trace.meta.get("first_graph_probe")
+    v = p.get("extra_ns") if isinstance(p, dict) else None
+    if not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    before = p.get("execs_before")  # type: ignore[union-attr]
+    if (before if isinstance(before, int) else _graphs_before(trace, 2**62)) > 0:
+        return None
+    return max(float(v), 0.0)
+
+
+def _around(value: float, spread: Spread | None) -> Spread:
+    """A single measurement given the relative spread of `spread`'s samples around their median (the calibration
+    probes' process-to-process spread of the same quantity); the value alone where there is none."""
+    if spread is None or spread.median <= 0 or len(spread.samples) < 2:
+        return Spread.of([value])  # type: ignore[return-value]
+    return Spread.of(np.asarray(spread.samples) * (value / spread.median))  # type: ignore[return-value]
+
+
 def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
     hits, trailing = capture_breakers(act)
     out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1), BREAKER_ADVICE[h.kind]) for h in hits]
@@ -397,11 +421,18 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     use_tree = trees and bool(model.tree_capture)
     torch_extra = (model.torch_capture.get({1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, ""))
                    if torch_program and not use_tree else None)
+    probe = _process_probe(trace) if first and torch_extra is None else None
+    extra_from = ""
     if torch_extra is not None:
         extra_spread: Spread | None = torch_extra
+        extra_from = "torch_probe"
     else:
         extra_spread = ((api and model.first_graph_extra(api=True, nth=nth)) or model.first_graph_extra(nth=nth)) if nth <= 2 else None
-        if first and api and not model.first_graph_api:
+        extra_from = "model" if extra_spread is not None else ""
+        if probe is not None:
+            # Measured in this very process (`graphmode run`'s probe), with the calibration probes' relative spread.
+            extra_spread, extra_from = _around(probe, extra_spread), "this_process"
+        elif first and api and not model.first_graph_api:
             notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
@@ -425,10 +456,15 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
                  + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
     one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw
     if extra_spread is not None and one_point > 0 and extra_spread.median >= FIRST_GRAPH_SHARE_NOTE * one_point:
-        notes.append(f"{duration_text(extra_spread.median)} of the predicted one-time cost ({100 * extra_spread.median / one_point:.0f}%) is "
-                     f"what the process's {'first' if first else 'second'} graph costs over later ones, which depends on what the process "
-                     "set up before it and on the graph, not only on the GPU (H200: 140-720 us for a first graph, docs/metrics.md); the "
-                     "interval carries only the calibration probes' spread of it")
+        share = f"{duration_text(extra_spread.median)} of the predicted one-time cost ({100 * extra_spread.median / one_point:.0f}%)"
+        if extra_from == "this_process":
+            notes.append(f"{share} is what the process's first graph costs over later ones, as graphmode's probe measured it in this "
+                         "process after the script ended; a program that creates a stream just before its first graph pays less "
+                         "(H200: ~250 us less, docs/metrics.md)")
+        else:
+            notes.append(f"{share} is what the process's {'first' if first else 'second'} graph costs over later ones, which depends "
+                         "on what the process set up before it and on the graph, not only on the GPU (H200: 150-880 us for a first "
+                         "graph, docs/metrics.md); the interval carries only the calibration probes' spread of it")
 
     # Replay: GPU span = the critical path's eager durations + the model's overhead of the path's nodes, of the nodes
     # beside it and of the wide kernels there (which take SMs from the path), never less than the path itself.
@@ -471,6 +507,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
         framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
+        first_graph_from=extra_from if extra_spread is not None else "",
     )
 
 

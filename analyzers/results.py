@@ -474,6 +474,9 @@ class RegionPrediction:
     # how the graph is made: 'capture' (a stream capture of the eager work) or 'node_api' (the explicit node API, as a
     # cuda-python program builds it; `capture` then holds that build)
     build: str = "capture"
+    # where first_graph_extra comes from: 'this_process' (measured by `graphmode run`'s probe in the script's own process
+    # after it ended), 'model' (the cost model's calibration probes), 'torch_probe' (its PyTorch probe); '' without one
+    first_graph_from: str = ""
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
         ("instantiate", [_est(r.instantiate) for r in to_graph]),
         ("upload", [_est(r.upload) for r in to_graph]),
         ("first launch excess", [_est(r.first_launch_excess) for r in to_graph]),
-        ("first/second graph of the process", [_est(r.first_graph_extra) if r.first_graph_extra else "—" for r in to_graph]),
+        ("first/second graph of the process", [_est(r.first_graph_extra) + (" (measured in this process)" if r.first_graph_from == "this_process" else "")
+                                               if r.first_graph_extra else "—" for r in to_graph]),
         ("PyTorch's own capture work", [_est(r.framework) if r.framework else "—" for r in to_graph]),
         ("one-time cost", [_est(r.one_time) for r in to_graph]),
         ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),

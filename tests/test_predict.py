@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import duckdb
@@ -578,3 +579,76 @@ def test_pytorch_programs_are_told_what_the_prediction_leaves_out() -> None:
     with load(DATA / "scripts" / "timed" / "cupy_graph.gmtrace") as t:
         p = analyze(t).prediction
     assert p is not None and not any("PyTorch" in n for n in p.notes)
+
+
+def _probe_in_meta(path: Path, probe: dict[str, object]) -> None:
+    """What `graphmode run`'s first-graph probe (tracer.first_graph_probe) leaves in meta.first_graph_probe."""
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO meta VALUES ('first_graph_probe', ?)", [json.dumps(probe)])
+    con.close()
+
+
+def test_the_first_graph_extra_measured_in_the_process_replaces_the_models(tmp_path: Path) -> None:
+    """SYNTHETIC: the script's own process measured its first graph's extra, 150 us, after it ended: the region's graph
+    (the process's first) pays that instead of the model's 225 us (349000 - 225000 + 150000 = 274000). With a graph
+    instantiated before the region, the probe's graph was not the process's first: the probe is not used (nor where
+    the run counted graphs instantiated before the probe). A probe that failed ('error') leaves the model's."""
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    _probe_in_meta(path, {"extra_ns": 150_000.0, "build": 60_000.0, "instantiate": 80_000.0, "upload": 8_000.0, "first_launch": 2_000.0})
+    [r] = predict(load(path), None, MODEL).regions
+    assert r.first_graph_from == "this_process"
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(150_000)
+    assert r.one_time is not None and r.one_time.ns == pytest.approx(274_000)
+    # 150000 / 274000 = 55%
+    assert any(n.startswith("150 us of the predicted one-time cost (55%)") and "measured it in this process" in n for n in r.notes), r.notes
+    _instantiated_before(path, 9, 10)
+    [later] = predict(load(path), None, MODEL).regions
+    assert later.first_graph_from == "" and later.first_graph_extra is None
+    assert later.one_time is not None and later.one_time.ns == pytest.approx(349_000 - 225_000)
+    counted = fork_join_trace(tmp_path / "counted.gmtrace")
+    _probe_in_meta(counted, {"extra_ns": 150_000.0, "execs_before": 1})
+    [c] = predict(load(counted), None, MODEL).regions
+    assert c.first_graph_from == "model" and c.first_graph_extra is not None and c.first_graph_extra.ns == pytest.approx(225_000)
+    # The run's own count decides, not the trace's graphs: a graph after the regions (as in a `graphmode bench` trace
+    # given another process's probe, benchmarks/prediction.py) with a count of none before the probe
+    _probe_in_meta(counted_zero := fork_join_trace(tmp_path / "zero.gmtrace"), {"extra_ns": 150_000.0, "execs_before": 0})
+    _instantiated_before(counted_zero, 9, 5_000_000)
+    [z] = predict(load(counted_zero), None, MODEL).regions
+    assert z.first_graph_from == "this_process" and z.first_graph_extra is not None and z.first_graph_extra.ns == pytest.approx(150_000)
+    failed = fork_join_trace(tmp_path / "failed.gmtrace")
+    _probe_in_meta(failed, {"error": "CudaError: cuGraphInstantiate failed"})
+    [m] = predict(load(failed), None, MODEL).regions
+    assert m.first_graph_from == "model" and m.first_graph_extra is not None and m.first_graph_extra.ns == pytest.approx(225_000)
+
+
+def test_a_pytorch_program_keeps_the_torch_probes_first_graph_extra(tmp_path: Path) -> None:
+    """SYNTHETIC: torch.cuda.graph makes its own streams before its first graph, which pre-pays much of the extra the
+    in-process probe measures (docs/metrics.md): a PyTorch program's prediction keeps the torch probe's 135 us."""
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    us = 1e3
+    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
+        [{"first_ns": 9e6, "instantiate_ns": [130 * us, 80 * us, 60 * us, 70 * us, 50 * us],
+          "first_replay_ns": [120 * us, 90 * us, 80 * us, 90 * us, 80 * us]},
+         {"first_ns": 9e6, "instantiate_ns": [200 * us, 100 * us, 60 * us, 60 * us, 60 * us],
+          "first_replay_ns": [100 * us, 80 * us, 80 * us, 80 * us, 80 * us]}]))
+    path = fork_join_trace(tmp_path / "fj.gmtrace")
+    _probe_in_meta(path, {"extra_ns": 400_000.0})
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO meta VALUES ('torch', ?)", [json.dumps({"version": "2.11.0"})])
+    con.close()
+    [r] = predict(load(path), None, ModelChoice(m, "exact", "")).regions
+    assert r.first_graph_from == "torch_probe"
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(135 * us)
+
+
+def test_the_measured_first_graph_extra_carries_the_calibrations_relative_spread() -> None:
+    """SYNTHETIC: calibration probes' first-graph extras 200, 225, 300 us (median 225); the process measured 150 us:
+    its samples are 150 * (200, 225, 300) / 225 = 133.33, 150, 200 us. No spread to borrow: the value alone."""
+    from graphmode.analyzers.costmodel import Spread
+
+    pr = sys.modules["graphmode.analyzers.predict"]
+    s = pr._around(150_000.0, Spread.of([200_000.0, 225_000.0, 300_000.0]))
+    assert s.samples == pytest.approx((400_000 / 3, 150_000.0, 200_000.0)) and s.median == pytest.approx(150_000)
+    assert pr._around(5.0, None).samples == (5.0,)
+    assert pr._around(5.0, Spread.of([7.0])).samples == (5.0,)
