@@ -15,6 +15,11 @@ The rules (docs/metrics.md, "Iterations of a user script"), on the timing pass:
   instantiation, a replay of the graph (for eager work) or eager work of the graph (for replays)
   between two of them ends a stretch. An eager stretch of at most WARMUP_MAX iterations that runs
   right before the graph's capture (no other eager iteration of it in between) is its **warm-up**.
+- **eager-only scripts** (no graph with kernels, so no unit to look for): the loop that launches a step
+  and waits for it. The kernels are cut at the ends of the synchronizing calls; the stretch between two
+  of them that recurs at least MIN_SYNC_ITERATIONS times and covers the most kernels is the step, and
+  each such stretch is one eager iteration (`sync_iterations`). A loop that never synchronizes is
+  not found this way: an NVTX range `graphmode:eager` around its step marks it.
 - **NVTX**: ranges named `graphmode:eager`, `graphmode:eager_sync_each` or `graphmode:graph` are
   explicit iterations of that mode and replace the inferred ones of that mode.
 
@@ -33,6 +38,7 @@ from graphmode.tracer.store import Trace
 # An eager stretch this short, right before its graph's capture, is a warm-up: PyTorch's documentation
 # warms up 3 steps on a side stream, make_graphed_callables 3, torch.compile's cudagraph trees 1.
 WARMUP_MAX = 11
+MIN_SYNC_ITERATIONS = 5  # an eager-only script's step: a kernel sequence between synchronizations, repeated this often
 NVTX_PREFIX = "graphmode:"
 NVTX_MODES = ("eager_sync_each", "eager", "graph")  # longest prefix first
 
@@ -194,6 +200,52 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                                        e["thread_id"][pos][sel].astype(np.int64), occ_start[sel], gpu_end[sel], busy[sel],
                                        e["call_ns"][pos][sel].astype(np.int64), units))
     return out
+
+
+_SYNC_SQL = "SELECT thread_id, end_ns FROM api_calls WHERE pass_id = ? AND category = 'sync' ORDER BY end_ns"
+
+
+def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
+    """A script that built no graph: its eager iterations are the stretches of kernels between two synchronizations
+    (of the thread that synchronized most) whose kernels recur most, at least MIN_SYNC_ITERATIONS times (module doc).
+    A kernel belongs to the stretch its launch falls in, or, where launches were not recorded (the measuring run),
+    its GPU start: work launched before a synchronization starts before that synchronization returns, work launched
+    after it starts after. Stretches are compared by their kernels in launch order, or as a set where only GPU
+    order is known (parallel streams start in either order). The step is the recurring stretch that covers the
+    most kernels. One Occurrences of graph 0 (stream -1 where the step ran on several streams); [] where no
+    stretch recurs enough."""
+    e = trace.sql(_EAGER_SQL, [sg.timing_pass])
+    syncs = trace.sql(_SYNC_SQL, [sg.timing_pass])
+    if e["name"].size == 0 or syncs["end_ns"].size < MIN_SYNC_ITERATIONS:
+        return []
+    threads, counts = np.unique(syncs["thread_id"].astype(np.int64), return_counts=True)
+    ends = syncs["end_ns"][syncs["thread_id"] == threads[np.argmax(counts)]].astype(np.int64)
+    launch = e["launch_ns"].astype(np.int64)
+    start, end = e["start_ns"].astype(np.int64), e["end_ns"].astype(np.int64)
+    by_launch = bool((launch >= 0).all())
+    at = launch if by_launch else start
+    idx = np.argsort(at, kind="stable")
+    seg = np.searchsorted(ends, at[idx], side="left")
+    vocab, codes = np.unique(e["name"][idx].astype(str), return_inverse=True)
+    cuts = np.flatnonzero(np.diff(seg)) + 1
+    first = np.concatenate(([0], cuts)).astype(np.int64)
+    last = np.concatenate((cuts, [idx.size])).astype(np.int64)
+    signature = [tuple(codes[a:b].tolist() if by_launch else sorted(codes[a:b].tolist())) for a, b in zip(first, last)]
+    tally: dict[tuple[int, ...], int] = {}
+    for sig in signature:  # per stretch between synchronizations
+        tally[sig] = tally.get(sig, 0) + 1
+    recurring = [(n * len(sig), len(sig), sig) for sig, n in tally.items() if n >= MIN_SYNC_ITERATIONS]
+    if not recurring:
+        return []
+    step = max(recurring)[2]
+    keep = np.array([sig == step for sig in signature], dtype=bool)
+    members = [idx[a:b] for a, b in zip(first[keep], last[keep])]
+    head = np.array([m[np.argmin(at[m])] for m in members], dtype=np.int64)
+    streams = {int(x) for m in members for x in e["stream_id"][m]}
+    return [Occurrences("eager", 0, streams.pop() if len(streams) == 1 else -1, "inferred", launch[head],
+                        e["thread_id"][head].astype(np.int64), np.array([start[m].min() for m in members], dtype=np.int64),
+                        np.array([end[m].max() for m in members], dtype=np.int64),
+                        np.array([(end[m] - start[m]).sum() for m in members], dtype=np.int64), e["call_ns"][head].astype(np.int64))]
 
 
 def _owners(starts: np.ndarray, graphs: list[int], captures: dict[int, int]) -> np.ndarray:

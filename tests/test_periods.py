@@ -139,3 +139,66 @@ def test_break_even_interval_allows_for_a_tracer_slowed_side() -> None:
     # a replay slower than the eager work never pays back
     b = break_even_series("eager", g, e, 1, 1000.0, 10)
     assert b.never and b.replays is None
+
+
+def _eager_only_trace(path: Path, launches: bool) -> Path:
+    """Synthetic eager-only script (no graph). An init kernel I launched at 100 (GPU 200-300), a synchronize
+    400-500; then 6 steps at b = 10_000 * (i + 1): K1 launched at b (GPU b+100 .. b+300), K2 at b+50 (GPU b+300 ..
+    b+400), a synchronize b+60 .. b+500; then 2 steps of X alone (launched at 80_000 and 90_000, GPU +100 .. +200,
+    synchronized to +300). `launches` False: no launch records (as in the measuring run): kernels and
+    synchronizations only."""
+    t = ScriptTrace()
+
+    def kernel(name: str, at: int, gpu: tuple[int, int]) -> None:
+        if launches:
+            t.eager_kernel(name, at, gpu)
+        else:
+            t.span(0, name, gpu[0], gpu[1], 0)
+
+    kernel("I", 100, (200, 300))
+    t.call("cudaStreamSynchronize", "sync", 400, 500)
+    for i in range(6):
+        b = 10_000 * (i + 1)
+        kernel("K1", b, (b + 100, b + 300))
+        kernel("K2", b + 50, (b + 300, b + 400))
+        t.call("cudaStreamSynchronize", "sync", b + 60, b + 500)
+    for b in (80_000, 90_000):
+        kernel("X", b, (b + 100, b + 200))
+        t.call("cudaStreamSynchronize", "sync", b + 10, b + 300)
+    return t.write_script(path)
+
+
+@pytest.mark.parametrize("launches", [True, False])
+def test_an_eager_only_scripts_iterations_are_its_synchronized_steps(tmp_path: Path, launches: bool) -> None:
+    """SYNTHETIC (_eager_only_trace). The stretches between synchronizations: [I] once, [K1, K2] six times, [X]
+    twice: the step is [K1, K2] (it recurs at least MIN_SYNC_ITERATIONS = 5 times; X does not). Six eager iterations
+    of graph 0, from the first kernel's launch (its GPU start without launch records) each; the period is the GPU
+    start-to-start cadence, 10_000 (the last one of the stretch has none). The prediction predicts the graph of that
+    step from its launches: 2 kernels, 1 edge."""
+    from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
+    from graphmode.analyzers.predict import predict
+
+    assert MIN_SYNC_ITERATIONS == 5
+    path = _eager_only_trace(tmp_path / "eager.gmtrace", launches)
+    with load(path) as trace:
+        it = find_iterations(trace)
+        assert list(it.mode) == ["eager"] * 6 and set(it.graph_id.tolist()) == {0}
+        first = 10_000 if launches else 10_100
+        assert it.start_ns.tolist() == [first + 10_000 * i for i in range(6)]
+        assert it.gpu_start_ns.tolist() == [10_100 + 10_000 * i for i in range(6)]
+        assert it.period[:5].tolist() == [10_000.0] * 5 and math.isnan(it.period[5])
+        if launches:  # the graph is built from the launches (the detail run's, in a `graphmode run` trace)
+            [r] = predict(trace, None, None).regions
+            assert (r.direction, r.mode, r.iterations) == ("to_graph", "eager", 6)
+            assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (2, 1, 2)
+
+
+def test_steps_that_recur_too_rarely_are_no_iterations(tmp_path: Path) -> None:
+    """SYNTHETIC: only 4 synchronized steps of [K1, K2] (fewer than MIN_SYNC_ITERATIONS): no iteration is inferred."""
+    t = ScriptTrace()
+    for i in range(4):
+        b = 10_000 * (i + 1)
+        t.eager_kernel("K1", b, (b + 100, b + 300))
+        t.call("cudaStreamSynchronize", "sync", b + 60, b + 500)
+    with load(t.write_script(tmp_path / "few.gmtrace")) as trace:
+        assert find_iterations(trace).size == 0
