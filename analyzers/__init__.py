@@ -188,7 +188,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
             paths, notes = critical_paths(trace, traced.pass_id)
             cannot.extend(notes)
         else:
-            cannot.append("graph-detail trace: kernels inside a graph launch are recorded as one 'graph' span, so per-kernel eager-vs-graph durations and the critical path need a node-detail recording (`--detail node`)")
+            if graph is not None:  # (a run without graph launches loses nothing to graph detail)
+                cannot.append("graph-detail trace: kernels inside a graph launch are recorded as one 'graph' span, so per-kernel eager-vs-graph durations and the critical path need a node-detail recording (`--detail node`)")
             if eager_modes:
                 kernels, _ = kernel_comparisons(trace, traced.pass_id, eager_modes[0].mode, spans)
 

@@ -219,7 +219,8 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         if unknown and known:
             notes.append(f"graph executable id{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown[:5]))} of the measuring "
                          "run match no graph of the detail run: reported as graphs of unknown origin")
-    recorded = _has_callbacks(trace, s_id)
+    # a run made with callbacks recorded whatever graphs there were, none included (an eager-only script)
+    recorded = _has_callbacks(trace, s_id) or bool((run_entry(trace, s_id).get("config") or {}).get("callbacks"))
     if not recorded:
         notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
                      "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
