@@ -66,6 +66,8 @@ if "--compare" in sys.argv:
 for _ in range(200):
     step(stream)
     ok(cu.cuStreamSynchronize(stream))
+if "--eager-only" in sys.argv:  # the eager loop alone: would a graph pay off? (graphmode's prediction)
+    sys.exit(0)
 ok(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
 step(stream)
 graph = ok(cu.cuStreamEndCapture(stream))

@@ -298,3 +298,27 @@ def test_trace_context_manager_records_a_region(tmp_path: Path) -> None:
             1 / 0
     assert load(tmp_path / "boom.gmtrace").meta["status"] == "failed"
     wl.teardown()
+
+
+def test_an_eager_run_measures_its_processs_first_graph_and_the_prediction_uses_it(tmp_path: Path) -> None:
+    """`graphmode run` on eager-only cuda-python code: an untraced run (the timing run, or else the probe run) ends with
+    the first-graph probe (tracer.first_graph_probe) in the script's process, and the prediction's first-graph extra is
+    that measurement. With the graph part run too, the program's own graph is its first: no probe."""
+    from graphmode.analyzers import analyze
+    from graphmode.tracer.first_graph_probe import PROBE_GRAPHS
+
+    t, proc = _graphmode_run(tmp_path, "cuda_python_capture.py", "--eager-only")
+    probe = t.meta["first_graph_probe"]
+    assert "error" not in probe, probe
+    # measured untraced: by the timing run where there is one, else by the probe run
+    assert probe["run"] in ("timing", "probe") and probe["execs_before"] == 0
+    assert f"+ {probe['run']} run" in proc.stderr
+    assert len(probe["graphs"]) == PROBE_GRAPHS and 0 < probe["probe_ns"] < 5e9
+    assert probe["extra_ns"] > 0  # a process's first graph costs more (H200: 150-880 us)
+    [r] = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
+    assert r.first_graph_from == "this_process"
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
+    (tmp_path / "full").mkdir()
+    full, _ = _graphmode_run(tmp_path / "full", "cuda_python_capture.py")
+    assert "first_graph_probe" not in full.meta and "probe" not in [r["config"]["name"] for r in full.meta["runs"]]
+    assert all(r.first_graph_from != "this_process" for r in analyze(full).prediction.regions)

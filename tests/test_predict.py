@@ -652,3 +652,24 @@ def test_the_measured_first_graph_extra_carries_the_calibrations_relative_spread
     assert s.samples == pytest.approx((400_000 / 3, 150_000.0, 200_000.0)) and s.median == pytest.approx(150_000)
     assert pr._around(5.0, None).samples == (5.0,)
     assert pr._around(5.0, Spread.of([7.0])).samples == (5.0,)
+
+
+def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -> None:
+    """A real H200 recording (session 13): `graphmode run examples/cuda_python_capture.py --eager-only`, the eager loop
+    of 200 synchronized steps of 16 kernels and no graph. Its runs: measuring, detail, then the probe run, which
+    measured the process's first-graph extra. The prediction finds the synchronized loop (analyzers.inference.
+    sync_iterations), builds its 16-node chain, and prices the graph as the process's first with that extra."""
+    trace = load(DATA / "scripts" / "cuda_python_eager_only.gmtrace")
+    assert [r["config"]["name"] for r in trace.meta["runs"]] == ["measure", "detail", "probe"]
+    probe = trace.meta["first_graph_probe"]
+    assert (probe["run"], probe["execs_before"]) == ("probe", 0) and probe["extra_ns"] > 0
+    a = analyze(trace)
+    [r] = a.prediction.regions
+    assert (r.direction, r.mode, r.iterations) == ("to_graph", "eager", 200)
+    assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (16, 15, 16)
+    assert r.first_graph_from == "this_process"
+    assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
+    assert r.break_even is not None and r.break_even == smallest_replays(r.one_time.ns, r.saved_per_iteration.ns)  # type: ignore[union-attr]
+    # the detail run ran with callbacks and simply saw no graph: nothing is said to be missing
+    assert not any("detail run is missing" in c for c in a.cannot_compute)
+    assert not any("graph-detail trace" in c for c in a.cannot_compute)

@@ -57,7 +57,8 @@ def test_every_recording_is_valid_and_says_how_it_ended(recording: Trace) -> Non
     assert recording.meta["script"]["exit_code"] == (0 if recording.meta["status"] == "complete" else 1)
     assert recording.meta["dropped_records"] == 0
     runs = recording.meta["runs"]
-    assert [p.name for p in recording.passes] == [r["config"]["name"] for r in runs]
+    # every run wrote a pass, but the probe run (meta.first_graph_probe only)
+    assert [p.name for p in recording.passes] == [r["config"]["name"] for r in runs if r["config"]["name"] != "probe"]
     assert runs[0]["config"]["name"] == "measure" and runs[0]["config"]["callbacks"] is False
     if len(runs) > 1:
         assert runs[1]["config"]["name"] == "detail" and runs[1]["config"]["callbacks"] is True
@@ -273,7 +274,7 @@ def test_periods_are_never_negative_and_warmups_precede_their_capture(recording:
     sg = script_graphs(recording)
     assert sg is not None and sg.timing_pass == 0
     caps = [(c.graph_id, c.start_ns) for c in sg.lifecycle if c.event == "capture"]
-    assert caps or recording.path.name == "two_threads.gmtrace" or len(recording.passes) == 1
+    assert caps or recording.path.name in ("two_threads.gmtrace", "cuda_python_eager_only.gmtrace") or len(recording.passes) == 1
     for g, start in caps:
         warm = it.select((it.role == "warmup") & (it.graph_id == g))
         assert warm.size == 0 or warm.gpu_start_ns.max() < start
