@@ -412,7 +412,10 @@ def run(
                                             "lines, what the options above ask for); '1': the detail run alone, for a script that "
                                             "cannot run twice (its timings are slowed; the report says so); 'auto': '2', then, on "
                                             "Python 3.12+ when the two find CPU-bound iterations, a timing run without CUPTI that "
-                                            "times them untraced; '1' for one rank of a multi-process job.")] = "auto",
+                                            "times them untraced and ends by measuring what this process's first CUDA graph would "
+                                            "cost extra; where it is not made, for a script that built no graph and whose measuring "
+                                            "run took at most 60 s, a probe run (the script once more, untraced) that measures it; "
+                                            "'1' for one rank of a multi-process job.")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
@@ -423,7 +426,8 @@ def run(
     numbers need (no Python callback, few API records), so the script runs at nearly its own speed, then
     a detail run that names the graphs and reads their topology and source lines. Where the script's
     loops are CPU-bound (which any CUPTI recording slows), a third run without CUPTI stamps the lines
-    that start them, on Python 3.12+. The script's
+    that start them, on Python 3.12+. A script that built no graph is run once more without CUPTI (unless
+    that third run was made), ending with a probe of what its process's first graph would cost. The script's
     arguments, output and exit code pass through. If it raises or you press Ctrl-C, the trace of what
     ran is still written and the report says so.
     """
