@@ -92,20 +92,37 @@ def _rel(pred: float | None, meas: float | None) -> float | None:
     return pred / meas - 1.0 if pred is not None and meas else None
 
 
-def compare_trace(path: Path, model_path: Path, label: str, build: str = "auto") -> dict[str, Any]:
+def probe_twin(path: Path) -> Path:
+    """Where `run --probe` records a bench trace's probe twin: `graphmode run` of benchmarks/bench_eager.py, the same
+    workload's eager part in a process of its own, which ends with the first-graph probe."""
+    return path.with_name(path.name.removesuffix(".gmtrace") + ".eager.gmtrace")
+
+
+def compare_trace(path: Path, model_path: Path, label: str, build: str = "auto", probe: Path | None = None) -> dict[str, Any]:
     """The prediction from the trace's eager iterations beside what the trace measured for its graph: the
     runner's graph (`graphmode bench`, graphmode.compare) or, in a script's trace, the graph the eager region
-    does the work of (the per-graph answer). `build`: how the predicted graph is made (analyzers.predict)."""
+    does the work of (the per-graph answer). `build`: how the predicted graph is made (analyzers.predict).
+    `probe`: a trace whose first-graph probe (meta.first_graph_probe) the prediction uses, as if this trace's process
+    had measured it (the bench process cannot: its own graph is its first)."""
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import find_model
     from graphmode.tracer.store import load
 
+    measured_probe = None
+    if probe is not None:
+        with load(probe) as pt:
+            measured_probe = pt.meta.get("first_graph_probe")
     with load(path) as t:
+        if isinstance(measured_probe, dict):
+            t.meta["first_graph_probe"] = measured_probe
         a = analyze(t, find_model(t.meta, model_path), predict_build=build)
     p = a.prediction
     regions = [r for r in (p.regions if p else ()) if r.mode == "eager" and r.direction == "to_graph"]
     r = next((r for r in regions if r.measured_break_even is not None), regions[0] if regions else None)
     row: dict[str, Any] = {"label": label, "trace": path.name, "model_match": p.model_match if p else None}
+    if probe is not None:
+        row.update(probe_trace=probe.name, probe_extra_ns=(measured_probe or {}).get("extra_ns"),
+                   probe_error=(measured_probe or {"error": "no first_graph_probe in its meta"}).get("error"))
     if r is None or r.one_time is None or r.replay_period is None or r.measured_one_time_ns is None or r.measured_replay_ns is None:
         row["error"] = "no eager region, measured graph or prediction"
         return row
@@ -132,6 +149,7 @@ def compare_trace(path: Path, model_path: Path, label: str, build: str = "auto")
         "break_even_high": None if r.break_even_high_never else r.break_even_high, "break_even_meas": r.measured_break_even,
         "break_even_exact_pred": pred_exact, "break_even_exact_meas": meas_exact,
         "break_even_exact_err": pred_exact / meas_exact - 1.0 if math.isfinite(pred_exact) and math.isfinite(meas_exact) else None,
+        "first_graph_extra_ns": r.first_graph_extra.ns if r.first_graph_extra else None, "first_graph_from": r.first_graph_from,
     })
     row["break_even_ok"] = _be_ok(r.break_even, r.measured_break_even)
     row["one_time_ok"] = _one_time_ok(row["one_time_err"])
@@ -185,7 +203,15 @@ def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _jobs(out: Path, quick: bool, procs: int) -> list[tuple[str, Path, list[str]]]:
+def _probe_job(bench: Path, workload: list[str], n: str) -> tuple[str, Path, list[str]]:
+    """The bench trace's probe twin (probe_twin): the workload's eager part under `graphmode run` (its runs as for any
+    script, no report), whose untraced run (the timing run or the probe run) ends with the first-graph probe."""
+    p = probe_twin(bench)
+    return ("probe twin", p, [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(p),
+                              str(ROOT / "benchmarks" / "bench_eager.py"), *workload, "-n", n, "--warmup", "20"])
+
+
+def _jobs(out: Path, quick: bool, procs: int, probe: bool = False) -> list[tuple[str, Path, list[str]]]:
     py = sys.executable
     kernels = CHAIN_KERNELS[:2] if quick else CHAIN_KERNELS
     dags = DAG_SHAPES[:1] if quick else DAG_SHAPES
@@ -197,17 +223,21 @@ def _jobs(out: Path, quick: bool, procs: int) -> list[tuple[str, Path, list[str]
             p = out / f"chain-{k}.p{i}.gmtrace"
             jobs.append((f"chain, {k} kernels", p, [py, "-m", "graphmode", "bench", "chain", "--kernels", str(k), "-n", n,
                                                     "--warmup", "20", "--out", str(p), "--no-report"]))
+            if probe:
+                jobs.append(_probe_job(p, ["chain", "--kernels", str(k)], n))
         for w, d in dags:
             p = out / f"dag-{w}x{d}.p{i}.gmtrace"
             jobs.append((f"dag, {w} x {d}", p, [py, "-m", "graphmode", "bench", "dag", "--width", str(w), "--depth", str(d), "-n", n,
                                                 "--warmup", "20", "--out", str(p), "--no-report"]))
+            if probe:
+                jobs.append(_probe_job(p, ["dag", "--width", str(w), "--depth", str(d)], n))
         for s in torch_steps:
             p = out / f"torch-{s}.p{i}.gmtrace"
             jobs.append((f"PyTorch {s} (compare)", p, [py, str(Path(__file__).resolve()), "torch", s, str(p), "--iterations", n]))
     return jobs
 
 
-def run(out: Path, model: Path | None, quick: bool, procs: int) -> None:
+def run(out: Path, model: Path | None, quick: bool, procs: int, probe: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "run.log"
     py = sys.executable
@@ -222,28 +252,38 @@ def run(out: Path, model: Path | None, quick: bool, procs: int) -> None:
             raise SystemExit(f"calibration failed; see {log}")
         (out / name).write_bytes(model.read_bytes())
     rows = []
-    for label, path, cmd in _jobs(out, quick, procs):
-        if _run(cmd, log):
-            rows.append(compare_trace(path, model, label))
+    jobs = _jobs(out, quick, procs, probe)
+    recorded = {path: _run(cmd, log) for _label, path, cmd in jobs}
+    for label, path, _cmd in jobs:
+        if label == "probe twin":
+            continue
+        if recorded[path]:
+            twin = probe_twin(path)
+            rows.append(compare_trace(path, model, label, probe=twin if recorded.get(twin) else None))
         else:
             rows.append({"label": label, "trace": path.name, "error": f"recording failed; see {log.name}"})
-    result = {"model": str(model), "seconds": round(time.perf_counter() - began, 1), "quick": quick, "procs": procs, "rows": rows}
+    result = {"model": str(model), "seconds": round(time.perf_counter() - began, 1), "quick": quick, "procs": procs, "rows": rows,
+              "probe": probe}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     text = table(result)
     (out / "prediction.md").write_text(text + "\n")
     print(text)
 
 
-def reanalyze(out: Path, model: Path, scripts: list[Path], build: str = "auto") -> dict[str, Any]:
+def reanalyze(out: Path, model: Path, scripts: list[Path], build: str = "auto", probe: bool = True) -> dict[str, Any]:
     """The rows of an earlier run again, from its traces, with another cost model (no GPU), plus committed script
-    recordings (`scripts`: their eager regions beside the graphs they measured). Written to
-    OUT/results-<model>.json and OUT/prediction-<model>.md."""
+    recordings (`scripts`: their eager regions beside the graphs they measured). With `probe`, a trace's probe twin
+    (probe_twin), where there is one, gives its first-graph extra. Written to OUT/results-<model>.json and
+    OUT/prediction-<model>.md (-noprobe without `probe` where there were twins)."""
     old = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {"rows": []}
-    rows = [compare_trace(out / r["trace"], model, r["label"], build) for r in old["rows"] if (out / r["trace"]).is_file()]
+    paths = [(out / r["trace"], r["label"]) for r in old["rows"] if (out / r["trace"]).is_file()]
+    twins = any(probe_twin(p).is_file() for p, _ in paths)
+    rows = [compare_trace(p, model, label, build, probe=probe_twin(p) if probe and probe_twin(p).is_file() else None)
+            for p, label in paths]
     rows += [compare_trace(p, model, f"script: {p.name.split('.')[0]}", build) for p in scripts]
     result = {"model": str(model), "seconds": old.get("seconds"), "quick": old.get("quick", False), "procs": old.get("procs", 1),
               "rows": rows, "reanalysed_from": str(out / "results.json"), "build": build}
-    stem = model.stem.replace("costmodel-", "") + ("" if build == "auto" else f"-{build}")
+    stem = model.stem.replace("costmodel-", "") + ("" if build == "auto" else f"-{build}") + ("-noprobe" if twins and not probe else "")
     out.mkdir(parents=True, exist_ok=True)
     (out / f"results-{stem}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     text = table(result)
@@ -313,6 +353,13 @@ def table(result: dict[str, Any]) -> str:
     cov = coverage(result["rows"])
     lines.append("Intervals, per process: the 95% interval held the measured value for the one-time cost in {} of {}, the "
                  "break-even in {} of {}, the replay in {} of {}.".format(*cov["one_time"], *cov["break_even"], *cov["replay"]))
+    probed = [r for r in result["rows"] if r.get("first_graph_from") == "this_process"]
+    twins = [r for r in result["rows"] if r.get("probe_trace")]
+    if twins:
+        v = sorted(r["first_graph_extra_ns"] for r in probed)
+        lines.append(f"First-graph extra: measured by the process's probe twin in {len(probed)} of {len(twins)} processes that had one"
+                     + (f" (median {_us(statistics.median(v))} us, {_us(v[0])}-{_us(v[-1])} us)" if v else "")
+                     + "; the model's elsewhere.")
     return "\n".join(lines)
 
 
@@ -349,12 +396,15 @@ def main() -> None:
     r.add_argument("--quick", action="store_true", help="fewer sizes and iterations (a check that it runs)")
     r.add_argument("--procs", type=int, default=3, help="fresh processes per workload (the measured one-time cost of a "
                                                           "process's first graph varies between processes)")
+    r.add_argument("--probe", action="store_true", help="give each bench process of chain and dag a probe twin (`graphmode run` of "
+                                                         "benchmarks/bench_eager.py), whose first-graph probe its prediction uses")
     a = sub.add_parser("analyze", help="an earlier run's traces again with another cost model (no GPU), plus script recordings")
     a.add_argument("out", type=Path)
     a.add_argument("--model", type=Path, required=True)
     a.add_argument("--scripts", type=Path, nargs="*", default=[], help="committed script recordings (*.gmtrace) to add")
     a.add_argument("--build", choices=("auto", "capture", "node_api"), default="auto",
                    help="how the predicted graphs are made (default: as each trace built its graph)")
+    a.add_argument("--no-probe", action="store_true", help="leave the probe twins out: the model's first-graph extra")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
     k = sub.add_parser("pack", help="the traces of a run as one tar.gz under a size limit")
@@ -367,9 +417,9 @@ def main() -> None:
     w.add_argument("--iterations", type=int, default=ITERATIONS)
     args = ap.parse_args()
     if args.cmd == "run":
-        run(args.out, args.model, args.quick, args.procs)
+        run(args.out, args.model, args.quick, args.procs, args.probe)
     elif args.cmd == "analyze":
-        reanalyze(args.out, args.model, args.scripts, args.build)
+        reanalyze(args.out, args.model, args.scripts, args.build, probe=not args.no_probe)
     elif args.cmd == "table":
         print(table(json.loads((args.out / "results.json").read_text())))
     elif args.cmd == "pack":

@@ -69,3 +69,31 @@ def test_the_recorded_h200_rows_hold_three_processes_per_workload() -> None:
         assert a["one_time_ok"] == (abs(a["one_time_pred_ns"] / a["one_time_meas_ns"] - 1) <= 0.25)
     text = bench.table(result)
     assert all(f"| {a['label']} | 3 |" in text for a in agg)
+
+
+def test_a_bench_trace_takes_its_probe_twins_first_graph_extra(tmp_path: Path) -> None:
+    """`run --probe`: the bench process cannot measure its own first-graph extra (its graph is its first), so its twin
+    (benchmarks/bench_eager.py under `graphmode run`) does, and the bench trace's prediction uses the twin's. Here the
+    bench trace is a real H200 recording (tests/data/chain-graph) and the twin a copy of it given a SYNTHETIC probe
+    of 321 us: the row's first-graph extra is that, said to be measured in the process; without the twin, the model's."""
+    import shutil
+
+    import duckdb
+
+    bench = _prediction()
+    model = ROOT / "graphmode" / "data" / "costmodel-nvidia-h200.json"
+    trace = tmp_path / "chain-20.p1.gmtrace"
+    shutil.copy(ROOT / "tests" / "data" / "chain-graph.gmtrace", trace)
+    twin = bench.probe_twin(trace)
+    assert twin.name == "chain-20.p1.eager.gmtrace"
+    shutil.copy(trace, twin)
+    con = duckdb.connect(str(twin))
+    con.execute("INSERT INTO meta VALUES ('first_graph_probe', ?)", [json.dumps({"extra_ns": 321_000.0, "execs_before": 0})])
+    con.close()
+    with_twin = bench.compare_trace(trace, model, "chain, 20 kernels", probe=twin)
+    assert (with_twin["first_graph_from"], with_twin["first_graph_extra_ns"]) == ("this_process", pytest.approx(321_000.0))
+    assert (with_twin["probe_trace"], with_twin["probe_extra_ns"], with_twin["probe_error"]) == (twin.name, 321_000.0, None)
+    alone = bench.compare_trace(trace, model, "chain, 20 kernels")
+    assert alone["first_graph_from"] == "model" and "probe_trace" not in alone
+    # the one-time cost differs by exactly the two first-graph extras
+    assert with_twin["one_time_pred_ns"] - alone["one_time_pred_ns"] == pytest.approx(321_000.0 - alone["first_graph_extra_ns"])
