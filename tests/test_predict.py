@@ -16,7 +16,7 @@ from rich.console import Console
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import smallest_replays
-from graphmode.analyzers.costmodel import ModelChoice, find_model
+from graphmode.analyzers.costmodel import CostModel, ModelChoice, find_model
 from graphmode.analyzers.predict import predict
 from graphmode.reports.json_report import load_schema, render_json
 from graphmode.reports.terminal import print_report
@@ -315,18 +315,25 @@ def test_a_processs_second_graph_pays_the_second_graphs_extra(tmp_path: Path) ->
     assert third.first_graph_extra is None and third.one_time is not None and third.one_time.ns == pytest.approx(349_000 - 225_000)
 
 
-def test_a_pytorch_programs_first_graph_pays_the_torch_probes_extra(tmp_path: Path) -> None:
-    """SYNTHETIC: a PyTorch program's first graph pays the torch probe's first-graph extra (instantiate + first
-    replay, 135 us: tests/test_costmodel.py works it out) instead of the driver probe's 225 us, whose capture share
-    torch.cuda.graph's first capture (the framework term, 9 ms) already holds."""
+def _torch_probed_model() -> CostModel:
+    """The synthetic model with two torch probe processes: first capture 9 ms; first-graph extra (instantiate + first
+    replay over the median from the third graph on) 135 us (tests/test_costmodel.py works it out)."""
     from graphmode.analyzers.costmodel import torch_capture_spreads
 
     us = 1e3
-    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
+    return dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
         [{"first_ns": 9e6, "instantiate_ns": [130 * us, 80 * us, 60 * us, 70 * us, 50 * us],
           "first_replay_ns": [120 * us, 90 * us, 80 * us, 90 * us, 80 * us]},
          {"first_ns": 9e6, "instantiate_ns": [200 * us, 100 * us, 60 * us, 60 * us, 60 * us],
           "first_replay_ns": [100 * us, 80 * us, 80 * us, 80 * us, 80 * us]}]))
+
+
+def test_a_pytorch_programs_first_graph_pays_the_torch_probes_extra(tmp_path: Path) -> None:
+    """SYNTHETIC: a PyTorch program's first graph pays the torch probe's first-graph extra (instantiate + first
+    replay, 135 us: tests/test_costmodel.py works it out) instead of the driver probe's 225 us, whose capture share
+    torch.cuda.graph's first capture (the framework term, 9 ms) already holds."""
+    us = 1e3
+    m = _torch_probed_model()
     path = fork_join_trace(tmp_path / "fj.gmtrace")
     con = duckdb.connect(str(path))
     con.execute("INSERT INTO meta VALUES ('torch', ?)", [json.dumps({"version": "2.11.0"})])
@@ -624,14 +631,8 @@ def test_the_first_graph_extra_measured_in_the_process_replaces_the_models(tmp_p
 def test_a_pytorch_program_keeps_the_torch_probes_first_graph_extra(tmp_path: Path) -> None:
     """SYNTHETIC: torch.cuda.graph makes its own streams before its first graph, which pre-pays much of the extra the
     in-process probe measures (docs/metrics.md): a PyTorch program's prediction keeps the torch probe's 135 us."""
-    from graphmode.analyzers.costmodel import torch_capture_spreads
-
     us = 1e3
-    m = dataclasses.replace(synthetic_model(), torch_capture=torch_capture_spreads(
-        [{"first_ns": 9e6, "instantiate_ns": [130 * us, 80 * us, 60 * us, 70 * us, 50 * us],
-          "first_replay_ns": [120 * us, 90 * us, 80 * us, 90 * us, 80 * us]},
-         {"first_ns": 9e6, "instantiate_ns": [200 * us, 100 * us, 60 * us, 60 * us, 60 * us],
-          "first_replay_ns": [100 * us, 80 * us, 80 * us, 80 * us, 80 * us]}]))
+    m = _torch_probed_model()
     path = fork_join_trace(tmp_path / "fj.gmtrace")
     _probe_in_meta(path, {"extra_ns": 400_000.0})
     con = duckdb.connect(str(path))
