@@ -123,14 +123,16 @@ def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
     assert single.detail == "node" and single.api_filter == "all" and single.node_events
 
 
-def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0) -> Path:
-    """A SYNTHETIC two-run script trace: measuring pass 0 lasting `measuring_s` with `instantiates` graph instantiate
-    calls, a detail pass 1."""
+def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, kernels: bool = True) -> Path:
+    """A SYNTHETIC two-run script trace: measuring pass 0 lasting `measuring_s` with a kernel (unless not `kernels`)
+    and `instantiates` graph instantiate calls, a detail pass 1."""
     sys.path.insert(0, str(ROOT / "tests"))
     from synthetic import SyntheticTrace
 
     t = SyntheticTrace().add_pass(0, "graph").add_pass(1, "graph")
-    t.api(0, "cudaLaunchKernel", "kernel_launch", 1_000, 2_000)
+    corr = t.api(0, "cudaLaunchKernel", "kernel_launch", 1_000, 2_000)
+    if kernels:
+        t.span(0, "K", 3_000, 4_000, corr)
     t.api(0, "cudaStreamSynchronize", "sync", int(measuring_s * 1e9) - 1_000, int(measuring_s * 1e9))
     for i in range(instantiates):
         t.api(0, "cudaGraphInstantiate", "instantiate", 5_000 + i * 1_000, 5_500 + i * 1_000)
@@ -148,7 +150,8 @@ def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
 def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(tmp_path: Path) -> None:
     """SYNTHETIC traces: an eager-only script whose measuring run took 2 s wants the probe run (None); one that
     instantiated a graph does not (its own first graph is measured); nor one whose trace already has a probe (the
-    timing run's); one whose measuring run took 90 s (> PROBE_RUN_MAX_S) does not, and the user is told why."""
+    timing run's), nor one that ran no kernel; one whose measuring run took 90 s (> PROBE_RUN_MAX_S) does not, and
+    the user is told why."""
     import duckdb
 
     from graphmode.tracer.script import PROBE_RUN_MAX_S, _no_probe_run
@@ -164,6 +167,7 @@ def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(t
     why = _no_probe_run(_script_trace(tmp_path / "long.gmtrace", measuring_s=90.0))
     assert why is not None and why.startswith("no probe run (the measuring run took 90 s, over 60 s)")
     assert _no_probe_run(tmp_path / "missing.gmtrace") == ""
+    assert _no_probe_run(_script_trace(tmp_path / "cpu.gmtrace", kernels=False)) == ""  # no kernel ran: nothing to predict
 
 
 def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

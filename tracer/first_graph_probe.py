@@ -35,11 +35,16 @@ PHASES = ("build", "instantiate", "upload", "first_launch")
 BUFFER_BYTES = 1 << 16
 
 
+class NoContextError(RuntimeError):
+    """The script never made the device's primary context (it did not use that GPU, or used a context of its own)."""
+
+
 def probe_first_graph(ordinal: int = 0) -> dict[str, Any]:
     """Builds, instantiates, uploads and launches PROBE_GRAPHS chains of PROBE_KERNELS one-block kernels (node API,
     NULL stream) in the device's primary context; returns per phase the first graph's extra over the steady state
     (ns), the second graph's ('second_<phase>'), their sums ('extra_ns', 'second_extra_ns'), each graph's times
-    ('graphs'), and what the probe cost ('probe_ns', NVRTC compile included). Raises CudaError where a call fails."""
+    ('graphs'), and what the probe cost ('probe_ns', NVRTC compile included). Raises CudaError where a call fails,
+    NoContextError where the primary context is not active (the probe would measure a fresh context's first graph)."""
     from cuda.bindings import driver as cu
 
     from graphmode.tracer import cuda_util as cu_util
@@ -48,6 +53,10 @@ def probe_first_graph(ordinal: int = 0) -> dict[str, Any]:
 
     clock = time.perf_counter_ns
     t_start = clock()
+    check(cu.cuInit(0), "cuInit")
+    _flags, active = check(cu.cuDevicePrimaryCtxGetState(check(cu.cuDeviceGet(ordinal), "cuDeviceGet")), "cuDevicePrimaryCtxGetState")
+    if not active:  # the code never used this GPU: a fresh context's first graph says nothing of its process
+        raise NoContextError(f"the script made no CUDA context on device {ordinal}: no first graph to probe")
     device = cu_util.init_device(ordinal)
     module = cu_util.compile_module(SOURCE, "graphmode_probe.cu", device)
     buf = 0
