@@ -190,9 +190,12 @@ def bench(
 
         try:
             record(wl, path, iterations=iterations, warmup=warmup, detail=detail, progress=progress)
-        except KeyboardInterrupt:
-            typer.secho(f"interrupted: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
-            raise typer.Exit(130)
+        except KeyboardInterrupt as e:
+            from graphmode.tracer.signals import Terminated
+
+            what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+            typer.secho(f"{what}: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
+            raise typer.Exit(143 if isinstance(e, Terminated) else 130)
         except CudaError as e:
             _fail(f"{e}; the trace of what ran is in {path}", 1)
     typer.echo(f"trace written to {path}")

@@ -237,3 +237,24 @@ def test_sigkill_leaves_a_readable_trace(tmp_path: Path, killed: str) -> None:
     report = subprocess.run([sys.executable, "-m", "graphmode", "report", str(out)], cwd=tmp_path, env=ENV,
                             capture_output=True, text=True, timeout=60)
     assert report.returncode == 0 and f"did not complete (status '{status}'" in " ".join(report.stdout.split())
+
+def test_sigterm_stops_a_bench_and_keeps_what_it_recorded(tmp_path: Path) -> None:
+    """`graphmode bench` stopped by SIGTERM (kill, a scheduler's time limit) ends as on Ctrl-C (tracer.signals): exit
+    143, the trace closed 'interrupted' with the reason, not left 'recording' by SIGTERM's default action."""
+    out = tmp_path / "bench.gmtrace"
+    proc = subprocess.Popen([sys.executable, "-m", "graphmode", "bench", "chain", "-n", "200000", "--no-report", "--out", str(out)],
+                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not out.exists():
+            time.sleep(0.2)
+        time.sleep(3.0)  # inside the first pass's eager loops (200,000 iterations each)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    assert "terminated (SIGTERM)" in err
+    with load(out) as t:
+        assert (t.meta["status"], t.meta["status_reason"]) == ("interrupted", "terminated (SIGTERM)")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.tracer.cuda_util import check
+from graphmode.tracer.signals import Terminated, sigterm_interrupts
 from graphmode.tracer.store import PassInfo, TraceWriter
 from graphmode.tracer.workloads import Workload
 
@@ -291,11 +292,7 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
            progress: Progress | None = None, graph_replays: int | None = None,
            extra_meta: dict[str, Any] | None = None) -> Path:
     """Runs the timing pass and one traced pass of `workload` and writes the trace to `out`."""
-    from cupti import cupti
-
     from graphmode.tracer.cuda_util import init_device
-    from graphmode.tracer.cupti_session import CuptiSession
-    from graphmode.tracer.passes import write_pass
 
     if detail not in ("graph", "node"):
         raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
@@ -308,6 +305,17 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                  "detail": detail}, "dropped_records": 0})
     meta.update(extra_meta or {})
     writer = TraceWriter(out, meta)
+    with sigterm_interrupts():  # SIGTERM stops the run as Ctrl-C does: the passes so far are written, 'interrupted'
+        return _record_passes(workload, writer, out, iterations, warmup, detail, progress, graph_replays)
+
+
+def _record_passes(workload: Workload, writer: TraceWriter, out: Path, iterations: int, warmup: int, detail: str,
+                   progress: Progress | None, graph_replays: int | None) -> Path:
+    from cupti import cupti
+
+    from graphmode.tracer.cupti_session import CuptiSession
+    from graphmode.tracer.passes import write_pass
+
     verified: dict[str, bool] = {}
     notes: dict[str, str] = {}
     dropped_total = 0
@@ -353,8 +361,8 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                     notes[f"{mode} (pass {pass_id})"] = rec.verify_notes[mode]
                 writer.set_meta({"results_verified": verified, "verification": notes})
         workload.teardown()
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
+    except KeyboardInterrupt as e:
+        status, reason = "interrupted", "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted by the user (Ctrl-C)"
         raise
     except BaseException as e:
         status, reason = "failed", f"{type(e).__name__}: {e}"
