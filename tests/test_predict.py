@@ -674,3 +674,10 @@ def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -
     # the detail run ran with callbacks and simply saw no graph: nothing is said to be missing
     assert not any("detail run is missing" in c for c in a.cannot_compute)
     assert not any("graph-detail trace" in c for c in a.cannot_compute)
+    # JSON (schema-valid) and terminal say where the extra comes from
+    doc = json.loads(render_json(a))
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    assert doc["prediction"]["regions"][0]["first_graph_from"] == "this_process"
+    console = Console(width=200, no_color=True, record=True)
+    print_report(a, console)
+    assert "(measured in this process)" in console.export_text()
