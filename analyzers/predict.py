@@ -181,6 +181,13 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
     return out
 
 
+# Eager kernels ran, but no repeated region was found in them (analyzers.inference, docs/metrics.md).
+NO_REGION_NOTE = ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
+                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations that "
+                  "recur at least 5 times; a loop that does not synchronize each step is not found so. Mark the step with an "
+                  "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
+                  "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources")
+
 # The prediction says so when the first (or second) graph's extra is at least this share of the one-time cost.
 FIRST_GRAPH_SHARE_NOTE = 0.25
 
@@ -745,4 +752,7 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
             p = _to_eager(trace, int(gid), traced.pass_id, traced.detail, wall_pass, model, analysis, seed)
             if p is not None:
                 out.append(p)
+    if not out and trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0",
+                                  [traced.pass_id])[0][0]:
+        notes.append(NO_REGION_NOTE)
     return result(out)

@@ -97,7 +97,12 @@ def to_eager_rows(to_eager: list[RegionPrediction]) -> list[tuple[str, list[str]
 def print_prediction(console: Console, p: Prediction | None) -> None:
     """One table per direction: predicted one-time cost, replay period, saving, break-even, beside what
     the trace measured for the same work where it built the graph; then capture breakers and notes."""
-    if p is None or not p.regions:
+    if p is None or not (p.regions or p.notes):
+        return
+    if not p.regions:  # nothing predicted: say why
+        console.print("[bold]Prediction: no region to predict[/bold]")
+        for n in p.notes:
+            console.print(f"  note: {escape(n)}")
         return
     title = "Prediction: what a CUDA graph would cost and save"
     if p.model_gpu:

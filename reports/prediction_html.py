@@ -18,8 +18,10 @@ def _table(regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -
 def prediction_html(p: Prediction | None) -> str:
     """The section body ('' without a prediction): model, the to-graph and to-eager tables, each region's
     graph, capture breakers and notes."""
-    if p is None or not p.regions:
+    if p is None or not (p.regions or p.notes):
         return ""
+    if not p.regions:  # nothing predicted: why, and how to mark the step
+        return "".join(f"<p class='note'>{html.escape(n)}</p>" for n in p.notes)
     out = []
     model = f"cost model: {p.model_gpu}, driver {p.model_driver}" if p.model_gpu else "no cost model: measured rows only"
     out.append(f"<p class='hint'>What a CUDA graph would cost and save, predicted from the eager work ({html.escape(model)}); "

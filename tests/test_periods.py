@@ -193,8 +193,14 @@ def test_an_eager_only_scripts_iterations_are_its_synchronized_steps(tmp_path: P
             assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (2, 1, 2)
 
 
-def test_steps_that_recur_too_rarely_are_no_iterations(tmp_path: Path) -> None:
-    """SYNTHETIC: only 4 synchronized steps of [K1, K2] (fewer than MIN_SYNC_ITERATIONS): no iteration is inferred."""
+def test_steps_that_recur_too_rarely_are_no_iterations_and_the_report_says_what_to_do(tmp_path: Path) -> None:
+    """SYNTHETIC: only 4 synchronized steps of [K1, K2] (fewer than MIN_SYNC_ITERATIONS): no iteration is inferred,
+    and the prediction, with nothing to predict, says how to mark the step (NVTX, --predict-lines)."""
+    from rich.console import Console
+
+    from graphmode.analyzers.predict import NO_REGION_NOTE, predict
+    from graphmode.reports.prediction import print_prediction
+
     t = ScriptTrace()
     for i in range(4):
         b = 10_000 * (i + 1)
@@ -202,3 +208,12 @@ def test_steps_that_recur_too_rarely_are_no_iterations(tmp_path: Path) -> None:
         t.call("cudaStreamSynchronize", "sync", b + 60, b + 500)
     with load(t.write_script(tmp_path / "few.gmtrace")) as trace:
         assert find_iterations(trace).size == 0
+        p = predict(trace, None, None)
+    assert p.regions == () and NO_REGION_NOTE in p.notes
+    console = Console(width=300, no_color=True, record=True)
+    print_prediction(console, p)
+    text = console.export_text()
+    assert "Prediction: no region to predict" in text and "graphmode:eager" in text and "--predict-lines" in text
+    from graphmode.reports.prediction_html import prediction_html
+
+    assert "graphmode:eager" in prediction_html(p)  # the page's prediction section says the same
