@@ -150,8 +150,8 @@ def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
 def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(tmp_path: Path) -> None:
     """SYNTHETIC traces: an eager-only script whose measuring run took 2 s wants the probe run (None); one that
     instantiated a graph does not (its own first graph is measured); nor one whose trace already has a probe (the
-    timing run's), nor one that ran no kernel; one whose measuring run took 90 s (> PROBE_RUN_MAX_S) does not, and
-    the user is told why."""
+    timing run's), nor one that ran no kernel, nor a PyTorch program; one whose measuring run took 90 s
+    (> PROBE_RUN_MAX_S) does not, and the user is told why."""
     import duckdb
 
     from graphmode.tracer.script import PROBE_RUN_MAX_S, _no_probe_run
@@ -168,6 +168,11 @@ def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(t
     assert why is not None and why.startswith("no probe run (the measuring run took 90 s, over 60 s)")
     assert _no_probe_run(tmp_path / "missing.gmtrace") == ""
     assert _no_probe_run(_script_trace(tmp_path / "cpu.gmtrace", kernels=False)) == ""  # no kernel ran: nothing to predict
+    torch = _script_trace(tmp_path / "torch.gmtrace")
+    con = duckdb.connect(str(torch))
+    con.execute("INSERT INTO meta VALUES ('torch', '{\"version\": \"2.11.0\"}')")
+    con.close()
+    assert _no_probe_run(torch) == ""  # a PyTorch program: its prediction keeps the torch probe's extra
 
 
 def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

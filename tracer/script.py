@@ -673,8 +673,9 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
 
 def _no_probe_run(out: Path) -> str | None:
     """None where the probe run is wanted: the trace has no first-graph probe yet (the timing run makes one), the
-    measuring run instantiated no graph (a script that builds graphs has its own first graph measured) and ran
-    kernels (else there is no loop to predict a graph for). Otherwise why
+    measuring run instantiated no graph (a script that builds graphs has its own first graph measured), ran
+    kernels (else there is no loop to predict a graph for) and is not a PyTorch program (whose prediction keeps the
+    torch probe's extra, analyzers.predict). Otherwise why
     not: '' where there is nothing to say, a note for the user where the measuring run took longer than
     PROBE_RUN_MAX_S (the probe run would run the script once more)."""
     from graphmode.tracer.store import TraceError, load
@@ -685,6 +686,10 @@ def _no_probe_run(out: Path) -> str | None:
                 return ""
             if not t.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0]:
                 return ""  # no kernel ran: no loop to predict a graph for
+            from graphmode.analyzers.predict import uses_torch
+
+            if uses_torch(t):  # PyTorch's graphs keep the torch probe's extra (torch.cuda.graph makes its own streams)
+                return ""
             first = t.passes[0] if t.passes else None
             took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
     except (TraceError, OSError):
