@@ -1,6 +1,6 @@
 """Predicted vs measured: does graphmode's prediction from eager work match the graph it then measures? (issue 11)
 
-    python benchmarks/prediction.py run OUT [--model FILE] [--quick] [--procs N]   # on the GPU
+    python benchmarks/prediction.py run OUT [--model FILE] [--quick] [--procs N] [--probe]   # on the GPU
     python benchmarks/prediction.py table OUT                                     # anywhere: the markdown table
     python benchmarks/prediction.py analyze OUT --model FILE [--scripts T...]     # anywhere: again with another model
 
@@ -12,7 +12,9 @@ medians over them):
   - third-party work through `graphmode.compare` (PyTorch: an MLP step and a transformer encoder layer,
     random weights, no downloads), the same two-pass runner;
 then analyses each trace with the model: the prediction from the eager iterations (analyzers.predict)
-beside the one-time cost, replay period and break-even that the same trace measured for the graph.
+beside the one-time cost, replay period and break-even that the same trace measured for the graph. With `--probe`,
+each chain and dag process gets a probe twin (`graphmode run benchmarks/bench_eager.py`, the same workload's eager
+part in a process of its own, ending with the first-graph probe) whose measured extra its prediction uses.
 Targets (issue 11): break-even within 20% (or 1 replay), one-time cost within 25%.
 
 The `dag` graph is built with the explicit node API, not captured: the prediction prices it so (the trace says
