@@ -4,9 +4,9 @@ in the user's own process after the script ended.
 A process's first graph costs more than its later ones, by an amount that depends on what the process did before
 (docs/metrics.md, "What the first-graph extra depends on"; H200: 150-880 us). The prediction from an eager trace
 (analyzers.predict) needs it for the graph the user would build, and no calibration made in another process can know
-it. So the measuring run of `graphmode run`, once the script has ended and CUPTI has been detached, builds
-PROBE_GRAPHS small graphs one after another in the script's own process and context, and records the first one's
-extra over the steady state (the median from the fourth on, as `graphmode calibrate`'s probe does).
+it. So an untraced run of `graphmode run` (the timing run, or else the probe run: tracer.script), once the script
+has ended, builds PROBE_GRAPHS small graphs one after another in the script's own process and context, and records
+the first one's extra over the steady state (the median from the fourth on, as `graphmode calibrate`'s probe does).
 
 The probe makes nothing that would pre-pay what it measures. On the H200 one stream created before the first
 graph took ~250 us off its instantiate, 17 streams ~300 us, so it creates none: its graphs are built with the node
@@ -15,9 +15,9 @@ changed the first graph's extra (benchmarks/results/2026-12-01-s13/). Untraced a
 run, it read the chains' own first-graph extra (medians 446 against 482 us, 437 against 442) and the node-API dags'
 low (178 against 333, 459 against 610); with it the prediction benchmark met both targets on 6 of 7 chains and dags
 (docs/benchmarks.md). CUPTI attached earlier in the process takes most of the extra away (156-193 us where the
-same process untraced read up to 459): it runs only in an untraced run.
-It runs only where nothing else will: the process ends right after (never under `graphmode.trace` in a notebook,
-where the user's next graph would find the extra paid).
+same process untraced read up to 459): so never in a traced run. And only where nothing else will run: the process
+ends right after (never under `graphmode.trace` in a notebook, where the user's next graph would find the extra
+paid).
 """
 
 from __future__ import annotations
