@@ -216,6 +216,16 @@ def _process_probe(trace: Trace) -> float | None:
     return max(float(v), 0.0)
 
 
+def _probe_cost_note(p: dict[str, Any]) -> str:
+    """What measuring the first-graph extra cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
+    took = p.get("probe_ns")
+    cost = f" and took {duration_text(float(took))}" if isinstance(took, (int, float)) else ""
+    run = p.get("run")
+    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(run), "an untraced run")
+    return (f"the first graph's extra was measured in this program's process: graphmode's probe ran after the script ended, "
+            f"in {where}{cost}, outside every timing")
+
+
 def _around(value: float, spread: Spread | None) -> Spread:
     """A single measurement given the relative spread of `spread`'s samples around their median (the calibration
     probes' process-to-process spread of the same quantity); the value alone where there is none."""
@@ -439,6 +449,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         if probe is not None:
             # Measured in this very process (`graphmode run`'s probe), with the calibration probes' relative spread.
             extra_spread, extra_from = _around(probe, extra_spread), "this_process"
+            notes.append(_probe_cost_note(trace.meta["first_graph_probe"]))
         elif first and api and not model.first_graph_api:
             notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
@@ -465,9 +476,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if extra_spread is not None and one_point > 0 and extra_spread.median >= FIRST_GRAPH_SHARE_NOTE * one_point:
         share = f"{duration_text(extra_spread.median)} of the predicted one-time cost ({100 * extra_spread.median / one_point:.0f}%)"
         if extra_from == "this_process":
-            notes.append(f"{share} is what the process's first graph costs over later ones, as graphmode's probe measured it in this "
-                         "process after the script ended; a program that creates a stream just before its first graph pays less "
-                         "(H200: ~250 us less, docs/metrics.md)")
+            notes.append(f"{share} is what the process's first graph costs over later ones, as measured so; a program that creates "
+                         "a stream just before its first graph pays less (H200: ~250 us less, docs/metrics.md)")
         else:
             notes.append(f"{share} is what the process's {'first' if first else 'second'} graph costs over later ones, which depends "
                          "on what the process set up before it and on the graph, not only on the GPU (H200: 150-880 us for a first "

@@ -601,13 +601,16 @@ def test_the_first_graph_extra_measured_in_the_process_replaces_the_models(tmp_p
     instantiated before the region, the probe's graph was not the process's first: the probe is not used (nor where
     the run counted graphs instantiated before the probe). A probe that failed ('error') leaves the model's."""
     path = fork_join_trace(tmp_path / "fj.gmtrace")
-    _probe_in_meta(path, {"extra_ns": 150_000.0, "build": 60_000.0, "instantiate": 80_000.0, "upload": 8_000.0, "first_launch": 2_000.0})
+    _probe_in_meta(path, {"extra_ns": 150_000.0, "build": 60_000.0, "instantiate": 80_000.0, "upload": 8_000.0, "first_launch": 2_000.0,
+                          "run": "probe", "probe_ns": 46_000_000})
     [r] = predict(load(path), None, MODEL).regions
     assert r.first_graph_from == "this_process"
+    assert ("the first graph's extra was measured in this program's process: graphmode's probe ran after the script ended, in "
+            "the probe run (the script once more, untraced) and took 46 ms, outside every timing") in r.notes, r.notes
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(150_000)
     assert r.one_time is not None and r.one_time.ns == pytest.approx(274_000)
     # 150000 / 274000 = 55%
-    assert any(n.startswith("150 us of the predicted one-time cost (55%)") and "measured it in this process" in n for n in r.notes), r.notes
+    assert any(n.startswith("150 us of the predicted one-time cost (55%)") and "as measured so" in n for n in r.notes), r.notes
     _instantiated_before(path, 9, 10)
     [later] = predict(load(path), None, MODEL).regions
     assert later.first_graph_from == "" and later.first_graph_extra is None
