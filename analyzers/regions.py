@@ -51,8 +51,10 @@ def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
             # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
             with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
             steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
+            # eager iterations of no graph, inferred: a script's synchronized steps (analyzers.inference.sync_iterations)
+            sync = (np.asarray(t.source).astype(str) == "inferred") & (np.asarray(t.graph_id) == 0) & (mode != "graph")
             return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
-                    "name": np.full(int(steady.sum()), "", dtype=object),
+                    "name": np.where(sync, "synchronized", "").astype(object)[steady],
                     "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
         except (AttributeError, TypeError, KeyError, ValueError):
             pass  # an interface still moving: the markers below say the same for bench and script traces
@@ -65,6 +67,8 @@ def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
         return (f"{mode} iterations doing graph {graph_id}'s work", "inferred from the graph's kernel sequence")
     if name == "nvtx":
         return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
+    if name == "synchronized":
+        return (f"{mode} iterations", "inferred: the stretch between synchronizations that recurs most")
     if name == mode:
         return (f"{mode} iterations", "the runner's iteration markers")
     return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")

@@ -670,6 +670,7 @@ def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -
     a = analyze(trace)
     [r] = a.prediction.regions
     assert (r.direction, r.mode, r.iterations) == ("to_graph", "eager", 200)
+    assert (r.label, r.basis) == ("eager iterations", "inferred: the stretch between synchronizations that recurs most")
     assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (16, 15, 16)
     assert r.first_graph_from == "this_process"
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
