@@ -156,6 +156,14 @@ def program(shape: Shape) -> list[Step]:
     return steps + [("op", "kernel", 0)]
 
 
+def over_steady(rows: list[dict[str, Any]], key: str) -> tuple[float, float]:
+    """The first and the second of `rows` (graphs built one after another in one process, the first first) over the
+    steady state: `key` less its median from PROBE_STEADY_FROM on. The first-graph probes of `graphmode calibrate`
+    (Calibrator.first_graph_probe) and of `graphmode run` (tracer.first_graph_probe) both read their graphs so."""
+    steady = float(np.median([r[key] for r in rows[PROBE_STEADY_FROM:]]))
+    return float(rows[0][key]) - steady, float(rows[1][key]) - steady
+
+
 def api_buildable(steps: list[Step]) -> bool:
     """Whether `Calibrator.build` makes this program's graph with the node API: kernels, memsets and memcpys joined
     by stream order and events (no host functions, no external event nodes)."""
@@ -520,9 +528,7 @@ class Calibrator:
                 "first_launch": "first_launch"}
         out: dict[str, float] = {}
         for k, v in keys.items():
-            steady = float(np.median([r[v] for r in rows[PROBE_STEADY_FROM:]]))
-            out[k] = rows[0][v] - steady
-            out[f"second_{k}"] = rows[1][v] - steady
+            out[k], out[f"second_{k}"] = over_steady(rows, v)
             out[f"first_{k}"] = rows[0][v]
         return out
 

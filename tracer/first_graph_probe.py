@@ -26,11 +26,9 @@ import ctypes
 import time
 from typing import Any
 
-import numpy as np
+# The same chain length, number of graphs and steady state as `graphmode calibrate`'s first-graph probe.
+from graphmode.tracer.calibrate import PROBE_GRAPHS, PROBE_KERNELS, PROBE_STEADY_FROM, SOURCE, over_steady
 
-PROBE_KERNELS = 20  # a chain as `graphmode calibrate`'s first-graph probe builds
-PROBE_GRAPHS = 6
-PROBE_STEADY_FROM = 3  # the steady state: the median of the graphs from the fourth on
 PHASES = ("build", "instantiate", "upload", "first_launch")
 BUFFER_BYTES = 1 << 16
 
@@ -48,7 +46,6 @@ def probe_first_graph(ordinal: int = 0) -> dict[str, Any]:
     from cuda.bindings import driver as cu
 
     from graphmode.tracer import cuda_util as cu_util
-    from graphmode.tracer.calibrate import SOURCE
     from graphmode.tracer.cuda_util import KernelArgs, check
 
     clock = time.perf_counter_ns
@@ -107,9 +104,7 @@ def summarize(rows: list[dict[str, int]]) -> dict[str, Any]:
         raise ValueError(f"the first-graph probe needs more than {PROBE_STEADY_FROM} graphs, got {len(rows)}")
     out: dict[str, Any] = {"graphs": [dict(r) for r in rows]}
     for k in PHASES:
-        steady = float(np.median([r[k] for r in rows[PROBE_STEADY_FROM:]]))
-        out[k] = float(rows[0][k]) - steady
-        out[f"second_{k}"] = float(rows[1][k]) - steady
+        out[k], out[f"second_{k}"] = over_steady(rows, k)
     out["extra_ns"] = float(sum(out[k] for k in PHASES))
     out["second_extra_ns"] = float(sum(out[f"second_{k}"] for k in PHASES))
     return out
