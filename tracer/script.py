@@ -354,9 +354,6 @@ class TimingTracer:
         self.out = rank_trace_path(out)
         self.config = config
         self.pass_id = pass_id
-        # The run ends with the first-graph probe (tracer.first_graph_probe): untraced, as the probe must be (CUPTI
-        # attached earlier in the process takes most of the extra it measures away), and the process ends next.
-        self.first_graph_probe = True
         self._writer: TraceWriter | None = None
         self._stamper: Any = None
         self._torch: Any = None  # tracer.torch_hooks.TorchHooks
@@ -389,7 +386,9 @@ class TimingTracer:
         finally:
             existing = writer.get_meta()
             entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
-            probe = run_probe(writer, self.config.name) if self.first_graph_probe and status == "complete" else {}
+            # The run ends with the first-graph probe (tracer.first_graph_probe): untraced, as the probe must be (CUPTI
+            # attached earlier in the process takes most of the extra it measures away), and the process ends next.
+            probe = run_probe(writer, self.config.name) if status == "complete" else {}
             try:
                 writer.set_meta({"runs": _runs_with(existing, entry), **probe})
             finally:
@@ -411,29 +410,24 @@ class ProbeTracer:
         TraceWriter(self.out, append=True).close(keep_status=True)  # a trace that cannot be appended to fails now
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
-        probe = _probe_first_graph() if status == "complete" else None  # before the trace is opened: nothing in between
         writer = TraceWriter(self.out, append=True)
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
         entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
         try:
-            extra = {"first_graph_probe": probe | _probe_context(writer, self.config.name)} if probe is not None else {}
-            writer.set_meta({"runs": _runs_with(writer.get_meta(), entry), **extra})
+            probe = run_probe(writer, self.config.name) if status == "complete" else {}
+            writer.set_meta({"runs": _runs_with(writer.get_meta(), entry), **probe})
         finally:
             writer.close(keep_status=True)
         return writer.path
 
 
 def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
-    """{'first_graph_probe': ...}: tracer.first_graph_probe in this process, with where it ran (_probe_context); {} where
-    the code instantiated a graph of its own (its first graph is measured, the probe's would not be the first)."""
-    where = _probe_context(writer, run)
-    return {"first_graph_probe": _probe_first_graph() | where} if where["execs_before"] == 0 else {}
-
-
-def _probe_context(writer: TraceWriter, run: str) -> dict[str, Any]:
-    """Which run measured the probe, and how many graphs the code had instantiated before it (`instantiations`): the
-    prediction uses the probe only where none had been (analyzers.predict)."""
-    return {"run": run, "execs_before": instantiations(writer.as_trace())}
+    """{'first_graph_probe': ...}: tracer.first_graph_probe in this process, with which run measured it and how many
+    graphs the code had instantiated before it (`instantiations`; the prediction uses the probe only where none had
+    been, analyzers.predict); {} where the code instantiated a graph of its own (its first graph is measured, the
+    probe's would not be the first)."""
+    before = instantiations(writer.as_trace())
+    return {"first_graph_probe": _probe_first_graph() | {"run": run, "execs_before": before}} if before == 0 else {}
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
