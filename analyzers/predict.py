@@ -32,6 +32,7 @@ import numpy as np
 from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model
 from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
     BREAKER_ADVICE,
     EagerGraph,
@@ -184,7 +185,7 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
 # Eager kernels ran, but no repeated region was found in them (analyzers.inference, docs/metrics.md).
 NO_REGION_NOTE = ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
                   "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations that "
-                  "recur at least 5 times; a loop that does not synchronize each step is not found so. Mark the step with an "
+                  f"recur at least {MIN_SYNC_ITERATIONS} times; a loop that does not synchronize each step is not found so. Mark the step with an "
                   "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
                   "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources")
 
@@ -439,7 +440,6 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     torch_extra = (model.torch_capture.get({1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, ""))
                    if torch_program and not use_tree else None)
     probe = _process_probe(trace) if first and torch_extra is None else None
-    extra_from = ""
     if torch_extra is not None:
         extra_spread: Spread | None = torch_extra
         extra_from = "torch_probe"
@@ -524,7 +524,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
         framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
-        first_graph_from=extra_from if extra_spread is not None else "",
+        first_graph_from=extra_from,
     )
 
 
