@@ -271,8 +271,8 @@ def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
     `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
     measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
     """
-    from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges, sync_iterations
-    from graphmode.analyzers.periods import runner_iterations, script_iterations
+    from graphmode.analyzers.periods import runner_iterations
+    from graphmode.analyzers.script_analysis import table_for
     from graphmode.analyzers.script_graphs import script_graphs
 
     if pass_id is None:
@@ -285,10 +285,7 @@ def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
     sg = script_graphs(trace, timing_pass=pass_id)
     if sg is None:
         return empty_table(pass_id if pass_id is not None else 0)
-    eager = eager_occurrences(trace, sg)
-    if not eager and not any(g.kernels for g in sg.graphs):  # a script that built no graph: its synchronized loop
-        eager = sync_iterations(trace, sg)
-    return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass))
+    return table_for(trace, sg)[0]
 
 
 def _iterations(trace: Trace, pass_id: int) -> _Iterations:

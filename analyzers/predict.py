@@ -43,7 +43,7 @@ from graphmode.analyzers.eager_graph import (
     name_mask,
     window_activity,
 )
-from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
+from graphmode.analyzers.regions import SYNC_BASIS, Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.per_graph import duration_text
 from graphmode.analyzers.script_graphs import torch_windows
 from graphmode.analyzers.results import (
@@ -278,9 +278,15 @@ def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall
 
 
 def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float, str] | None:
-    """(median eager work, the run it comes from) of the graph a script's eager region does the work of."""
-    if analysis is None or region.runner or not region.graph_id or region.mode != "eager":
+    """(median eager work, the run it comes from) of the graph a script's eager region does the work of; for the
+    synchronized loop of a script that built no graph, the headline's eager period (analyzers.script_analysis)."""
+    if analysis is None or region.runner or region.mode != "eager":
         return None
+    if not region.graph_id:
+        m = analysis.mode("eager")
+        if analysis.graphs or region.basis != SYNC_BASIS or m is None or m.wall is None or m.wall.median <= 0:
+            return None
+        return m.wall.median, m.wall_source
     g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)
     if g is None or g.eager is None or g.eager.work is None or g.eager.work.median <= 0:
         return None
@@ -330,7 +336,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         t_e = float(np.median(wall))
         region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
         run = {"measure": "measuring", "single": "single"}.get(script_eager[1], script_eager[1])
-        notes.append(f"the eager period is the per-graph answer's (from the {run} run): the detail run's iterations "
+        whose = "per-graph answer's" if region.graph_id else "loop's, as its per-iteration table reads it"
+        notes.append(f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
                      f"scaled by {scale:.2f} to its median")
     if rows.shape[0] < n_it:
         notes.append(f"{n_it - rows.shape[0]} of {n_it} iterations launched different work and were left out of the per-node durations")

@@ -20,6 +20,7 @@ from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
 MIN_NVTX_REPEATS = 3
+SYNC_BASIS = "inferred: the stretch between synchronizations that recurs most"  # a script's synchronized loop (graph 0)
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
     if name == "nvtx":
         return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
     if name == "synchronized":
-        return (f"{mode} iterations", "inferred: the stretch between synchronizations that recurs most")
+        return (f"{mode} iterations", SYNC_BASIS)
     if name == mode:
         return (f"{mode} iterations", "the runner's iteration markers")
     return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.break_even import overhead_saved
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges
+from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
@@ -37,8 +37,11 @@ class ScriptParts:
 
 
 def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
-    """The timing pass's iterations, and per graph the eager iterations a replay does the work of."""
+    """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
+    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations)."""
     eager = eager_occurrences(trace, sg)
+    if not eager and not any(g.kernels for g in sg.graphs):
+        eager = sync_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
     return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
 
@@ -80,13 +83,15 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
                                    stamp_overhead=overhead)
     costs = tuple(g.cost for g in graphs if g.cost is not None)
     primary = next((g for g in graphs if g.status == "replayed"), graphs[0] if graphs else None)
+    # The headline's iterations: the primary graph's, or a script that built no graph: its synchronized loop (graph 0)
+    head = primary.graph_id if primary is not None else (0 if not graphs and (table.graph_id == 0).any() else None)
     modes: list[ModeMetrics] = []
     spans: PlacedGpuSpans | None = None
     breaks: tuple[BreakEven, ...] = ()
     saved: tuple[OverheadSaved, ...] = ()
-    if primary is not None:
-        wall_rows = _headline_rows(table, primary.graph_id)
-        traced_rows = _headline_rows(detail, primary.graph_id) if detail is not None else wall_rows
+    if head is not None:
+        wall_rows = _headline_rows(table, head)
+        traced_rows = _headline_rows(detail, head) if detail is not None else wall_rows
         if wall_rows.size or traced_rows.size:
             spans = place_gpu_spans(trace, sg.structure_pass, iterations_of(traced_rows, traced_rows.work))
             modes = mode_metrics(trace, sg.timing_pass, sg.structure_pass, timing.name, spans,
@@ -95,6 +100,10 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
             # figures of an iteration are those of its own work (by correlation), not of the spans that
             # happen to start inside its CPU-side span.
             modes = [_own_gpu(m, traced_rows) for m in modes]
+            # periods the timing run gave (analyzers.untraced): named as the per-graph answer names them
+            timed = {str(m) for m in wall_rows.mode[wall_rows.timed_by == "timing"]}
+            modes = [dataclasses.replace(m, wall_source="timing") if m.mode in timed else m for m in modes]
+    if primary is not None:
         if primary.break_even is not None:
             breaks = (primary.break_even,)
         by_mode = {m.mode: m for m in modes}

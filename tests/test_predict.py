@@ -18,6 +18,7 @@ from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.costmodel import CostModel, ModelChoice, find_model
 from graphmode.analyzers.predict import predict
+from graphmode.analyzers.untraced import lines_to_time
 from graphmode.reports.json_report import load_schema, render_json
 from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import load
@@ -675,6 +676,16 @@ def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -
     assert r.first_graph_from == "this_process"
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
     assert r.break_even is not None and r.break_even == smallest_replays(r.one_time.ns, r.saved_per_iteration.ns)  # type: ignore[union-attr]
+    # the headline's eager iterations are the synchronized loop's, from the measuring run (CUPTI activity only), and
+    # the prediction's eager period is theirs, not the detail run's (every API call traced: slower)
+    eager = a.mode("eager")
+    assert eager is not None and eager.wall is not None and eager.wall_source == "measure" and eager.iterations >= 190
+    assert eager.traced_wall is not None and eager.traced_wall.median > eager.wall.median
+    assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
+    assert any("the eager period is the loop's, as its per-iteration table reads it (from the measuring run)" in n for n in r.notes)
+    assert not any("come from a traced pass" in n for n in r.notes)
+    # a timing run would stamp the loop's call line (the loop is CPU-bound in the measuring run)
+    assert [ln.rsplit("/", 1)[-1] for ln in lines_to_time(trace)] == ["cuda_python_capture.py:66"]
     # the detail run ran with callbacks and simply saw no graph: nothing is said to be missing
     assert not any("detail run is missing" in c for c in a.cannot_compute)
     assert not any("graph-detail trace" in c for c in a.cannot_compute)
