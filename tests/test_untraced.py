@@ -314,6 +314,42 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
     assert b.interval_low == min(b.replays, smallest_replays(g.cost.total_ns / (1 + CAPTURE_SLOWDOWN_BOUND), b.eager_ns - b.graph_ns))
 
 
+def test_an_eager_only_loop_is_timed_by_the_timing_run_which_also_measures_the_first_graph(tmp_path: Path) -> None:
+    """examples/cuda_python_capture.py --eager-only (tests/data/scripts/timed/recording.log, session 14): 200 synchronized
+    steps of 16 tiny kernels and no graph. The step is found between the synchronizations (analyzers.inference.
+    sync_iterations), it is CPU-bound, so the timing run stamped its call line (66) and measured the first graph's
+    extra at its end; no probe run. The headline's eager period and the prediction's are the timing run's, which
+    is the cadence of line 66 in the timing run's own stamps."""
+    import lzma
+
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.tracer.validate import validate_trace
+
+    path = tmp_path / "cuda_python_eager_only.gmtrace"
+    path.write_bytes(lzma.decompress((TIMED / "cuda_python_eager_only.gmtrace.xz").read_bytes()))
+    with load(path) as trace:
+        assert [(p.name, p.detail) for p in trace.passes] == [("measure", "graph"), ("detail", "graph"), ("timing", "stamps")]
+        assert validate_trace(trace) == []
+        (timing_run,) = [r for r in trace.meta["runs"] if r["config"]["name"] == "timing"]
+        line = timing_run["config"]["stamp_lines"][0]
+        assert line.endswith("examples/cuda_python_capture.py:66") and lines_to_time(trace) == [line]
+        probe = trace.meta["first_graph_probe"]
+        assert (probe["run"], probe["execs_before"]) == ("timing", 0) and probe["extra_ns"] > 0
+        cadence = _line_cadence(trace, line)
+        a = analyze(trace)
+    eager = a.mode("eager")
+    assert eager is not None and eager.wall is not None and eager.traced_wall is not None
+    assert eager.wall_source == "timing" and eager.iterations >= 190
+    assert abs(eager.wall.median - cadence) <= 0.02 * cadence
+    assert eager.traced_wall.median > eager.wall.median  # the detail run (every call traced) was slower
+    [r] = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
+    assert r.first_graph_from == "this_process" and r.first_graph_extra is not None
+    assert r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
+    assert any("(from the timing run)" in n for n in r.notes)
+
+
 def test_cpu_bound_replays_of_jax_are_timed_by_the_timing_run() -> None:
     """JAX: a jitted step that XLA runs as a graph, called 200 times from one line; CPU-bound replays."""
     from graphmode.analyzers import analyze
