@@ -135,10 +135,11 @@ def graph_replays(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
     return out
 
 
-def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
+def eager_occurrences(trace: Trace, sg: ScriptGraphs, step: tuple[str, ...] = (), source: str = "inferred") -> list[Occurrences]:
     """Eager occurrences of every graph's work, per stream. The unit is the graph's whole kernel
     sequence where it ran eagerly, else the body it repeats (an unrolled loop: a replay does that many
-    eager iterations); graphs with the same unit share its occurrences (`_owners`)."""
+    eager iterations); graphs with the same unit share its occurrences (`_owners`). `step`: instead of the graphs'
+    units, this kernel sequence as graph 0's (`line_iterations`), its occurrences' source `source`."""
     e = trace.sql(_EAGER_SQL, [sg.timing_pass])
     names = e["name"].astype(str)
     if names.size == 0:
@@ -174,7 +175,9 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
         return found[unit]
 
     by_unit: dict[tuple[tuple[str, ...], int], list[int]] = {}
-    for g in sg.graphs:  # per graph: its whole sequence, else its repeated body
+    if step and occurrences(step):
+        by_unit[(step, 1)] = [0]
+    for g in sg.graphs if not step else ():  # per graph: its whole sequence, else its repeated body
         if not g.kernels:
             continue
         for unit in dict.fromkeys((g.kernels, g.unit)):
@@ -196,7 +199,7 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
             owner = _owners(occ_start, graphs, captures)
             for g in np.unique(owner):  # per graph sharing the unit
                 sel = owner == g
-                out.append(Occurrences("eager", int(g), st, "inferred", e["launch_ns"][pos][sel].astype(np.int64),
+                out.append(Occurrences("eager", int(g), st, source, e["launch_ns"][pos][sel].astype(np.int64),
                                        e["thread_id"][pos][sel].astype(np.int64), occ_start[sel], gpu_end[sel], busy[sel],
                                        e["call_ns"][pos][sel].astype(np.int64), units))
     return out
@@ -246,6 +249,78 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                         e["thread_id"][head].astype(np.int64), np.array([start[m].min() for m in members], dtype=np.int64),
                         np.array([end[m].max() for m in members], dtype=np.int64),
                         np.array([(end[m] - start[m]).sum() for m in members], dtype=np.int64), e["call_ns"][head].astype(np.int64))]
+
+
+_STAMPS_SQL = ("SELECT thread_id, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns FROM line_stamps WHERE pass_id = ? "
+               "ORDER BY ts_ns")
+LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'
+
+
+def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
+    """A script that built no graph and whose loop does not synchronize: its step, from a pass that stamped every user
+    line and recorded every launch (the detail run on Python 3.12+). For each line of the stamping thread, that
+    thread's kernel launches are cut at the line's executions; a line whose stretches of kernels (names in launch
+    order) recur at least MIN_SYNC_ITERATIONS times is a candidate. Among those covering the most kernels (within
+    1%), a candidate whose stretch is k >= 2 copies of another candidate's stretch of two kernels or more is left
+    out (an outer loop over identical steps, e.g. epochs); of the rest, the longest stretch is the step (the step's
+    call line, not a loop over its kernels inside it). Returns (the step's kernel names, 'file:line'), or None."""
+    e = trace.sql(_EAGER_SQL, [pass_id])
+    st = trace.sql(_STAMPS_SQL, [pass_id])
+    if e["name"].size == 0 or st["ts_ns"].size == 0:
+        return None
+    threads, counts = np.unique(st["thread_id"].astype(np.int64), return_counts=True)
+    thread = threads[np.argmax(counts)]
+    mine = (e["thread_id"].astype(np.int64) == thread) & (e["launch_ns"] >= 0)
+    launch = e["launch_ns"][mine].astype(np.int64)
+    order = np.argsort(launch, kind="stable")
+    launch = launch[order]
+    names = e["name"][mine].astype(str)[order]
+    if launch.size < MIN_SYNC_ITERATIONS:
+        return None
+    vocab, codes = np.unique(names, return_inverse=True)
+    codes = codes.astype(np.int32)
+    on = st["thread_id"].astype(np.int64) == thread
+    locs, ts = st["loc"][on].astype(str), st["ts_ns"][on].astype(np.int64)
+    line_ids, per_line = np.unique(locs, return_counts=True)
+    cands: list[tuple[int, bytes, int, str]] = []  # (coverage, stretch, count, line)
+    for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):  # per line run often enough
+        at = ts[locs == line_ids[k]]
+        seg = np.searchsorted(at, launch, side="right")  # 0: before its first execution
+        inside = seg > 0
+        cuts = np.flatnonzero(np.diff(seg[inside])) + 1
+        c = codes[inside]
+        tally: dict[bytes, int] = {}
+        for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [c.size]))):  # per stretch with kernels
+            key = c[a:b].tobytes()
+            tally[key] = tally.get(key, 0) + 1
+        if tally:
+            key, n = max(tally.items(), key=lambda kv: (kv[1] * len(kv[0]), len(kv[0])))
+            if n >= MIN_SYNC_ITERATIONS:
+                cands.append((n * len(key) // 4, key, n, str(line_ids[k])))
+    if not cands:
+        return None
+    best = max(c[0] for c in cands)
+    top = [c for c in cands if c[0] >= 0.99 * best]
+    shorter = {c[1] for c in top if len(c[1]) >= 8}  # stretches of two kernels or more (int32 codes)
+
+    def repeats_another(key: bytes) -> bool:
+        return any(len(key) > len(s) and len(key) % len(s) == 0 and key == s * (len(key) // len(s)) for s in shorter)
+
+    kept = [c for c in top if not repeats_another(c[1])] or top
+    cov, key, n, line = max(kept, key=lambda c: (len(c[1]), c[2]))
+    return tuple(str(vocab[i]) for i in np.frombuffer(key, dtype=np.int32)), line
+
+
+def line_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
+    """A script that built no graph and whose loop does not synchronize: the occurrences of its step (`loop_step`, read
+    in the pass that stamped every line: the structure pass) among the eager kernels of the pass, as graph 0's eager
+    iterations, source 'line FILE:N'. [] where no pass stamped lines or no step recurs."""
+    stamped = next((p for p in (sg.structure_pass, sg.timing_pass)
+                    if trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [p])[0][0]), None)
+    found = loop_step(trace, stamped) if stamped is not None else None
+    if found is None:
+        return []
+    return eager_occurrences(trace, sg, step=found[0], source=LINE_SOURCE + found[1])
 
 
 def _owners(starts: np.ndarray, graphs: list[int], captures: dict[int, int]) -> np.ndarray:

@@ -43,7 +43,7 @@ from graphmode.analyzers.eager_graph import (
     name_mask,
     window_activity,
 )
-from graphmode.analyzers.regions import SYNC_BASIS, Region, line_regions, marker_regions, nvtx_regions
+from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.per_graph import duration_text
 from graphmode.analyzers.script_graphs import torch_windows
 from graphmode.analyzers.results import (
@@ -184,8 +184,9 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
 
 # Eager kernels ran, but no repeated region was found in them (analyzers.inference, docs/metrics.md).
 NO_REGION_NOTE = ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
-                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations that "
-                  f"recur at least {MIN_SYNC_ITERATIONS} times; a loop that does not synchronize each step is not found so. Mark the step with an "
+                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
+                  f"between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), that recur at least "
+                  f"{MIN_SYNC_ITERATIONS} times with the same kernels; none did here. Mark the step with an "
                   "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
                   "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources")
 
@@ -279,12 +280,12 @@ def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall
 
 def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float, str] | None:
     """(median eager work, the run it comes from) of the graph a script's eager region does the work of; for the
-    synchronized loop of a script that built no graph, the headline's eager period (analyzers.script_analysis)."""
+    loop of a script that built no graph, the headline's eager period (analyzers.script_analysis)."""
     if analysis is None or region.runner or region.mode != "eager":
         return None
     if not region.graph_id:
         m = analysis.mode("eager")
-        if analysis.graphs or region.basis != SYNC_BASIS or m is None or m.wall is None or m.wall.median <= 0:
+        if analysis.graphs or not region.loop or m is None or m.wall is None or m.wall.median <= 0:
             return None
         return m.wall.median, m.wall_source
     g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)

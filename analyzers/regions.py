@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphmode.analyzers.inference import LINE_SOURCE
+from graphmode.analyzers.untraced import short_loc
 from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
@@ -36,6 +38,7 @@ class Region:
     wall_traced: bool  # the periods include the tracer's overhead
     correction: float  # timing/traced ratio of the mode's median (1 without a timing pass)
     runner: bool  # iterations written by graphmode's runner (bench / compare)
+    loop: bool = False  # a script that built no graph: its loop's steps, inferred (analyzers.inference), the headline's
 
 
 def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
@@ -52,10 +55,13 @@ def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
             # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
             with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
             steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
-            # eager iterations of no graph, inferred: a script's synchronized steps (analyzers.inference.sync_iterations)
-            sync = (np.asarray(t.source).astype(str) == "inferred") & (np.asarray(t.graph_id) == 0) & (mode != "graph")
+            # eager iterations of no graph, inferred: a script's synchronized steps (analyzers.inference.sync_iterations),
+            # or those between runs of its loop's call line (line_iterations: source 'line FILE:N')
+            source = np.asarray(t.source).astype(str)
+            loop = (np.asarray(t.graph_id) == 0) & (mode != "graph")
+            name = np.where(loop & (source == "inferred"), "synchronized", np.where(loop & np.char.startswith(source, LINE_SOURCE), source, ""))
             return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
-                    "name": np.where(sync, "synchronized", "").astype(object)[steady],
+                    "name": name.astype(object)[steady],
                     "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
         except (AttributeError, TypeError, KeyError, ValueError):
             pass  # an interface still moving: the markers below say the same for bench and script traces
@@ -70,6 +76,9 @@ def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
         return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
     if name == "synchronized":
         return (f"{mode} iterations", SYNC_BASIS)
+    if name.startswith(LINE_SOURCE):
+        return (f"{mode} iterations", f"inferred: the kernels between two runs of line {short_loc(name[len(LINE_SOURCE):])}, "
+                                      "the stretch that recurs most (the loop does not synchronize each step)")
     if name == mode:
         return (f"{mode} iterations", "the runner's iteration markers")
     return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")
@@ -91,6 +100,7 @@ def marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[
             sel = (modes == mode) & (gids == g)
             starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
             label, basis = _label(mode, int(g), names[sel][0])
+            loop = names[sel][0] == "synchronized" or names[sel][0].startswith(LINE_SOURCE)
             wall, wall_traced, wall_start, correction = ends - starts, True, int(starts.min()), 1.0
             if wl is not None and wl["mode"].size:
                 wsel = (wl["mode"].astype(str) == mode) & (wl["graph_id"].astype(np.int64) == g)
@@ -99,7 +109,7 @@ def marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[
                     wall, wall_traced, wall_start = we - ws, False, int(ws.min())
                     traced_med = float(np.median(ends - starts))
                     correction = float(np.median(wall)) / traced_med if traced_med > 0 else 1.0
-            out.append(Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner))
+            out.append(Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner, loop))
     return out
 
 

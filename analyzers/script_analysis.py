@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.break_even import overhead_saved
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, nvtx_ranges, sync_iterations
+from graphmode.analyzers.inference import eager_occurrences, graph_replays, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
@@ -38,10 +38,11 @@ class ScriptParts:
 
 def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
     """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
-    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations)."""
+    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations),
+    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations)."""
     eager = eager_occurrences(trace, sg)
     if not eager and not any(g.kernels for g in sg.graphs):
-        eager = sync_iterations(trace, sg)
+        eager = sync_iterations(trace, sg) or line_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
     return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
 

@@ -217,3 +217,94 @@ def test_steps_that_recur_too_rarely_are_no_iterations_and_the_report_says_what_
     from graphmode.reports.prediction_html import prediction_html
 
     assert "graphmode:eager" in prediction_html(p)  # the page's prediction section says the same
+
+
+def _stamp(t: ScriptTrace, line: int, ts: int) -> None:
+    t._add("line_stamps", pass_id=0, thread_id=1, thread_name="MainThread", file="t.py", line=line, function="<module>", ts_ns=ts)
+
+
+def _unsynchronized_loop(path: Path) -> Path:
+    """SYNTHETIC eager-only script whose loop never synchronizes, one pass that stamped every line (as a detail run):
+    an init kernel I (line 5 at 100, launched 110); then 6 steps at b = 10_000 * (i + 1), each the loop's line 10
+    (stamped at b) calling a function whose line 2 (a `for` over three launches: stamped before each and once more on
+    exit, at b + 10 + 100 * j, j = 0..3) launches K1, K1, K2 from line 3 (stamped at b + 20 + 100 * j, the launch at b +
+    30 + 100 * j, GPU b + 50 + 100 * j .. +90); the GPU keeps up. One synchronize at the very end."""
+    t = ScriptTrace()
+    _stamp(t, 5, 100)
+    t.eager_kernel("I", 110, (150, 200))
+    for i in range(6):
+        b = 10_000 * (i + 1)
+        _stamp(t, 10, b)
+        for j, name in enumerate(("K1", "K1", "K2")):
+            _stamp(t, 2, b + 10 + 100 * j)
+            _stamp(t, 3, b + 20 + 100 * j)
+            t.eager_kernel(name, b + 30 + 100 * j, (b + 50 + 100 * j, b + 90 + 100 * j))
+        _stamp(t, 2, b + 310)
+    t.call("cudaDeviceSynchronize", "sync", 70_000, 70_100)
+    return t.write_script(path)
+
+
+def test_a_loop_that_does_not_synchronize_is_cut_at_its_call_lines_runs(tmp_path: Path) -> None:
+    """SYNTHETIC (_unsynchronized_loop). No stretch between synchronizations recurs (one synchronize). Cut at each
+    line's runs, the stretches are: line 10: [K1, K1, K2] six times (18 kernels); line 2: [K1] 12 times (the last one's
+    stretch [K2] and the exit's empty one aside: 12 kernels); line 3: [K1] 12 times (12). Line 10 covers the most: the
+    step is [K1, K1, K2], six eager iterations of graph 0 starting at each K1 launch after a line-10 stamp, b + 30. The
+    prediction's region says where the step came from; its graph is the 3-kernel chain."""
+    from graphmode.analyzers.inference import loop_step
+    from graphmode.analyzers.predict import predict
+
+    path = _unsynchronized_loop(tmp_path / "loop.gmtrace")
+    with load(path) as trace:
+        assert loop_step(trace, 0) == (("K1", "K1", "K2"), "t.py:10")
+        it = find_iterations(trace)
+        assert list(it.mode) == ["eager"] * 6 and set(it.graph_id.tolist()) == {0}
+        assert it.start_ns.tolist() == [10_000 * (i + 1) + 30 for i in range(6)]
+        assert set(it.source.tolist()) == {"line t.py:10"}
+        [r] = predict(trace, None, None).regions
+    assert (r.direction, r.mode, r.iterations) == ("to_graph", "eager", 6)
+    assert "between two runs of line t.py:10" in r.basis and "does not synchronize" in r.basis
+    assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (3, 2, 3)
+
+
+def test_an_outer_loop_over_identical_steps_is_not_the_step(tmp_path: Path) -> None:
+    """SYNTHETIC: 5 epochs (line 20, stamped at e = 100_000 * (k + 1)) of 10 steps each (line 21, stamped at e + 1000 *
+    (i + 1)), a step launching [K1, K2] (launches at +10 and +20), no synchronization. Both lines cover all 100 kernels:
+    line 20's stretch (20 kernels, 5 times) is 10 copies of line 21's (2 kernels, 50 times), so the step is line 21's:
+    50 iterations. With only the epochs' line there, 5 epochs of 20 kernels would be the step (nothing shorter recurs)."""
+    from graphmode.analyzers.inference import loop_step
+
+    def build(path: Path, steps_line: bool) -> Path:
+        t = ScriptTrace()
+        for k in range(5):
+            e = 100_000 * (k + 1)
+            _stamp(t, 20, e)
+            for i in range(10):
+                s = e + 1000 * (i + 1)
+                if steps_line:
+                    _stamp(t, 21, s)
+                t.eager_kernel("K1", s + 10, (s + 30, s + 40))
+                t.eager_kernel("K2", s + 20, (s + 40, s + 50))
+        return t.write_script(path)
+
+    with load(build(tmp_path / "epochs.gmtrace", True)) as trace:
+        assert loop_step(trace, 0) == (("K1", "K2"), "t.py:21")
+        assert find_iterations(trace).size == 50
+    with load(build(tmp_path / "epochs-only.gmtrace", False)) as trace:
+        assert loop_step(trace, 0) == (("K1", "K2") * 10, "t.py:20")
+        assert find_iterations(trace).size == 5
+
+
+def test_without_line_stamps_an_unsynchronized_loop_is_not_found(tmp_path: Path) -> None:
+    """SYNTHETIC: the loop of _unsynchronized_loop without its stamps (a run on Python < 3.12, or with `--runs 1`): no
+    step is inferred, and the prediction says how to mark it."""
+    from graphmode.analyzers.predict import NO_REGION_NOTE, predict
+
+    t = ScriptTrace()
+    for i in range(6):
+        b = 10_000 * (i + 1)
+        for j, name in enumerate(("K1", "K1", "K2")):
+            t.eager_kernel(name, b + 30 + 100 * j, (b + 50 + 100 * j, b + 90 + 100 * j))
+    with load(t.write_script(tmp_path / "nostamps.gmtrace")) as trace:
+        assert find_iterations(trace).size == 0
+        p = predict(trace, None, None)
+    assert p.regions == () and NO_REGION_NOTE in p.notes
