@@ -254,16 +254,18 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
 _STAMPS_SQL = ("SELECT thread_id, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns FROM line_stamps WHERE pass_id = ? "
                "ORDER BY ts_ns")
 LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'
+LOOP_STEP_MIN = 20  # a loop's step recurs this often; an outer loop over identical steps (epochs) less (loop_step)
 
 
 def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     """A script that built no graph and whose loop does not synchronize: its step, from a pass that stamped every user
     line and recorded every launch (the detail run on Python 3.12+). For each line of the stamping thread, that
-    thread's kernel launches are cut at the line's executions; a line whose stretches of kernels (names in launch
-    order) recur at least MIN_SYNC_ITERATIONS times is a candidate. Among those covering the most kernels (within
-    1%), a candidate whose stretch is k >= 2 copies of another candidate's stretch of two kernels or more is left
-    out (an outer loop over identical steps, e.g. epochs); of the rest, the longest stretch is the step (the step's
-    call line, not a loop over its kernels inside it). Returns (the step's kernel names, 'file:line'), or None."""
+    thread's kernel launches are cut at the line's executions; a line whose most common stretch of kernels (names in
+    launch order) recurs at least MIN_SYNC_ITERATIONS times is a candidate, covering that many times its length in
+    kernels. Of the candidates covering at least half as many kernels as the most, those whose stretch recurs at
+    least LOOP_STEP_MIN times (else all of them): the longest stretch is the step, so the step's call line wins over
+    a loop over its kernels or layers inside it, and over an outer loop over identical steps (epochs) that recurs
+    less often. Returns (the step's kernel names, 'file:line'), or None."""
     e = trace.sql(_EAGER_SQL, [pass_id])
     st = trace.sql(_STAMPS_SQL, [pass_id])
     if e["name"].size == 0 or st["ts_ns"].size == 0:
@@ -282,7 +284,7 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     on = st["thread_id"].astype(np.int64) == thread
     locs, ts = st["loc"][on].astype(str), st["ts_ns"][on].astype(np.int64)
     line_ids, per_line = np.unique(locs, return_counts=True)
-    cands: list[tuple[int, bytes, int, str]] = []  # (coverage, stretch, count, line)
+    cands: list[tuple[int, int, int, bytes, str]] = []  # (kernels covered, stretch length, recurrences, stretch, line)
     for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):  # per line run often enough
         at = ts[locs == line_ids[k]]
         seg = np.searchsorted(at, launch, side="right")  # 0: before its first execution
@@ -296,18 +298,14 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
         if tally:
             key, n = max(tally.items(), key=lambda kv: (kv[1] * len(kv[0]), len(kv[0])))
             if n >= MIN_SYNC_ITERATIONS:
-                cands.append((n * len(key) // 4, key, n, str(line_ids[k])))
+                m = len(key) // 4  # int32 codes
+                cands.append((n * m, m, n, key, str(line_ids[k])))
     if not cands:
         return None
     best = max(c[0] for c in cands)
-    top = [c for c in cands if c[0] >= 0.99 * best]
-    shorter = {c[1] for c in top if len(c[1]) >= 8}  # stretches of two kernels or more (int32 codes)
-
-    def repeats_another(key: bytes) -> bool:
-        return any(len(key) > len(s) and len(key) % len(s) == 0 and key == s * (len(key) // len(s)) for s in shorter)
-
-    kept = [c for c in top if not repeats_another(c[1])] or top
-    cov, key, n, line = max(kept, key=lambda c: (len(c[1]), c[2]))
+    top = [c for c in cands if 2 * c[0] >= best]
+    pool = [c for c in top if c[2] >= LOOP_STEP_MIN] or top
+    _, _, _, key, line = max(pool, key=lambda c: (c[1], c[2]))
     return tuple(str(vocab[i]) for i in np.frombuffer(key, dtype=np.int32)), line
 
 

@@ -162,6 +162,29 @@ def test_cupy_capture(tmp_path: Path) -> None:
     assert validate_trace(t) == []
 
 
+@needs_module("cupy", "CuPy")
+def test_an_unsynchronized_eager_loop_is_found_between_runs_of_its_call_line(tmp_path: Path) -> None:
+    """benchmarks/third_party/cupy_chain.py --eager-only: 10 warm-up steps, then 300 steps of 32 elementwise kernels
+    (16 x multiply, add) called from one line, no synchronization until the end. On Python 3.12+ the detail run's line
+    stamps give the step (analyzers.inference.loop_step): the timed loop's `step(x)` line, 32 kernels, found in every
+    run (310 iterations with the warm-ups); the prediction's region is it."""
+    from graphmode.analyzers import analyze
+
+    if sys.version_info < (3, 12):
+        pytest.skip("line stamps need Python 3.12+ (sys.monitoring)")
+    prog = ROOT / "benchmarks" / "third_party" / "cupy_chain.py"
+    t, _ = _graphmode_run(tmp_path, str(prog), "--eager-only")
+    call_line = next(i for i, ln in enumerate(prog.read_text().splitlines(), 1)
+                     if ln.strip() == "step(x)" and "range(args.iters)" in prog.read_text().splitlines()[i - 2])
+    a = analyze(t)
+    [r] = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert f"between two runs of line cupy_chain.py:{call_line}" in r.basis
+    assert r.graph is not None and r.graph.kernels == 32 and r.iterations >= 300
+    eager = a.mode("eager")
+    assert eager is not None and eager.iterations >= 290
+    assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)  # type: ignore[union-attr]
+
+
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--detail", "node"))
     assert [(p.name, p.detail) for p in t.passes][:2] == [("measure", "graph"), ("detail", "node")]

@@ -268,10 +268,12 @@ def test_a_loop_that_does_not_synchronize_is_cut_at_its_call_lines_runs(tmp_path
 
 def test_an_outer_loop_over_identical_steps_is_not_the_step(tmp_path: Path) -> None:
     """SYNTHETIC: 5 epochs (line 20, stamped at e = 100_000 * (k + 1)) of 10 steps each (line 21, stamped at e + 1000 *
-    (i + 1)), a step launching [K1, K2] (launches at +10 and +20), no synchronization. Both lines cover all 100 kernels:
-    line 20's stretch (20 kernels, 5 times) is 10 copies of line 21's (2 kernels, 50 times), so the step is line 21's:
-    50 iterations. With only the epochs' line there, 5 epochs of 20 kernels would be the step (nothing shorter recurs)."""
-    from graphmode.analyzers.inference import loop_step
+    (i + 1)), a step launching [K1, K2] (launches at +10 and +20), no synchronization. Both lines cover all 100 kernels;
+    line 21's stretch recurs 50 times (at least LOOP_STEP_MIN = 20), line 20's 5: the step is line 21's, 50 iterations,
+    though line 20's is longer. With only the epochs' line there, 5 epochs of 20 kernels would be the step."""
+    from graphmode.analyzers.inference import LOOP_STEP_MIN, loop_step
+
+    assert LOOP_STEP_MIN == 20
 
     def build(path: Path, steps_line: bool) -> Path:
         t = ScriptTrace()
@@ -308,3 +310,29 @@ def test_without_line_stamps_an_unsynchronized_loop_is_not_found(tmp_path: Path)
         assert find_iterations(trace).size == 0
         p = predict(trace, None, None)
     assert p.regions == () and NO_REGION_NOTE in p.notes
+
+
+def test_a_warmed_up_loop_of_repeated_bodies_is_cut_at_the_timed_loops_call_line(tmp_path: Path) -> None:
+    """SYNTHETIC, shaped like benchmarks/third_party/cupy_chain.py: 3 warm-up steps called from line 8, then 25 steps
+    from line 10, a step being a function whose line 2 launches [A, B] three times (stamped before each pair), no
+    synchronization until the end. Line 2's stretch [A, B] recurs 84 times (168 kernels, warm-up included), line
+    10's [A, B] x 3 25 times (150 kernels: at least half as many), and both recur at least 20 times: the longer,
+    line 10's, is the step (line 8's 3 warm-ups recur too rarely to be a candidate). Its kernels are then looked for
+    in the pass: the warm-up steps did the same work, so 28 iterations."""
+    from graphmode.analyzers.inference import loop_step
+
+    t = ScriptTrace()
+    ts = 1000
+    for line, steps in ((8, 3), (10, 25)):
+        for _ in range(steps):
+            _stamp(t, line, ts)
+            for _ in range(3):
+                _stamp(t, 2, ts + 10)
+                t.eager_kernel("A", ts + 20, (ts + 30, ts + 40))
+                t.eager_kernel("B", ts + 50, (ts + 60, ts + 70))
+                ts += 100
+            ts += 1000
+    with load(t.write_script(tmp_path / "warm.gmtrace")) as trace:
+        assert loop_step(trace, 0) == (("A", "B") * 3, "t.py:10")
+        it = find_iterations(trace)
+        assert it.size == 28 and set(it.source.tolist()) == {"line t.py:10"}

@@ -1,10 +1,12 @@
 """Session 14 check on third-party code: CuPy's own stream capture (benchmarks/third_party/cupy_chain.py --sync-each,
 timed by its own clocks, untraced) beside graphmode's prediction from the same program's eager part alone
 (`graphmode run ... --eager-only --sync-each`), now that the timing run times an eager-only loop's steps untraced.
-Per pair: the program's truth (session 13's `truth`), the runs graphmode made, the per-iteration table's eager period
-and the run it came from, and the prediction (with the first-graph extra measured in the process).
+Per pair: the program's truth (its GRAPHMODE_TRUTH line, as session 13's `truth` reads it), the runs graphmode made,
+the per-iteration table's eager period and the run it came from, and the prediction (with the first-graph extra
+measured in the process). `--no-sync`: the program's loops without --sync-each (one synchronization at each loop's
+end: the step is found from its call line, analyzers.inference.loop_step; call 3).
 
-    python benchmarks/results/2026-12-01-s14/cupy_eager_timing.py OUT_DIR PAIRS
+    python benchmarks/results/2026-12-01-s14/cupy_eager_timing.py OUT_DIR PAIRS [--no-sync]
 """
 from __future__ import annotations
 
@@ -23,6 +25,17 @@ s13 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(s13)  # type: ignore[union-attr]
 
 
+FLAGS = [] if "--no-sync" in sys.argv else ["--sync-each"]
+
+
+def truth() -> dict:
+    r = subprocess.run([sys.executable, str(PROG), *FLAGS], capture_output=True, text=True, timeout=120, cwd=PROG.parent)
+    t = json.loads(next(line for line in r.stdout.splitlines() if line.startswith(s13.PREFIX))[len(s13.PREFIX):])
+    one = t["capture_block_ns"] + t["first_replay_ns"] - t["graph_ns"]
+    saved = t["eager_ns"] - t["graph_ns"]
+    return {**t, "one_time_ns": one, "break_even_exact": one / saved if saved > 0 else None}
+
+
 def graphmode_side(trace: Path) -> dict:
     from graphmode.analyzers import analyze
     from graphmode.tracer.store import load
@@ -37,6 +50,7 @@ def graphmode_side(trace: Path) -> dict:
             "table_eager_ns": eager.wall.median if eager and eager.wall else None,
             "table_eager_source": eager.wall_source if eager else None,
             "traced_eager_ns": eager.traced_wall.median if eager and eager.traced_wall else None,
+            "basis": None if r is None else r.basis,
             "prediction": None if r is None else {
                 "eager_ns": r.eager_period.ns, "replay_ns": r.replay_period.ns, "one_time_ns": r.one_time.ns,
                 "first_graph_extra_ns": r.first_graph_extra.ns if r.first_graph_extra else None,
@@ -47,13 +61,13 @@ def graphmode_side(trace: Path) -> dict:
 
 def main(out: Path, pairs: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "cupy-eager-timing.jsonl", "w") as f:
+    with open(out / f"cupy-eager-timing{'-nosync' if not FLAGS else ''}.jsonl", "w") as f:
         for i in range(pairs):
-            row: dict = {"pair": i, "truth": s13.truth()}
+            row: dict = {"pair": i, "flags": FLAGS, "truth": truth()}
             trace = out / f"cupy-eager.p{i}.gmtrace"
             t0 = time.perf_counter()
             r = subprocess.run([sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace),
-                                str(PROG), "--eager-only", "--sync-each"], capture_output=True, text=True, timeout=300, cwd=PROG.parent)
+                                str(PROG), "--eager-only", *FLAGS], capture_output=True, text=True, timeout=300, cwd=PROG.parent)
             row["run_s"] = time.perf_counter() - t0
             row.update(graphmode_side(trace) if r.returncode == 0 else {"error": r.stderr[-800:]})
             f.write(json.dumps(row) + "\n")
