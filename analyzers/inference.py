@@ -251,8 +251,8 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                         np.array([(end[m] - start[m]).sum() for m in members], dtype=np.int64), e["call_ns"][head].astype(np.int64))]
 
 
-_STAMPS_SQL = ("SELECT thread_id, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns FROM line_stamps WHERE pass_id = ? "
-               "ORDER BY ts_ns")
+_STAMPS_SQL = ("SELECT thread_id, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, function = '<module>' AS top "
+               "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns")
 LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'
 LOOP_STEP_MIN = 20  # a loop's step recurs this often; an outer loop over identical steps (epochs) less (loop_step)
 
@@ -265,7 +265,9 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     kernels. Of the candidates covering at least half as many kernels as the most, those whose stretch recurs at
     least LOOP_STEP_MIN times (else all of them): the longest stretch is the step, so the step's call line wins over
     a loop over its kernels or layers inside it, and over an outer loop over identical steps (epochs) that recurs
-    less often. Returns (the step's kernel names, 'file:line'), or None."""
+    less often. Lines with the same stretch name it alike; the one named is a line of the script's top level where
+    one is (the loop, not the step function's last line), else the one that recurs most. Returns (the step's kernel
+    names, 'file:line'), or None."""
     e = trace.sql(_EAGER_SQL, [pass_id])
     st = trace.sql(_STAMPS_SQL, [pass_id])
     if e["name"].size == 0 or st["ts_ns"].size == 0:
@@ -283,6 +285,7 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     codes = codes.astype(np.int32)
     on = st["thread_id"].astype(np.int64) == thread
     locs, ts = st["loc"][on].astype(str), st["ts_ns"][on].astype(np.int64)
+    top_level = set(locs[st["top"][on].astype(bool)].tolist())
     line_ids, per_line = np.unique(locs, return_counts=True)
     cands: list[tuple[int, int, int, bytes, str]] = []  # (kernels covered, stretch length, recurrences, stretch, line)
     for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):  # per line run often enough
@@ -305,7 +308,7 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     best = max(c[0] for c in cands)
     top = [c for c in cands if 2 * c[0] >= best]
     pool = [c for c in top if c[2] >= LOOP_STEP_MIN] or top
-    _, _, _, key, line = max(pool, key=lambda c: (c[1], c[2]))
+    _, _, _, key, line = max(pool, key=lambda c: (c[1], c[4] in top_level, c[2]))
     return tuple(str(vocab[i]) for i in np.frombuffer(key, dtype=np.int32)), line
 
 

@@ -219,8 +219,8 @@ def test_steps_that_recur_too_rarely_are_no_iterations_and_the_report_says_what_
     assert "graphmode:eager" in prediction_html(p)  # the page's prediction section says the same
 
 
-def _stamp(t: ScriptTrace, line: int, ts: int) -> None:
-    t._add("line_stamps", pass_id=0, thread_id=1, thread_name="MainThread", file="t.py", line=line, function="<module>", ts_ns=ts)
+def _stamp(t: ScriptTrace, line: int, ts: int, function: str = "<module>") -> None:
+    t._add("line_stamps", pass_id=0, thread_id=1, thread_name="MainThread", file="t.py", line=line, function=function, ts_ns=ts)
 
 
 def _unsynchronized_loop(path: Path) -> Path:
@@ -236,10 +236,10 @@ def _unsynchronized_loop(path: Path) -> Path:
         b = 10_000 * (i + 1)
         _stamp(t, 10, b)
         for j, name in enumerate(("K1", "K1", "K2")):
-            _stamp(t, 2, b + 10 + 100 * j)
-            _stamp(t, 3, b + 20 + 100 * j)
+            _stamp(t, 2, b + 10 + 100 * j, "step")
+            _stamp(t, 3, b + 20 + 100 * j, "step")
             t.eager_kernel(name, b + 30 + 100 * j, (b + 50 + 100 * j, b + 90 + 100 * j))
-        _stamp(t, 2, b + 310)
+        _stamp(t, 2, b + 310, "step")
     t.call("cudaDeviceSynchronize", "sync", 70_000, 70_100)
     return t.write_script(path)
 
@@ -327,7 +327,7 @@ def test_a_warmed_up_loop_of_repeated_bodies_is_cut_at_the_timed_loops_call_line
         for _ in range(steps):
             _stamp(t, line, ts)
             for _ in range(3):
-                _stamp(t, 2, ts + 10)
+                _stamp(t, 2, ts + 10, "step")
                 t.eager_kernel("A", ts + 20, (ts + 30, ts + 40))
                 t.eager_kernel("B", ts + 50, (ts + 60, ts + 70))
                 ts += 100

@@ -350,6 +350,38 @@ def test_an_eager_only_loop_is_timed_by_the_timing_run_which_also_measures_the_f
     assert any("(from the timing run)" in n for n in r.notes)
 
 
+def test_an_unsynchronized_cupy_loop_is_found_and_timed_against_the_programs_own_clock(tmp_path: Path) -> None:
+    """benchmarks/third_party/cupy_chain.py --eager-only --iters 60 (tests/data/scripts/timed/recording.log, session 14):
+    10 warm-up steps and 60 timed ones of 32 elementwise kernels, no synchronization until each loop's end. The detail
+    run's line stamps give the step (analyzers.inference.loop_step): 32 kernels between two runs of the timed loop's
+    line; it is found in every run (70 iterations with the warm-ups). The loop is CPU-bound, so the timing run times
+    it: its median step is within 10% of the program's own clock in that run (its third GRAPHMODE_TRUTH line, a mean
+    over the loop), and the prediction's eager period is that median."""
+    import lzma
+
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.inference import loop_step, sync_iterations
+    from graphmode.analyzers.script_graphs import script_graphs
+
+    truths = [json.loads(ln.split(" ", 1)[1]) for ln in (TIMED / "recording.log").read_text().splitlines()[
+        next(i for i, ln in enumerate((TIMED / "recording.log").read_text().splitlines()) if ln.endswith("-> cupy_unsynchronized.gmtrace.xz")) + 1:][:3]]
+    path = tmp_path / "cupy_unsynchronized.gmtrace"
+    path.write_bytes(lzma.decompress((TIMED / "cupy_unsynchronized.gmtrace.xz").read_bytes()))
+    with load(path) as trace:
+        assert [(p.name, p.detail) for p in trace.passes] == [("measure", "graph"), ("detail", "graph"), ("timing", "stamps")]
+        assert sync_iterations(trace, script_graphs(trace)) == []  # no step between synchronizations
+        step, line = loop_step(trace, 1)
+        assert len(step) == 32 and line == "cupy_chain.py:37"
+        a = analyze(trace)
+    eager = a.mode("eager")
+    assert eager is not None and eager.wall is not None and eager.wall_source == "timing" and eager.iterations >= 65
+    assert eager.wall.median == pytest.approx(truths[2]["eager_ns"], rel=0.1)
+    [r] = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert "between two runs of line cupy_chain.py:37," in r.basis and r.graph is not None and r.graph.kernels == 32
+    assert r.iterations == 70 and not r.synchronized
+    assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
+
+
 def test_cpu_bound_replays_of_jax_are_timed_by_the_timing_run() -> None:
     """JAX: a jitted step that XLA runs as a graph, called 200 times from one line; CPU-bound replays."""
     from graphmode.analyzers import analyze
