@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
-from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model
+from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
 from graphmode.analyzers.critical_path import longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
@@ -218,13 +218,28 @@ def _process_probe(trace: Trace) -> float | None:
     return max(float(v), 0.0)
 
 
-def _probe_cost_note(p: dict[str, Any]) -> str:
-    """What measuring the first-graph extra cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
+def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
+    """torch.cuda.graph's own work and first graph's extra as `graphmode run` measured them in a PyTorch program's own
+    process after it ended (meta.first_graph_probe.torch: the calibration's torch probe, tracer.first_graph_probe),
+    read as the calibration reads its probes (costmodel.torch_capture_spreads: 'first', 'later', 'first_graph_extra',
+    ...); {} where the trace has none, it failed, or the code had instantiated a graph before it."""
+    p = trace.meta.get("first_graph_probe")
+    t = p.get("torch") if isinstance(p, dict) else None
+    if not isinstance(t, dict) or p.get("execs_before") != 0:  # type: ignore[union-attr]
+        return {}
+    try:
+        return torch_capture_spreads([t])
+    except (TypeError, ValueError, KeyError):
+        return {}
+
+
+def _probe_cost_note(p: dict[str, Any], what: str = "the first graph's extra was") -> str:
+    """What measuring the first-graph extra (`what`) cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
     took = p.get("probe_ns")
     cost = f" and took {duration_text(float(took))}" if isinstance(took, (int, float)) else ""
     run = p.get("run")
     where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(run), "an untraced run")
-    return (f"the first graph's extra was measured in this program's process: graphmode's probe ran after the script ended, "
+    return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
             f"in {where}{cost}, outside every timing")
 
 
@@ -445,11 +460,16 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     nth = _graphs_before(trace, region.wall_start) + 1
     first = nth == 1
     use_tree = trees and bool(model.tree_capture)
-    torch_extra = (model.torch_capture.get({1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, ""))
-                   if torch_program and not use_tree else None)
+    extra_key = {1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, "")
+    torch_extra = model.torch_capture.get(extra_key) if torch_program and not use_tree else None
+    # measured in this program's process (a PyTorch program's probe run): torch.cuda.graph's own work and the first graph's extra
+    in_process = _process_torch_probe(trace) if torch_program and not use_tree else {}
     probe = _process_probe(trace) if first and torch_extra is None else None
-    if torch_extra is not None:
-        extra_spread: Spread | None = torch_extra
+    if torch_extra is not None and extra_key in in_process:
+        extra_spread: Spread | None = _around(in_process[extra_key].median, torch_extra)
+        extra_from = "this_process"
+    elif torch_extra is not None:
+        extra_spread = torch_extra
         extra_from = "torch_probe"
     else:
         extra_spread = ((api and model.first_graph_extra(api=True, nth=nth)) or model.first_graph_extra(nth=nth)) if nth <= 2 else None
@@ -474,6 +494,10 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     fw_table = (model.tree_capture if use_tree else model.torch_capture) if torch_program else {}
     fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree else first
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
+    if (fw_key := "first" if fw_first else "later") in in_process:
+        fw_spread = _around(in_process[fw_key].median, fw_spread)
+        notes.append(_probe_cost_note(trace.meta["first_graph_probe"], f"torch.cuda.graph's own work around the process's "
+                                      f"{'first' if fw_first else 'later'} capture ({duration_text(fw_spread.median)}) was"))
     if trees and not model.tree_capture:
         notes.append("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
                      "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in")

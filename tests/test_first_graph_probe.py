@@ -32,3 +32,34 @@ def test_the_extra_is_the_first_graph_over_the_median_of_the_steady_ones() -> No
 def test_too_few_graphs_for_a_steady_state_is_an_error() -> None:
     with pytest.raises(ValueError, match="more than 3 graphs"):
         summarize([_row(1, 1, 1, 1)] * 3)
+
+
+def test_a_pytorch_program_gets_the_torch_probe_and_others_the_driver_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which probe the end of an untraced run makes (tracer.script._probe_first_graph): the torch probe where PyTorch
+    has made its CUDA state in the process (torch_in_use, here a stand-in torch module), else the driver probe; a probe
+    that raises leaves {'error': ...}. The probes themselves are stand-ins (they run on the GPU in test_gpu_script)."""
+    import sys
+    import types
+
+    from graphmode.tracer import first_graph_probe as fgp
+    from graphmode.tracer import script
+
+    monkeypatch.setattr(fgp, "probe_torch_capture", lambda: {"first_ns": 6e6, "probe_ns": 5})
+    monkeypatch.setattr(fgp, "probe_first_graph", lambda ordinal=0: {"extra_ns": 300.0})
+    monkeypatch.setattr(script, "device_ordinal", lambda: 0)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert not fgp.torch_in_use() and script._probe_first_graph() == {"extra_ns": 300.0}
+    fake = types.ModuleType("torch")
+    initialised = {"yes": False}
+    fake.cuda = types.SimpleNamespace(is_initialized=lambda: initialised["yes"])  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert not fgp.torch_in_use()  # imported, but no CUDA work through it: the driver probe
+    initialised["yes"] = True
+    assert fgp.torch_in_use()
+    assert script._probe_first_graph() == {"torch": {"first_ns": 6e6, "probe_ns": 5}, "probe_ns": 5}
+
+    def boom() -> dict:
+        raise RuntimeError("capture failed")
+
+    monkeypatch.setattr(fgp, "probe_torch_capture", boom)
+    assert script._probe_first_graph() == {"error": "RuntimeError: capture failed"}

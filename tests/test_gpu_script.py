@@ -186,6 +186,26 @@ def test_an_unsynchronized_eager_loop_is_found_between_runs_of_its_call_line(tmp
     assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)  # type: ignore[union-attr]
 
 
+@needs_torch
+def test_an_eager_pytorch_program_measures_torch_cuda_graphs_first_capture_in_its_process(tmp_path: Path) -> None:
+    """benchmarks/bench_eager.py torch --step mlp: an 8-layer MLP step run eagerly (synchronized), no graph. The untraced
+    run that ends `graphmode run` (the timing run, or the probe run) runs the calibration's torch probe in the program's
+    process (tracer.first_graph_probe.probe_torch_capture), and the prediction takes torch.cuda.graph's first-capture
+    work and the first graph's extra from it."""
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.costmodel import torch_capture_spreads
+
+    t, proc = _graphmode_run(tmp_path, str(ROOT / "benchmarks" / "bench_eager.py"), "torch", "--step", "mlp", "-n", "60", "--warmup", "10")
+    probe = t.meta["first_graph_probe"]
+    assert "error" not in probe, probe
+    assert probe["run"] in ("timing", "probe") and probe["execs_before"] == 0 and f"+ {probe['run']} run" in proc.stderr
+    torch_probe = probe["torch"]
+    assert torch_probe["first_ns"] > 0 and len(torch_probe["instantiate_ns"]) >= 3 and 0 < probe["probe_ns"] < 30e9
+    [r] = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
+    assert r.first_graph_from == "this_process"
+    assert r.framework is not None and r.framework.ns == pytest.approx(torch_capture_spreads([torch_probe])["first"].median)
+
+
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "cuda_python_capture.py", options=("--detail", "node"))
     assert [(p.name, p.detail) for p in t.passes][:2] == [("measure", "graph"), ("detail", "node")]

@@ -647,6 +647,32 @@ def test_a_pytorch_program_keeps_the_torch_probes_first_graph_extra(tmp_path: Pa
     assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(135 * us)
 
 
+def test_a_pytorch_programs_own_process_measures_torch_cuda_graphs_work(tmp_path: Path) -> None:
+    """SYNTHETIC: the probe run of a PyTorch program ran the calibration's torch probe in the program's process
+    (meta.first_graph_probe.torch): its first capture's own work 6 ms (the model's probes: 9 ms), instantiate + first
+    replay 190, 130, 110, 110, 110 us: the first graph's extra 190 - 110 = 80 us (the model's: 135). The prediction
+    takes both from the process, with the model's relative spread; `first_graph_from` says so, and a note says where
+    they were measured. With a graph instantiated before the probe (execs_before 1) the model's stand."""
+    us = 1e3
+    m = _torch_probed_model()
+    torch_probe = {"first_ns": 6e6, "later_ns": [1e6, 1.1e6], "instantiate_ns": [100 * us, 60 * us, 50 * us, 50 * us, 50 * us],
+                   "first_replay_ns": [90 * us, 70 * us, 60 * us, 60 * us, 60 * us], "probe_ns": 80e6}
+    for before, source, framework, extra in ((0, "this_process", 6e6, 80 * us), (1, "torch_probe", 9e6, 135 * us)):
+        path = fork_join_trace(tmp_path / f"fj{before}.gmtrace")
+        _probe_in_meta(path, {"torch": torch_probe, "probe_ns": 80e6, "run": "probe", "execs_before": before})
+        con = duckdb.connect(str(path))
+        con.execute("INSERT INTO meta VALUES ('torch', ?)", [json.dumps({"version": "2.11.0"})])
+        con.close()
+        [r] = predict(load(path), None, ModelChoice(m, "exact", "")).regions
+        assert r.first_graph_from == source
+        assert r.framework is not None and r.framework.ns == pytest.approx(framework)
+        assert r.first_graph_extra is not None and r.first_graph_extra.ns == pytest.approx(extra)
+        measured_note = [n for n in r.notes if n.startswith("torch.cuda.graph's own work around the process's first capture (6 ms) was "
+                                                            "measured in this program's process")]
+        assert bool(measured_note) == (before == 0), r.notes
+        assert all("in the probe run (the script once more, untraced) and took 80 ms" in n for n in measured_note)
+
+
 def test_the_measured_first_graph_extra_carries_the_calibrations_relative_spread() -> None:
     """SYNTHETIC: calibration probes' first-graph extras 200, 225, 300 us (median 225); the process measured 150 us:
     its samples are 150 * (200, 225, 300) / 225 = 133.33, 150, 200 us. No spread to borrow: the value alone."""

@@ -150,7 +150,8 @@ def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
 def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(tmp_path: Path) -> None:
     """SYNTHETIC traces: an eager-only script whose measuring run took 2 s wants the probe run (None); one that
     instantiated a graph does not (its own first graph is measured); nor one whose trace already has a probe (the
-    timing run's), nor one that ran no kernel, nor a PyTorch program; one whose measuring run took 90 s
+    timing run's), nor one that ran no kernel; a PyTorch program does (its probe run times torch.cuda.graph's first
+    capture in its process), unless it recorded cudagraph trees; one whose measuring run took 90 s
     (> PROBE_RUN_MAX_S) does not, and the user is told why."""
     import duckdb
 
@@ -172,7 +173,12 @@ def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(t
     con = duckdb.connect(str(torch))
     con.execute("INSERT INTO meta VALUES ('torch', '{\"version\": \"2.11.0\"}')")
     con.close()
-    assert _no_probe_run(torch) == ""  # a PyTorch program: its prediction keeps the torch probe's extra
+    assert _no_probe_run(torch) is None  # a PyTorch program: the probe run times torch.cuda.graph in its process
+    trees = _script_trace(tmp_path / "trees.gmtrace")
+    con = duckdb.connect(str(trees))
+    con.execute("INSERT INTO meta VALUES ('torch', ?)", ['{"version": "2.11.0", "events": {"kind": ["start_cudagraph_recording"]}}'])
+    con.close()
+    assert _no_probe_run(trees) == ""  # cudagraph trees keep the calibration's tree probe
 
 
 def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

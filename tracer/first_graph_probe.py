@@ -18,11 +18,19 @@ low (178 against 333, 459 against 610); with it the prediction benchmark met bot
 same process untraced read up to 459): so never in a traced run. And only where nothing else will run: the process
 ends right after (never under `graphmode.trace` in a notebook, where the user's next graph would find the extra
 paid).
+
+A PyTorch program's graph goes through `torch.cuda.graph`, whose own work around the process's first capture
+(synchronize, garbage collection, emptying the cache, the memory pool's set-up: 5-16 ms for one small MLP across
+identical processes on the H200) dwarfs the driver's extra. For a program that has PyTorch's CUDA state initialised,
+`probe_torch_capture` runs `graphmode calibrate`'s torch probe (tracer.calibrate.torch_capture_probe) in the program's
+process instead: its first capture is the process's first, after the program's own work, with its heap and its
+allocator's cache.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 import time
 from typing import Any
 
@@ -108,3 +116,22 @@ def summarize(rows: list[dict[str, int]]) -> dict[str, Any]:
     out["extra_ns"] = float(sum(out[k] for k in PHASES))
     out["second_extra_ns"] = float(sum(out[f"second_{k}"] for k in PHASES))
     return out
+
+
+def torch_in_use() -> bool:
+    """PyTorch is imported in this process and has made its CUDA state (the program ran CUDA work through it)."""
+    torch = sys.modules.get("torch")
+    try:
+        return torch is not None and bool(torch.cuda.is_initialized())
+    except Exception:  # a broken or partial import: not a PyTorch program to probe
+        return False
+
+
+def probe_torch_capture() -> dict[str, Any]:
+    """`graphmode calibrate`'s torch probe (tracer.calibrate.torch_capture_probe: a small MLP captured TORCH_CAPTURES
+    times with torch.cuda.graph, instantiation and the first replay timed apart) in this process, where the program's
+    PyTorch work has run; with what the probe cost ('probe_ns'). analyzers.costmodel.torch_capture_spreads reads it."""
+    from graphmode.tracer.calibrate import torch_capture_probe
+
+    t0 = time.perf_counter_ns()
+    return torch_capture_probe() | {"probe_ns": time.perf_counter_ns() - t0}

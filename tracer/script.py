@@ -261,10 +261,15 @@ class ScriptTracer:
 
 
 def _probe_first_graph() -> dict[str, Any]:
-    """tracer.first_graph_probe in this process, or {'error': why not}: a probe that fails costs the trace nothing."""
-    from graphmode.tracer.first_graph_probe import probe_first_graph
+    """tracer.first_graph_probe in this process, or {'error': why not}: a probe that fails costs the trace nothing. A
+    PyTorch program (PyTorch's CUDA state made) gets the torch probe instead, as {'torch': ...}: its graph would go
+    through torch.cuda.graph, and the driver probe's graphs would pre-pay part of what the torch probe measures."""
+    from graphmode.tracer.first_graph_probe import probe_first_graph, probe_torch_capture, torch_in_use
 
     try:
+        if torch_in_use():
+            t = probe_torch_capture()
+            return {"torch": t, "probe_ns": t["probe_ns"]}
         return probe_first_graph(device_ordinal())
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
@@ -667,9 +672,10 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
 
 def _no_probe_run(out: Path) -> str | None:
     """None where the probe run is wanted: the trace has no first-graph probe yet (the timing run makes one), the
-    measuring run instantiated no graph (a script that builds graphs has its own first graph measured), ran
-    kernels (else there is no loop to predict a graph for) and is not a PyTorch program (whose prediction keeps the
-    torch probe's extra, analyzers.predict). Otherwise why
+    measuring run instantiated no graph (a script that builds graphs has its own first graph measured) and ran
+    kernels (else there is no loop to predict a graph for); a PyTorch program's probe run times torch.cuda.graph's
+    first capture (tracer.first_graph_probe.probe_torch_capture), except one that records cudagraph trees (priced
+    with the calibration's tree probe, analyzers.predict). Otherwise why
     not: '' where there is nothing to say, a note for the user where the measuring run took longer than
     PROBE_RUN_MAX_S (the probe run would run the script once more)."""
     from graphmode.tracer.store import TraceError, load
@@ -680,9 +686,9 @@ def _no_probe_run(out: Path) -> str | None:
                 return ""
             if not t.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0]:
                 return ""  # no kernel ran: no loop to predict a graph for
-            from graphmode.analyzers.predict import uses_torch
+            from graphmode.analyzers.predict import uses_torch, uses_trees
 
-            if uses_torch(t):  # PyTorch's graphs keep the torch probe's extra (torch.cuda.graph makes its own streams)
+            if uses_torch(t) and uses_trees(t):  # cudagraph trees keep the calibration's tree probe
                 return ""
             first = t.passes[0] if t.passes else None
             took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
