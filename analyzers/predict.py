@@ -243,12 +243,25 @@ def _probe_cost_note(p: dict[str, Any], what: str = "the first graph's extra was
             f"in {where}{cost}, outside every timing")
 
 
+# A measured first-graph extra stands for another graph's (the program's own, or a bench process's own where a twin
+# measured it): its draws spread at least this much (log sd). The programs' own first graphs varied so between
+# processes of one workload on the H200 (session 13, call 5: log sd 0.12-0.24 over 4 processes of each of 4
+# workloads), more than the calibration probes' first-graph extra (about 0.05).
+MEASURED_EXTRA_LOG_SD = 0.2
+_UNIT_Z = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) / math.sqrt(2.5)  # median 0, sample sd 1
+
+
 def _around(value: float, spread: Spread | None) -> Spread:
     """A single measurement given the relative spread of `spread`'s samples around their median (the calibration
-    probes' process-to-process spread of the same quantity); the value alone where there is none."""
-    if spread is None or spread.median <= 0 or len(spread.samples) < 2:
+    probes' process-to-process spread of the same quantity), widened where its log sd is under
+    MEASURED_EXTRA_LOG_SD to samples of that log sd around the value (median the value); the value alone where there
+    is no spread to borrow or the value is not positive."""
+    if spread is None or spread.median <= 0 or len(spread.samples) < 2 or value <= 0:
         return Spread.of([value])  # type: ignore[return-value]
-    return Spread.of(np.asarray(spread.samples) * (value / spread.median))  # type: ignore[return-value]
+    rel = np.asarray(spread.samples, dtype=np.float64) / spread.median
+    if (rel > 0).all() and float(np.log(rel).std(ddof=1)) >= MEASURED_EXTRA_LOG_SD:
+        return Spread.of(rel * value)  # type: ignore[return-value]
+    return Spread.of(value * np.exp(MEASURED_EXTRA_LOG_SD * _UNIT_Z))  # type: ignore[return-value]
 
 
 def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import jsonschema
 import pytest
 from rich.console import Console
@@ -674,8 +675,9 @@ def test_a_pytorch_programs_own_process_measures_torch_cuda_graphs_work(tmp_path
 
 
 def test_the_measured_first_graph_extra_carries_the_calibrations_relative_spread() -> None:
-    """SYNTHETIC: calibration probes' first-graph extras 200, 225, 300 us (median 225); the process measured 150 us:
-    its samples are 150 * (200, 225, 300) / 225 = 133.33, 150, 200 us. No spread to borrow: the value alone."""
+    """SYNTHETIC: calibration probes' first-graph extras 200, 225, 300 us (median 225; log sd 0.21, over the floor);
+    the process measured 150 us: its samples are 150 * (200, 225, 300) / 225 = 133.33, 150, 200 us. No spread to
+    borrow: the value alone."""
     from graphmode.analyzers.costmodel import Spread
 
     pr = sys.modules["graphmode.analyzers.predict"]
@@ -683,6 +685,11 @@ def test_the_measured_first_graph_extra_carries_the_calibrations_relative_spread
     assert s.samples == pytest.approx((400_000 / 3, 150_000.0, 200_000.0)) and s.median == pytest.approx(150_000)
     assert pr._around(5.0, None).samples == (5.0,)
     assert pr._around(5.0, Spread.of([7.0])).samples == (5.0,)
+    # SYNTHETIC: a calibration whose extras barely vary (440, 450, 460 us: log sd 0.02) lends too little: the measured
+    # 300 us stands for another graph's, so its samples get MEASURED_EXTRA_LOG_SD = 0.2 around it (median 300)
+    assert pr.MEASURED_EXTRA_LOG_SD == 0.2
+    narrow = pr._around(300_000.0, Spread.of([440_000.0, 450_000.0, 460_000.0]))
+    assert narrow.median == pytest.approx(300_000) and np.log(narrow.samples).std(ddof=1) == pytest.approx(0.2)
 
 
 def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -> None:
