@@ -287,29 +287,54 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     locs, ts = st["loc"][on].astype(str), st["ts_ns"][on].astype(np.int64)
     top_level = set(locs[st["top"][on].astype(bool)].tolist())
     line_ids, per_line = np.unique(locs, return_counts=True)
-    cands: list[tuple[int, int, int, bytes, str]] = []  # (kernels covered, stretch length, recurrences, stretch, line)
+    stretch = _StretchHash(codes)
+    cands: list[tuple[int, int, int, int, str]] = []  # (kernels covered, stretch length, recurrences, its first kernel, line)
     for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):  # per line run often enough
-        at = ts[locs == line_ids[k]]
-        seg = np.searchsorted(at, launch, side="right")  # 0: before its first execution
-        inside = seg > 0
-        cuts = np.flatnonzero(np.diff(seg[inside])) + 1
-        c = codes[inside]
-        tally: dict[bytes, int] = {}
-        for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [c.size]))):  # per stretch with kernels
-            key = c[a:b].tobytes()
-            tally[key] = tally.get(key, 0) + 1
-        if tally:
-            key, n = max(tally.items(), key=lambda kv: (kv[1] * len(kv[0]), len(kv[0])))
-            if n >= MIN_SYNC_ITERATIONS:
-                m = len(key) // 4  # int32 codes
-                cands.append((n * m, m, n, key, str(line_ids[k])))
+        seg = np.searchsorted(ts[locs == line_ids[k]], launch, side="right")  # 0: before the line's first execution
+        if seg[-1] == 0:
+            continue  # no launch after its first execution
+        first = int(np.argmax(seg > 0))
+        cuts = np.flatnonzero(np.diff(seg[first:])) + 1 + first
+        a = np.concatenate(([first], cuts)).astype(np.int64)
+        b = np.concatenate((cuts, [launch.size])).astype(np.int64)
+        m, n, at = stretch.most_covering(a, b)
+        if n >= MIN_SYNC_ITERATIONS:
+            cands.append((n * m, m, n, at, str(line_ids[k])))
     if not cands:
         return None
     best = max(c[0] for c in cands)
     top = [c for c in cands if 2 * c[0] >= best]
     pool = [c for c in top if c[2] >= LOOP_STEP_MIN] or top
-    _, _, _, key, line = max(pool, key=lambda c: (c[1], c[4] in top_level, c[2]))
-    return tuple(str(vocab[i]) for i in np.frombuffer(key, dtype=np.int32)), line
+    _, m, _, at, line = max(pool, key=lambda c: (c[1], c[4] in top_level, c[2]))
+    return tuple(str(vocab[i]) for i in codes[at:at + m]), line
+
+
+class _StretchHash:
+    """Stretches [a, b) of a code sequence compared by a polynomial hash mod 2**64 and their length, all stretches of
+    one cut at once (numpy, no loop over the stretches: a line run once per kernel of a long run cuts as many)."""
+
+    BASE = 1_000_003  # odd: invertible mod 2**64
+
+    def __init__(self, codes: np.ndarray) -> None:
+        n = codes.size
+        pw = np.full(n + 1, self.BASE, dtype=np.uint64)
+        pw[0] = 1
+        self.pw = np.cumprod(pw)  # BASE**i mod 2**64 (unsigned overflow wraps)
+        ipw = np.full(n + 1, pow(self.BASE, -1, 1 << 64), dtype=np.uint64)
+        ipw[0] = 1
+        self.ipw = np.cumprod(ipw)
+        self.prefix = np.zeros(n + 1, dtype=np.uint64)
+        self.prefix[1:] = np.cumsum((codes.astype(np.uint64) + np.uint64(1)) * self.pw[:-1])
+
+    def most_covering(self, a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
+        """Of the stretches [a[i], b[i]), the one whose copies cover the most codes (then the longest): (its length,
+        how many times it occurs, where one copy starts)."""
+        h = (self.prefix[b] - self.prefix[a]) * self.ipw[a]
+        keys = np.stack([h, (b - a).astype(np.uint64)], axis=1)
+        _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+        length = (b - a)[first]
+        i = int(np.lexsort((length, counts * length))[-1])
+        return int(length[i]), int(counts[i]), int(a[first[i]])
 
 
 def line_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
