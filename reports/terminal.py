@@ -205,13 +205,17 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print(t)
 
     if a.kernels:
-        t = Table(title=f"Kernels: GPU duration eager vs in graph, median (top {min(MAX_KERNEL_ROWS, len(a.kernels))} by GPU time)",
-                  title_justify="left")
-        for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference"):
+        top = min(MAX_KERNEL_ROWS, len(a.kernels))
+        in_graphs = any(k.graph_count for k in a.kernels)  # an eager-only run: the eager columns alone
+        title = (f"Kernels: GPU duration eager vs in graph, median (top {top} by GPU time)" if in_graphs
+                 else f"Kernels: GPU duration, median (top {top} by GPU time; none ran in a graph)")
+        t = Table(title=title, title_justify="left", min_width=None if in_graphs else len(title))
+        for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference")[:6 if in_graphs else 3]:
             t.add_column(col, justify="right" if col != "kernel" else "left")
         for k in a.kernels[:MAX_KERNEL_ROWS]:
-            t.add_row(Text(short_name(k.name, 60)), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
-                      human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns))
+            cells = [Text(short_name(k.name, 60)), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
+                     human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns)]
+            t.add_row(*cells[:6 if in_graphs else 3])
         console.print(t)
 
     if a.source_lines:

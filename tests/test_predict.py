@@ -728,4 +728,7 @@ def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -
     assert doc["prediction"]["regions"][0]["first_graph_from"] == "this_process"
     console = Console(width=200, no_color=True, record=True)
     print_report(a, console)
-    assert "(measured in this process)" in console.export_text()
+    text = console.export_text()
+    assert "(measured in this process)" in text
+    # no kernel ran in a graph: the kernel table keeps its eager columns only
+    assert "Kernels: GPU duration, median (top 1 by GPU time; none ran in a graph)" in text and "in graph " not in text
