@@ -213,7 +213,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         for col in ("kernel", "eager n", "eager", "graph n", "in graph", "difference")[:6 if in_graphs else 3]:
             t.add_column(col, justify="right" if col != "kernel" else "left")
         for k in a.kernels[:MAX_KERNEL_ROWS]:
-            cells = [Text(short_name(k.name, 60)), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
+            cells: list[Text | str] = [Text(short_name(k.name, 60)), str(k.eager_count), human_ns(k.eager.median if k.eager else None), str(k.graph_count),
                      human_ns(k.graph.median if k.graph else None), human_ns(k.difference_ns)]
             t.add_row(*cells[:6 if in_graphs else 3])
         console.print(t)
