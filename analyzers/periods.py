@@ -43,7 +43,7 @@ class IterationTable:
     graph_id: np.ndarray  # the graph whose work the iteration does (0: none, bench eager iterations)
     stretch: np.ndarray  # runs of consecutive iterations of one graph, mode and stream
     role: np.ndarray  # 'steady' | 'warmup' | 'first_launch'
-    source: np.ndarray  # 'runner' | 'inferred' | 'nvtx'
+    source: np.ndarray  # 'runner' | 'inferred' | 'nvtx' | 'line FILE:N' (an eager-only loop's step, analyzers.inference.line_iterations)
     thread_id: np.ndarray
     stream_id: np.ndarray
     start_ns: np.ndarray  # first launch call's start, else the GPU start
