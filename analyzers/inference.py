@@ -251,8 +251,21 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                         np.array([(end[m] - start[m]).sum() for m in members], dtype=np.int64), e["call_ns"][head].astype(np.int64))]
 
 
-_STAMPS_SQL = ("SELECT thread_id, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, function = '<module>' AS top "
-               "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns")
+def has_stamps(trace: Trace, pass_id: int) -> bool:
+    """The pass stamped the script's lines (a detail run on Python 3.12+)."""
+    return bool(trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [pass_id])[0][0])
+
+
+def line_stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
+    """The pass's line stamps by time, typed once for every reader (here and analyzers.untraced): thread_id, ts_ns and
+    seq int64, thread_name and loc ('file:line') str, top bool (a line of the script's top level, not of a function)."""
+    s = trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
+                  "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq, function = '<module>' AS top "
+                  "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
+    return {"thread_id": s["thread_id"].astype(np.int64), "thread_name": s["thread_name"].astype(str), "loc": s["loc"].astype(str),
+            "ts_ns": s["ts_ns"].astype(np.int64), "seq": s["seq"].astype(np.int64), "top": s["top"].astype(bool)}
+
+
 LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'
 LOOP_STEP_MIN = 20  # a loop's step recurs this often; an outer loop over identical steps (epochs) less (loop_step)
 
@@ -269,10 +282,10 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     one is (the loop, not the step function's last line), else the one that recurs most. Returns (the step's kernel
     names, 'file:line'), or None."""
     e = trace.sql(_EAGER_SQL, [pass_id])
-    st = trace.sql(_STAMPS_SQL, [pass_id])
+    st = line_stamps(trace, pass_id)
     if e["name"].size == 0 or st["ts_ns"].size == 0:
         return None
-    threads, counts = np.unique(st["thread_id"].astype(np.int64), return_counts=True)
+    threads, counts = np.unique(st["thread_id"], return_counts=True)
     thread = threads[np.argmax(counts)]
     mine = (e["thread_id"].astype(np.int64) == thread) & (e["launch_ns"] >= 0)
     launch = e["launch_ns"][mine].astype(np.int64)
@@ -283,9 +296,9 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
         return None
     vocab, codes = np.unique(names, return_inverse=True)
     codes = codes.astype(np.int32)
-    on = st["thread_id"].astype(np.int64) == thread
-    locs, ts = st["loc"][on].astype(str), st["ts_ns"][on].astype(np.int64)
-    top_level = set(locs[st["top"][on].astype(bool)].tolist())
+    on = st["thread_id"] == thread
+    locs, ts = st["loc"][on], st["ts_ns"][on]
+    top_level = set(locs[st["top"][on]].tolist())
     line_ids, per_line = np.unique(locs, return_counts=True)
     stretch = _StretchHash(codes)
     cands: list[tuple[int, int, int, int, str]] = []  # (kernels covered, stretch length, recurrences, its first kernel, line)
@@ -341,8 +354,7 @@ def line_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
     """A script that built no graph and whose loop does not synchronize: the occurrences of its step (`loop_step`, read
     in the pass that stamped every line: the structure pass) among the eager kernels of the pass, as graph 0's eager
     iterations, source 'line FILE:N'. [] where no pass stamped lines or no step recurs."""
-    stamped = next((p for p in (sg.structure_pass, sg.timing_pass)
-                    if trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [p])[0][0]), None)
+    stamped = next((p for p in (sg.structure_pass, sg.timing_pass) if has_stamps(trace, p)), None)
     found = loop_step(trace, stamped) if stamped is not None else None
     if found is None:
         return []

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.break_even import overhead_saved
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, line_iterations, nvtx_ranges, sync_iterations
+from graphmode.analyzers.inference import eager_occurrences, graph_replays, has_stamps, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
-from graphmode.analyzers.untraced import has_stamps, line_timing, stamp_overhead, timing_pass_id, with_untraced
+from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
 

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.inference import has_stamps
+from graphmode.analyzers.inference import line_stamps as _stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.script_graphs import TorchWindow, compile_windows, run_entry, torch_windows
 from graphmode.tracer.store import Trace
@@ -64,24 +66,10 @@ def _asked_lines(trace: Trace, pass_id: int) -> set[str] | None:
     return {str(x) for x in lines} if isinstance(lines, list) else None
 
 
-def has_stamps(trace: Trace, pass_id: int) -> bool:
-    """The pass stamped the script's lines (a detail run on Python 3.12+)."""
-    return bool(trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [pass_id])[0][0])
-
-
 def timing_pass_id(trace: Trace) -> int | None:
     p = next((p for p in trace.passes if p.detail == "stamps"), None)
     return p.pass_id if p is not None else None
 
-
-def _stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
-    """The pass's line stamps by time, typed once for every reader: thread_id, ts_ns and seq int64, thread_name and
-    loc ('file:line') str."""
-    s = trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
-                  "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq "
-                  "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
-    return {"thread_id": s["thread_id"].astype(np.int64), "thread_name": s["thread_name"].astype(str), "loc": s["loc"].astype(str),
-            "ts_ns": s["ts_ns"].astype(np.int64), "seq": s["seq"].astype(np.int64)}
 
 
 def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.ndarray] | None = None,
