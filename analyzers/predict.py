@@ -202,30 +202,33 @@ def _graphs_before(trace: Trace, before_ns: int) -> int:
     return int(n)
 
 
-def _process_probe(trace: Trace) -> float | None:
-    """The first-graph extra that `graphmode run` measured in the script's own process after it ended
-    (tracer.first_graph_probe; meta.first_graph_probe.extra_ns), where it is the process's first graph's: not where
-    the code had instantiated a graph before it (`execs_before`, counted by the run; where the run could not count,
-    any graph instantiated in the trace): the probe's graph then came later, and its extra says nothing of the first.
-    None where the trace has no such probe, or it failed."""
+def _first_probe(trace: Trace) -> dict[str, Any]:
+    """meta.first_graph_probe (what `graphmode run` measured in the script's own process after it ended,
+    tracer.first_graph_probe) where its graphs were the process's first: not where the code had instantiated a graph
+    before it (`execs_before`, counted by the run; where the run could not count, any graph instantiated in the
+    trace): the probe's graphs then came later, and say nothing of the first. {} where the trace has none."""
     p = trace.meta.get("first_graph_probe")
-    v = p.get("extra_ns") if isinstance(p, dict) else None
+    if not isinstance(p, dict):
+        return {}
+    before = p.get("execs_before")
+    return p if (before if isinstance(before, int) else _graphs_before(trace, 2**62)) == 0 else {}
+
+
+def _process_probe(trace: Trace) -> float | None:
+    """The first-graph extra of `_first_probe` (its `extra_ns`); None where there is none, or the probe failed."""
+    v = _first_probe(trace).get("extra_ns")
     if not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    before = p.get("execs_before")  # type: ignore[union-attr]
-    if (before if isinstance(before, int) else _graphs_before(trace, 2**62)) > 0:
         return None
     return max(float(v), 0.0)
 
 
 def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
     """torch.cuda.graph's own work and first graph's extra as `graphmode run` measured them in a PyTorch program's own
-    process after it ended (meta.first_graph_probe.torch: the calibration's torch probe, tracer.first_graph_probe),
+    process after it ended (`_first_probe`'s `torch`: the calibration's torch probe, tracer.first_graph_probe),
     read as the calibration reads its probes (costmodel.torch_capture_spreads: 'first', 'later', 'first_graph_extra',
-    ...); {} where the trace has none, it failed, or the code had instantiated a graph before it."""
-    p = trace.meta.get("first_graph_probe")
-    t = p.get("torch") if isinstance(p, dict) else None
-    if not isinstance(t, dict) or p.get("execs_before") != 0:  # type: ignore[union-attr]
+    ...); {} where there is none, or it failed."""
+    t = _first_probe(trace).get("torch")
+    if not isinstance(t, dict):
         return {}
     try:
         return torch_capture_spreads([t])
