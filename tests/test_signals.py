@@ -49,3 +49,30 @@ def test_off_the_main_thread_nothing_changes() -> None:
     t.start()
     t.join()
     assert seen == [before]
+
+
+def test_hold_ignores_sigterm_while_what_was_recorded_is_written() -> None:
+    """`hold` (called before the trace is written): a first SIGTERM after it raises nothing and reaches no handler;
+    after the block the previous handler is back. A custom exception class is what the first SIGTERM raises."""
+
+    class Stop(BaseException):
+        pass
+
+    heard: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: heard.append(signum))
+    try:
+        with sigterm_interrupts(Stop) as hold:
+            hold()
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        assert heard == []
+        with pytest.raises(Stop):
+            with sigterm_interrupts(Stop):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1.0)
+                pytest.fail("SIGTERM did not interrupt")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        assert heard == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -305,12 +305,13 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                  "detail": detail}, "dropped_records": 0})
     meta.update(extra_meta or {})
     writer = TraceWriter(out, meta)
-    with sigterm_interrupts():  # SIGTERM stops the run as Ctrl-C does: the passes so far are written, 'interrupted'
-        return _record_passes(workload, writer, out, iterations, warmup, detail, progress, graph_replays)
+    with sigterm_interrupts() as hold:  # SIGTERM stops the run as Ctrl-C does: the passes so far are written, 'interrupted'
+        return _record_passes(workload, writer, out, iterations, warmup, detail, progress, graph_replays, hold)
 
 
 def _record_passes(workload: Workload, writer: TraceWriter, out: Path, iterations: int, warmup: int, detail: str,
-                   progress: Progress | None, graph_replays: int | None) -> Path:
+                   progress: Progress | None, graph_replays: int | None, hold: Callable[[], object]) -> Path:
+    """`record`'s passes; `hold` (tracer.signals) ignores SIGTERM from the closing of the trace on."""
     from cupti import cupti
 
     from graphmode.tracer.cupti_session import CuptiSession
@@ -368,6 +369,7 @@ def _record_passes(workload: Workload, writer: TraceWriter, out: Path, iteration
         status, reason = "failed", f"{type(e).__name__}: {e}"
         raise
     finally:
+        hold()  # a SIGTERM while the trace is closed would leave it unfinished ('recording')
         if status == "complete" and not all(verified.values()):
             bad = [m for m, ok in verified.items() if not ok]
             status, reason = "failed", f"results did not verify for {', '.join(bad)}"

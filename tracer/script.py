@@ -37,6 +37,7 @@ import numpy as np
 
 from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
+from graphmode.tracer.signals import sigterm_interrupts
 from graphmode.tracer.store import PassInfo, TraceWriter, check_free_space, check_output_path
 
 
@@ -518,42 +519,32 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     status, reason, code = "complete", "", 0
     info: dict[str, Any] = {"path": str(path), "argv": [str(path), *args], "exception": None}
 
-    def on_sigterm(signum: int, frame: Any) -> None:
-        # The first SIGTERM stops the script; any later one is ignored until the trace is written. A run whose
-        # `graphmode run` was killed gets SIGTERM from PR_SET_PDEATHSIG (_stop_with_parent) once per thread of
-        # the killed parent that it is handed on from, so several arrive within moments.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() else None
-    try:
-        runpy.run_path(str(path), run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if code != 0:
-            status, reason = "failed", f"the script exited with status {code}"
-    except (KeyboardInterrupt, _Terminated) as e:
-        what = "interrupted by the user (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else "terminated (SIGTERM)"
-        status, reason, code = "interrupted", what, 130 if isinstance(e, KeyboardInterrupt) else 143
-        info["exception"] = _exception_info(e)
-    except BaseException as e:
-        traceback.print_exc()
-        status, code = "failed", 1
-        info["exception"] = _exception_info(e)
-        reason = f"the script raised {type(e).__name__}: {info['exception']['message']}"
-    finally:
-        # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done.
-        if previous is not None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The first SIGTERM stops the script; any later one is ignored until the trace is written. A run whose `graphmode
+    # run` was killed gets SIGTERM from PR_SET_PDEATHSIG (_stop_with_parent) once per thread of the killed parent that
+    # it is handed on from, so several arrive within moments (tracer.signals).
+    with sigterm_interrupts(_Terminated) as hold:
         try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if code != 0:
+                status, reason = "failed", f"the script exited with status {code}"
+        except (KeyboardInterrupt, _Terminated) as e:
+            what = "interrupted by the user (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else "terminated (SIGTERM)"
+            status, reason, code = "interrupted", what, 130 if isinstance(e, KeyboardInterrupt) else 143
+            info["exception"] = _exception_info(e)
+        except BaseException as e:
+            traceback.print_exc()
+            status, code = "failed", 1
+            info["exception"] = _exception_info(e)
+            reason = f"the script raised {type(e).__name__}: {info['exception']['message']}"
+        finally:
+            hold()  # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done
             sys.argv, sys.path[:] = saved_argv, saved_path
             info["exit_code"] = code
             written = tracer.stop(status, reason, {"script": info})
             if result_file:
                 Path(result_file).write_text(json.dumps({"path": str(written)}))
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
     return code
 
 
