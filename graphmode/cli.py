@@ -416,8 +416,9 @@ def run(
                                             "cannot run twice (its timings are slowed; the report says so); 'auto': '2', then, on "
                                             "Python 3.12+ when the two find CPU-bound iterations, a timing run without CUPTI that "
                                             "times them untraced and ends by measuring what this process's first CUDA graph would "
-                                            "cost extra; where it is not made, for a script that built no graph, is not a PyTorch "
-                                            "program and whose measuring run took at most 60 s, a probe run (the script once more, untraced) that measures it; "
+                                            "cost extra; where it is not made, for a script that built no graph (nor recorded cudagraph "
+                                            "trees) and whose measuring run took at most 60 s, a probe run (the script once more, untraced) that measures it "
+                                            "(in a PyTorch program: what its first torch.cuda.graph capture costs); "
                                             "'1' for one rank of a multi-process job.")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
