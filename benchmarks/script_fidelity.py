@@ -42,6 +42,8 @@ WORKLOADS: dict[str, list[str]] = {
     "cupy": ["third_party/cupy_chain.py"],
     "hf": ["third_party/hf_compile_decode.py"],
     "hf_graph": ["third_party/hf_static_decode.py"],
+    "mgc_mobilenet": ["third_party/mgc_mobilenet.py"],  # several graphs a step (make_graphed_callables)
+    "vit_layers": ["third_party/vit_layer_graphs.py"],  # a forward and a backward graph per layer
 }
 PREFIX = "GRAPHMODE_TRUTH "
 
