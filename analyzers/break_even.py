@@ -77,7 +77,7 @@ class _Outcome:
         self.saved = t_eager - t_graph if t_eager is not None and t_graph is not None else None
         self.common = dict(baseline=baseline, eager_ns=t_eager, graph_ns=t_graph, one_time_ns=one_time_ns,
                            saved_per_replay_ns=self.saved, run_replays=run_replays, bootstrap_resamples=resamples,
-                           bootstrap_seed=seed)
+                           bootstrap_seed=seed, basis="measured" if self.saved is not None else "")
         self.speedup = None
         if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
             self.speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)

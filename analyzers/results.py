@@ -176,6 +176,9 @@ class BreakEven:
     amortised_speedup: float | None  # run_replays*t_eager / (one_time + run_replays*t_graph)
     bootstrap_resamples: int
     bootstrap_seed: int
+    # how the saving was obtained: 'measured' (eager work and replays both ran in the trace), 'predicted' (a cost
+    # model's counterfactual), '' where no saving is stated
+    basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,7 @@ class TraceAnalysis:
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
     graphs: tuple[GraphResult, ...] = ()  # one per graph of a script trace, the headline's graph first
     totals: GraphTotals | None = None  # all graphs of a script trace together
+    steps: tuple[StepResult, ...] = ()  # recurring steps that replay graphs (analyzers.steps), the headline's first
 
     coverage: GraphCoverage | None = None  # share of the work that ran inside graphs, per phase (analyzers.coverage)
     torch_graphs: TorchGraphs | None = None  # PyTorch's cudagraph decisions, when the program used torch (analyzers.torch_graphs)
@@ -393,6 +397,49 @@ class GraphTotals:
     one_time_ns: float  # sum of their one-time costs (first-launch excess included)
     saved_ns: float | None  # sum over replayed graphs with an eager baseline of replays x saved per replay
     net_ns: float | None  # saved - one-time cost of those graphs
+@dataclass(frozen=True)
+class StepSegment:
+    """One segment of a recurring step: a graph's replay (against its eager twin: the same kernels, run eagerly
+    at the same place in the eager step) or an eager stretch between graphs, which both modes run eagerly
+    (analyzers.steps, docs/metrics.md "Steps and segments"). Spans run from the segment's first GPU work to
+    the next segment's, so a step's segments add up to its period."""
+
+    position: int  # order in the step
+    kind: str  # 'graph' | 'eager' (work both modes run eagerly between graphs)
+    graph_id: int  # the graph replayed here; 0 for an eager stretch
+    eager: Stat | None  # its span in the eager steps
+    graphed: Stat | None  # its span in the graphed steps
+    saved_ns: float | None  # eager minus graphed (trimmed means); for an eager stretch: the change in the remainder
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A recurring step of the program that replays graphs: its eager and graphed periods, what it saves, the
+    one-time cost of all its graphs and its break-even (analyzers.steps)."""
+
+    step_id: int
+    label: str  # e.g. 'step of graphs 1, 4'
+    graphs: tuple[int, ...]  # the graph ids replayed in each step, in order
+    eager: Stat | None  # eager step period (the program's own time per step)
+    graphed: Stat | None  # graphed step period
+    eager_steps: int
+    graphed_steps: int  # graphed steps in the run (with a period)
+    eager_ns: float | None  # trimmed means
+    graphed_ns: float | None
+    saved_ns: float | None  # per step
+    one_time_ns: float | None  # all the step's graphs, with the warm-ups a graphing call threw away
+    one_time_basis: str  # 'graphs' (sum of the graphs' one-time costs) | 'statement' (the graphing statement timed untraced)
+    one_time_statement: str  # 'file:line' of that statement ('' unless basis 'statement')
+    break_even: BreakEven | None
+    basis: str  # 'measured' (an eager twin of the step ran) | 'predicted' | 'none'
+    period_source: str  # 'timing' (the timing run's untraced periods, segments scaled to them) | the measuring run's name
+    segments: tuple[StepSegment, ...]
+    graphs_saved_ns: float | None  # the graphs' segment savings added up
+    remainder_saved_ns: float | None  # the change in the eager stretches
+    invariant_residual_ns: float | None  # saved_ns - graphs_saved_ns - remainder_saved_ns (noise of the trimmed means)
+    saved_in_run_ns: float | None  # saved per step x graphed steps (the first included)
+
+
 # ---- Prediction (issue 11): what a CUDA graph would cost and save, before it is built (analyzers.predict) ----
 
 
