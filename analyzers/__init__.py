@@ -224,6 +224,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
         graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
+        steps=script.steps if script is not None else (),
     )
     result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.

@@ -14,8 +14,9 @@ from graphmode.analyzers.inference import eager_occurrences, graph_replays, has_
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
-from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat
+from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
+from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
@@ -34,6 +35,7 @@ class ScriptParts:
     overhead_saved: tuple[OverheadSaved, ...]
     spans: PlacedGpuSpans | None  # the structure pass's GPU spans placed in the headline graph's iterations
     notes: tuple[str, ...]
+    steps: tuple[StepResult, ...] = ()
 
 
 def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
@@ -82,10 +84,18 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
                                    stamp_overhead=overhead)
+    lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
+    steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+    multi = next((s for s in steps if len(s.graphs) > 1), None)
+    if multi is not None:
+        # the step's graphs first (in step order), then the rest as graph_results ordered them
+        order = {gid: i for i, gid in enumerate(multi.graphs)}
+        graphs = tuple(sorted(graphs, key=lambda g: order.get(g.graph_id, len(order))))
+        totals = step_totals(totals, steps, graphs)
     costs = tuple(g.cost for g in graphs if g.cost is not None)
     primary = next((g for g in graphs if g.status == "replayed"), graphs[0] if graphs else None)
     # The headline's iterations: the primary graph's, or a script that built no graph: its synchronized loop (graph 0)
-    head = primary.graph_id if primary is not None else (0 if not graphs and (table.graph_id == 0).any() else None)
+    head = multi.graphs[0] if multi is not None else primary.graph_id if primary is not None else (0 if not graphs and (table.graph_id == 0).any() else None)
     modes: list[ModeMetrics] = []
     spans: PlacedGpuSpans | None = None
     breaks: tuple[BreakEven, ...] = ()
@@ -104,7 +114,9 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
             # periods the timing run gave (analyzers.untraced): named as the per-graph answer names them
             timed = {str(m) for m in wall_rows.mode[wall_rows.timed_by == "timing"]}
             modes = [dataclasses.replace(m, wall_source="timing") if m.mode in timed else m for m in modes]
-    if primary is not None:
+    if multi is not None and multi.break_even is not None:
+        breaks = (multi.break_even,)  # the headline is the step's: its graphs' one-time costs against its saving
+    elif primary is not None:
         if primary.break_even is not None:
             breaks = (primary.break_even,)
         by_mode = {m.mode: m for m in modes}
@@ -117,7 +129,24 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
                 saved = (OverheadSaved("eager", k, s, None, None, s / k if s is not None and k else None, None, None,
                                        (s > 0) if s is not None else None),)
     return ScriptParts(sg.structure_pass, sg.timing_pass, timing.name, table, graphs, totals, tuple(modes), costs, breaks, saved,
-                       spans, tuple(notes))
+                       spans, tuple(notes), steps)
+
+
+def step_totals(totals: GraphTotals | None, steps: tuple[StepResult, ...], graphs: tuple[GraphResult, ...]) -> GraphTotals | None:
+    """The run's totals counting each step once: what a multi-graph step saved is its own saving per step times its
+    graphed steps (its graphs' segments and the change in the eager work between them), not its graphs' savings
+    added up; graphs outside such a step count as before."""
+    if totals is None:
+        return None
+    multi = [s for s in steps if len(s.graphs) > 1]
+    in_multi = {g for s in multi for g in s.graphs}
+    rest = [g for g in graphs if g.graph_id not in in_multi and g.saved_in_run_ns is not None and g.cost is not None]
+    parts = [s.saved_in_run_ns for s in multi] + [g.saved_in_run_ns for g in rest]
+    if any(p is None for p in parts) or not parts:
+        return dataclasses.replace(totals, saved_ns=None, net_ns=None)
+    saved = float(sum(p for p in parts if p is not None))
+    one_time = float(sum(s.one_time_ns or 0.0 for s in multi) + sum(g.cost.total_ns for g in rest if g.cost is not None))
+    return dataclasses.replace(totals, saved_ns=saved, net_ns=saved - one_time)
 
 
 def _own_gpu(m: ModeMetrics, rows: IterationTable) -> ModeMetrics:

@@ -1,0 +1,417 @@
+"""Steps, not just graphs: the program's recurring step as a sequence of segments (docs/metrics.md, "Steps and
+segments").
+
+A step that replays several graphs (a forward and a backward graph from `make_graphed_callables`, a graph per
+layer, the partitions of a graph break) recurs once per loop iteration, and so does each of its graphs: the
+period between two replays of one graph is the whole step's, not the graph's. So each graph is measured as a
+**segment** of the step: from its first GPU work to the next segment's (the next graph, or the eager work between
+graphs, which both modes run). The segments of a step add up to its period, in the eager step (each graph's
+eager twin: the same kernels at the same place) and in the graphed step alike. Then
+
+- per graph: saved = its eager twin's span minus its replay's span;
+- per step: saved = eager step minus graphed step, with the one-time cost of all the step's graphs;
+- the invariant: the graphs' savings plus the change in the eager stretches equal the step's saving, up to the
+  noise of the trimmed means (`invariant_residual_ns`).
+
+CPU-bound periods come from the timing run (untraced) where it timed the step (analyzers.untraced); a segment's
+span is then its measuring-run span scaled by the step's untraced over traced period, so the segments still add
+up to the step.
+
+One graph replayed once per step (a whole step captured) is its own step with one segment: its per-graph answer
+(analyzers.per_graph) is already the step's and is kept as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphmode.analyzers.break_even import (
+    CAPTURE_SLOWDOWN_BOUND,
+    CPU_BOUND_SLOWDOWN_BOUND,
+    TIMING_RUN_SLOWDOWN_BOUND,
+    break_even_series,
+)
+from graphmode.analyzers.inference import line_stamps
+from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
+from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.tracer.store import Trace
+
+MIN_STEPS = 2  # a step pattern recurs at least this often in graph mode
+MIN_PATTERN_SHARE = 0.5  # ... and covers at least this share of its first graph's replays
+# A graphing statement (make_graphed_callables) is timed by the timing run between its line's stamp and the next
+# stamp it made; the detail run may spend at most this share of that span outside the statement's captures and
+# warm-ups, else the next stamp lies too far on (analyzers.untraced.MAX_OUTSIDE_SHARE says the same of captures).
+MAX_OUTSIDE_SHARE = 0.1
+CPU_SIDE = ("cpu", "mixed", "single")
+
+
+@dataclass(frozen=True)
+class StepInstances:
+    """The occurrences of one step pattern in one mode: per occurrence, its rows (indices of the iteration table,
+    in pattern order) and its period (untraced where the timing run gave it), and per segment key its span."""
+
+    rows: np.ndarray  # (n, len(pattern)) row indices
+    period: np.ndarray  # (n,) ns, NaN where the next occurrence does not follow
+    traced_period: np.ndarray  # (n,) the measuring run's period
+    spans: dict[tuple[int, str], np.ndarray]  # (position, 'graph' | 'eager') -> (n,) ns, scaled to `period`
+    timed: bool  # periods from the timing run
+
+
+def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
+    """The graphs replayed in each step, in order, where a step replays two or more graphs: the replays (first
+    launches included) are cut at each replay of the graph replayed most (the earliest of those tied), and the
+    most common run of graphs between two such cuts is the step. None where that run is one graph (a graph per
+    step: its per-graph answer is the step's) or recurs fewer than MIN_STEPS times."""
+    g = np.flatnonzero(t.mode == "graph")
+    if g.size < 2 * MIN_STEPS:
+        return None
+    g = g[np.argsort(t.gpu_start_ns[g], kind="stable")]
+    seq = t.graph_id[g].astype(np.int64)
+    ids, first, counts = np.unique(seq, return_index=True, return_counts=True)
+    most = counts == counts.max()
+    anchor = int(ids[most][np.argmin(first[most])])
+    cuts = np.flatnonzero(seq == anchor)
+    runs = Counter(tuple(int(x) for x in seq[a:b]) for a, b in zip(cuts[:-1], cuts[1:]))
+    if not runs:
+        return None
+    pattern, n = runs.most_common(1)[0]
+    if len(pattern) < 2 or n < MIN_STEPS or n < MIN_PATTERN_SHARE * cuts.size:
+        return None
+    return pattern
+
+
+def _occurrences(t: IterationTable, mode: str, pattern: tuple[int, ...], roles: tuple[str, ...]) -> np.ndarray:
+    """(n, len(pattern)) rows of `mode` where the pattern's graphs follow one another in order (by GPU start)."""
+    sel = np.flatnonzero((t.mode == mode) & np.isin(t.graph_id, pattern) & np.isin(t.role, roles))
+    sel = sel[np.argsort(t.gpu_start_ns[sel], kind="stable")]
+    seq = t.graph_id[sel].astype(np.int64)
+    m = len(pattern)
+    if seq.size < m:
+        return np.zeros((0, m), dtype=np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(seq, m)
+    starts = np.flatnonzero((windows == np.asarray(pattern)).all(axis=1))
+    # occurrences do not overlap (a pattern such as (1, 1, 2) could match at two offsets)
+    keep: list[int] = []
+    for s in starts:
+        if not keep or s >= keep[-1] + m:
+            keep.append(int(s))
+    idx = np.asarray(keep, dtype=np.int64)
+    return sel[idx[:, None] + np.arange(m)[None, :]] if idx.size else np.zeros((0, m), dtype=np.int64)
+
+
+def _eager_span_starts(trace: Trace, pass_id: int) -> np.ndarray:
+    """GPU start of every span of eager work in the pass (kernels, copies, memsets launched outside graphs), sorted."""
+    s = trace.sql("SELECT start_ns FROM gpu_spans WHERE pass_id = ? AND kind <> 'graph' AND graph_id = 0 ORDER BY start_ns",
+                  [pass_id])
+    out: np.ndarray = s["start_ns"].astype(np.int64)
+    return out
+
+
+def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> StepInstances:
+    """Periods and segment spans of the occurrences `occ` (rows of `t`). Segment boundaries: each graph's (or eager
+    twin's) GPU start, and after each one the first eager GPU span that starts after its GPU work ended and before
+    the next boundary (the eager stretch between graphs); the last segment ends at the next occurrence's start."""
+    n, m = occ.shape
+    start = t.gpu_start_ns[occ].astype(np.float64)  # (n, m)
+    end = t.gpu_end_ns[occ].astype(np.float64)
+    nxt = np.full(n, np.nan)
+    if n > 1:
+        # the next occurrence follows when its first row comes right after this one's last (no other row of these
+        # graphs in between: a pause, another phase) in the same stretch of the first graph
+        follows = (occ[1:, 0] > 0) & (t.stretch[occ[1:, 0]] == t.stretch[occ[:-1, 0]])
+        nxt[:-1] = np.where(follows, start[1:, 0], np.nan)
+    traced_period = nxt - start[:, 0]
+    period = t.period[occ[:, 0]].astype(np.float64)
+    timed = t.timed_by[occ[:, 0]] == "timing"
+    # where the timing run did not time it, the step's period is the measured one between the occurrences
+    period = np.where(timed, period, traced_period)
+    scale = np.where(timed & (traced_period > 0), period / traced_period, 1.0)
+    bounds = np.concatenate([start, nxt[:, None]], axis=1)  # (n, m + 1): each segment's next boundary
+    spans: dict[tuple[int, str], np.ndarray] = {}
+    for i in range(m):
+        hi = bounds[:, i + 1]
+        j = np.searchsorted(eager_starts, end[:, i], side="right")
+        cand = np.where(j < eager_starts.size, eager_starts[np.minimum(j, eager_starts.size - 1)], np.inf).astype(np.float64)
+        rem = np.where(cand < hi, cand, np.nan)  # NaN: no eager stretch after this segment
+        seg_end = np.where(np.isfinite(rem), rem, hi)
+        spans[(i, "graph")] = (seg_end - start[:, i]) * scale
+        spans[(i, "eager")] = np.where(np.isfinite(rem), hi - rem, 0.0) * scale
+    return StepInstances(occ, period, traced_period, spans, bool(timed.any()))
+
+
+def _tm(x: np.ndarray) -> float | None:
+    v = x[np.isfinite(x)]
+    return trimmed_mean(v)[0] if v.size else None
+
+
+def _stat(x: np.ndarray) -> Stat | None:
+    return Stat.of(x[np.isfinite(x)])
+
+
+def _sub(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
+def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...]) -> tuple[str, float] | None:
+    """('file:line', untraced ns) of the one statement that made all the step's graphs, warm-ups included (a
+    `make_graphed_callables` call: it runs its callables on sample inputs, throws the results away, then captures),
+    as the timing run timed it from its stamp of that line to the next stamp it made. Found from the detail run,
+    which stamped every line: the captures of all the step's graphs lie in one execution of one line, and that
+    execution's span to the timing run's next stamped line is mostly the graphs' making (MAX_OUTSIDE_SHARE). None
+    without a timing run that stamped the line, or where the runs executed it differently."""
+    from graphmode.analyzers.untraced import timing_pass_id
+
+    tp = timing_pass_id(trace)
+    if tp is None or sg.structure_pass == sg.timing_pass:
+        return None
+    ev = trace.rows("SELECT min(start_ns), max(end_ns), count(DISTINCT graph_id), min(thread_id), max(thread_id) "
+                    "FROM graph_events WHERE pass_id = ? AND event IN ('capture', 'instantiate', 'upload') AND graph_id IN "
+                    f"({', '.join('?' * len(set(pattern)))})", [sg.structure_pass, *sorted(set(pattern))])
+    if not ev or ev[0][0] is None or int(ev[0][2]) != len(set(pattern)) or ev[0][3] != ev[0][4]:
+        return None
+    r0, r1, thread = int(ev[0][0]), int(ev[0][1]), int(ev[0][3])
+    d, t = line_stamps(trace, sg.structure_pass), line_stamps(trace, tp)
+    mine = np.flatnonzero(d["thread_id"] == thread)
+    if not mine.size or not t["ts_ns"].size:
+        return None
+    i = int(np.searchsorted(d["ts_ns"][mine], r0, side="right")) - 1
+    if i < 0 or i + 1 >= mine.size or d["ts_ns"][mine[i + 1]] < r1:
+        return None  # the captures are not inside one execution of one line
+    a = mine[i]
+    loc, k = str(d["loc"][a]), int(d["seq"][a])
+    name = str(d["thread_name"][a])
+    on = t["thread_name"] == name
+    t_at = np.flatnonzero(on & (t["loc"] == loc))
+    if t_at.size != int(((d["thread_id"] == thread) & (d["loc"] == loc)).sum()) or k >= t_at.size:
+        return None
+    ta = t_at[k]
+    t_on = np.flatnonzero(on)
+    after = t_on[t_on > ta]
+    if not after.size:
+        return None
+    tb = after[0]
+    next_loc, next_k = str(t["loc"][tb]), int(t["seq"][tb])
+    d_next = np.flatnonzero((d["thread_id"] == thread) & (d["loc"] == next_loc) & (d["seq"] == next_k))
+    if not d_next.size:
+        return None
+    d_span = float(d["ts_ns"][d_next[0]] - d["ts_ns"][a])
+    region = float(r1 - d["ts_ns"][a])
+    if d_span <= 0 or d_span - region > MAX_OUTSIDE_SHARE * d_span:
+        return None
+    return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta])
+
+
+def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_timed: bool,
+                graph_timed: bool) -> tuple[float, float]:
+    """How much longer than untraced the step's eager and graphed periods may be (the per-graph rule)."""
+    first = results.get(pattern[0])
+
+    def of(p: Period | None, timed: bool) -> float:
+        if timed:
+            return TIMING_RUN_SLOWDOWN_BOUND
+        return CPU_BOUND_SLOWDOWN_BOUND if p is not None and p.bound in CPU_SIDE else 0.0
+
+    return (of(first.eager if first else None, eager_timed), of(first.graph if first else None, graph_timed))
+
+
+def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,
+               step_line_rows: Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None] | None = None,
+               ) -> tuple[tuple[StepResult, ...], tuple[GraphResult, ...]]:
+    """The run's recurring steps that replay graphs, and the per-graph results with the graphs of a multi-graph
+    step measured as its segments. `t`: the timing pass's iteration table (untraced periods applied); `graphs`:
+    analyzers.per_graph's results; `run`: the timing pass's name; `step_line_rows(graph)`: rows of `t` where that
+    graph's eager twin started at an execution of the line that starts its replays' steps (one row a step), or None
+    (`eager_step_rows`).
+
+    Where the eager steps hold the step's graphs' kernels in another order or interleaved (autograd runs a whole
+    model's backward, not a layer's at a time), no eager twin is found kernel for kernel; the eager step is then the
+    step's first graph's eager twin, where each starts at an execution of the same line as a graphed step (the
+    step's line): the step's saving is measured, its graphs' are not."""
+    by_id = {g.graph_id: g for g in graphs}
+    steps: list[StepResult] = []
+    pattern = step_pattern(t)
+    if pattern is not None:
+        eager_starts = _eager_span_starts(trace, t.pass_id)
+        g_occ = _occurrences(t, "graph", pattern, ("steady", "first_launch"))
+        e_occ = _occurrences(t, "eager", pattern, ("steady",))
+        g_inst = instances(t, g_occ, eager_starts)
+        e_inst = instances(t, e_occ, eager_starts) if e_occ.shape[0] else None
+        e_steps = None
+        if e_inst is None and step_line_rows is not None:
+            found = step_line_rows(pattern[0])
+            if found is not None and int(np.isfinite(found[1]).sum()) >= MIN_STEPS:
+                e_steps = found[1], found[2]
+        step, graphs = _multi_graph_step(trace, sg, pattern, g_inst, e_inst, e_steps, by_id, graphs, run)
+        steps.append(step)
+    in_steps = set(pattern or ())
+    for g in graphs:  # a graph replayed once per step: its own step
+        if g.graph_id not in in_steps and g.replays and g.break_even is not None:
+            steps.append(_one_graph_step(len(steps) + 1, g, run))
+    return tuple(steps), graphs
+
+
+def _one_graph_step(step_id: int, g: GraphResult, run: str) -> StepResult:
+    be = g.break_even
+    assert be is not None
+    e = g.eager.work if g.eager is not None else None
+    w = g.graph.work if g.graph is not None else None
+    seg = StepSegment(0, "graph", g.graph_id, e, w, be.saved_per_replay_ns)
+    basis = "measured" if g.eager is not None else "none"
+    period_source = "timing" if (g.eager is not None and g.eager.run == "timing") else run
+    return StepResult(
+        step_id=step_id, label=f"step of graph {g.graph_id}", graphs=(g.graph_id,), eager=e, graphed=w,
+        eager_steps=g.eager.iterations if g.eager else 0, graphed_steps=g.graph.iterations if g.graph else 0,
+        eager_ns=be.eager_ns, graphed_ns=be.graph_ns, saved_ns=be.saved_per_replay_ns,
+        one_time_ns=g.cost.total_ns if g.cost is not None else None, one_time_basis="graphs", one_time_statement="",
+        break_even=be, basis=basis, period_source=period_source, segments=(seg,),
+        graphs_saved_ns=be.saved_per_replay_ns, remainder_saved_ns=0.0 if be.saved_per_replay_ns is not None else None,
+        invariant_residual_ns=0.0 if be.saved_per_replay_ns is not None else None, saved_in_run_ns=g.saved_in_run_ns)
+
+
+def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], g_inst: StepInstances,
+                      e_inst: StepInstances | None, e_steps: tuple[np.ndarray, bool] | None,
+                      by_id: dict[int, GraphResult], graphs: tuple[GraphResult, ...],
+                      run: str) -> tuple[StepResult, tuple[GraphResult, ...]]:
+    m = len(pattern)
+    segments: list[StepSegment] = []
+    graph_saved: dict[int, float | None] = {}
+    for i in range(m):
+        for kind in ("graph", "eager"):
+            gs = g_inst.spans[(i, kind)]
+            es = e_inst.spans[(i, kind)] if e_inst is not None else np.zeros(0)
+            if kind == "eager" and not (np.nan_to_num(gs) > 0).any() and not (np.nan_to_num(es) > 0).any():
+                continue  # no eager stretch after this graph in either mode
+            saved = _sub(_tm(es), _tm(gs)) if e_inst is not None else None
+            segments.append(StepSegment(len(segments), kind, pattern[i] if kind == "graph" else 0,
+                                        _stat(es) if e_inst is not None else None, _stat(gs), saved))
+            if kind == "graph":
+                graph_saved[pattern[i]] = saved if pattern.count(pattern[i]) == 1 else None
+    e_period = e_inst.period if e_inst is not None else e_steps[0] if e_steps is not None else np.zeros(0)
+    e_timed = e_inst.timed if e_inst is not None else e_steps[1] if e_steps is not None else False
+    has_eager = bool(np.isfinite(e_period).any())
+    eager_ns, graphed_ns = _tm(e_period), _tm(g_inst.period)
+    saved = _sub(eager_ns, graphed_ns)
+    seg_graphs = [s.saved_ns for s in segments if s.kind == "graph"]
+    seg_rest = [s.saved_ns for s in segments if s.kind == "eager"]
+    graphs_saved = float(sum(x for x in seg_graphs if x is not None)) if seg_graphs and None not in seg_graphs else None
+    rest_saved = float(sum(x for x in seg_rest if x is not None)) if None not in seg_rest else None
+    residual = (saved - graphs_saved - rest_saved) if saved is not None and graphs_saved is not None \
+        and rest_saved is not None else None
+
+    costs = [by_id[g].cost for g in dict.fromkeys(pattern) if g in by_id]
+    statement = graphing_statement(trace, sg, pattern)
+    excess = float(sum((c.first_launch_excess_ns or 0.0) for c in costs if c is not None))
+    if statement is not None:
+        one_time: float | None = statement[1] + excess
+        one_basis, where = "statement", statement[0]
+    else:
+        one_time = float(sum(c.total_ns for c in costs if c is not None)) if costs and None not in costs else None
+        one_basis, where = "graphs", ""
+    graphed_steps = int(g_inst.rows.shape[0])
+    eager_infl, graph_infl = _inflations(by_id, pattern, e_timed, g_inst.timed)
+    timed_cost = statement is not None or any(c is not None and c.untraced_correction_ns is not None for c in costs)
+    be: BreakEven | None = None
+    if has_eager:
+        be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
+                               graph_inflation=graph_infl,
+                               one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CAPTURE_SLOWDOWN_BOUND)
+    step = StepResult(
+        step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=_stat(e_period),
+        graphed=_stat(g_inst.period), eager_steps=int(np.isfinite(e_period).sum()),
+        graphed_steps=graphed_steps, eager_ns=eager_ns, graphed_ns=graphed_ns, saved_ns=saved, one_time_ns=one_time,
+        one_time_basis=one_basis, one_time_statement=where, break_even=be,
+        basis="measured" if has_eager else "none",
+        period_source="timing" if (g_inst.timed or e_timed) else run,
+        segments=tuple(segments), graphs_saved_ns=graphs_saved, remainder_saved_ns=rest_saved,
+        invariant_residual_ns=residual, saved_in_run_ns=saved * graphed_steps if saved is not None else None)
+    return step, tuple(_as_segment(g, pattern, g_inst, e_inst, graph_saved, eager_infl, graph_infl) for g in graphs)
+
+
+def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances, e_inst: StepInstances | None,
+                graph_saved: dict[int, float | None], eager_infl: float, graph_infl: float) -> GraphResult:
+    """A graph of a multi-graph step, measured as its segment: its eager twin's span and its replay's span in the
+    step replace the periods between its replays (which are the whole step's)."""
+    if g.graph_id not in pattern or pattern.count(g.graph_id) != 1:
+        return g
+    i = pattern.index(g.graph_id)
+    gs = g_inst.spans[(i, "graph")]
+    es = e_inst.spans[(i, "graph")] if e_inst is not None else None
+
+    def period(p: Period | None, x: np.ndarray | None, timed: bool) -> Period | None:
+        if p is None or x is None:
+            return p
+        st = _stat(x)
+        return dataclasses.replace(p, period=st, work=st, iterations=int(np.isfinite(x).sum()),
+                                   run="timing" if timed else p.run)
+
+    eager = period(g.eager, es, e_inst is not None and e_inst.timed)
+    graph = period(g.graph, gs, g_inst.timed)
+    # without an eager twin segment (only the step's eager period is known), the graph's own saving is unknown: its
+    # eager period between replays is the whole step's
+    be = break_even_series("eager", es if es is not None else np.zeros(0), gs, 1,
+                           g.cost.total_ns if g.cost is not None else None, g.replays,
+                           eager_inflation=eager_infl, graph_inflation=graph_infl)
+    if es is None:
+        eager = None
+    saved = be.saved_per_replay_ns if be is not None else None
+    return dataclasses.replace(
+        g, eager=eager, graph=graph, break_even=be,
+        eager_basis=f"its segment of the step (position {i + 1} of {len(pattern)})" if es is not None else "",
+        saved_in_run_ns=saved * g.replays if saved is not None and graph is not None else None)
+
+
+def eager_step_rows(trace: Trace, detail: IterationTable,
+                    t: IterationTable) -> Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None]:
+    """`find_steps`'s step_line_rows: for a graph, (the rows of `t`, the timing pass's table, of its steady eager twin
+    that started at an execution of the line that starts its replays; their periods; whether those are untraced).
+
+    The line is the one that runs once between consecutive replays (analyzers.untraced.starting_lines, from the
+    detail run's stamps of every line). The detail and timing tables hold one graph's eager rows in the same order
+    (analyzers.untraced); where their counts differ, None. A row's period is the timing run's, untraced: from its
+    stamp of that execution of the line to its stamp of the next, where the next row started at the next execution
+    and the timing run stamped the line as often as the detail run ran it; else the row's own."""
+    from graphmode.analyzers.untraced import starting_lines, timing_pass_id
+
+    loc, seq = starting_lines(trace, detail)
+    tp = timing_pass_id(trace)
+    stamps = line_stamps(trace, tp) if tp is not None else None
+    d_stamps = line_stamps(trace, detail.pass_id)
+
+    def rows(graph_id: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
+        dg = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "graph"))
+        de = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "eager") & (detail.role == "steady"))
+        if not dg.size or not de.size:
+            return None
+        line = Counter(str(x) for x in loc[dg]).most_common(1)[0][0]
+        if not line:
+            return None
+        de = de[np.argsort(detail.start_ns[de], kind="stable")]
+        te = np.flatnonzero((t.graph_id == graph_id) & (t.mode == "eager") & (t.role == "steady"))
+        te = te[np.argsort(t.start_ns[te], kind="stable")]
+        if te.size != de.size:
+            return None
+        on_line = loc[de] == line
+        chosen, k = te[on_line], seq[de][on_line]
+        period = t.period[chosen].astype(np.float64)
+        timed = False
+        if stamps is not None:
+            thread = detail.thread_id[de[on_line][0]] if on_line.any() else -1
+            names = d_stamps["thread_name"][d_stamps["thread_id"] == thread]
+            if names.size:
+                ts = stamps["ts_ns"][(stamps["thread_name"] == names[0]) & (stamps["loc"] == line)]
+                runs = int(((d_stamps["thread_id"] == thread) & (d_stamps["loc"] == line)).sum())
+                if ts.size == runs and k.size >= 2:
+                    nxt = np.append(k[1:] == k[:-1] + 1, False) & (k + 1 < ts.size)
+                    untraced = np.full(k.size, np.nan)
+                    untraced[nxt] = (ts[k[nxt] + 1] - ts[k[nxt]]).astype(np.float64)
+                    if nxt.any():
+                        period, timed = untraced, True
+        return chosen, period, timed
+
+    return rows
