@@ -27,6 +27,7 @@ from graphmode.analyzers.cpu_profile import cpu_profile_summary
 from graphmode.analyzers.critical_path import critical_paths
 from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
 from graphmode.analyzers.graph_use import graph_use_fields
+from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
@@ -241,9 +242,11 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     try:
         prediction = predict(trace, result, cost_model, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
-        return dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
-                                   f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))
-    return dataclasses.replace(result, prediction=prediction)
+        result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
+                                     f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))
+        return dataclasses.replace(result, headline=headline_of(result))
+    result = dataclasses.replace(result, prediction=prediction)
+    return dataclasses.replace(result, headline=headline_of(result))
 
 
 def recording_problems(trace: Trace) -> list[str]:

@@ -288,6 +288,32 @@ class CpuProfile:
 
 
 @dataclass(frozen=True)
+class Headline:
+    """The run's one verdict and its figures (analyzers.headline); reports/headline.py words it."""
+
+    verdict: str  # one of VERDICTS
+    subject: str  # 'step' | 'graph' | 'graph_mode' (a built-in workload's passes) | 'prediction' | 'none'
+    step_id: int | None  # subject 'step'
+    graph_ids: tuple[int, ...]  # the graphs it is about (a step's, in order; one graph; () for graph_mode)
+    baseline: str  # the eager mode compared with ('eager', 'eager_sync_each'; '' none)
+    eager_ns: float | None  # per step / replay / iteration
+    graphed_ns: float | None
+    saved_ns: float | None
+    saved_per_kernel_ns: float | None  # graph_mode: per kernel of an eager iteration
+    one_time_ns: float | None  # never below zero
+    break_even: int | None
+    interval_low: int | None
+    interval_high: int | None
+    interval_high_never: bool
+    run_replays: int  # replays (graphed steps) this run made, the first included
+    net_ns: float | None  # this run's saving less the one-time cost
+    period_source: str  # where the periods come from ('timing': untraced; a traced run's name)
+    one_time_statement: str  # subject 'step': the graphing statement whose untraced time is the one-time cost
+    reason: str  # why the verdict is unknown or no_graph: 'no_eager_twin' | 'no_one_time' | 'capture_failed' |
+    #              'never_replayed' | 'not_instantiated' | 'no_graph_built' | 'no_baseline' | ''
+
+
+@dataclass(frozen=True)
 class TraceAnalysis:
     """Everything `analyzers.analyze(trace)` computes for one trace."""
 
@@ -314,6 +340,7 @@ class TraceAnalysis:
     graphs: tuple[GraphResult, ...] = ()  # one per graph of a script trace, the headline's graph first
     totals: GraphTotals | None = None  # all graphs of a script trace together
     steps: tuple[StepResult, ...] = ()  # recurring steps that replay graphs (analyzers.steps), the headline's first
+    headline: Headline | None = None  # the one verdict every view renders (analyzers.headline)
 
     coverage: GraphCoverage | None = None  # share of the work that ran inside graphs, per phase (analyzers.coverage)
     torch_graphs: TorchGraphs | None = None  # PyTorch's cudagraph decisions, when the program used torch (analyzers.torch_graphs)
