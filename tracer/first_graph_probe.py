@@ -11,7 +11,7 @@ the first one's extra over the steady state (the median from the fourth on, as `
 The probe makes nothing that would pre-pay what it measures. On the H200 one stream created before the first
 graph took ~250 us off its instantiate, 17 streams ~300 us, so it creates none: its graphs are built with the node
 API and launched on the NULL stream. It loads one module (one tiny kernel) and allocates one 64 KB buffer; neither
-changed the first graph's extra (benchmarks/results/2026-12-01-s13/). Untraced after a bench workload's eager
+changed the first graph's extra (benchmarks/notes/2026-12-01-s13/). Untraced after a bench workload's eager
 run, it read the chains' own first-graph extra (medians 446 against 482 us, 437 against 442) and the node-API dags'
 low (178 against 333, 459 against 610); with it the prediction benchmark met both targets on 6 of 7 chains and dags
 (docs/benchmarks.md). CUPTI attached earlier in the process takes most of the extra away (156-193 us where the
