@@ -426,8 +426,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     rng = np.random.default_rng(seed)
     t_e_draw = bootstrap_medians(wall, B, rng)
     if model is None:
-        # type: ignore[arg-type]
-        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
                                 first_graph_extra=None, one_time=None, eager_period=_estimate(t_e_draw, t_e), replay_period=None,
                                 saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
                                 break_even_high_never=False, never=False, notes=tuple(notes))
@@ -629,8 +628,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
                 mode="graph", graph_id=graph_id, iterations=int(wall.size), synchronized=bool(synchronized), graph=None,
                 gpu_work_ns=gpu_serial, measured_one_time_ns=cost, measured_replay_ns=t_g, measured_break_even=None, breakers=())
     if model is None:
-        # type: ignore[arg-type]
-        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,
+        return RegionPrediction(**base, capture=None, instantiate=None, upload=None, first_launch_excess=None,  # type: ignore[arg-type]
                                 first_graph_extra=None, one_time=None, eager_period=None, replay_period=None,
                                 saved_per_iteration=None, break_even=None, break_even_low=None, break_even_high=None,
                                 break_even_high_never=False, never=False, notes=tuple(notes))
