@@ -170,9 +170,11 @@ class CostModel:
     # cudagraph trees' own work (tracer.calibrate.tree_probe): 'first' (the process's first recording), 'later'
     # (a later function's), 'call_host' (host time of a steady call: a floor under a tree's replay period); {} without
     tree_capture: dict[str, Spread] = field(default_factory=dict)
-    sm_count: int = 0  # the calibrating GPU's multiprocessors (a kernel's wide share: its blocks over these); 0: unknown
+    # the calibrating GPU's multiprocessors (a kernel's wide share: its blocks over these); 0: unknown
+    sm_count: int = 0
     # the first graph of a process whose graphs are built with the node API: 'build' | 'instantiate' | 'upload' |
-    # 'first_launch' (and 'second_<k>') -> its extra over later ones (tracer.calibrate --probe-program-api); {} where not measured
+    # 'first_launch' (and 'second_<k>') -> its extra over later ones (tracer.calibrate --probe-program-api); {} where
+    # not measured
     first_graph_api: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
@@ -284,7 +286,8 @@ def fit_cost_model(table: list[dict[str, Any]], node_gpu_ns: dict[str, float], e
     give `replay_gpu_overhead` = replay_gpu - Σ path_<type> * node_gpu_ns[type]. Rows with
     first_graph=True are left out of every fit. `first_graph_probes`: per fresh process, the extra cost
     of its first graph over identical later ones ({'capture': ns, 'instantiate': ns, ...}; 'second_<k>': the second's).
-    `torch_probes`: per fresh process with PyTorch, torch.cuda.graph's own work ({'first_ns': ns, 'later_ns': [ns, ...]}).
+    `torch_probes`: per fresh process with PyTorch, torch.cuda.graph's own work
+    ({'first_ns': ns, 'later_ns': [ns, ...]}).
     `api_probes`: as `first_graph_probes`, in processes that build their graphs with the node API ({'build': ns, ...}).
     """
     rows = [dict(r) for r in table]
@@ -389,7 +392,8 @@ def _spreads_dict(spreads: dict[str, Spread]) -> dict[str, Any]:
 
 
 def _spreads_from(d: Any) -> dict[str, Spread]:
-    """A model file's named spreads (first_graph, first_graph_api, torch_capture, tree_capture); {} where the file has none."""
+    """A model file's named spreads (first_graph, first_graph_api, torch_capture, tree_capture); {} where the file has
+    none."""
     return {str(k): s for k, v in (d or {}).items() if (s := _spread_from(v)) is not None}
 
 

@@ -167,7 +167,8 @@ class _Work:
         start, graph, captured, dur = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
                                        for i in range(4))
         graph, captured = graph.astype(bool), captured.astype(bool)
-        # launch calls: graph << 32 | eager; captured calls apart; CPU time in the launches that ran work, and in graph launches
+        # launch calls: graph << 32 | eager; captured calls apart; CPU time in the launches that ran work, and in graph
+        # launches
         self.calls = _Prefix(start.astype(np.int64), {
             "calls": np.where(graph, _HIGH, (~captured).astype(np.int64)), "captured": captured.astype(np.int64),
             "api_ns": np.where(captured, 0, dur), "graph_api_ns": np.where(graph, dur, 0)})

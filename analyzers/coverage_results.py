@@ -67,7 +67,8 @@ class GraphCoverage:
 class CudagraphSkip:
     """One reason Inductor's cudagraph trees ran a compiled function without graphs (PyTorch's own log)."""
 
-    reason: str  # mutated_inputs | cpu_device | multiple_devices | incompatible_ops | rerecord_limit | dynamic_shapes | other
+    # mutated_inputs | cpu_device | multiple_devices | incompatible_ops | rerecord_limit | dynamic_shapes | other
+    reason: str
     message: str  # PyTorch's message, first line
     where: str  # 'file:line function' of the line PyTorch's stack trace points to (the cause), '' if none
     code: str  # that line's code, as PyTorch printed it

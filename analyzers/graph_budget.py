@@ -92,8 +92,8 @@ def _saved_per_replay(analysis: TraceAnalysis) -> dict[int, float]:
 
 def _timed_costs(analysis: TraceAnalysis, pass_id: int) -> dict[int, Any]:
     """graph id -> its GraphCost where another pass (the measuring run) timed it: the detail run's callbacks
-    slow capture and instantiation (on graph_per_batch_size a graph's start-up read 5.23 ms there against
-    0.30 ms in the measuring run), so the budget takes the figures the per-graph headline takes."""
+    slow capture and instantiation many times over, so the budget takes the figures the per-graph headline
+    takes."""
     out: dict[int, Any] = {}
     for g in getattr(analysis, "graphs", ()) or ():
         c = getattr(g, "cost", None)

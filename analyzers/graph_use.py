@@ -1,4 +1,5 @@
-"""How much of the run used graphs, what PyTorch decided about them, what they cost: the issue-10 fields of TraceAnalysis.
+"""How much of the run used graphs, what PyTorch decided about them, what they cost: the issue-10 fields of
+TraceAnalysis.
 
 `graph_use_fields(trace, analysis)` fills `coverage` (analyzers.coverage), `torch_graphs`
 (analyzers.torch_graphs) and `graph_budget` (analyzers.graph_budget) from the traced pass; analyze()

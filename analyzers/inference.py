@@ -301,8 +301,10 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     top_level = set(locs[st["top"][on]].tolist())
     line_ids, per_line = np.unique(locs, return_counts=True)
     stretch = _StretchHash(codes)
-    cands: list[tuple[int, int, int, int, str]] = []  # (kernels covered, stretch length, recurrences, its first kernel, line)
-    for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):  # per line run often enough
+    # (kernels covered, stretch length, recurrences, its first kernel, line)
+    cands: list[tuple[int, int, int, int, str]] = []
+    # per line run often enough
+    for k in np.flatnonzero((per_line >= MIN_SYNC_ITERATIONS) & (per_line <= launch.size + 1)):
         seg = np.searchsorted(ts[locs == line_ids[k]], launch, side="right")  # 0: before the line's first execution
         if seg[-1] == 0:
             continue  # no launch after its first execution

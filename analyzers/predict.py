@@ -88,10 +88,9 @@ def _normal(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndar
 def _from_samples(rng: np.random.Generator, s: Spread, n: int) -> np.ndarray:
     """Draws for a new process of a probe-measured quantity (the first-graph extra, PyTorch's terms): a log-normal
     fitted to its samples (log mean, log sd widened by sqrt(1 + 1/k) for k samples: a new process, not the mean),
-    or a normal on the values themselves where a sample is not positive; one sample is the value itself. Resampling
-    the few samples a calibration takes (3-4 processes) never drew beyond the largest of them: on session 11's
-    benchmark traces the one-time cost's 95% interval held the measured value in 36 of 54 processes that way, 42
-    of 54 this way (docs/benchmarks.md)."""
+    or a normal on the values themselves where a sample is not positive; one sample is the value itself.
+    Resampling the few samples a calibration takes (3-4 processes) never draws beyond the largest of them, which
+    held too few measured values (benchmarks/notes/history.md, "The intervals")."""
     v = np.asarray(s.samples, dtype=np.float64)
     if v.size < 2:
         return np.full(n, s.median if v.size == 0 else float(v[0]))
@@ -237,7 +236,8 @@ def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
 
 
 def _probe_cost_note(p: dict[str, Any], what: str = "the first graph's extra was") -> str:
-    """What measuring the first-graph extra (`what`) cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
+    """What measuring the first-graph extra (`what`) cost the run that did it (meta.first_graph_probe: 'run',
+    'probe_ns')."""
     took = p.get("probe_ns")
     cost = f" and took {duration_text(float(took))}" if isinstance(took, (int, float)) else ""
     run = p.get("run")
@@ -247,9 +247,8 @@ def _probe_cost_note(p: dict[str, Any], what: str = "the first graph's extra was
 
 
 # A measured first-graph extra stands for another graph's (the program's own, or a bench process's own where a twin
-# measured it): its draws spread at least this much (log sd). The programs' own first graphs varied so between
-# processes of one workload on the H200 (session 13, call 5: log sd 0.12-0.24 over 4 processes of each of 4
-# workloads), more than the calibration probes' first-graph extra (about 0.05).
+# measured it): its draws spread at least this much (log sd), as the programs' own first graphs varied between
+# processes of one workload, more than the calibration probes' (docs/metrics.md, "Prediction").
 MEASURED_EXTRA_LOG_SD = 0.2
 _UNIT_Z = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) / math.sqrt(2.5)  # median 0, sample sd 1
 
@@ -478,7 +477,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     use_tree = trees and bool(model.tree_capture)
     extra_key = {1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, "")
     torch_extra = model.torch_capture.get(extra_key) if torch_program and not use_tree else None
-    # measured in this program's process (a PyTorch program's probe run): torch.cuda.graph's own work and the first graph's extra
+    # measured in this program's process (a PyTorch program's probe run): torch.cuda.graph's own work and the first
+    # graph's extra
     in_process = _process_torch_probe(trace) if torch_program and not use_tree else {}
     probe = _process_probe(trace) if first and torch_extra is None else None
     if torch_extra is not None and extra_key in in_process:
@@ -717,7 +717,8 @@ def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: Cos
 
 
 def _spread_texts(table: dict[str, Spread], what: str) -> str:
-    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later' spreads."""
+    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later'
+    spreads."""
     return ", ".join(f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {label}"
                      for key, label in (("first", f"a process's first {what}"), ("later", "a later one")) if (s := table.get(key)))
 

@@ -180,10 +180,12 @@ class RankSummary:
     collective_gpu_ns: float
     warnings: tuple[str, ...]
     cannot_compute: tuple[str, ...]
-    pass_id: int  # the pass the collectives and spans come from (the traced pass: the detail run of a `graphmode run` trace)
+    # the pass the collectives and spans come from (the traced pass: the detail run of a `graphmode run` trace)
+    pass_id: int
     start_ns: int  # that pass's extent, on the rank's own clock
     end_ns: int
-    run: str  # that pass's name: 'detail' (two-run script trace), 'single', 'measure' (no detail run), a bench pass's detail
+    # that pass's name: 'detail' (two-run script trace), 'single', 'measure' (no detail run), a bench pass's detail
+    run: str
 
 
 @dataclass(frozen=True)

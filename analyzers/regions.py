@@ -55,7 +55,8 @@ def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
             # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
             with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
             steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
-            # eager iterations of no graph, inferred: a script's synchronized steps (analyzers.inference.sync_iterations),
+            # eager iterations of no graph, inferred: a script's synchronized steps
+            # (analyzers.inference.sync_iterations),
             # or those between runs of its loop's call line (line_iterations: source 'line FILE:N')
             source = np.asarray(t.source).astype(str)
             loop = (np.asarray(t.graph_id) == 0) & (mode != "graph")
@@ -149,7 +150,8 @@ _SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
 
 
 def parse_line_spec(spec: str) -> tuple[str, int, int]:
-    """'train.py:40-52' -> ('train.py', 40, 52); 'train.py:40' -> ('train.py', 40, 40). ValueError says what to write."""
+    """'train.py:40-52' -> ('train.py', 40, 52); 'train.py:40' -> ('train.py', 40, 40). ValueError says what to
+    write."""
     m = _LINES.match(spec.strip())
     if m is None:
         raise ValueError(f"--predict-lines {spec!r}: write FILE:LINE or FILE:FIRST-LAST (like train.py:40-52)")

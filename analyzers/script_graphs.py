@@ -8,8 +8,8 @@ the executable graph, and its lifecycle calls are bare API records. Both are map
 structure pass:
 
 - executable ids: CUPTI numbers graphs and executables from one counter in creation order, so a
-  program that builds the same graphs in the same order gets the same ids in both runs (seen on the
-  H200 with PyTorch, CuPy, JAX and Triton). An id of the measuring run that the structure pass does
+  program that builds the same graphs in the same order gets the same ids in both runs (seen with
+  PyTorch, CuPy, JAX and Triton). An id of the measuring run that the structure pass does
   not know is left unmapped and reported as a graph of unknown origin;
 - lifecycle calls: the k-th capture (instantiate, upload, update) of the measuring run is the k-th of
   the structure pass; where the counts differ, the runs did different things and the one-time costs
@@ -74,7 +74,8 @@ class ScriptGraphs:
     # per window: the script's statement around it as the timing run timed it (analyzers.untraced.RecordingCall),
     # None where it could not; () without a timing run that heard the windows
     recording_calls: tuple[Any, ...] = ()
-    # graph -> its capture through instantiation outside PyTorch, as the timing run timed it (analyzers.untraced.CaptureSpan)
+    # graph -> its capture through instantiation outside PyTorch, as the timing run timed it
+    # (analyzers.untraced.CaptureSpan)
     capture_spans: dict[int, Any] = field(default_factory=dict)
 
     def graph(self, graph_id: int) -> GraphStructure | None:
@@ -204,7 +205,8 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         bare = _bare_lifecycle(trace, t_id)
         ref = trace.rows("SELECT graph_id, event FROM graph_events WHERE pass_id = ? AND event IN "
                          "('capture', 'build', 'instantiate', 'upload', 'update') ORDER BY start_ns", [s_id])
-        for event in ("capture", "build", "instantiate", "upload"):  # the k-th of each kind is the k-th of the structure pass
+        # the k-th of each kind is the k-th of the structure pass
+        for event in ("capture", "build", "instantiate", "upload"):
             mine = [r for r in bare if r[0] == event]
             theirs = [int(g) for g, e in ref if e == event]
             if len(mine) != len(theirs) and (mine or theirs):

@@ -130,7 +130,8 @@ class _Fn:
 
 
 def _frame(compile_id: str) -> str:
-    """Dynamo's frame id of a compile id ('3/1' -> '3'): one per Python function it compiled, recompilations included."""
+    """Dynamo's frame id of a compile id ('3/1' -> '3'): one per Python function it compiled, recompilations
+    included."""
     return compile_id.lstrip("!").split("/")[0]
 
 

@@ -1,8 +1,8 @@
 """CPU-bound periods as the program runs untraced: the timing run's line stamps matched to the measuring
 run's iterations (docs/design.md, "The timing run"; docs/metrics.md, "Untraced periods").
 
-Every CUPTI activity kind slows CPU-bound code (1.4-1.7x on ResNet-18's eager step and on a JAX call), so
-a CPU-bound period cannot come from any traced run. `graphmode run` therefore makes a third run without
+Every CUPTI activity kind slows CPU-bound code (docs/benchmarks.md, "What the tool costs"), so a CPU-bound
+period cannot come from any traced run. `graphmode run` therefore makes a third run without
 CUPTI that stamps the user's lines (tracer.line_stamps). The match goes through the detail run, which
 stamped every execution of every user line and recorded every launch call:
 
@@ -19,15 +19,15 @@ stamped every execution of every user line and recorded every launch call:
    next iteration of the same stretch in the timing run.
 4. **Onto the measuring run.** Iterations of one graph and mode come in the same order and stretches in
    both traced runs (the graphs are already mapped, analyzers.script_graphs). Where the two runs cut them
-   differently (a few more or fewer iterations, other stretches: on a transformers decoder, 2 processes of
-   4), the measuring run's periods take the timing run's in order, evenly spread, when the counts differ by
+   differently (a few more or fewer iterations, other stretches, as a transformers decoder's did), the
+   measuring run's periods take the timing run's in order, evenly spread, when the counts differ by
    at most SPLIT_TOLERANCE, and a note says so; beyond that the runs did different work and that graph's
    mode keeps the measuring run's periods.
 
 The untraced period replaces a CPU-bound one only: untraced, an iteration cannot take less than its own
 GPU work, so the period is max(untraced CPU period, GPU busy time) and is GPU-bound when the latter is
-larger. GPU-bound periods (within 2% of untraced, docs/benchmarks.md) and one-time costs stay the
-measuring run's.
+larger. GPU-bound periods (close to untraced: docs/benchmarks.md) and one-time costs stay the measuring
+run's.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class LineTiming:
     timing_pass: int | None
     untraced: np.ndarray  # per row of the measuring table: untraced CPU period (ns), NaN where not matched
     notes: tuple[str, ...]
-    stamp_ns: np.ndarray | None = None  # per row: what the timing run's own stamps cost inside that period (NaN unknown)
+    # per row: what the timing run's own stamps cost inside that period (NaN unknown)
+    stamp_ns: np.ndarray | None = None
 
 
 def _asked_lines(trace: Trace, pass_id: int) -> set[str] | None:
@@ -101,7 +102,8 @@ def starting_lines(trace: Trace, detail: IterationTable, stamps: dict[str, np.nd
         loc[rows[ok]] = s["loc"][mine[k[ok]]]
         seq[rows[ok]] = s["seq"][mine[k[ok]]]
         mine_loc = s["loc"][mine]
-        for gid, mode in sorted({(int(g), str(m)) for g, m in zip(detail.graph_id[rows], detail.mode[rows])}):  # per group
+        # per group
+        for gid, mode in sorted({(int(g), str(m)) for g, m in zip(detail.graph_id[rows], detail.mode[rows])}):
             sel = ok & (detail.graph_id[rows] == gid) & (detail.mode[rows] == mode)
             grows, gk = rows[sel], k[sel]
             order = np.argsort(detail.launch_ns[grows], kind="stable")
@@ -370,7 +372,8 @@ class RecordingCall:
     lines: tuple[str, str]  # 'file:line' stamped before the window opened, and the next one after it closed
     span_ns: float  # stamp of the second less that of the first, around the window
     window_ns: float  # the window in the same run
-    steady_ns: float | None  # median span between the same two lines where no window lay between them (None: none, or fewer than STEADY_CALLS)
+    # median span between the same two lines where no window lay between them (None: none, or fewer than STEADY_CALLS)
+    steady_ns: float | None
     steady_count: int
     compile_ns: float = 0.0  # Dynamo's compilations (and other callback windows) inside the span, outside the window
 
@@ -381,7 +384,8 @@ class RecordingCall:
         return self.span_ns - self.window_ns - self.compile_ns
 
 
-STEADY_CALLS = 3  # a statement's steady span needs this many runs of it without a window (a warm-up call would sway fewer)
+# a statement's steady span needs this many runs of it without a window (a warm-up call would sway fewer)
+STEADY_CALLS = 3
 
 
 def call_lines(stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...]) -> list[tuple[str, str] | None]:

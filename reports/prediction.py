@@ -155,7 +155,8 @@ def print_cost_model(console: Console, m: CostModel) -> None:
                 continue
             j = c.features.index(name)
             cells.append(f"{_ns(c.coef[j])} ±{_ns(c.cov[j][j] ** 0.5)}")
-        unit = (lambda x: f"{100 * x:.1f}%") if (c.relative or c.relative_to) else _ns  # relative_to: % of the replay's span
+        # relative_to: % of the replay's span
+        unit = (lambda x: f"{100 * x:.1f}%") if (c.relative or c.relative_to) else _ns
         t.add_row(q, *cells, unit(c.resid_sd), unit(c.max_abs_residual()))
     console.print(t)
     if m.node_gpu_ns:

@@ -1,4 +1,5 @@
-"""The page's prediction section (analyzers.predict): the same tables as the terminal report, as HTML. Computes nothing."""
+"""The page's prediction section (analyzers.predict): the same tables as the terminal report, as HTML. Computes
+nothing."""
 
 from __future__ import annotations
 

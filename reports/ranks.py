@@ -136,7 +136,8 @@ def print_ranks_report(a: RankSetAnalysis, console: Console | None = None) -> Ra
         console.print(_graphs_table(a))
     if a.collectives:
         console.print(_collectives_table(a))
-    if {s.run for s in a.ranks} == {"detail"}:  # `graphmode run` traces: which of the two runs gave what (docs/ranks.md)
+    # `graphmode run` traces: which of the two runs gave what (docs/ranks.md)
+    if {s.run for s in a.ranks} == {"detail"}:
         console.print(Text("Collectives, waits, clocks and timelines: each rank's detail run; graph figures: its per-graph "
                            "results, timed by its measuring run."))
     al = a.alignment

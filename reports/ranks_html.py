@@ -59,7 +59,8 @@ def _safe_json(value: Any) -> str:
 def _category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
     cat: np.ndarray = kind.astype(object).copy()
     uniq, inv = np.unique(name.astype(str), return_inverse=True)
-    nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]  # once per distinct name
+    # once per distinct name
+    nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]
     cat[nccl] = "NCCL collective"
     return cat
 
@@ -72,7 +73,8 @@ def _escaped_names(names: np.ndarray) -> np.ndarray:
 
 def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], scale: float, unit: str,
            lanes: list[str], title: str) -> dict[str, Any]:
-    """A figure: per category one line trace of horizontal segments (start, end, NaN) per lane; hover: name, duration."""
+    """A figure: per category one line trace of horizontal segments (start, end, NaN) per lane; hover: name,
+    duration."""
     data = []
     for cat, colour in COLOURS.items():
         parts = [(lane, start[cats == cat], end[cats == cat], names[cats == cat]) for lane, start, end, cats, names in rows]

@@ -1,5 +1,6 @@
 """benchmarks/fidelity.py without a GPU: its formulas on a synthetic case computed by hand, and its
-analysis of the per-process summaries recorded on the H200 (benchmarks/results/2026-11-30)."""
+analysis of the per-process summaries recorded on the H200 (the final set in benchmarks/results/fidelity, the
+earlier sets of the same day in benchmarks/notes/2026-11-30)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import numpy as np
 from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "2026-11-30"
+FID4 = ROOT / "benchmarks" / "results" / "fidelity"  # set fid4, the protocol benchmarks/fidelity.py runs
+NOTES = ROOT / "benchmarks" / "notes" / "2026-11-30"  # the earlier sets and the residue probe
 
 
 def _fidelity():  # type: ignore[no-untyped-def]
@@ -34,7 +36,7 @@ def test_recorded_accuracy_within_five_percent() -> None:
     """The H200 recording of the final protocol (fid4): graphmode's saved, one-time and break-even
     medians against the ground truth's, recomputed here from the per-process summaries."""
     fid = _fidelity()
-    runs = [json.loads(p.read_text()) for p in sorted((RESULTS / "fid4").glob("proc-*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted(FID4.glob("proc-*.json"))]
     assert len(runs) == 52
     for key in ("saved_ns", "one_time_ns", "break_even_exact"):
         truth = np.median([fid._derived(r["T1"]["iterations"], r["T1"]["ops"])[key] for r in runs])
@@ -47,11 +49,11 @@ def test_recorded_accuracy_within_five_percent() -> None:
 
 def test_analyze_prints_every_set() -> None:
     fid = _fidelity()
-    text = fid.analyze([RESULTS / "fid4"])
+    text = fid.analyze([FID4])
     assert "52 processes (52 with graphmode)" in text
     # The accuracy row against medians recomputed here from the per-process files: saved per
     # iteration = eager median - graph median of the ground truth (docs/metrics.md), graphmode's as recorded.
-    runs = [json.loads(p.read_text()) for p in sorted((RESULTS / "fid4").glob("proc-*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted(FID4.glob("proc-*.json"))]
     truth = np.median([r["T1"]["iterations"]["eager"]["median"] - r["T1"]["iterations"]["graph"]["median"] for r in runs])
     measured = np.median([r["graphmode"]["saved_ns"] for r in runs])
     row = next(line for line in text.splitlines() if line.startswith("| launch overhead saved per iteration |"))
@@ -59,6 +61,6 @@ def test_analyze_prints_every_set() -> None:
     assert cells[1] == f"{truth / 1e3:.2f} us" and cells[2] == f"{measured / 1e3:.2f} us"
     assert cells[3] == f"{100 * (measured / truth - 1):+.1f}%"
     for name in ("fid1", "fid2", "fid3", "sp-aslr", "sp-noaslr"):
-        assert "processes" in fid.analyze([RESULTS / name])
-    residue = fid.analyze([RESULTS / "residue"])
+        assert "processes" in fid.analyze([NOTES / name])
+    residue = fid.analyze([NOTES / "residue"])
     assert "4 processes" in residue and "after cupti.finalize()" in residue

@@ -42,7 +42,7 @@ def test_every_shape_family_was_built_and_timed(model: CostModel) -> None:
 
 def test_torch_cuda_graphs_own_work_is_measured(model: CostModel) -> None:
     """Where PyTorch is installed: one fresh process captured the probe step 5 times with torch.cuda.graph; its
-    first capture pays PyTorch's process-wide set-up (10-25 ms on the H200 against 1-3 ms later, docs/benchmarks.md)."""
+    first capture pays PyTorch's process-wide set-up (10-25 ms on the H200 against 1-3 ms later, benchmarks/notes/history.md)."""
     pytest.importorskip("torch")
     assert set(model.torch_capture) == {"first", "later", "replay_host", "replay_call", "capture_ratio", "first_graph_extra",
                                         "second_graph_extra"}, model.calibration["errors"]

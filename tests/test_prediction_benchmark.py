@@ -1,5 +1,5 @@
 """benchmarks/prediction.py without a GPU: its pooling of processes on SYNTHETIC rows worked out by hand, and the
-rows it recorded on the H200 (benchmarks/results/2026-12-01-s10, call 2: three processes per workload)."""
+rows it recorded on the H200 (benchmarks/notes/2026-12-01-s10, call 2: three processes per workload)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "2026-12-01-s10"
+RESULTS = ROOT / "benchmarks" / "notes" / "2026-12-01-s10"
 
 
 def _prediction():  # type: ignore[no-untyped-def]

@@ -375,7 +375,7 @@ def test_a_cudagraph_tree_recordings_one_time_cost_is_its_whole_call_timed_untra
     recording window (its dispatch and bookkeeping), which the timing run times between the stamps of lines 92
     and 93. graphmode's one-time cost of the replayed graph then matches the program's own timer of that call in
     the same run (its third GRAPHMODE_TRUTH line: recording call + first replay - a steady replay) within 5%;
-    without the statement it read 0.73-0.80 of it (docs/benchmarks.md, session 8)."""
+    without the statement it read 0.73-0.80 of it (benchmarks/notes/history.md, session 8)."""
     from graphmode.analyzers.untraced import lines_to_time
 
     truths = _truths("hf_decode_call.gmtrace.xz")
@@ -424,7 +424,7 @@ def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_p
     (which instantiates), then line 40. The timing run stamps lines 37 and 40, and the span between them, with the
     first launch's excess, is the one-time cost: it matches the program's own timer of that block in the same run
     (its third GRAPHMODE_TRUTH line: block + first replay - a steady replay) within 3%. CUPTI had slowed that
-    capture 1.36x in the measuring run (docs/benchmarks.md, session 8)."""
+    capture 1.36x in the measuring run (benchmarks/notes/history.md, session 8)."""
     from graphmode.analyzers.untraced import lines_to_time
 
     truths = _truths("cupy_capture_span.gmtrace.xz")

@@ -14,18 +14,20 @@ calibration nodes' own GPU durations, the same quantity a trace gives the predic
 kernels; it detaches when it stops.
 
 The first graph of a process costs more (docs/metrics.md): it is measured apart, as the extra of a
-process's first graph over identical later ones (PROBE_GRAPHS in a row; the second still costs more), in `probes` fresh processes set up like a program that
-graphmode measures (its recording stack imported, the step run eagerly 200 times first: the model's), and
-in as many bare ones and this process (kept beside them as a control), and kept out of the fit; as many more
-program-like processes build their graphs with the node API (a node-API program's first graph). Shapes and repetitions run in a seeded random order so that a drift over the
-run (instantiation getting slower with each graph a process builds) spreads over all sizes instead of
-biasing the slope; each row keeps its position (`order`) so the drift can be read from the residuals.
+process's first graph over identical later ones (PROBE_GRAPHS in a row; the second still costs more), in
+`probes` fresh processes set up like a program that graphmode measures (its recording stack imported, the
+step run eagerly 200 times first: the model's), and in as many bare ones and this process (kept beside them
+as a control), and kept out of the fit; as many more program-like processes build their graphs with the
+node API (a node-API program's first graph). Shapes and repetitions run in a seeded random order so that a
+drift over the run (instantiation getting slower with each graph a process builds) spreads over all sizes
+instead of biasing the slope; each row keeps its position (`order`) so the drift can be read from the
+residuals.
 
 Where PyTorch is installed, `torch_probes` further fresh processes time what `torch.cuda.graph` itself adds
 around a capture (`torch_capture_probe`): its synchronize, `empty_cache`, the memory pool's set-up and
 bookkeeping, its Python. The CUDA calls are priced by the fit above; this is the rest, which a prediction
 for a PyTorch program adds (analyzers.predict). The process's first PyTorch capture costs far more than later
-ones (10-25 ms against 1-3 ms on the H200, docs/benchmarks.md): both are kept.
+ones (docs/metrics.md, "Cost model"): both are kept.
 
 Shape programs (`program`, `predicted_graph`) are pure and run on any machine; everything that touches
 the GPU is in `Calibrator`.
@@ -218,7 +220,8 @@ def predicted_graph(steps: list[Step]) -> dict[str, float]:
     kinds, g, calls = capture_graph(steps)
     spin = np.asarray(kinds, dtype=str) == "kernel_spin"
     wide = np.asarray(kinds, dtype=str) == "kernel_wide"
-    k = np.where(spin | wide, "kernel", np.asarray(kinds, dtype=str))  # a ~5 us or a wide kernel is a kernel node like any other
+    # a ~5 us or a wide kernel is a kernel node like any other
+    k = np.where(spin | wide, "kernel", np.asarray(kinds, dtype=str))
     dist, _ = longest_path(np.ones(len(kinds)), g.edge_from, g.edge_to)
     from graphmode.analyzers.critical_path import _backtrack
 
@@ -482,8 +485,8 @@ class Calibrator:
             spans[i] = _ms_to_ns(check(cu.cuEventElapsedTime(self.t0, self.t1), "cuEventElapsedTime"))
         if gated:
             # A replay's GPU span cannot exceed launch-plus-synchronize of the same graph. Host-function nodes
-            # break the gating: behind a 100 us spin kernel the driver's callback thread answers late (H200: a
-            # chain of 4 host nodes spanned 371 us gated, 21 us launched and synchronized), so the smaller holds.
+            # break the gating: behind a 100 us spin kernel the driver's callback thread answers late, so the
+            # smaller holds.
             row.update(launch_call=float(np.median(calls)), replay_gpu=min(float(np.median(spans)), row["replay_wall"]))
         row.update(self.topology(graph))
         check(cu.cuGraphExecDestroy(gexec), "cuGraphExecDestroy")
@@ -511,8 +514,8 @@ class Calibrator:
     def first_graph_probe(self, eager_steps: int = 1, build: str = "capture") -> dict[str, float]:
         """The extra cost of this process's first graph: PROBE_GRAPHS identical probe chains built one after another,
         the first minus the steady state (the median of the graphs from the fourth on), per operation. Not the first
-        minus the second: a process's second graph still costs more than its later ones (H200: about 100 us over
-        the third, docs/metrics.md), so first-minus-second left that much out. Keys: the extras ('capture' or, for
+        minus the second: a process's second graph still costs more than its later ones (docs/metrics.md, "Cost
+        model"), so first-minus-second would leave that much out. Keys: the extras ('capture' or, for
         `build` 'api', 'build'; 'instantiate', 'upload', 'first_launch'), 'second_<k>' (the second graph's extra
         over the steady state) and 'first_<k>' (the first graph's own time).
         Its kernels run eagerly `eager_steps` times before (a program runs its step eagerly before capturing it),
@@ -733,7 +736,8 @@ def tree_probe(calls: int = TREE_CALLS, widths: tuple[int, ...] = (512, 384)) ->
 
     setattr(CUDAGraph, "capture_begin", capture_begin)
     setattr(CUDAGraph, "capture_end", capture_end)
-    compiles: list[tuple[str, int]] = []  # Dynamo's compilations (its callback handler), which a recording call may hold
+    # Dynamo's compilations (its callback handler), which a recording call may hold
+    compiles: list[tuple[str, int]] = []
     import torch._dynamo
 
     def on_start(args: Any) -> None:

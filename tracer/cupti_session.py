@@ -400,8 +400,8 @@ class CuptiSession:
                 ev.stack = location_text(ev.stack)
         if self._detach:
             # Disabling the activity kinds is not enough: with CUPTI still attached, every later graph
-            # replay in the process stayed 10-25% slower (H200, `benchmarks/fidelity.py residue`).
-            # cuptiFinalize detaches it; the next session attaches again.
+            # replay in the process stayed slower (docs/design.md). cuptiFinalize detaches it; the next
+            # session attaches again.
             try:
                 cupti.finalize()
             except Exception as e:

@@ -2,26 +2,22 @@
 in the user's own process after the script ended.
 
 A process's first graph costs more than its later ones, by an amount that depends on what the process did before
-(docs/metrics.md, "What the first-graph extra depends on"; H200: 150-880 us). The prediction from an eager trace
+(docs/metrics.md, "What the first-graph extra depends on"). The prediction from an eager trace
 (analyzers.predict) needs it for the graph the user would build, and no calibration made in another process can know
 it. So an untraced run of `graphmode run` (the timing run, or else the probe run: tracer.script), once the script
 has ended, builds PROBE_GRAPHS small graphs one after another in the script's own process and context, and records
 the first one's extra over the steady state (the median from the fourth on, as `graphmode calibrate`'s probe does).
 
-The probe makes nothing that would pre-pay what it measures. On the H200 one stream created before the first
-graph took ~250 us off its instantiate, 17 streams ~300 us, so it creates none: its graphs are built with the node
-API and launched on the NULL stream. It loads one module (one tiny kernel) and allocates one 64 KB buffer; neither
-changed the first graph's extra (benchmarks/results/2026-12-01-s13/). Untraced after a bench workload's eager
-run, it read the chains' own first-graph extra (medians 446 against 482 us, 437 against 442) and the node-API dags'
-low (178 against 333, 459 against 610); with it the prediction benchmark met both targets on 6 of 7 chains and dags
-(docs/benchmarks.md). CUPTI attached earlier in the process takes most of the extra away (156-193 us where the
-same process untraced read up to 459): so never in a traced run. And only where nothing else will run: the process
-ends right after (never under `graphmode.trace` in a notebook, where the user's next graph would find the extra
-paid).
+The probe makes nothing that would pre-pay what it measures: a stream created before a first graph takes part of
+its extra away, so it creates none (its graphs are built with the node API and launched on the NULL stream); its one
+module and one 64 KB buffer do not. CUPTI attached earlier in the process takes much of the extra away, so never in
+a traced run (docs/metrics.md, "The first-graph probe of a script"). And only where nothing else will run: the
+process ends right after (never under `graphmode.trace` in a notebook, where the user's next graph would find the
+extra paid).
 
 A PyTorch program's graph goes through `torch.cuda.graph`, whose own work around the process's first capture
-(synchronize, garbage collection, emptying the cache, the memory pool's set-up: 5-16 ms for one small MLP across
-identical processes on the H200) dwarfs the driver's extra. For a program that has PyTorch's CUDA state initialised,
+(synchronize, garbage collection, emptying the cache, the memory pool's set-up: milliseconds) dwarfs the driver's
+extra. For a program that has PyTorch's CUDA state initialised,
 `probe_torch_capture` runs `graphmode calibrate`'s torch probe (tracer.calibrate.torch_capture_probe) in the program's
 process instead: its first capture is the process's first, after the program's own work, with its heap and its
 allocator's cache.

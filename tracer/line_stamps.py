@@ -13,14 +13,12 @@ and the user's other modules never do. Two modes:
   the user's code returns DISABLE at its first execution: afterwards it costs nothing.
 
 Only the main thread's lines are stamped: a line first run by another thread returns DISABLE there and
-is never stamped. On the H200, a detail run of a program whose two threads each capture a graph
-(examples/two_threads.py) hung three times out of three with a global PY_START event on for the whole
-run (a thread inside graphmode's CUPTI resource callback, the other about to start its function), and
-never without stamps. A loop on another thread, or in another module, keeps the measuring run's period
-(flagged).
+is never stamped: with a global PY_START event on for the whole run, a detail run of a program whose two
+threads each capture a graph (examples/two_threads.py) hung (docs/design.md, "The timing run"). A loop on another
+thread, or in another module, keeps the measuring run's period (flagged).
 
-A stamp is (OS thread id and Python thread name, code location, `time.perf_counter_ns()`). This module uses the standard
-library alone (tests run it under any Python 3.12 found).
+A stamp is (OS thread id and Python thread name, code location, `time.perf_counter_ns()`). This module uses the
+standard library alone (tests run it under any Python 3.12 found).
 """
 
 from __future__ import annotations
@@ -106,8 +104,8 @@ class LineStamper:
         get_loc = locs.get
         tid_append, loc_append, ts_append = self._tid.append, self._loc.append, self._ts.append
         ts, limit, main = self._ts, self.limit, self._main
-        # threading.get_native_id() is a system call (0.6 us on a 3.12 build, 3x the rest of a stamp): the
-        # stamp keeps the cheap thread ident, mapped to the OS thread id once per thread
+        # threading.get_native_id() is a system call, dearer than the rest of a stamp: the stamp keeps the
+        # cheap thread ident, mapped to the OS thread id once per thread
         ident, native, natives, clock = threading.get_ident, threading.get_native_id, self._natives, time.perf_counter_ns
 
         def on_line(code: CodeType, line: int) -> Any:

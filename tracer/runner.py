@@ -2,7 +2,7 @@
 
 Pass 0 ('timing') runs with no CUPTI activity enabled: only host timestamps around each iteration
 and each one-time graph operation, so its figures are those of an untraced run (benchmarks/
-distortion.py measures how close). Pass 1 runs the same sequence under a CUPTI session at the
+fidelity.py measures how close: docs/benchmarks.md). Pass 1 runs the same sequence under a CUPTI session at the
 requested detail ('graph' or 'node'). Everything recorded is written after each pass, so an
 interrupted run keeps its completed passes and the markers of the pass it was in.
 """
@@ -148,8 +148,8 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
 
     `clock` stamps the markers (default: the CUPTI clock). With `ids`, the graph's CUPTI ids and
     topology are read once its replays are over: no CUPTI call happens between the build and the
-    last replay, since CUPTI calls made there were seen to slow later graph launches (H200, CUPTI
-    13.0: +9 us a replay). Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
+    last replay, since CUPTI calls made there slow later graph launches (CUPTI 13.0, docs/design.md).
+    Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
     """
     from graphmode.tracer.topology import GraphTopology, read_topology
 
@@ -305,7 +305,8 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
                  "detail": detail}, "dropped_records": 0})
     meta.update(extra_meta or {})
     writer = TraceWriter(out, meta)
-    with sigterm_interrupts() as hold:  # SIGTERM stops the run as Ctrl-C does: the passes so far are written, 'interrupted'
+    # SIGTERM stops the run as Ctrl-C does: the passes so far are written, 'interrupted'
+    with sigterm_interrupts() as hold:
         return _record_passes(workload, writer, out, iterations, warmup, detail, progress, graph_replays, hold)
 
 

@@ -126,7 +126,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "line_stamps": [
         ("pass_id", "INTEGER"),
         ("thread_id", "BIGINT"),  # OS thread id, as api_calls.thread_id
-        ("thread_name", "VARCHAR"),  # Python's name of the thread ('MainThread', 'Thread-1 (worker)'): the same in every run
+        # Python's name of the thread ('MainThread', 'Thread-1 (worker)'): the same in every run
+        ("thread_name", "VARCHAR"),
         ("file", "VARCHAR"),
         ("line", "INTEGER"),
         ("function", "VARCHAR"),

@@ -188,7 +188,8 @@ class ScriptTracer:
         self._watch.install()
         self.start_ns = timestamp()
         # The measuring run hears only when each cudagraph-tree recording, torch.cuda.graph block or Dynamo compilation
-        # starts and ends (two Python calls each): PyTorch's work around the capture is part of the graph's one-time cost.
+        # starts and ends (two Python calls each): PyTorch's work around the capture is part of the graph's one-time
+        # cost.
         self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks).install()
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
@@ -539,7 +540,8 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
             info["exception"] = _exception_info(e)
             reason = f"the script raised {type(e).__name__}: {info['exception']['message']}"
         finally:
-            hold()  # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done
+            # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done
+            hold()
             sys.argv, sys.path[:] = saved_argv, saved_path
             info["exit_code"] = code
             written = tracer.stop(status, reason, {"script": info})
@@ -604,8 +606,8 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     says so). 'auto': '2', then the timing run and the probe run where they are wanted (run_script), except for
     one rank of a multi-process job (`ranked`): '1'. A job's ranks would
     each start their second run when their own first run ended, and a rank's second run could meet what
-    another rank's first run left behind: on 2 H200 under torchrun, rank 1's second run failed to connect to
-    NCCL's bootstrap address while rank 0's waited for it (docs/ranks.md)."""
+    another rank's first run left behind: a second run failed to connect to NCCL's bootstrap address while
+    another rank's waited for it (docs/ranks.md)."""
     if runs == "1" or (runs == "auto" and ranked):
         return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
     if runs == "2":
@@ -625,7 +627,8 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
     plan = plan or [MEASURE]
-    check_output_path(out, inputs=(path,), what="script")  # said before the program runs, not by the first run's process
+    # said before the program runs, not by the first run's process
+    check_output_path(out, inputs=(path,), what="script")
     check_free_space(out)
     code = 0
     made: list[str] = []

@@ -20,8 +20,8 @@ class Terminated(KeyboardInterrupt):
 
 @contextmanager
 def sigterm_interrupts(exc: type[BaseException] = Terminated) -> Iterator[Callable[[], object]]:
-    """Within the block, the first SIGTERM raises `exc` (Terminated) in the main thread; later ones are ignored until the
-    block is left, and the previous handler is back after. A killed parent can send several at once
+    """Within the block, the first SIGTERM raises `exc` (Terminated) in the main thread; later ones are ignored until
+    the block is left, and the previous handler is back after. A killed parent can send several at once
     (PR_SET_PDEATHSIG fires per dying thread: docs/design.md). The block gets `hold`: once called, SIGTERM is
     ignored until the block is left, for writing what was recorded (a SIGTERM then would leave the trace unfinished).
     Off the main thread, where Python cannot set handlers, nothing changes. `graphmode run`'s script runner

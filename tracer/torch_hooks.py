@@ -414,7 +414,8 @@ class TorchHooks:
 
 
 def _compiled_code() -> str:
-    """'name file:line' of the function Dynamo is compiling, from its compile_inner(code, ...) frame ('' if not found)."""
+    """'name file:line' of the function Dynamo is compiling, from its compile_inner(code, ...) frame ('' if not
+    found)."""
     frame: types.FrameType | None = sys._getframe(1)
     for _ in range(40):  # a start callback runs a few frames below compile_inner
         if frame is None:

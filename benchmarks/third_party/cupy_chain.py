@@ -1,7 +1,7 @@
 """CuPy: a chain of elementwise kernels run eagerly and captured on a stream (cupy.cuda.Stream
 begin_capture/end_capture) and replayed, each loop timed by the program's own clock with one
 synchronization at its end; the capture and instantiation (end_capture) timed too. `--eager-only`: the eager loops
-alone (what graphmode's prediction reads, benchmarks/results/2026-12-01-s13/cupy_first_graph.py); `--sync-each`: a
+alone (what graphmode's prediction reads, benchmarks/notes/2026-12-01-s13/cupy_first_graph.py); `--sync-each`: a
 synchronization after every step and replay."""
 
 import argparse

@@ -1,7 +1,7 @@
 """Session 12 experiment: what before a process's first graph makes its instantiate cheap (the dag 2x2 bench's)?
 
-    python benchmarks/results/2026-12-01-s12/first_graph_after_setups.py drive OUT.jsonl REPS
-    python benchmarks/results/2026-12-01-s12/first_graph_after_setups.py one CONFIG
+    python benchmarks/notes/2026-12-01-s12/first_graph_after_setups.py drive OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s12/first_graph_after_setups.py one CONFIG
 
 Per fresh program-like process: Calibrator, then CONFIG's set-up, then 200 synchronized eager steps of the 20-kernel
 probe chain, then 6 captured probe graphs (capture/instantiate/upload/first_launch, perf_counter_ns).

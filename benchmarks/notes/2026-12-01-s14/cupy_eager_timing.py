@@ -6,7 +6,7 @@ the per-iteration table's eager period and the run it came from, and the predict
 measured in the process). `--no-sync`: the program's loops without --sync-each (one synchronization at each loop's
 end: the step is found from its call line, analyzers.inference.loop_step; call 3).
 
-    python benchmarks/results/2026-12-01-s14/cupy_eager_timing.py OUT_DIR PAIRS [--no-sync]
+    python benchmarks/notes/2026-12-01-s14/cupy_eager_timing.py OUT_DIR PAIRS [--no-sync]
 """
 from __future__ import annotations
 

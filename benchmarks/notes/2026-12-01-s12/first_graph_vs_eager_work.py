@@ -1,7 +1,7 @@
 """Session 12 experiment: does a process's first graph cost more the more eager work ran before it?
 
-    python benchmarks/results/2026-12-01-s12/first_graph_vs_eager_work.py drive OUT.jsonl REPS   # fresh processes over every config, shuffled
-    python benchmarks/results/2026-12-01-s12/first_graph_vs_eager_work.py one MODE N             # one fresh process (used by drive)
+    python benchmarks/notes/2026-12-01-s12/first_graph_vs_eager_work.py drive OUT.jsonl REPS   # fresh processes over every config, shuffled
+    python benchmarks/notes/2026-12-01-s12/first_graph_vs_eager_work.py one MODE N             # one fresh process (used by drive)
 
 MODE: sync (N eager steps of the 20-kernel probe chain, each synchronized), nosync (N steps, one sync),
 sleep (1 step, then N ms asleep), memset (1 step, then N steps of 20 memsets, each synchronized),

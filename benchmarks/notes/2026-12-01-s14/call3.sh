@@ -11,5 +11,5 @@ echo "gpu tests rc=$? $(( $(date +%s) - t0 )) s"; tail -3 $OUT/gputest.txt
 R=$PWD
 cd benchmarks/third_party && timeout -k 5 90 python3 -m graphmode run --out /tmp/cupy_unsynchronized.gmtrace --no-html cupy_chain.py --eager-only --iters 60 > $OUT/unsync-report.txt 2>&1; echo "record rc=$? $(( $(date +%s) - t0 )) s"; cd $R
 cp /tmp/cupy_unsynchronized.gmtrace $OUT/ 2>/dev/null
-timeout -k 5 200 python3 benchmarks/results/2026-12-01-s14/cupy_eager_timing.py /tmp/cupy 4 --no-sync > $OUT/cupy.log 2>&1
+timeout -k 5 200 python3 benchmarks/notes/2026-12-01-s14/cupy_eager_timing.py /tmp/cupy 4 --no-sync > $OUT/cupy.log 2>&1
 echo "cupy rc=$? $(( $(date +%s) - t0 )) s"; cp /tmp/cupy/cupy-eager-timing-nosync.jsonl $OUT/ 2>/dev/null; tail -3 $OUT/cupy.log

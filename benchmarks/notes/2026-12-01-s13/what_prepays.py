@@ -1,7 +1,7 @@
 """Session 13 experiment: what, done before the first graph, takes away most of its extra instantiate cost?
 
-    python benchmarks/results/2026-12-01-s13/what_prepays.py drive OUT.jsonl REPS
-    python benchmarks/results/2026-12-01-s13/what_prepays.py one WORKLOAD PRE WHAT
+    python benchmarks/notes/2026-12-01-s13/what_prepays.py drive OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s13/what_prepays.py one WORKLOAD PRE WHAT
 
 Call 1 found that making a Calibrator (a module, three 64 KB buffers, 17 streams, 68 events) between a bench
 workload's eager run and its first graph cut that graph's extra cost from 400-550 us to 150-270 us, nearly all of

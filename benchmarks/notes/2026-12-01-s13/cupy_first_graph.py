@@ -3,7 +3,7 @@ own clocks, untraced) beside graphmode's prediction from the same program's eage
 `graphmode run`), with the first-graph extra the run's probe measured in that process, and with the model's. Both
 with `--sync-each` (a synchronization after each step and replay: the loop graphmode finds in an eager-only script).
 
-    python benchmarks/results/2026-12-01-s13/cupy_first_graph.py OUT_DIR PAIRS
+    python benchmarks/notes/2026-12-01-s13/cupy_first_graph.py OUT_DIR PAIRS
 """
 from __future__ import annotations
 

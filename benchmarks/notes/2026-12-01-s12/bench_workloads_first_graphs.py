@@ -1,7 +1,7 @@
 """Session 12 experiment: why did the bench's dag (node-API) first graphs cost less extra than the node-API probe's?
 
-    python benchmarks/results/2026-12-01-s12/bench_workloads_first_graphs.py drive OUT.jsonl REPS
-    python benchmarks/results/2026-12-01-s12/bench_workloads_first_graphs.py one CONFIG
+    python benchmarks/notes/2026-12-01-s12/bench_workloads_first_graphs.py drive OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s12/bench_workloads_first_graphs.py one CONFIG
 
 CONFIG: wl-dag-W-D / wl-chain-K (the bench workload: setup, 10 warm-up + 200 iterations of each eager mode as
 run_pass does, then PROBE graphs built, instantiated, uploaded, launched one after another, each destroyed),

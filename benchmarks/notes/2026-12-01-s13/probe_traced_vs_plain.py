@@ -4,7 +4,7 @@ detached) change what the first-graph probe measures after it? Per workload, fre
   plain   the same eager part untraced (benchmarks/bench_eager.py --probe), then tracer.first_graph_probe
   traced  `graphmode run --runs 2 benchmarks/bench_eager.py`: the measuring run's probe (meta.first_graph_probe)
 
-    python benchmarks/results/2026-12-01-s13/probe_traced_vs_plain.py OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s13/probe_traced_vs_plain.py OUT.jsonl REPS
 """
 from __future__ import annotations
 

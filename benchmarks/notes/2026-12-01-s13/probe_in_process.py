@@ -1,8 +1,8 @@
 """Session 13 experiment: does a probe graph built in the workload's own process, after its eager run, cost the
 same first-graph extra as the workload's real graph would (built in another, identical process)?
 
-    python benchmarks/results/2026-12-01-s13/probe_in_process.py drive OUT.jsonl REPS
-    python benchmarks/results/2026-12-01-s13/probe_in_process.py one WORKLOAD WHAT
+    python benchmarks/notes/2026-12-01-s13/probe_in_process.py drive OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s13/probe_in_process.py one WORKLOAD WHAT
 
 WORKLOAD: chain-K or dag-W-D, the `graphmode bench` workload: set-up, 10 warm-up steps and 200 steps of each
 eager mode (as run_pass does). Then GRAPHS graphs of WHAT, one after another, each instantiated, uploaded, launched

@@ -1,8 +1,8 @@
 """Session 13 experiment: a first-graph probe that creates no stream, run in the workload's own process after its
 eager run, against the workload's real first graph in another identical process.
 
-    python benchmarks/results/2026-12-01-s13/probe_no_streams.py drive OUT.jsonl REPS
-    python benchmarks/results/2026-12-01-s13/probe_no_streams.py one WORKLOAD WHAT
+    python benchmarks/notes/2026-12-01-s13/probe_no_streams.py drive OUT.jsonl REPS
+    python benchmarks/notes/2026-12-01-s13/probe_no_streams.py one WORKLOAD WHAT
 
 Call 2 found that creating 17 streams before the first graph takes ~200 us off its instantiate extra, and the
 Calibrator makes 17 streams: call 1's in-process probes had pre-paid what they meant to measure. This probe loads
