@@ -12,6 +12,8 @@ Verdicts:
 
 from __future__ import annotations
 
+import dataclasses
+
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, RegionPrediction, StepResult, TraceAnalysis
 
 VERDICTS = ("pays_back", "not_yet", "never", "unknown", "no_graph")
@@ -101,4 +103,8 @@ def headline_of(a: TraceAnalysis) -> Headline:
     if region is not None:
         return _none("prediction", "no_graph_built", prediction=region)
     failed = any(p.kind == "capture_failed" for p in a.pitfalls) if a.pitfalls else False
-    return _none("none", "capture_failed" if failed else ("no_baseline" if a.mode("graph") is not None else "no_graph_built"))
+    if a.mode("graph") is not None and not failed:  # graph mode ran, with nothing to compare it with
+        g = a.mode("graph")
+        h = _none("graph_mode", "no_baseline", one_time=sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None)
+        return dataclasses.replace(h, verdict="unknown", run_replays=g.iterations if g is not None else 0)
+    return _none("none", "capture_failed" if failed else "no_graph_built")

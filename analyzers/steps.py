@@ -65,15 +65,16 @@ class StepInstances:
 
 def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
     """The graphs replayed in each step, in order, where a step replays two or more graphs: the replays (first
-    launches included) of the thread that replays most are cut at each replay of the graph replayed most (the earliest of those tied), and the
+    launches included) on the stream that replays most are cut at each replay of the graph replayed most (the earliest of those tied), and the
     most common run of graphs between two such cuts is the step. None where that run is one graph (a graph per
     step: its per-graph answer is the step's) or recurs fewer than MIN_STEPS times."""
     g = np.flatnonzero(t.mode == "graph")
     if g.size < 2 * MIN_STEPS:
         return None
-    # one step is one thread's: graphs replayed by two threads' loops interleave in time but are two loops
-    threads, per_thread = np.unique(t.thread_id[g], return_counts=True)
-    g = g[t.thread_id[g] == threads[np.argmax(per_thread)]]
+    # one step runs on one stream: two threads' loops on their own streams interleave in time but are two loops,
+    # while autograd's thread launches a backward graph on the stream of its forward
+    streams, per_stream = np.unique(t.stream_id[g], return_counts=True)
+    g = g[t.stream_id[g] == streams[np.argmax(per_stream)]]
     g = g[np.argsort(t.gpu_start_ns[g], kind="stable")]
     seq = t.graph_id[g].astype(np.int64)
     ids, first, counts = np.unique(seq, return_index=True, return_counts=True)
@@ -92,9 +93,9 @@ def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
 def _occurrences(t: IterationTable, mode: str, pattern: tuple[int, ...], roles: tuple[str, ...]) -> np.ndarray:
     """(n, len(pattern)) rows of `mode` where the pattern's graphs follow one another in order (by GPU start)."""
     sel = np.flatnonzero((t.mode == mode) & np.isin(t.graph_id, pattern) & np.isin(t.role, roles))
-    if sel.size:  # one thread's (step_pattern)
-        threads, counts = np.unique(t.thread_id[sel], return_counts=True)
-        sel = sel[t.thread_id[sel] == threads[np.argmax(counts)]]
+    if sel.size:  # one stream's (step_pattern)
+        streams, counts = np.unique(t.stream_id[sel], return_counts=True)
+        sel = sel[t.stream_id[sel] == streams[np.argmax(counts)]]
     sel = sel[np.argsort(t.gpu_start_ns[sel], kind="stable")]
     seq = t.graph_id[sel].astype(np.int64)
     m = len(pattern)

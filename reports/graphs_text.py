@@ -79,6 +79,12 @@ def graph_headline(a: TraceAnalysis) -> str:
                 f"replay {period_text(g.graph)}), costs {_ns(cost)} to build")
         text += (f", pays back after {b.replays:,} replay{'s' if b.replays != 1 else ''} {interval(b)} (95% interval)."
                  if b.replays is not None else f"; break-even unknown: {b.reason}.")
+    return text + all_graphs_sentence(a)
+
+
+def all_graphs_sentence(a: TraceAnalysis) -> str:
+    """' In all: 3 graphs built, ...' for a run of several graphs (each step counted once: analyzers.steps); ''."""
+    text = ""
     t = a.totals
     if t is not None and len(a.graphs) > 1:
         built = f"{t.graphs_built} graphs built, " if t.graphs_built else ""

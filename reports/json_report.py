@@ -23,8 +23,12 @@ def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     """The JSON report as builtins: schema_version, tool_version, then every field of the analysis."""
     from graphmode import __version__
 
+    from graphmode.reports.headline import headline_dict
+
     analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
-    return {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis)}
+    out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis)}
+    out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
+    return out
 
 
 def render_json(trace_or_analysis: Trace | TraceAnalysis) -> str:

@@ -13,7 +13,7 @@ from rich.text import Text
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
-from graphmode.reports.graphs_text import graph_headline, graph_name, print_graph_table
+from graphmode.reports.graphs_text import all_graphs_sentence, graph_headline, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
 from graphmode.reports.names import short_name
 from graphmode.reports.prediction import print_prediction
@@ -47,7 +47,12 @@ def _stat(s: Stat | None, count: bool = False) -> str:
 
 
 def headline(a: TraceAnalysis) -> str:
-    """One sentence: what graph mode saves, what it costs, when it pays back (per graph in script traces)."""
+    """The analysis's one verdict in a sentence (reports.headline, the same in the JSON and on the page); in a script
+    trace of several graphs, a second sentence on all of them."""
+    if a.headline is not None:
+        from graphmode.reports.headline import sentence
+
+        return sentence(a) + all_graphs_sentence(a)
     if a.graphs:
         return graph_headline(a)
     b = a.primary_break_even()

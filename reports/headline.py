@@ -1,0 +1,136 @@
+"""The headline in words: one sentence for the analysis's one verdict (analyzers.headline), the same in the terminal,
+the JSON (`headline.sentence`) and the page. Computes nothing."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from graphmode.analyzers.results import GraphResult, Headline, TraceAnalysis
+
+# the page colours its verdict box by these classes (reports/assets); one per analyzers.headline verdict
+VERDICT_CLASS = {"pays_back": "good", "not_yet": "warn", "never": "bad", "unknown": "neutral", "no_graph": "neutral"}
+REASONS = {
+    "no_eager_twin": "no eager run of its work was found, so what it saves is unknown",
+    "no_one_time": "its one-time cost was not recorded, so its break-even is unknown",
+    "capture_failed": "the capture failed",
+    "never_replayed": "it was never replayed",
+    "never_instantiated": "it was never instantiated",
+    "not_instantiated": "it was never instantiated",
+    "built_before_tracing": "it was built before tracing started",
+    "no_graph_built": "no CUDA graph was built",
+    "no_baseline": "no eager baseline was recorded",
+}
+
+
+def _ns(ns: float | None) -> str:
+    from graphmode.reports.terminal import human_ns
+
+    return human_ns(ns)
+
+
+def graph_name(g: GraphResult | None, graph_id: int) -> str:
+    """'graph 3 (captured at train.py:42)': the graph and the line that made it."""
+    if g is None:
+        return f"graph {graph_id}"
+    if g.site:
+        loc = g.site.split(" ")[0]
+        file, _, line = loc.rpartition(":")
+        how = "captured" if g.origin == "capture" else "built"
+        return f"graph {g.graph_id} ({how} at {PurePath(file).name}:{line})"
+    if g.origin == "unknown":
+        return g.label or f"graph {g.graph_id}"
+    return f"graph {g.graph_id}"
+
+
+def _interval(h: Headline) -> str:
+    if h.interval_low is None and not h.interval_high_never:
+        return ""
+    low = str(h.interval_low) if h.interval_low is not None else "never"
+    high = "never" if h.interval_high_never else str(h.interval_high)
+    return f" [{low}, {high}] (95% interval)"
+
+
+def _source(h: Headline) -> str:
+    return "untraced, timing run" if h.period_source == "timing" else f"{h.period_source} run" if h.period_source else ""
+
+
+def _subject(a: TraceAnalysis, h: Headline) -> str:
+    by_id = {g.graph_id: g for g in a.graphs}
+    if h.subject == "step":
+        sites = {by_id[g].site.split(" ")[0] for g in h.graph_ids if g in by_id and by_id[g].site}
+        where = ""
+        if len(sites) == 1:
+            file, _, line = next(iter(sites)).rpartition(":")
+            where = f", made at {PurePath(file).name}:{line}"
+        return f"The step replaying graphs {', '.join(str(g) for g in h.graph_ids)}{where}"
+    if h.subject == "graph" and h.graph_ids:
+        return graph_name(by_id.get(h.graph_ids[0]), h.graph_ids[0]).capitalize()
+    return "Graph mode"
+
+
+def sentence(a: TraceAnalysis) -> str:
+    """The headline sentence of an analysis ('' without a headline)."""
+    h = a.headline
+    if h is None:
+        return ""
+    who = _subject(a, h)
+    per = "a step" if h.subject == "step" else "per iteration" if h.subject == "graph_mode" else "per replay"
+    replay = "graphed step" if h.subject == "step" else "replay"
+    cost = f"{_ns(h.one_time_ns)} once" if h.one_time_ns is not None else "an unknown one-time cost"
+    if h.subject == "step" and h.one_time_statement:
+        file, _, line = h.one_time_statement.rpartition(":")
+        cost += f" (the statement at {PurePath(file).name}:{line}, warm-ups included)"
+    if h.subject == "prediction":
+        if h.break_even is None:
+            return "No CUDA graph was built; no step was found to predict one for."
+        return (f"No CUDA graph was built. Predicted: a graph of its step would save {_ns(h.saved_ns)} per iteration "
+                f"(eager {_ns(h.eager_ns)}, replay {_ns(h.graphed_ns)}), cost {_ns(h.one_time_ns)} once and pay back "
+                f"after {h.break_even:,} replay{'s' if h.break_even != 1 else ''}{_interval(h)}.")
+    if h.verdict == "no_graph":
+        what = REASONS.get(h.reason, h.reason.replace("_", " "))
+        if h.subject == "graph":
+            return f"{who}: {what}" + (f"; it cost {_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
+        return f"No graph was replayed: {what}."
+    if h.verdict == "unknown" and h.subject == "graph_mode":
+        return "No eager-vs-graph comparison in this trace (no eager baseline)" + (
+            f"; graphs cost {_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
+    if h.verdict == "unknown":
+        what = REASONS.get(h.reason, h.reason.replace("_", " "))
+        times = f"{h.run_replays:,} time{'s' if h.run_replays != 1 else ''}"
+        return (f"{who} was replayed {times} at {_ns(h.graphed_ns)} a {replay}; {what}"
+                + (f" (it cost {_ns(h.one_time_ns)} to build)." if h.one_time_ns else "."))
+    periods = f"eager {_ns(h.eager_ns)}, {replay} {_ns(h.graphed_ns)}"
+    if _source(h):
+        periods += f"; {_source(h)}"
+    if h.verdict == "never":
+        return (f"{who} does not pay off: {replay} {_ns(h.graphed_ns)} against eager {_ns(h.eager_ns)}, so it never pays "
+                f"back its {_ns(h.one_time_ns)} one-time cost.")
+    if h.subject == "graph_mode":
+        text = f"Graph mode saves {_ns(h.saved_ns)} per iteration vs {h.baseline}"
+        if h.saved_per_kernel_ns is not None:
+            text += f" ({_ns(h.saved_per_kernel_ns)} per kernel)"
+        text += f", costs {_ns(h.one_time_ns)} to build" if h.one_time_ns is not None else ", build cost unknown"
+    else:
+        text = f"{who} saves {_ns(h.saved_ns)} {per} ({periods}), costs {cost}"
+    unit = "steps" if h.subject == "step" else "replays"
+    assert h.break_even is not None
+    text += f", pays back after {h.break_even:,} {unit if h.break_even != 1 else unit[:-1]}{_interval(h)}"
+    if h.verdict == "not_yet":
+        text += f"; this run made only {h.run_replays:,}"
+    if h.net_ns is not None and h.subject != "graph_mode":
+        text += f"; net {'saving' if h.net_ns >= 0 else 'loss'} in this run {_ns(abs(h.net_ns))}"
+    return text + "."
+
+
+def headline_dict(a: TraceAnalysis) -> dict[str, Any] | None:
+    """The JSON `headline`: the analysis's verdict and figures, with its sentence and the page's class."""
+    import dataclasses
+
+    h = a.headline
+    if h is None:
+        return None
+    out = dataclasses.asdict(h)
+    out["graph_ids"] = list(h.graph_ids)
+    out["sentence"] = sentence(a)
+    return out
