@@ -150,24 +150,14 @@ def overhead_saved(baseline: ModeMetrics, graph: ModeMetrics) -> OverheadSaved:
     )
 
 
-# CPU-bound iterations in a traced run are slowed by the tracer: with CUPTI's API records switched on,
-# every CUDA call the program makes costs more, recorded or not. On the H200, the measuring run slowed
-# CPU-bound loops of the third-party set by up to 68% (ResNet-18's eager training step 1.64x, a JAX
-# jitted call 1.68x; docs/benchmarks.md), while GPU-bound periods stayed within 1%. A period measured
-# CPU-bound may therefore be up to this much too long, and the break-even interval allows for it.
+# How much too long a CPU-bound period of a traced run may be: CUPTI's API records slow every CUDA call
+# (measured bounds: docs/benchmarks.md, "What the tool costs"); the break-even interval allows for it.
 CPU_BOUND_SLOWDOWN_BOUND = 0.7
 
-# The timing run (no CUPTI, stamps of a few lines) is far closer, but not identical, to the program untraced:
-# on the H200 its own timers read CuPy's eager step 1.09x the untraced processes' ([1.02, 1.16], 6 + 6
-# processes), a transformers decoder's cudagraph-tree replay loop 1.24x (2 + 2), a JAX call 1.30x
-# ([0.76, 2.02], 6 + 6) and ResNet-18's eager training step 1.34x in one call (3 + 3; 1.16x over 5 + 5 on two
-# machines); docs/benchmarks.md. A period the timing run gives may be up to this much too long.
+# How much too long a period of the timing run (no CUPTI, a few line stamps) may be (docs/benchmarks.md).
 TIMING_RUN_SLOWDOWN_BOUND = 0.4
 
-# A script's one-time costs come from the measuring run, with CUPTI attached during the capture. On the H200
-# the programs' own timers read the capture block slower there than untraced: ResNet-18's whole-step capture
-# 1.40x (3 + 3 processes), CuPy's 1.36x (5 + 5), a transformers decoder's cudagraph-tree recording 1.10x
-# (3 + 3); docs/benchmarks.md. A one-time cost measured there may be up to this much too high.
+# How much too high a one-time cost from the measuring run may be: CUPTI slows a capture (docs/benchmarks.md).
 CAPTURE_SLOWDOWN_BOUND = 0.5
 
 

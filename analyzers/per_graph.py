@@ -247,8 +247,8 @@ def duration_text(ns: float) -> str:
 def _warmups_as_steady(t: IterationTable) -> tuple[IterationTable, float | None]:
     """A graph's warm-up iterations as its eager baseline (one graph's table): all steady, except the
     first of a warm-up stretch where that stretch has other iterations with a period. The first call of
-    a region pays set-up that later calls do not (on 2 H200, the first eager step of an all-reduce took
-    195 ms, the next 0.85 ms, while NCCL connected its ranks). Returns the table and the period left out
+    a region pays set-up that later calls do not (an all-reduce's first eager step waits while NCCL connects its
+    ranks). Returns the table and the period left out
     (the largest, where several stretches lose one; None when none is)."""
     w = t.select((t.mode == "eager") & (t.role == "warmup"))
     role = np.full(w.size, "steady", dtype=object)
