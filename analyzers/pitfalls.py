@@ -252,9 +252,12 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     s_start, s_dur = sync["start_ns"][keep].astype(np.int64), (sync["end_ns"] - sync["start_ns"])[keep].astype(np.int64)
     s_name, s_src = sync["name"][keep].astype(str), sync["source"][keep].astype(str)
     by_graph = {s.graph_id: s for s in subjects}
+    # the graphs of a step of several replay one after another each step: between two replays of one of them lie the
+    # others and the eager work of the step (analyzers.steps), not host work that starves it
+    in_steps = {g for st in a.steps if len(st.graphs) > 1 for g in st.graphs}
     out = []
     for o in graph_replays(trace, sg):  # per graph and stream
-        if o.gpu_start.size < 2 or (o.launch < 0).any():
+        if o.gpu_start.size < 2 or (o.launch < 0).any() or o.graph_id in in_steps:
             continue
         stretch = _split(o, breaks)
         ok = stretch[1:] == stretch[:-1]

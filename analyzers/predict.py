@@ -72,11 +72,17 @@ EVENT_GAP_NOTE = (
 # ---------------------------------------------------------------------------------------------- estimates
 
 
-def _estimate(draws: np.ndarray, point: float) -> Estimate:
+def _estimate(draws: np.ndarray, point: float, floor: float | None = 0.0) -> Estimate:
+    """Point and 95% interval of the draws. Durations and costs cannot be negative: the point and the interval's ends
+    are held at `floor` (None: a difference, such as a saving, which may be)."""
     finite = draws[np.isfinite(draws)]
+    if floor is not None:
+        point = max(floor, point)
     if finite.size == 0:
         return Estimate(point, point, point)
     lo, hi = np.percentile(finite, [2.5, 97.5])
+    if floor is not None:
+        lo, hi = max(floor, float(lo)), max(floor, float(hi))
     return Estimate(float(point), float(lo), float(hi))
 
 
@@ -569,7 +575,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         upload=_estimate(upl, c["upload"].mean(gcounts)), first_launch_excess=_estimate(exc, c["first_launch_excess"].mean(gcounts)),
         first_graph_extra=_estimate(extra, extra_spread.median) if extra_spread is not None else None,
         one_time=_estimate(one_draw, one_point), eager_period=_estimate(t_e_draw, t_e), replay_period=_estimate(t_g_draw, t_g),
-        saved_per_iteration=_estimate(saved_draw, saved), break_even=None if never else smallest_replays(one_point, saved),
+        saved_per_iteration=_estimate(saved_draw, saved, floor=None), break_even=None if never else smallest_replays(one_point, saved),
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
         framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
         first_graph_from=extra_from,
@@ -661,7 +667,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
         **base,  # type: ignore[arg-type]
         capture=None, instantiate=None, upload=None, first_launch_excess=None, first_graph_extra=None,
         one_time=Estimate(cost, cost, cost) if cost is not None else None, eager_period=_estimate(t_e_draw, t_e),
-        replay_period=_estimate(t_g_draw, t_g), saved_per_iteration=_estimate(saved_draw, saved), break_even=be,
+        replay_period=_estimate(t_g_draw, t_g), saved_per_iteration=_estimate(saved_draw, saved, floor=None), break_even=be,
         break_even_low=low, break_even_high=high, break_even_high_never=high_never, never=never, notes=tuple(notes),
     )
 

@@ -129,19 +129,51 @@ def _source_table(lines: tuple[SourceLine, ...], traced_detail: str | None) -> T
     return t
 
 
-def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None) -> TraceAnalysis:
-    """Prints the report (headline, then per graph, per mode); returns the analysis it printed."""
+VERDICT_STYLE = {"pays_back": "bold green", "not_yet": "bold yellow", "never": "bold red", "unknown": "bold",
+                 "no_graph": "bold"}
+
+
+def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None,
+                 detail: bool = True) -> TraceAnalysis:
+    """Prints the report (headline, then per graph, per mode); returns the analysis it printed. `detail=False`: the
+    headline, warnings, the steps-and-graphs summary (reports.summary_text) and, for an eager-only run, its
+    prediction; the rest is one option away."""
     console = console or Console()
     a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
     # Strings from the trace (paths, names, reasons) are escaped: rich must not read them as markup.
     console.print(f"[bold]{escape(a.path)}[/bold]  workload: {escape(a.workload or '?')}  status: {escape(a.status)}")
-    console.print(f"[bold green]{escape(headline(a))}[/bold green]")
+    style = VERDICT_STYLE.get(a.headline.verdict, "bold") if a.headline is not None else "bold green"
+    console.print(f"[{style}]{escape(headline(a))}[/{style}]")
     for w in a.warnings:
         console.print(f"[bold red]warning:[/bold red] {escape(w)}")
+    if not detail:
+        from graphmode.reports.summary_text import print_summary
+
+        for p in a.pitfalls:
+            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(p.title)}")
+        print_summary(console, a)
+        if not a.graphs and a.break_even:
+            print_graph_mode_summary(console, a)
+        if a.headline is not None and a.headline.subject == "prediction":
+            print_prediction(console, a.prediction)
+        console.print("More (per-graph notes, one-time cost parts, per iteration, kernels, lines, coverage, CPU profile, "
+                      "prediction): graphmode report --detail")
+        return a
     print_pitfalls(console, a.pitfalls)
 
     print_graph_table(console, a)
     if a.break_even and not a.graphs:
+        print_graph_mode_summary(console, a)
+        for b in a.break_even:
+            if b.never:
+                console.print(escape(f"  vs {b.baseline}: never — {b.reason}"))
+    _print_detail(console, a)
+    return a
+
+
+def print_graph_mode_summary(console: Console, a: TraceAnalysis) -> None:
+    """A built-in workload's break-even against each eager mode (a transposed table: fits 80 columns)."""
+    if a.break_even:
         rows: list[tuple[str, list[str]]] = [
             ("eager iteration (median)", [human_ns(b.eager_ns) for b in a.break_even]),
             ("graph replay (median)", [human_ns(b.graph_ns) for b in a.break_even]),
@@ -153,10 +185,9 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             ("amortised speedup", [f"{b.amortised_speedup:.2f}x" if b.amortised_speedup is not None else "—" for b in a.break_even]),
         ]
         console.print(_transposed("Break-even", [f"vs {b.baseline}" for b in a.break_even], rows))
-        for b in a.break_even:
-            if b.never:
-                console.print(escape(f"  vs {b.baseline}: never — {b.reason}"))
 
+
+def _print_detail(console: Console, a: TraceAnalysis) -> None:
     if a.graph_costs:
         cs = a.graph_costs
         rows = [
@@ -234,4 +265,3 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         console.print("[bold]Not computed for this trace:[/bold]")
         for s in a.cannot_compute:
             console.print(f"  - {escape(s)}")
-    return a
