@@ -142,7 +142,7 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
         try:
             report = json.loads(r.stdout)
             # keep what the comparison needs: the per-graph results, the warnings and notes
-            record["report"] = {k: report.get(k) for k in ("graphs", "totals", "warnings", "cannot_compute", "status")}
+            record["report"] = {k: report.get(k) for k in ("graphs", "totals", "steps", "headline", "warnings", "cannot_compute", "status")}
         except ValueError:
             record["report_error"] = (r.stderr or r.stdout)[-2000:]
         record["trace_bytes"] = trace.stat().st_size
