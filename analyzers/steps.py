@@ -45,9 +45,9 @@ from graphmode.tracer.store import Trace
 MIN_STEPS = 2  # a step pattern recurs at least this often in graph mode
 MIN_PATTERN_SHARE = 0.5  # ... and covers at least this share of its first graph's replays
 # A graphing statement (make_graphed_callables) is timed by the timing run between its line's stamp and the next
-# stamp it made; the detail run may spend at most this share of that span outside the statement's captures and
-# warm-ups, else the next stamp lies too far on (analyzers.untraced.MAX_OUTSIDE_SHARE says the same of captures).
-MAX_OUTSIDE_SHARE = 0.1
+# stamp it made, less the share of that span that the detail run spent after the statement's last instantiation; a
+# span of which the statement is less than this share is not used (the next stamp lies too far on).
+MIN_REGION_SHARE = 0.5
 CPU_SIDE = ("cpu", "mixed", "single")
 
 
@@ -170,7 +170,7 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...])
     `make_graphed_callables` call: it runs its callables on sample inputs, throws the results away, then captures),
     as the timing run timed it from its stamp of that line to the next stamp it made. Found from the detail run,
     which stamped every line: the captures of all the step's graphs lie in one execution of one line, and that
-    execution's span to the timing run's next stamped line is mostly the graphs' making (MAX_OUTSIDE_SHARE). None
+    execution's span to the timing run's next stamped line is mostly the graphs' making (MIN_REGION_SHARE). None
     without a timing run that stamped the line, or where the runs executed it differently."""
     from graphmode.analyzers.untraced import timing_pass_id
 
@@ -209,9 +209,11 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...])
         return None
     d_span = float(d["ts_ns"][d_next[0]] - d["ts_ns"][a])
     region = float(r1 - d["ts_ns"][a])
-    if d_span <= 0 or d_span - region > MAX_OUTSIDE_SHARE * d_span:
+    if d_span <= 0 or region < MIN_REGION_SHARE * d_span:
         return None
-    return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta])
+    # the part of the timing run's span that the statement's making is, as in the detail run: the lines run after it
+    # until the next stamp (a synchronize, a timer) are not the graphs'
+    return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta]) * min(1.0, region / d_span)
 
 
 def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_timed: bool,
