@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# session 15, call 3: the step model (after the statement fix)'s analysis on fresh processes: MobileNetV3 with make_graphed_callables and a ResNet-18 captured whole (one graph a step: must stay right)
+# with a graph per layer, 3 untraced processes each beside 3 `graphmode run` (reports with steps and headline);
+# then the GPU test of the step on the first
+set -u
+timeout -k 5 90 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whls/*.whl
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+timeout -k 5 60 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . > /tmp/inst.log 2>&1 || export PYTHONPATH=$PWD:$PYTHONPATH
+t0=$(date +%s)
+timeout -k 5 440 python3 benchmarks/script_fidelity.py record /tmp/fid --procs 3 --workloads mgc_mobilenet,resnet \
+  --configs untraced,graphmode --timeout 200 2>&1 | tee $OUT/record.log
+echo "record $(( $(date +%s) - t0 )) s"
+cp /tmp/fid/results.jsonl $OUT/
