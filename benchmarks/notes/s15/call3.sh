@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# session 15, call 3: the step model (after the statement fix)'s analysis on fresh processes: MobileNetV3 with make_graphed_callables and a ResNet-18 captured whole (one graph a step: must stay right)
-# with a graph per layer, 3 untraced processes each beside 3 `graphmode run` (reports with steps and headline);
-# then the GPU test of the step on the first
+# session 15, call 3: after the graphing-statement fix, MobileNetV3 with make_graphed_callables again, and a ResNet-18
+# step captured whole (one graph a step, which must stay right): 3 untraced processes each beside 3 `graphmode run`
 set -u
 timeout -k 5 90 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whls/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
