@@ -270,6 +270,7 @@ def report(
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import CostModelError, find_model
+    from graphmode.reports.output import open_output, write_output
 
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
@@ -284,7 +285,7 @@ def report(
             if out is None:
                 typer.echo(text, nl=False)
             else:
-                out.write_text(text)
+                write_output(out, text)
         else:
             from rich.console import Console
 
@@ -293,7 +294,7 @@ def report(
             if out is None:
                 print_report(analysis)
             else:
-                with open(out, "w") as f:
+                with open_output(out) as f:
                     print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")

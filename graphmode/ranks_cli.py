@@ -32,6 +32,8 @@ def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
 
 def report_ranks(paths: list[Path], args: list[Path], as_json: bool, out: Path | None) -> str | None:
     """Prints or writes the job's report; returns what to say afterwards (or None)."""
+    from graphmode.reports.output import open_output, write_output
+
     a = _analysis(paths, args)
     if as_json:
         from graphmode.reports.ranks import render_ranks_json
@@ -41,7 +43,7 @@ def report_ranks(paths: list[Path], args: list[Path], as_json: bool, out: Path |
             print(text, end="")
             return None
         _check_out(out, paths)
-        out.write_text(text)
+        write_output(out, text)
         return f"report of {len(a.ranks)} ranks written to {out}"
     from rich.console import Console
 
@@ -51,7 +53,7 @@ def report_ranks(paths: list[Path], args: list[Path], as_json: bool, out: Path |
         print_ranks_report(a)
         return None
     _check_out(out, paths)
-    with open(out, "w") as f:
+    with open_output(out) as f:
         print_ranks_report(a, Console(file=f, width=160, no_color=True, highlight=False))
     return f"report of {len(a.ranks)} ranks written to {out}"
 
