@@ -30,8 +30,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.secho(f"graphmode: {message}", err=True, fg="red")
+    """The one line of an error: what it names (paths, kernel names) shown printable (reports.names)."""
+    from graphmode.reports.names import printable
+
+    typer.secho(f"graphmode: {printable(message)}", err=True, fg="red")
     raise typer.Exit(code)
+
+
+def _say(message: str, err: bool = False, fg: Optional[str] = None) -> None:
+    """Lines for a person (what was written where, a note): the names in them shown printable (reports.names)."""
+    from graphmode.reports.names import printable
+
+    typer.secho("\n".join(printable(line) for line in message.split("\n")), err=err, fg=fg)
 
 
 def handles_errors(command: F) -> F:
@@ -69,7 +79,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
 
     trace = load(path)
     for note in trace.notes:
-        typer.secho(f"graphmode: note: {note}", err=True, fg="yellow")
+        _say(f"graphmode: note: {note}", err=True, fg="yellow")
     return trace
 
 
@@ -102,7 +112,7 @@ def _on_ranks(call: Callable[[], Optional[str]]) -> None:
     except OSError as e:
         _fail(f"cannot write the output: {e.strerror or e}; choose another --out path")
     if message:
-        typer.echo(message)
+        _say(message)
 
 
 RANKS_HELP = "A graphmode trace file, or the traces of a multi-process run: a folder, a glob, or several files."
@@ -194,11 +204,11 @@ def bench(
             from graphmode.tracer.signals import Terminated
 
             what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-            typer.secho(f"{what}: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
+            _say(f"{what}: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
             raise typer.Exit(143 if isinstance(e, Terminated) else 130)
         except CudaError as e:
             _fail(f"{e}; the trace of what ran is in {path}", 1)
-    typer.echo(f"trace written to {path}")
+    _say(f"trace written to {path}")
     trace = _load(path)
     if trace.meta.get("status") != "complete":
         _fail(f"run did not complete: {trace.meta.get('status_reason')}; trace in {path}", 1)
@@ -222,7 +232,7 @@ def demo(
     if reason is not None:
         rec = bundled_recording()
         trace = _load(rec)
-        typer.secho(
+        _say(
             f"No usable GPU here ({reason}).\nShowing a bundled real recording instead: {rec.name}, "
             f"workload '{trace.meta.get('workload')}' recorded on an {trace.meta.get('gpu_name')} "
             f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
@@ -299,7 +309,7 @@ def report(
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
     if out is not None:
-        typer.echo(f"report written to {out}")
+        _say(f"report written to {out}")
 
 
 def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[Any, Any]]:
@@ -356,9 +366,9 @@ def view(
         _fail(str(e))
     except OSError as e:
         _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
-    typer.echo(f"report written to {summary.path} ({summary.bytes / 1e6:.1f} MB)")
+    _say(f"report written to {summary.path} ({summary.bytes / 1e6:.1f} MB)")
     if summary.note:
-        typer.echo(summary.note)
+        _say(summary.note)
 
 
 @app.command()
@@ -390,14 +400,14 @@ def export(
             from graphmode.reports.perfetto import export_perfetto
 
             result = export_perfetto(trace, path)
-            typer.echo(f"{result.events:,} trace events written to {path} ({result.bytes / 1e6:.1f} MB); open it at ui.perfetto.dev")
+            _say(f"{result.events:,} trace events written to {path} ({result.bytes / 1e6:.1f} MB); open it at ui.perfetto.dev")
             if result.note:
-                typer.echo(result.note)
+                _say(result.note)
         else:
             from graphmode.reports.parquet import export_parquet
 
             files = export_parquet(trace, path)
-            typer.echo(f"{len(files)} Parquet files written to {path}/")
+            _say(f"{len(files)} Parquet files written to {path}/")
     except OSError as e:
         _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
 
@@ -460,11 +470,11 @@ def run(
     if rank is not None:  # one rank of a job: no report per rank; the job is reported from all its traces
         from graphmode.reports.ranks import rank_run_note
 
-        typer.secho(rank_run_note(path, rank.rank, rank.world_size), err=True)
+        _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
         raise typer.Exit(code)
-    typer.secho(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
+    _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
     if done.note:
-        typer.secho(f"graphmode: {done.note}", err=True, fg="yellow")
+        _say(f"graphmode: {done.note}", err=True, fg="yellow")
     trace = _load(path)
     if report:
         from graphmode.reports.terminal import print_report
@@ -475,7 +485,7 @@ def run(
 
         page = html or path.with_suffix(".html")
         write_html(trace, page)
-        typer.secho(f"graphmode: interactive report in {page}", err=True)
+        _say(f"graphmode: interactive report in {page}", err=True)
     raise typer.Exit(code)
 
 
@@ -509,7 +519,7 @@ def calibrate(
         except CostModelError as e:
             _fail(str(e))
         print_cost_model(Console(), refit)
-        typer.echo(f"cost model written to {refit.path}")
+        _say(f"cost model written to {refit.path}")
         return
     reason = _gpu_unavailable()
     if reason is not None:
@@ -544,4 +554,4 @@ def calibrate(
     if isinstance(failure, OSError):
         _fail(f"cannot write the cost model to {out}: {failure.strerror or failure}; choose another --out path")
     print_cost_model(Console(), model)
-    typer.echo(f"cost model written to {model.path}")
+    _say(f"cost model written to {model.path}")

@@ -20,6 +20,31 @@ from functools import lru_cache
 import cxxfilt
 
 
+# What a terminal acts on instead of showing: C0 and C1 control characters (ESC opens an escape sequence that
+# can recolour, move the cursor, retitle the window; NUL, BEL, backspace, CR), the bidirectional overrides and
+# isolates that reorder the text after them ("Trojan Source", CVE-2021-42574), and lone surrogates: Python's
+# stand-ins for the bytes of a file name that are not UTF-8 (os.fsdecode), which cannot even be encoded.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = m.group()
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    if 0xDC80 <= code <= 0xDCFF:  # the byte os.fsdecode could not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on written out as an escape (ESC as \\x1b, NUL as
+    \\x00, a newline as \\n, U+202E as \\u202e, a file name's undecodable byte 0xff as \\xff): what
+    the reports show of any string from a trace or a file name."""
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
 @lru_cache(maxsize=65536)
 def demangle(name: str) -> str:
     """The demangled C++ name of a mangled kernel name; any other name as it is."""

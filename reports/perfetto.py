@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.reports.names import printable
 from graphmode.reports.output import open_output
 from graphmode.tracer.store import Trace
 
@@ -280,7 +281,7 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
         with open_output(out, binary=True) as f:
             w = _Writer(f)
             w.process(HOST_UUID, int(host_pid) if 0 < int(host_pid) < 0x7FFF_0000 else 1, f"host process {host_pid}", 0,
-                      f"graphmode trace {trace.path.name}; times in ns from CUPTI clock {t0}")
+                      f"graphmode trace {printable(trace.path.name)}; times in ns from CUPTI clock {t0}")
             for i, dev in enumerate(devices):
                 # a pid of its own per GPU, clear of real ones
                 w.process(GPU_UUID_BASE + i, 0x7FFF_0000 + (dev & 0xFFFF), f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else ""), 1 + i)

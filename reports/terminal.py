@@ -15,7 +15,7 @@ from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import all_graphs_sentence, graph_headline, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
-from graphmode.reports.names import short_name
+from graphmode.reports.names import printable, short_name
 from graphmode.reports.prediction import print_prediction
 from graphmode.tracer.store import Trace
 
@@ -141,7 +141,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
     console = console or Console()
     a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
     # Strings from the trace (paths, names, reasons) are escaped: rich must not read them as markup.
-    console.print(f"[bold]{escape(a.path)}[/bold]  workload: {escape(a.workload or '?')}  status: {escape(a.status)}")
+    console.print(f"[bold]{escape(printable(a.path))}[/bold]  workload: {escape(a.workload or '?')}  status: {escape(a.status)}")
     style = VERDICT_STYLE.get(a.headline.verdict, "bold") if a.headline is not None else "bold green"
     console.print(f"[{style}]{escape(headline(a))}[/{style}]")
     for w in a.warnings:

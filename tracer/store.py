@@ -13,7 +13,8 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,6 +162,9 @@ class TraceWriter:
                 self.set_meta(meta)
             return
         check_output_path(self.path)
+        if not _is_utf8(self.path):
+            raise StorageError(f"cannot create the trace {self.path}: its name is not UTF-8, which DuckDB cannot "
+                               "open; choose a UTF-8 name (--out)")
         check_free_space(self.path)
         try:
             if self.path.exists():
@@ -357,6 +361,36 @@ def _wal(path: Path) -> Path:
     return Path(str(path) + ".wal")
 
 
+def _is_utf8(path: Path) -> bool:
+    """Whether the path's bytes decode as UTF-8: Python keeps other bytes of a file name as lone surrogates
+    (os.fsdecode), which DuckDB, taking paths as UTF-8 strings, refuses."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@contextmanager
+def duckdb_path(path: Path) -> Iterator[Path]:
+    """A name DuckDB can take for `path` (a trace to attach, a folder to COPY into): the path itself, or where
+    the name is not UTF-8 (byte 0xff, a Latin-1 name) a symbolic link with a UTF-8 name to it, for the length
+    of the block. DuckDB follows the link (a trace's write-ahead log is found beside the file itself) and
+    keeps an attached file open after the link is gone."""
+    if _is_utf8(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="graphmode-link-")
+    link = Path(folder) / ("link" + (path.suffix if _is_utf8(Path(path.suffix)) else ""))
+    try:
+        os.symlink(os.fsencode(path.absolute()), link)
+        yield link
+    finally:
+        with suppress(FileNotFoundError):
+            link.unlink()
+        os.rmdir(folder)
+
+
 def _quoted(path: Path) -> str:
     """A path inside a SQL string literal (ATTACH and COPY take literals, not parameters)."""
     return str(path).replace("'", "''")
@@ -468,7 +502,8 @@ def load(path: str | os.PathLike[str]) -> Trace:
     # DuckDB's spill files go to the temporary folder, never next to the trace.
     con = duckdb.connect(config={"temp_directory": os.path.join(tempfile.gettempdir(), "graphmode-duckdb")})
     try:
-        con.execute(f"ATTACH '{_quoted(p)}' AS trace (READ_ONLY)")
+        with duckdb_path(p) as name:
+            con.execute(f"ATTACH '{_quoted(name)}' AS trace (READ_ONLY)")
     except duckdb.Error as e:
         con.close()
         raise _attach_error(p, e) from None
