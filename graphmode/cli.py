@@ -9,14 +9,16 @@ keeps its traceback.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from graphmode.tracer.errors import GraphmodeError, no_gpu_message
+from graphmode.tracer.errors import GraphmodeError, StdoutError, no_gpu_message
 
 app = typer.Typer(
     name="graphmode",
@@ -45,14 +47,31 @@ def _say(message: str, err: bool = False, fg: Optional[str] = None) -> None:
 
 
 def handles_errors(command: F) -> F:
-    """A command's GraphmodeError becomes its message on stderr and the error's exit code."""
+    """A command's GraphmodeError becomes its message on stderr and the error's exit code. Its stdout is
+    guarded (graphmode.stdout): a failure to write it is one such error, a closed pipe a quiet end."""
+    from graphmode.stdout import GuardedStdout, discard
+
+    has_out_option = "out" in inspect.signature(command).parameters
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stdout = sys.stdout
+        sys.stdout = GuardedStdout(stdout, has_out_option)
         try:
-            return command(*args, **kwargs)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+        except StdoutError as e:
+            discard(stdout)
+            _fail(str(e), e.exit_code)
+        except BrokenPipeError:
+            discard(stdout)
+            raise typer.Exit(1) from None
         except GraphmodeError as e:
             _fail(str(e), e.exit_code)
+        finally:
+            sys.stdout = stdout
 
     return wrapper  # type: ignore[return-value]
 
@@ -490,6 +509,7 @@ def run(
 
 
 @app.command()
+@handles_errors
 def calibrate(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: ~/.local/share/graphmode/costmodel-<gpu>.json).")] = None,
     repeats: Annotated[int, typer.Option(min=2, help="Graphs built per shape.")] = 5,
