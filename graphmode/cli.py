@@ -264,6 +264,20 @@ def demo(
     bench("chain", out=out)
 
 
+def _report_format(out: Optional[Path], json_output: bool) -> str:
+    """'json', 'html' or 'text': what `report` writes, picked from -o's extension as pyinstrument's command line
+    picks a renderer (each renderer module's output_file_extension); --json asks for JSON whatever the name."""
+    if out is None:
+        return "json" if json_output else "text"
+    from graphmode.reports import html, json_report
+
+    by_extension = {f".{json_report.output_file_extension}": "json", f".{html.output_file_extension}": "html", ".htm": "html"}
+    named = by_extension.get(out.suffix.lower(), "text")
+    if json_output and named == "html":
+        _fail(f"--json writes JSON, but -o {out} names an HTML page: drop --json for the page, or name a .json file")
+    return "json" if json_output else named
+
+
 @app.command()
 @handles_errors
 def report(
@@ -272,7 +286,8 @@ def report(
         bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
     ] = False,
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Write the report to this file; a .json name implies --json.")
+        Optional[Path], typer.Option("--out", "-o", help="Write the report to this file: a .html name gets the page "
+                                                         "`view` writes, .json the JSON, any other the text.")
     ] = None,
     cost_model: Annotated[
         Optional[Path], typer.Option(help="Cost model for the graph prediction (default: the installed one for the trace's GPU).")
@@ -286,12 +301,12 @@ def report(
     ] = "auto",
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
-    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
+    fmt = _report_format(out, json_output)
     ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import report_ranks
 
-        _on_ranks(lambda: report_ranks(ranks, trace_files, as_json, out))
+        _on_ranks(lambda: report_ranks(ranks, trace_files, fmt, out))
         return
     trace_file = trace_files[0]
     if out is not None:
@@ -299,36 +314,44 @@ def report(
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import CostModelError, find_model
-    from graphmode.reports.output import open_output, write_output
 
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
         analysis = analyze(trace, choice, predict_lines or (), predict_build.replace("-", "_"))
     except (CostModelError, ValueError) as e:
         _fail(str(e))
-    try:
-        if as_json:
+    if out is None:
+        if fmt == "json":
             from graphmode.reports.json_report import render_json
 
-            text = render_json(analysis)
-            if out is None:
-                typer.echo(text, nl=False)
-            else:
-                write_output(out, text)
+            typer.echo(render_json(analysis), nl=False)
+        else:
+            from graphmode.reports.terminal import print_report
+
+            print_report(analysis)
+        return
+    try:
+        size = ""
+        if fmt == "html":
+            from graphmode.reports.html import write_html
+
+            size = f" ({write_html(trace, out, analysis=analysis).bytes / 1e6:.1f} MB)"
+        elif fmt == "json":
+            from graphmode.reports.json_report import render_json
+            from graphmode.reports.output import write_output
+
+            write_output(out, render_json(analysis))
         else:
             from rich.console import Console
 
+            from graphmode.reports.output import open_output
             from graphmode.reports.terminal import print_report
 
-            if out is None:
-                print_report(analysis)
-            else:
-                with open_output(out) as f:
-                    print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
+            with open_output(out) as f:
+                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
-    if out is not None:
-        _say(f"report written to {out}")
+    _say(f"report written to {out}{size}")
 
 
 def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[Any, Any]]:
