@@ -368,10 +368,13 @@ def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[An
         _fail(f"{option} wants START:END ({'whole numbers' if integer else 'milliseconds'}, like {example}), not {text!r}")
     if not integer and not (math.isfinite(lo) and math.isfinite(hi)):
         _fail(f"{option} {text}: START and END must be finite numbers of milliseconds, like {example}")
-    if integer and lo < 0:
-        _fail(f"{option} {text}: iterations count from 0, so START cannot be negative")
+    counted = "iterations count from 0" if integer else "times are milliseconds from the start of the traced pass"
+    if lo < 0 or hi < 0:
+        fix = f"{option} 0:{hi:g}" if hi > 0 else f"{option} {example}"
+        _fail(f"{option} {text}: {counted}, so START and END cannot be negative; write {fix}")
     if hi <= lo:
-        _fail(f"{option} {text}: END must be greater than START")
+        fix = f"{option} {hi:g}:{lo:g}" if hi < lo else f"{option} {lo:g}:{lo + 1:g}"
+        _fail(f"{option} {text}: END must be greater than START; write {fix}")
     return (lo, hi)
 
 
