@@ -416,6 +416,7 @@ class Trace:
         self.meta = meta
         self.notes: list[str] = list(notes)
         self.legacy_profile = False  # a version-1 meta.cpu_profile string is present
+        self.closed = False
         rows = con.execute(
             "SELECT pass_id, name, detail, start_ns, end_ns, dropped_records, status FROM passes ORDER BY pass_id"
         ).fetchall()
@@ -467,6 +468,7 @@ class Trace:
 
     def close(self) -> None:
         self._con.close()
+        self.closed = True
 
     def __enter__(self) -> Trace:
         return self
@@ -475,7 +477,19 @@ class Trace:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, passes={len(self.passes)})"
+        return (f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, status={self.meta.get('status')!r}, "
+                f"passes={len(self.passes)}{', closed' if self.closed else ''})")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the report and the interactive page, as `graphmode.trace()`'s handle shows them (reports.notebook)."""
+        import html
+
+        if self.closed:
+            return f"<pre>{html.escape(repr(self))}: reopen it with graphmode.load to see its report</pre>"
+        from graphmode.analyzers import analyze
+        from graphmode.reports.notebook import analysis_html
+
+        return analysis_html(analyze(self), trace=self)
 
 
 _DAMAGED = "the file is damaged or truncated"
