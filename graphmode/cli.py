@@ -299,6 +299,10 @@ def report(
         str, typer.Option(help="How the predicted graphs are made: 'capture' (stream capture of the eager work), 'node-api' "
                                "(cuGraphAdd*Node calls), or 'auto' (the node API where this trace built the same work's graph so).")
     ] = "auto",
+    full_names: Annotated[
+        bool, typer.Option("--full-names", help="Print kernel, graph, file and range names whole (tables shorten them to "
+                                                "60 characters, keeping their start and end).")
+    ] = False,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
     fmt = _report_format(out, json_output)
@@ -306,7 +310,7 @@ def report(
     if ranks is not None:
         from graphmode.ranks_cli import report_ranks
 
-        _on_ranks(lambda: report_ranks(ranks, trace_files, fmt, out))
+        _on_ranks(lambda: report_ranks(ranks, trace_files, fmt, out, full_names))
         return
     trace_file = trace_files[0]
     if out is not None:
@@ -328,7 +332,7 @@ def report(
         else:
             from graphmode.reports.terminal import print_report
 
-            print_report(analysis)
+            print_report(analysis, whole_names=full_names)
         return
     try:
         size = ""
@@ -348,7 +352,7 @@ def report(
             from graphmode.reports.terminal import print_report
 
             with open_output(out) as f:
-                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
+                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names)
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
     _say(f"report written to {out}{size}")

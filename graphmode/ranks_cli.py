@@ -30,7 +30,7 @@ def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
     return analyze_ranks(paths, source=_source(args), progress=progress)
 
 
-def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None) -> str | None:
+def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None, full_names: bool = False) -> str | None:
     """Prints or writes the job's report ('text', 'json' or 'html', graphmode.cli._report_format); returns what
     to say afterwards (or None)."""
     a = _analysis(paths, args)
@@ -57,12 +57,12 @@ def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None
     from graphmode.reports.ranks import print_ranks_report
 
     if out is None:
-        print_ranks_report(a)
+        print_ranks_report(a, whole_names=full_names)
         return None
     from graphmode.reports.output import open_output
 
     with open_output(out) as f:
-        print_ranks_report(a, Console(file=f, width=160, no_color=True, highlight=False))
+        print_ranks_report(a, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names)
     return f"report of {len(a.ranks)} ranks written to {out}"
 
 
