@@ -14,7 +14,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, NoReturn, Optional, TypeVar
 
 import typer
 
@@ -31,7 +31,7 @@ app = typer.Typer(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     """The one line of an error: what it names (paths, kernel names) shown printable (reports.names)."""
     from graphmode.reports.names import printable
 
@@ -108,15 +108,18 @@ def _check_output(out: Path, inputs: list[Path], folder: bool = False) -> None:
     check_output_path(out, inputs, folder=folder)
 
 
-def _rank_set(paths: list[Path]) -> list[Path] | None:
-    """The rank traces named by a folder, a glob or several files (graphmode.ranks_cli); None for one trace file."""
+def _rank_set(paths: list[Path]) -> tuple[Path, list[Path] | None]:
+    """(the trace, None) where the arguments name one trace: a file, or a folder or glob that holds just one,
+    whose report is then that file's; else (the first, the rank traces) for graphmode.ranks_cli."""
     from graphmode.tracer.rankset import RankSetError, rank_set_paths
 
     try:
-        return rank_set_paths(paths)
+        found = rank_set_paths(paths)
     except RankSetError as e:
         _fail(str(e))
-    return None
+    if found is None:
+        return paths[0], None
+    return (found[0], None) if len(found) == 1 else (found[0], found)
 
 
 def _on_ranks(call: Callable[[], Optional[str]]) -> None:
@@ -306,13 +309,12 @@ def report(
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
     fmt = _report_format(out, json_output)
-    ranks = _rank_set(trace_files)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import report_ranks
 
         _on_ranks(lambda: report_ranks(ranks, trace_files, fmt, out, full_names))
         return
-    trace_file = trace_files[0]
     if out is not None:
         _check_output(out, [trace_file])
     trace = _load(trace_file)
@@ -395,7 +397,7 @@ def view(
     win = _range(window, "--window", False)
     if its is not None and win is not None:
         _fail("give --iterations or --window, not both")
-    ranks = _rank_set(trace_files)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import view_ranks
 
@@ -403,7 +405,6 @@ def view(
             _fail("--iterations and --window apply to one trace; the page of a run's ranks draws each rank's whole run")
         _on_ranks(lambda: view_ranks(ranks, trace_files, out))
         return
-    trace_file = trace_files[0]
     path = out or trace_file.with_suffix(".html")
     _check_output(path, [trace_file])
     trace = _load(trace_file)
@@ -430,13 +431,12 @@ def export(
     """Export a trace for other viewers: a Perfetto trace (ui.perfetto.dev), or Parquet tables."""
     if format not in ("perfetto", "parquet"):
         _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
-    ranks = _rank_set(trace_files)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import export_ranks
 
         _on_ranks(lambda: export_ranks(ranks, trace_files, format, out))
         return
-    trace_file = trace_files[0]
     if format == "perfetto":
         path = out or trace_file.with_suffix(".pftrace")
         _check_output(path, [trace_file])

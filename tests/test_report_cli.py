@@ -136,3 +136,32 @@ def test_a_rank_sets_report_picks_what_to_write_from_the_output_name(tmp_path: P
         assert result.exit_code == 0, result.output
     assert (tmp_path / "r.html").read_bytes() == (tmp_path / "v.html").read_bytes()
     assert json.loads((tmp_path / "r.json").read_text())["kind"] == "graphmode-ranks"
+
+
+def test_a_glob_or_folder_naming_one_trace_gives_that_files_report(tmp_path: Path) -> None:
+    """`report 'tests/data/dag-graph.gmtr*'` gave a one-rank job's report ('one-time —'); the file alone gives 506.7 us."""
+    import shutil
+
+    trace = REPO / "tests" / "data" / "dag-graph.gmtrace"
+    folder = tmp_path / "one"
+    folder.mkdir()
+    copy = folder / trace.name
+    shutil.copy(trace, copy)
+    runner = CliRunner()
+
+    def report(named: Path | str, *args: str) -> str:
+        result = runner.invoke(app, ["report", str(named), *args], env={"COLUMNS": "150"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "costs 506.7 us to build, pays back after 9 replays" in report(trace)
+    for args in ((), ("--json",)):
+        assert report(REPO / "tests" / "data" / "dag-graph.gmtr*", *args) == report(trace, *args)
+        assert report(folder, *args) == report(copy, *args) == report(folder / "*.gmtrace", *args)
+    page = runner.invoke(app, ["view", str(folder), "-o", str(tmp_path / "v.html")])
+    assert page.exit_code == 0 and "ranks" not in page.output and (tmp_path / "v.html").stat().st_size > 0
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(REPO / "tests" / "data" / "dag-graph.gmtr*")],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "150"}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "costs 506.7 us to build, pays back after 9 replays" in proc.stdout
+    assert "ranks: 1" not in proc.stdout and "one-time —" not in proc.stdout
