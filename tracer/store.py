@@ -497,9 +497,47 @@ _DAMAGED = "the file is damaged or truncated"
 
 def load(path: str | os.PathLike[str]) -> Trace:
     """Opens a trace file read-only (the file is never changed). Raises TraceError with a one-line reason."""
+    p = Path(path)
+    con = _attach(p)
+    try:
+        return _open_attached(p, con)
+    except TraceError:
+        con.close()
+        raise
+    except Exception as e:
+        con.close()
+        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A trace's metadata alone, without load()'s views and checks of every table (about half its time): what
+    tells which traces go together (tracer.rankset). Values that are not JSON are given as stored. Raises
+    TraceError as load() does."""
     import duckdb
 
     p = Path(path)
+    con = _attach(p)
+    try:
+        rows = con.execute("SELECT key, value FROM trace.main.meta WHERE key <> 'cpu_profile'").fetchall()
+    except duckdb.Error as e:
+        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+    finally:
+        con.close()
+    meta: dict[str, Any] = {}
+    for key, value in rows:
+        try:
+            meta[str(key)] = json.loads(value) if value is not None else None
+        except (TypeError, ValueError):
+            meta[str(key)] = value
+    if meta.get("format") != FORMAT_NAME:
+        raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (format is {meta.get('format')!r})")
+    return meta
+
+
+def _attach(p: Path) -> Any:
+    """A connection with the trace file attached read-only as 'trace'; TraceError with the reason if it cannot be."""
+    import duckdb
+
     if not p.exists():
         raise TraceError(f"{p}: no such file; record one with `graphmode bench chain --out {p}`")
     if p.is_dir():
@@ -521,14 +559,7 @@ def load(path: str | os.PathLike[str]) -> Trace:
     except duckdb.Error as e:
         con.close()
         raise _attach_error(p, e) from None
-    try:
-        return _open_attached(p, con)
-    except TraceError:
-        con.close()
-        raise
-    except Exception as e:
-        con.close()
-        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+    return con
 
 
 def _attach_error(p: Path, e: BaseException) -> TraceError:
