@@ -125,3 +125,22 @@ def test_the_report_escapes_injected_names_as_a_subprocess(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode("utf-8")
     assert _unprintable(out) == [] and "evil\\x1b[31mRED\\x00nul" in out and out.count("k") < 2_000
+
+
+def test_the_short_report_escapes_an_injected_file_name(tmp_path: Path) -> None:
+    """tests/data/scripts/torch_cudagraph.gmtrace (real) with the line that captured its graph INJECTED: a file
+    name holding ESC. The short report (print_report(detail=False)) names that line under its table."""
+    import shutil
+
+    import duckdb
+
+    path = tmp_path / "injected.gmtrace"
+    shutil.copy(SCRIPTS / "torch_cudagraph.gmtrace", path)
+    with duckdb.connect(str(path)) as con:
+        for table in ("api_calls", "graph_nodes"):
+            con.execute(f"UPDATE {table} SET source = ? WHERE source <> ''", ["/x/tr\x1bain.py:42 step"])
+    console = Console(record=True, width=120, file=io.StringIO())
+    with load(path) as trace:
+        print_report(trace, console=console, detail=False)
+    text = console.export_text()
+    assert _unprintable(text) == [] and "captured at tr\\x1bain.py:42" in text
