@@ -26,6 +26,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help: at 80 columns an option's help gets 46 of them (rich's panels left it 24, beside the
+    # option's names, its --no- form and its metavar, so a one-sentence help took four lines); and --help
+    # imports no rich
+    rich_markup_mode=None,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -299,8 +303,8 @@ def report(
         Optional[list[str]], typer.Option(help="Also predict a graph for the work launched from these lines, FILE:FIRST-LAST (needs --launch-sources).")
     ] = None,
     predict_build: Annotated[
-        str, typer.Option(help="How the predicted graphs are made: 'capture' (stream capture of the eager work), 'node-api' "
-                               "(cuGraphAdd*Node calls), or 'auto' (the node API where this trace built the same work's graph so).")
+        str, typer.Option(help="How predicted graphs are built: 'capture', 'node-api' (cuGraphAdd*Node), or 'auto' "
+                               "(as this trace built the same work).")
     ] = "auto",
     full_names: Annotated[
         bool, typer.Option("--full-names", help="Print kernel, graph, file and range names whole (tables shorten them to "
@@ -469,31 +473,20 @@ def run(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file (default: <script>.gmtrace).")] = None,
     detail: Annotated[str, typer.Option(help="Detail run: 'graph' (one span per graph launch) or 'node' (every node of every replay).")] = "graph",
     sources: Annotated[bool, typer.Option(help="Detail run: record the Python line that created each graph node.")] = True,
-    launch_sources: Annotated[bool, typer.Option(help="Detail run: record the Python line of every launch, copy and sync.")] = False,
+    launch_sources: Annotated[bool, typer.Option(help="Detail run: record the line of every launch, copy and sync.")] = False,
     profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
-    runs: Annotated[str, typer.Option(help="'2': a measuring run (the numbers), then a detail run (graph names, topology, "
-                                            "lines, what the options above ask for); '1': the detail run alone, for a script that "
-                                            "cannot run twice (its timings are slowed; the report says so); 'auto': '2', then, on "
-                                            "Python 3.12+ when the two find CPU-bound iterations, a timing run without CUPTI that "
-                                            "times them untraced and ends by measuring what this process's first CUDA graph would "
-                                            "cost extra; where it is not made, for a script that built no graph (nor recorded cudagraph "
-                                            "trees) and whose measuring run took at most 60 s, a probe run (the script once more, untraced) that measures it "
-                                            "(in a PyTorch program: what its first torch.cuda.graph capture costs); "
-                                            "'1' for one rank of a multi-process job.")] = "auto",
+    runs: Annotated[str, typer.Option(help="'2': measuring + detail run; 'auto': and an untraced one where it helps; "
+                                            "'1': the detail run alone (docs/design.md).")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
 ) -> None:
     """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
 
-    The script runs twice, each time in a fresh process: a measuring run that records only what the
-    numbers need (no Python callback, few API records), so the script runs at nearly its own speed, then
-    a detail run that names the graphs and reads their topology and source lines. Where the script's
-    loops are CPU-bound (which any CUPTI recording slows), a third run without CUPTI stamps the lines
-    that start them, on Python 3.12+. A script that built no graph is run once more without CUPTI (unless
-    that third run was made), ending with a probe of what its process's first graph would cost. The script's
-    arguments, output and exit code pass through. If it raises or you press Ctrl-C, the trace of what
-    ran is still written and the report says so.
+    The script runs in fresh processes: a measuring run for the numbers, a detail run for graph names,
+    topology and lines, and where it helps an untraced run (--runs; why and when: docs/design.md,
+    "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
+    or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """
     _check_detail(detail)
     if runs not in ("auto", "1", "2"):
