@@ -50,7 +50,7 @@ from graphmode.analyzers.rank_results import (
     RankSummary,
 )
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.tracer.rankset import RankSetError
+from graphmode.tracer.rankset import RankSetError, check_one_job
 from graphmode.tracer.store import PassInfo, Trace, TraceError, load
 
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
@@ -295,9 +295,10 @@ def _across(graphs: list[RankGraph]) -> tuple[GraphAcrossRanks, ...]:
 
 def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None) -> RankSetAnalysis:
     """Analyses the rank traces of one job, one file at a time. Raises RankSetError for files that
-    cannot be one job (the same rank twice, different world sizes)."""
+    cannot be one job (tracer.rankset.check_one_job: different programs, the same rank twice, different world sizes)."""
     import duckdb
 
+    check_one_job(paths)
     con = duckdb.connect()
     con.execute("SET threads = 1")  # the tables are small; one thread keeps the memory flat
     _create_tables(con)
@@ -315,16 +316,9 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
             continue
         with trace:
             r = _read_rank(trace, UNNUMBERED + i, con)  # a trace without rank metadata: renumbered below
-        ident = r.identity
-        if ident.rank in ranks:
-            raise RankSetError(f"rank {ident.rank} has two traces: {ranks[ident.rank].identity.path} and {path}; "
-                               "pass the traces of one run (one folder per run, or a glob that matches one run)")
+        ident = r.identity  # that the traces can be one job was checked above (tracer.rankset.check_one_job)
         if ident.world_size is not None:
             seen_world.setdefault(ident.world_size, str(path))
-            if len(seen_world) > 1:
-                a, b = list(seen_world.items())[:2]
-                raise RankSetError(f"traces of different jobs: world size {a[0]} ({a[1]}) and {b[0]} ({b[1]}); "
-                                   "pass the traces of one run")
         ranks[ident.rank] = r
     if progress is not None:
         progress(len(paths), len(paths))

@@ -9,14 +9,16 @@ keeps its traceback.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, NoReturn, Optional, TypeVar
 
 import typer
 
-from graphmode.tracer.errors import GraphmodeError, no_gpu_message
+from graphmode.tracer.errors import GraphmodeError, StdoutError, no_gpu_message
 
 app = typer.Typer(
     name="graphmode",
@@ -24,25 +26,56 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help: at 80 columns an option's help gets 46 of them (rich's panels left it 24, beside the
+    # option's names, its --no- form and its metavar, so a one-sentence help took four lines); and --help
+    # imports no rich
+    rich_markup_mode=None,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(message: str, code: int = 2) -> None:
-    typer.secho(f"graphmode: {message}", err=True, fg="red")
+def _fail(message: str, code: int = 2) -> NoReturn:
+    """The one line of an error: what it names (paths, kernel names) shown printable (reports.names)."""
+    from graphmode.reports.names import printable
+
+    typer.secho(f"graphmode: {printable(message)}", err=True, fg="red")
     raise typer.Exit(code)
 
 
+def _say(message: str, err: bool = False, fg: Optional[str] = None) -> None:
+    """Lines for a person (what was written where, a note): the names in them shown printable (reports.names)."""
+    from graphmode.reports.names import printable
+
+    typer.secho("\n".join(printable(line) for line in message.split("\n")), err=err, fg=fg)
+
+
 def handles_errors(command: F) -> F:
-    """A command's GraphmodeError becomes its message on stderr and the error's exit code."""
+    """A command's GraphmodeError becomes its message on stderr and the error's exit code. Its stdout is
+    guarded (graphmode.stdout): a failure to write it is one such error, a closed pipe a quiet end."""
+    from graphmode.stdout import GuardedStdout, discard
+
+    has_out_option = "out" in inspect.signature(command).parameters
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stdout = sys.stdout
+        sys.stdout = GuardedStdout(stdout, has_out_option)
         try:
-            return command(*args, **kwargs)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+        except StdoutError as e:
+            discard(stdout)
+            _fail(str(e), e.exit_code)
+        except BrokenPipeError:
+            discard(stdout)
+            raise typer.Exit(1) from None
         except GraphmodeError as e:
             _fail(str(e), e.exit_code)
+        finally:
+            sys.stdout = stdout
 
     return wrapper  # type: ignore[return-value]
 
@@ -69,7 +102,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
 
     trace = load(path)
     for note in trace.notes:
-        typer.secho(f"graphmode: note: {note}", err=True, fg="yellow")
+        _say(f"graphmode: note: {note}", err=True, fg="yellow")
     return trace
 
 
@@ -79,15 +112,18 @@ def _check_output(out: Path, inputs: list[Path], folder: bool = False) -> None:
     check_output_path(out, inputs, folder=folder)
 
 
-def _rank_set(paths: list[Path]) -> list[Path] | None:
-    """The rank traces named by a folder, a glob or several files (graphmode.ranks_cli); None for one trace file."""
+def _rank_set(paths: list[Path]) -> tuple[Path, list[Path] | None]:
+    """(the trace, None) where the arguments name one trace: a file, or a folder or glob that holds just one,
+    whose report is then that file's; else (the first, the rank traces) for graphmode.ranks_cli."""
     from graphmode.tracer.rankset import RankSetError, rank_set_paths
 
     try:
-        return rank_set_paths(paths)
+        found = rank_set_paths(paths)
     except RankSetError as e:
         _fail(str(e))
-    return None
+    if found is None:
+        return paths[0], None
+    return (found[0], None) if len(found) == 1 else (found[0], found)
 
 
 def _on_ranks(call: Callable[[], Optional[str]]) -> None:
@@ -102,7 +138,7 @@ def _on_ranks(call: Callable[[], Optional[str]]) -> None:
     except OSError as e:
         _fail(f"cannot write the output: {e.strerror or e}; choose another --out path")
     if message:
-        typer.echo(message)
+        _say(message)
 
 
 RANKS_HELP = "A graphmode trace file, or the traces of a multi-process run: a folder, a glob, or several files."
@@ -194,11 +230,11 @@ def bench(
             from graphmode.tracer.signals import Terminated
 
             what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-            typer.secho(f"{what}: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
+            _say(f"{what}: what was recorded is in {path} (status 'interrupted')", err=True, fg="yellow")
             raise typer.Exit(143 if isinstance(e, Terminated) else 130)
         except CudaError as e:
             _fail(f"{e}; the trace of what ran is in {path}", 1)
-    typer.echo(f"trace written to {path}")
+    _say(f"trace written to {path}")
     trace = _load(path)
     if trace.meta.get("status") != "complete":
         _fail(f"run did not complete: {trace.meta.get('status_reason')}; trace in {path}", 1)
@@ -222,7 +258,7 @@ def demo(
     if reason is not None:
         rec = bundled_recording()
         trace = _load(rec)
-        typer.secho(
+        _say(
             f"No usable GPU here ({reason}).\nShowing a bundled real recording instead: {rec.name}, "
             f"workload '{trace.meta.get('workload')}' recorded on an {trace.meta.get('gpu_name')} "
             f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
@@ -235,6 +271,20 @@ def demo(
     bench("chain", out=out)
 
 
+def _report_format(out: Optional[Path], json_output: bool) -> str:
+    """'json', 'html' or 'text': what `report` writes, picked from -o's extension as pyinstrument's command line
+    picks a renderer (each renderer module's output_file_extension); --json asks for JSON whatever the name."""
+    if out is None:
+        return "json" if json_output else "text"
+    from graphmode.reports import html, json_report
+
+    by_extension = {f".{json_report.output_file_extension}": "json", f".{html.output_file_extension}": "html", ".htm": "html"}
+    named = by_extension.get(out.suffix.lower(), "text")
+    if json_output and named == "html":
+        _fail(f"--json writes JSON, but -o {out} names an HTML page: drop --json for the page, or name a .json file")
+    return "json" if json_output else named
+
+
 @app.command()
 @handles_errors
 def report(
@@ -243,7 +293,8 @@ def report(
         bool, typer.Option("--json", help="Write the versioned JSON report (reports/report.schema.json) instead of tables.")
     ] = False,
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Write the report to this file; a .json name implies --json.")
+        Optional[Path], typer.Option("--out", "-o", help="Write the report to this file: a .html name gets the page "
+                                                         "`view` writes, .json the JSON, any other the text.")
     ] = None,
     cost_model: Annotated[
         Optional[Path], typer.Option(help="Cost model for the graph prediction (default: the installed one for the trace's GPU).")
@@ -252,19 +303,22 @@ def report(
         Optional[list[str]], typer.Option(help="Also predict a graph for the work launched from these lines, FILE:FIRST-LAST (needs --launch-sources).")
     ] = None,
     predict_build: Annotated[
-        str, typer.Option(help="How the predicted graphs are made: 'capture' (stream capture of the eager work), 'node-api' "
-                               "(cuGraphAdd*Node calls), or 'auto' (the node API where this trace built the same work's graph so).")
+        str, typer.Option(help="How predicted graphs are built: 'capture', 'node-api' (cuGraphAdd*Node), or 'auto' "
+                               "(as this trace built the same work).")
     ] = "auto",
+    full_names: Annotated[
+        bool, typer.Option("--full-names", help="Print kernel, graph, file and range names whole (tables shorten them to "
+                                                "60 characters, keeping their start and end).")
+    ] = False,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
-    as_json = json_output or (out is not None and out.suffix.lower() == ".json")
-    ranks = _rank_set(trace_files)
+    fmt = _report_format(out, json_output)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import report_ranks
 
-        _on_ranks(lambda: report_ranks(ranks, trace_files, as_json, out))
+        _on_ranks(lambda: report_ranks(ranks, trace_files, fmt, out, full_names))
         return
-    trace_file = trace_files[0]
     if out is not None:
         _check_output(out, [trace_file])
     trace = _load(trace_file)
@@ -276,29 +330,38 @@ def report(
         analysis = analyze(trace, choice, predict_lines or (), predict_build.replace("-", "_"))
     except (CostModelError, ValueError) as e:
         _fail(str(e))
-    try:
-        if as_json:
+    if out is None:
+        if fmt == "json":
             from graphmode.reports.json_report import render_json
 
-            text = render_json(analysis)
-            if out is None:
-                typer.echo(text, nl=False)
-            else:
-                out.write_text(text)
+            typer.echo(render_json(analysis), nl=False)
+        else:
+            from graphmode.reports.terminal import print_report
+
+            print_report(analysis, whole_names=full_names)
+        return
+    try:
+        size = ""
+        if fmt == "html":
+            from graphmode.reports.html import write_html
+
+            size = f" ({write_html(trace, out, analysis=analysis).bytes / 1e6:.1f} MB)"
+        elif fmt == "json":
+            from graphmode.reports.json_report import render_json
+            from graphmode.reports.output import write_output
+
+            write_output(out, render_json(analysis))
         else:
             from rich.console import Console
 
+            from graphmode.reports.output import open_output
             from graphmode.reports.terminal import print_report
 
-            if out is None:
-                print_report(analysis)
-            else:
-                with open(out, "w") as f:
-                    print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False))
+            with open_output(out) as f:
+                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names)
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
-    if out is not None:
-        typer.echo(f"report written to {out}")
+    _say(f"report written to {out}{size}")
 
 
 def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[Any, Any]]:
@@ -315,10 +378,13 @@ def _range(text: Optional[str], option: str, integer: bool) -> Optional[tuple[An
         _fail(f"{option} wants START:END ({'whole numbers' if integer else 'milliseconds'}, like {example}), not {text!r}")
     if not integer and not (math.isfinite(lo) and math.isfinite(hi)):
         _fail(f"{option} {text}: START and END must be finite numbers of milliseconds, like {example}")
-    if integer and lo < 0:
-        _fail(f"{option} {text}: iterations count from 0, so START cannot be negative")
+    counted = "iterations count from 0" if integer else "times are milliseconds from the start of the traced pass"
+    if lo < 0 or hi < 0:
+        fix = f"{option} 0:{hi:g}" if hi > 0 else f"{option} {example}"
+        _fail(f"{option} {text}: {counted}, so START and END cannot be negative; write {fix}")
     if hi <= lo:
-        _fail(f"{option} {text}: END must be greater than START")
+        fix = f"{option} {hi:g}:{lo:g}" if hi < lo else f"{option} {lo:g}:{lo + 1:g}"
+        _fail(f"{option} {text}: END must be greater than START; write {fix}")
     return (lo, hi)
 
 
@@ -335,7 +401,7 @@ def view(
     win = _range(window, "--window", False)
     if its is not None and win is not None:
         _fail("give --iterations or --window, not both")
-    ranks = _rank_set(trace_files)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import view_ranks
 
@@ -343,7 +409,6 @@ def view(
             _fail("--iterations and --window apply to one trace; the page of a run's ranks draws each rank's whole run")
         _on_ranks(lambda: view_ranks(ranks, trace_files, out))
         return
-    trace_file = trace_files[0]
     path = out or trace_file.with_suffix(".html")
     _check_output(path, [trace_file])
     trace = _load(trace_file)
@@ -355,9 +420,9 @@ def view(
         _fail(str(e))
     except OSError as e:
         _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
-    typer.echo(f"report written to {summary.path} ({summary.bytes / 1e6:.1f} MB)")
+    _say(f"report written to {summary.path} ({summary.bytes / 1e6:.1f} MB)")
     if summary.note:
-        typer.echo(summary.note)
+        _say(summary.note)
 
 
 @app.command()
@@ -370,13 +435,12 @@ def export(
     """Export a trace for other viewers: a Perfetto trace (ui.perfetto.dev), or Parquet tables."""
     if format not in ("perfetto", "parquet"):
         _fail(f"--format must be 'perfetto' or 'parquet', not {format!r}")
-    ranks = _rank_set(trace_files)
+    trace_file, ranks = _rank_set(trace_files)
     if ranks is not None:
         from graphmode.ranks_cli import export_ranks
 
         _on_ranks(lambda: export_ranks(ranks, trace_files, format, out))
         return
-    trace_file = trace_files[0]
     if format == "perfetto":
         path = out or trace_file.with_suffix(".pftrace")
         _check_output(path, [trace_file])
@@ -389,14 +453,14 @@ def export(
             from graphmode.reports.perfetto import export_perfetto
 
             result = export_perfetto(trace, path)
-            typer.echo(f"{result.events:,} trace events written to {path} ({result.bytes / 1e6:.1f} MB); open it at ui.perfetto.dev")
+            _say(f"{result.events:,} trace events written to {path} ({result.bytes / 1e6:.1f} MB); open it at ui.perfetto.dev")
             if result.note:
-                typer.echo(result.note)
+                _say(result.note)
         else:
             from graphmode.reports.parquet import export_parquet
 
             files = export_parquet(trace, path)
-            typer.echo(f"{len(files)} Parquet files written to {path}/")
+            _say(f"{len(files)} Parquet files written to {path}/")
     except OSError as e:
         _fail(f"cannot write {path}: {e.strerror or e}; choose another --out path")
 
@@ -409,31 +473,20 @@ def run(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Trace file (default: <script>.gmtrace).")] = None,
     detail: Annotated[str, typer.Option(help="Detail run: 'graph' (one span per graph launch) or 'node' (every node of every replay).")] = "graph",
     sources: Annotated[bool, typer.Option(help="Detail run: record the Python line that created each graph node.")] = True,
-    launch_sources: Annotated[bool, typer.Option(help="Detail run: record the Python line of every launch, copy and sync.")] = False,
+    launch_sources: Annotated[bool, typer.Option(help="Detail run: record the line of every launch, copy and sync.")] = False,
     profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
-    runs: Annotated[str, typer.Option(help="'2': a measuring run (the numbers), then a detail run (graph names, topology, "
-                                            "lines, what the options above ask for); '1': the detail run alone, for a script that "
-                                            "cannot run twice (its timings are slowed; the report says so); 'auto': '2', then, on "
-                                            "Python 3.12+ when the two find CPU-bound iterations, a timing run without CUPTI that "
-                                            "times them untraced and ends by measuring what this process's first CUDA graph would "
-                                            "cost extra; where it is not made, for a script that built no graph (nor recorded cudagraph "
-                                            "trees) and whose measuring run took at most 60 s, a probe run (the script once more, untraced) that measures it "
-                                            "(in a PyTorch program: what its first torch.cuda.graph capture costs); "
-                                            "'1' for one rank of a multi-process job.")] = "auto",
+    runs: Annotated[str, typer.Option(help="'2': measuring + detail run; 'auto': and an untraced one where it helps; "
+                                            "'1': the detail run alone (docs/design.md).")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
 ) -> None:
     """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
 
-    The script runs twice, each time in a fresh process: a measuring run that records only what the
-    numbers need (no Python callback, few API records), so the script runs at nearly its own speed, then
-    a detail run that names the graphs and reads their topology and source lines. Where the script's
-    loops are CPU-bound (which any CUPTI recording slows), a third run without CUPTI stamps the lines
-    that start them, on Python 3.12+. A script that built no graph is run once more without CUPTI (unless
-    that third run was made), ending with a probe of what its process's first graph would cost. The script's
-    arguments, output and exit code pass through. If it raises or you press Ctrl-C, the trace of what
-    ran is still written and the report says so.
+    The script runs in fresh processes: a measuring run for the numbers, a detail run for graph names,
+    topology and lines, and where it helps an untraced run (--runs; why and when: docs/design.md,
+    "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
+    or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """
     _check_detail(detail)
     if runs not in ("auto", "1", "2"):
@@ -459,11 +512,11 @@ def run(
     if rank is not None:  # one rank of a job: no report per rank; the job is reported from all its traces
         from graphmode.reports.ranks import rank_run_note
 
-        typer.secho(rank_run_note(path, rank.rank, rank.world_size), err=True)
+        _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
         raise typer.Exit(code)
-    typer.secho(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
+    _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
     if done.note:
-        typer.secho(f"graphmode: {done.note}", err=True, fg="yellow")
+        _say(f"graphmode: {done.note}", err=True, fg="yellow")
     trace = _load(path)
     if report:
         from graphmode.reports.terminal import print_report
@@ -474,11 +527,12 @@ def run(
 
         page = html or path.with_suffix(".html")
         write_html(trace, page)
-        typer.secho(f"graphmode: interactive report in {page}", err=True)
+        _say(f"graphmode: interactive report in {page}", err=True)
     raise typer.Exit(code)
 
 
 @app.command()
+@handles_errors
 def calibrate(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: ~/.local/share/graphmode/costmodel-<gpu>.json).")] = None,
     repeats: Annotated[int, typer.Option(min=2, help="Graphs built per shape.")] = 5,
@@ -508,7 +562,7 @@ def calibrate(
         except CostModelError as e:
             _fail(str(e))
         print_cost_model(Console(), refit)
-        typer.echo(f"cost model written to {refit.path}")
+        _say(f"cost model written to {refit.path}")
         return
     reason = _gpu_unavailable()
     if reason is not None:
@@ -543,4 +597,4 @@ def calibrate(
     if isinstance(failure, OSError):
         _fail(f"cannot write the cost model to {out}: {failure.strerror or failure}; choose another --out path")
     print_cost_model(Console(), model)
-    typer.echo(f"cost model written to {model.path}")
+    _say(f"cost model written to {model.path}")

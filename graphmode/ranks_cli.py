@@ -30,29 +30,39 @@ def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
     return analyze_ranks(paths, source=_source(args), progress=progress)
 
 
-def report_ranks(paths: list[Path], args: list[Path], as_json: bool, out: Path | None) -> str | None:
-    """Prints or writes the job's report; returns what to say afterwards (or None)."""
+def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None, full_names: bool = False) -> str | None:
+    """Prints or writes the job's report ('text', 'json' or 'html', graphmode.cli._report_format); returns what
+    to say afterwards (or None)."""
     a = _analysis(paths, args)
-    if as_json:
+    if out is not None:
+        _check_out(out, paths)
+    if fmt == "html" and out is not None:
+        from graphmode.reports.ranks_html import write_ranks_html
+
+        summary = write_ranks_html(a, out)
+        return f"report of {len(a.ranks)} ranks written to {summary.path} ({summary.bytes / 1e6:.1f} MB)"
+    if fmt == "json":
         from graphmode.reports.ranks import render_ranks_json
 
         text = render_ranks_json(a)
         if out is None:
             print(text, end="")
             return None
-        _check_out(out, paths)
-        out.write_text(text)
+        from graphmode.reports.output import write_output
+
+        write_output(out, text)
         return f"report of {len(a.ranks)} ranks written to {out}"
     from rich.console import Console
 
     from graphmode.reports.ranks import print_ranks_report
 
     if out is None:
-        print_ranks_report(a)
+        print_ranks_report(a, whole_names=full_names)
         return None
-    _check_out(out, paths)
-    with open(out, "w") as f:
-        print_ranks_report(a, Console(file=f, width=160, no_color=True, highlight=False))
+    from graphmode.reports.output import open_output
+
+    with open_output(out) as f:
+        print_ranks_report(a, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names)
     return f"report of {len(a.ranks)} ranks written to {out}"
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.reports.names import cell, printable, short_name
 
 MAX_RANGE_ROWS = 8
 MAX_BUDGET_ROWS = 20
@@ -50,7 +51,7 @@ def _ns(ns: float | None) -> str:
 def _short(source: str) -> str:
     from graphmode.reports.terminal import short_source
 
-    return short_source(source)
+    return cell(short_source(source))
 
 
 def _coverage_table(c: GraphCoverage) -> Table:
@@ -60,7 +61,7 @@ def _coverage_table(c: GraphCoverage) -> Table:
         t.add_column(col, justify="left" if col == "stretch" else "right")
     for s in rows:
         name = s.name if s.kind != "range" else f"'{s.name}'" + (f" x{s.occurrences}" if s.occurrences > 1 else "")
-        t.add_row(Text(name[:28]), _ns(s.duration_ns), f"{pct(s.kernel_share)} of {s.graph_kernels + s.eager_kernels:,}",
+        t.add_row(Text(cell(name, 28)), _ns(s.duration_ns), f"{pct(s.kernel_share)} of {s.graph_kernels + s.eager_kernels:,}",
                   f"{pct(s.gpu_time_share)} of {_ns(s.graph_gpu_ns + s.eager_gpu_ns)}",
                   f"{s.graph_launch_calls:,}/{s.eager_launch_calls:,}", f"{s.captured_launch_calls:,}")
     notes = [f"phases: {c.phase_rule}"] if c.phases else []
@@ -72,7 +73,7 @@ def _coverage_table(c: GraphCoverage) -> Table:
         notes.append(f"{c.unknown_graph_launches:,} launches of graphs built before tracing: their kernels are not counted")
     if len(c.ranges) > MAX_RANGE_ROWS:
         notes.append(f"{len(c.ranges) - MAX_RANGE_ROWS} more ranges in the JSON report")
-    t.caption = "; ".join(notes) or None
+    t.caption = printable("; ".join(notes)) or None
     return t
 
 
@@ -82,32 +83,32 @@ def _eager_lines(console: Console, c: GraphCoverage) -> None:
         for col in ("line", "kernels", "launches", "GPU time", "of eager GPU time"):
             t.add_column(col, justify="left" if col in ("line", "kernels") else "right")
         for e in c.eager_lines:
-            t.add_row(Text(_short(e.source)), Text(", ".join(k[:50] for k in e.kernels[:2])), f"{e.launches:,}",
+            t.add_row(Text(_short(e.source)), Text(", ".join(short_name(k, 50) for k in e.kernels[:2])), f"{e.launches:,}",
                       _ns(e.gpu_ns), pct(e.share_of_eager_gpu))
         console.print(t)
     elif c.eager_lines_note:
-        console.print(Text(f"Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {c.eager_lines_note}."))
+        console.print(Text(printable(f"Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {c.eager_lines_note}.")))
 
 
 def _torch(console: Console, tg: TorchGraphs) -> None:
     skipped = sum(s.count for s in tg.skips)
-    console.print(Text(
+    console.print(Text(printable(
         f"PyTorch {tg.torch_version}: {plural(tg.recordings, 'cudagraph recording')}, {plural(tg.warmups, 'warm-up run')}, "
         f"{plural(tg.captures, 'CUDAGraph capture')}" + (f", {plural(skipped, 'skip')} (see Diagnostics)" if skipped else "")
-        + (f"; {tg.events_dropped} log records not kept" if tg.events_dropped else "") + "."))
+        + (f"; {tg.events_dropped} log records not kept" if tg.events_dropped else "") + ".")))
     if tg.functions:
         t = Table(title="Compiled functions under cudagraph trees", title_justify="left")
         for col in ("function", "compiled", "warm-ups", "recordings", "re-recorded", "graphs", "shapes recorded"):
             t.add_column(col, justify="left" if col in ("function", "shapes recorded") else "right")
         for f in tg.functions[:MAX_FUNCTION_ROWS]:
             shapes = list(dict.fromkeys(f.shapes))
-            t.add_row(Text(f.name[:40]), str(len(f.compile_ids)), str(f.warmups), str(f.recordings), str(f.rerecords),
+            t.add_row(Text(cell(f.name, 40)), str(len(f.compile_ids)), str(f.warmups), str(f.recordings), str(f.rerecords),
                       ", ".join(map(str, f.graph_ids[:6])) + (" …" if len(f.graph_ids) > 6 else ""),
-                      Text("; ".join(s[:40] for s in shapes[:3]) + (" …" if len(shapes) > 3 else "")))
+                      Text("; ".join(cell(s, 40) for s in shapes[:3]) + (" …" if len(shapes) > 3 else "")))
         console.print(t)
     shared = [p for p in tg.pools if len(p.graph_ids) > 1]
     for p in shared:
-        console.print(Text(f"  memory pool {p.pool} is shared by graphs {', '.join(map(str, p.graph_ids))} "
+        console.print(Text(f"  memory pool {cell(p.pool)} is shared by graphs {', '.join(map(str, p.graph_ids))} "
                            f"(reserved {human_bytes(p.reserved_bytes)} after its last capture)"))
 
 
@@ -120,8 +121,8 @@ def _budget(console: Console, b: GraphBudget) -> None:
     for col in cols:
         t.add_column(col, justify="right" if col in ("start-up", "replays", "memory") else "left")
     for r in shown:
-        cells: list[str | Text] = [str(r.graph_id), Text(_short(r.site)), *([Text(r.pool)] if pools else []), _ns(r.startup_ns),
-                                   f"{r.replays:,}", human_bytes(r.bytes), Text(r.verdict)]
+        cells: list[str | Text] = [str(r.graph_id), Text(_short(r.site)), *([Text(cell(r.pool))] if pools else []), _ns(r.startup_ns),
+                                   f"{r.replays:,}", human_bytes(r.bytes), Text(printable(r.verdict))]
         t.add_row(*cells)
     notes = ["start-up = capture or build + instantiate + upload"]
     if b.never_replayed:
@@ -129,7 +130,7 @@ def _budget(console: Console, b: GraphBudget) -> None:
     notes += b.notes
     if len(shown) < b.graphs:
         notes.append(f"{b.graphs - len(shown)} more graphs in the JSON report")
-    t.caption = "; ".join(notes)
+    t.caption = printable("; ".join(notes))
     console.print(t)
 
 

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from graphmode.analyzers.results import CpuProfile, Pitfall
+from graphmode.reports.names import NAME_WIDTH, cell, printable
 
 CATEGORY_LABELS = {
     "user": "your Python code",
@@ -30,11 +31,11 @@ def print_pitfalls(console: Console, pitfalls: tuple[Pitfall, ...]) -> None:
     console.print("[bold]Diagnostics[/bold]")
     for p in pitfalls:
         colour = "red" if p.severity == "error" else "yellow"
-        console.print(f"[bold {colour}]{p.severity}:[/bold {colour}] [bold]{escape(p.title)}[/bold]")
-        console.print(f"  {escape(p.evidence)}")
+        console.print(f"[bold {colour}]{p.severity}:[/bold {colour}] [bold]{escape(printable(p.title))}[/bold]")
+        console.print(f"  {escape(printable(p.evidence))}")
         if p.where:
-            console.print(f"  where: {escape(p.where)}")
-        console.print(f"  what to do: {escape(p.advice)}")
+            console.print(f"  where: {escape(printable(p.where))}")
+        console.print(f"  what to do: {escape(printable(p.advice))}")
 
 
 def print_cpu_profile(console: Console, prof: CpuProfile | None) -> None:
@@ -55,5 +56,5 @@ def print_cpu_profile(console: Console, prof: CpuProfile | None) -> None:
         u.add_column("line", justify="left")
         u.add_column("time", justify="right")
         for f in prof.top_user_lines[:10]:
-            u.add_row(escape(f"{f.location} {f.function}"), _ns(f.ns))
+            u.add_row(escape(cell(f"{f.location} {f.function}", 2 * NAME_WIDTH)), _ns(f.ns))
         console.print(u)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, TraceAnalysis
+from graphmode.reports.names import cell, printable
 
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
                "unknown": "bound unknown"}
@@ -21,14 +22,15 @@ def _ns(ns: float | None) -> str:
 
 
 def graph_name(g: GraphResult) -> str:
-    """'graph 3 (captured at train.py:42)': the graph and the line that made it."""
+    """'graph 3 (captured at train.py:42)': the graph and the line that made it (names printable and shortened,
+    reports.names.cell)."""
     if g.site:
         loc = g.site.split(" ")[0]
         file, _, line = loc.rpartition(":")
         how = "captured" if g.origin == "capture" else "built"
-        return f"graph {g.graph_id} ({how} at {PurePath(file).name}:{line})"
+        return f"graph {g.graph_id} ({how} at {cell(f'{PurePath(file).name}:{line}')})"
     if g.origin == "unknown":
-        return g.label or f"graph {g.graph_id}"
+        return cell(g.label) if g.label else f"graph {g.graph_id}"
     return f"graph {g.graph_id}"
 
 
@@ -126,4 +128,4 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
                       + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
-            console.print(Text(f"  {graph_name(g)}: {note}"))
+            console.print(Text(f"  {graph_name(g)}: {printable(note)}"))

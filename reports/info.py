@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphmode.reports.names import cell, printable
 from graphmode.tracer.profile_store import LEGACY_KEY, SESSION_KEY, profile_summary_line
 from graphmode.tracer.schema import TABLES
 from graphmode.tracer.store import Trace
@@ -30,7 +31,7 @@ _OWN_SECTION = ("callback_errors", "notes", SESSION_KEY, LEGACY_KEY)
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(text.split())  # one line: newlines and tabs in a value would only add lines
-    return text if len(text) <= MAX_VALUE_CHARS else f"{text[:MAX_VALUE_CHARS]}… ({len(text):,} chars)"
+    return cell(text, MAX_VALUE_CHARS) + (f" ({len(text):,} chars)" if len(text) > MAX_VALUE_CHARS else "")
 
 
 def _listed(console: Console, title: str, style: str, items: list[str]) -> None:
@@ -45,7 +46,7 @@ def _listed(console: Console, title: str, style: str, items: list[str]) -> None:
 
 def print_info(trace: Trace, console: Console | None = None) -> None:
     console = console or Console()
-    meta = Table(title=Text(str(trace.path)), show_header=False, title_justify="left")
+    meta = Table(title=Text(printable(str(trace.path))), show_header=False, title_justify="left")
     meta.add_column("key", style="bold")
     meta.add_column("value")
     keys = [k for k in sorted(trace.meta) if k not in _OWN_SECTION]

@@ -10,14 +10,78 @@ found: a report never fails over a name.
 `short_name` is the demangled name without its return type and parameter list, with namespaces
 dropped inside template arguments and deep template arguments elided when it is still long: what
 fits in a table cell or a terminal column. Pages show it and give the full name on hover.
+
+Every string from a trace or a file name that a report prints goes through here: `printable` writes
+out what a terminal would act on (ESC, NUL, the other control characters, a file name's undecodable
+bytes), `shorten` keeps the start and the end of a long name around a '…' (a 10,000-character kernel
+name filled 85 lines of the report), and `cell` does both for a table cell. `full_names()` turns
+the shortening off for a report (`graphmode report --full-names`): names are then whole, still printable.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 
 import cxxfilt
+
+NAME_WIDTH = 60  # characters of a name in a terminal table cell
+_FULL_NAMES: ContextVar[bool] = ContextVar("graphmode_full_names", default=False)
+
+
+# What a terminal acts on instead of showing: C0 and C1 control characters (ESC opens an escape sequence that
+# can recolour, move the cursor, retitle the window; NUL, BEL, backspace, CR), the bidirectional overrides and
+# isolates that reorder the text after them ("Trojan Source", CVE-2021-42574), and lone surrogates: Python's
+# stand-ins for the bytes of a file name that are not UTF-8 (os.fsdecode), which cannot even be encoded.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = m.group()
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    if 0xDC80 <= code <= 0xDCFF:  # the byte os.fsdecode could not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on written out as an escape (ESC as \\x1b, NUL as
+    \\x00, a newline as \\n, U+202E as \\u202e, a file name's undecodable byte 0xff as \\xff): what
+    the reports show of any string from a trace or a file name."""
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: its start and its end around a '…' (the start of a name says what
+    it is, the end which one: a template's last arguments, a file's line)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 1, 0)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head):]
+
+
+@contextmanager
+def full_names(on: bool = True) -> Iterator[None]:
+    """Within the block, `cell` and `short_name` give names whole (printable still): `report --full-names`."""
+    token = _FULL_NAMES.set(on)
+    try:
+        yield
+    finally:
+        _FULL_NAMES.reset(token)
+
+
+def cell(text: str, limit: int = NAME_WIDTH) -> str:
+    """A string from a trace (a graph label, an NVTX range, a file, function or host name) as a terminal table
+    cell shows it: printable, and at most `limit` characters unless full names were asked for."""
+    text = printable(text)
+    return text if _FULL_NAMES.get() else shorten(text, limit)
 
 
 @lru_cache(maxsize=65536)
@@ -87,15 +151,22 @@ def _elide_templates(text: str, keep_depth: int) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=65536)
 def short_name(name: str, limit: int = 100) -> str:
-    """A readable kernel name of at most about `limit` characters (see the module docstring)."""
+    """A readable, printable kernel name of at most `limit` characters (see the module docstring); under
+    `full_names()` the whole demangled name."""
+    if _FULL_NAMES.get():
+        return printable(demangle(name))
+    return _short_name(name, limit)
+
+
+@lru_cache(maxsize=65536)
+def _short_name(name: str, limit: int) -> str:
     full = demangle(name)
     if full == name:
-        return name if len(name) <= limit else name[: limit - 1] + "…"
+        return shorten(printable(name), limit)
     text = _unqualify_arguments(_strip_return_and_params(full))
     for depth in (3, 2):
         if len(text) <= limit:
             break
         text = _elide_templates(text, depth)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(printable(text), limit)

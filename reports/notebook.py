@@ -6,10 +6,12 @@ import html
 import io
 
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.tracer.store import Trace
 
 
-def analysis_html(analysis: TraceAnalysis, height: int = 900) -> str:
-    """The terminal report as HTML, then the full interactive page in a sandboxed iframe."""
+def analysis_html(analysis: TraceAnalysis, height: int = 900, trace: Trace | None = None) -> str:
+    """The terminal report as HTML, then the full interactive page in a sandboxed iframe (drawn from `trace`
+    when given, the trace of the analysis already open, else from the file at `analysis.path`)."""
     from rich.console import Console
 
     from graphmode.reports.terminal import print_report
@@ -22,8 +24,11 @@ def analysis_html(analysis: TraceAnalysis, height: int = 900) -> str:
     try:
         from graphmode.reports.html import render_html
 
-        with load(analysis.path) as trace:
-            page, _ = render_html(trace)  # (page, the window it shows)
+        if trace is not None:
+            page, _ = render_html(trace, analysis=analysis)  # (page, the window it shows)
+        else:
+            with load(analysis.path) as opened:
+                page, _ = render_html(opened, analysis=analysis)
     except Exception as e:  # the report alone is still worth showing
         page = f"<p>timeline unavailable: {html.escape(str(e))}</p>"
     frame = f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:{height}px;border:0" sandbox="allow-scripts"></iframe>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphmode.tracer.schema import TABLES
-from graphmode.tracer.store import Trace
+from graphmode.tracer.store import Trace, duckdb_path
 
 output_file_extension = "parquet"
 
@@ -15,9 +15,9 @@ def export_parquet(trace: Trace, out_dir: Path) -> list[Path]:
     exist, nothing else is created); returns the files."""
     out_dir.mkdir(exist_ok=True)
     written = []
-    for table in TABLES:
-        path = out_dir / f"{table}.parquet"
-        quoted = str(path).replace("'", "''")  # COPY takes a string literal, not a parameter
-        trace.connection.execute(f"COPY (SELECT * FROM {table}) TO '{quoted}' (FORMAT parquet)")
-        written.append(path)
+    with duckdb_path(out_dir) as folder:  # a folder whose name is not UTF-8 is written through a link
+        for table in TABLES:
+            quoted = str(folder / f"{table}.parquet").replace("'", "''")  # COPY takes a string literal, not a parameter
+            trace.connection.execute(f"COPY (SELECT * FROM {table}) TO '{quoted}' (FORMAT parquet)")
+            written.append(out_dir / f"{table}.parquet")
     return written

@@ -21,7 +21,6 @@ track's description).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.reports.names import printable
+from graphmode.reports.output import open_output
 from graphmode.tracer.store import Trace
 
 output_file_extension = "pftrace"
@@ -110,6 +111,7 @@ class _Writer:
         self.tracks: dict[tuple[str, int], int] = {}  # (source key, sub-track) -> track uuid
         self.slices = 0
         self.flows = 0
+        self.bytes = 0  # written so far (a FIFO or a device has no size to stat afterwards)
 
     def packet(self) -> Any:
         if len(self.chunk.packet) >= PACKETS_PER_WRITE:
@@ -127,7 +129,9 @@ class _Writer:
     def flush(self) -> None:
         """A serialized Trace is its packets (field 1) back to back: chunks concatenate into one Trace."""
         if len(self.chunk.packet):
-            self.f.write(self.chunk.SerializeToString())
+            data = self.chunk.SerializeToString()
+            self.f.write(data)
+            self.bytes += len(data)
             self.chunk = self.pb.Trace()
 
     def _iid(self, table: dict[str, int], text: str, packet: Any, field: str) -> int:
@@ -261,7 +265,8 @@ def _emit(w: _Writer, rows: Iterator[tuple[Any, ...]], t0: int,
 
 
 def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
-    """Writes the trace as a Perfetto protobuf trace; the file appears only when complete."""
+    """Writes the trace as a Perfetto protobuf trace; the file appears only when complete
+    (reports.output: a FIFO or a device is written as a stream)."""
     con = trace.connection
     (t0,) = con.execute("""SELECT coalesce(min(t), 0) FROM (
         SELECT min(start_ns) AS t FROM passes UNION ALL SELECT min(start_ns) FROM api_calls
@@ -271,13 +276,12 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
     devices = [int(d) for (d,) in con.execute("SELECT DISTINCT device_id FROM gpu_spans ORDER BY 1").fetchall()]
     gpu_name = str(trace.meta.get("gpu_name", "") or "")
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
-    partial = out.with_name(out.name + ".partial")
     try:
         con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
-        with open(partial, "wb") as f:
+        with open_output(out, binary=True) as f:
             w = _Writer(f)
             w.process(HOST_UUID, int(host_pid) if 0 < int(host_pid) < 0x7FFF_0000 else 1, f"host process {host_pid}", 0,
-                      f"graphmode trace {trace.path.name}; times in ns from CUPTI clock {t0}")
+                      f"graphmode trace {printable(trace.path.name)}; times in ns from CUPTI clock {t0}")
             for i, dev in enumerate(devices):
                 # a pid of its own per GPU, clear of real ones
                 w.process(GPU_UUID_BASE + i, 0x7FFF_0000 + (dev & 0xFFFF), f"GPU {dev}" + (f" ({gpu_name})" if gpu_name else ""), 1 + i)
@@ -288,13 +292,10 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
             _emit(w, _gpu_rows(con, links), t0,
                   lambda k: (gpu_uuid[k[0]], f"stream {k[1]}" + (" · graph launches" if k[2] else "")))
             w.flush()
-        os.replace(partial, out)
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
-        if partial.exists():
-            partial.unlink()
     note = ("; ".join(trace.notes) + ": not in the export") if trace.notes else ""
-    return PerfettoExport(out, w.slices, w.flows, out.stat().st_size, note)
+    return PerfettoExport(out, w.slices, w.flows, w.bytes, note)
 
 
 def _api_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:

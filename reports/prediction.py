@@ -9,6 +9,7 @@ from rich.text import Text
 
 from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
+from graphmode.reports.names import cell, printable
 
 
 def _ns(ns: float | None) -> str:
@@ -49,7 +50,7 @@ def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple
     t = Table(title=title, title_justify="left")
     t.add_column("", style="bold")
     for r in regions:
-        t.add_column(Text(r.label), justify="right")
+        t.add_column(Text(cell(r.label)), justify="right")
     for name, cells in rows:
         t.add_row(name, *cells)
     return t
@@ -102,20 +103,20 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
     if not p.regions:  # nothing predicted: say why
         console.print("[bold]Prediction: no region to predict[/bold]")
         for n in p.notes:
-            console.print(f"  note: {escape(n)}")
+            console.print(f"  note: {escape(printable(n))}")
         return
     title = "Prediction: what a CUDA graph would cost and save"
     if p.model_gpu:
         title += f" (cost model: {p.model_gpu}, driver {p.model_driver})"
-    console.print(f"[bold]{escape(title)}[/bold]")
+    console.print(f"[bold]{escape(printable(title))}[/bold]")
     if p.model_note:
         colour = "yellow" if p.model_match in ("other_gpu", "none") else "default"
-        console.print(f"  [{colour}]{escape(p.model_note)}[/{colour}]")
+        console.print(f"  [{colour}]{escape(printable(p.model_note))}[/{colour}]")
     to_graph = [r for r in p.regions if r.direction == "to_graph"]
     if to_graph:
         console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, to_graph_rows(to_graph)))
         for r in to_graph:
-            console.print(f"  {escape(r.label)}: {escape(graph_line(r))} ({escape(r.basis)})")
+            console.print(f"  {escape(cell(r.label))}: {escape(graph_line(r))} ({escape(printable(r.basis))})")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
         console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager,
@@ -124,13 +125,13 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
         for b in r.breakers:
             where = f" at {b.where}" if b.where else ""
             what = f"{b.api} " if b.api else ""
-            console.print(f"[bold yellow]would break the capture:[/bold yellow] {escape(r.label)}: {escape(what)}({b.kind}, "
-                          f"{b.calls:,} over {r.iterations:,} iterations){escape(where)}")
-            console.print(f"  what to do: {escape(b.advice)}")
+            console.print(f"[bold yellow]would break the capture:[/bold yellow] {escape(cell(r.label))}: {escape(printable(what))}"
+                          f"({b.kind}, {b.calls:,} over {r.iterations:,} iterations){escape(printable(where))}")
+            console.print(f"  what to do: {escape(printable(b.advice))}")
         for n in r.notes:
-            console.print(f"  note ({escape(r.label)}): {escape(n)}")
+            console.print(f"  note ({escape(cell(r.label))}): {escape(printable(n))}")
     for n in p.notes:
-        console.print(f"  note: {escape(n)}")
+        console.print(f"  note: {escape(printable(n))}")
 
 
 def print_cost_model(console: Console, m: CostModel) -> None:

@@ -19,6 +19,7 @@ from rich.text import Text
 from graphmode.analyzers import to_dict
 from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
+from graphmode.reports.names import cell, full_names, printable
 from graphmode.reports.terminal import human_ns, short_source
 
 RANKS_SCHEMA_VERSION = 1
@@ -51,7 +52,7 @@ def headline(a: RankSetAnalysis) -> str:
         text += f" of {a.world_size}"
     text += f" on {hosts} host{'s' if hosts != 1 else ''}."
     for g in a.graphs_across[:3]:
-        where = f" ({short_source(g.site)})" if g.site else ""
+        where = f" ({cell(short_source(g.site))})" if g.site else ""
         part = f" {g.key}{where}: one-time {_spread(g.one_time)}"
         if g.saved_per_replay is not None:
             part += f", saves {_spread(g.saved_per_replay)} per replay"
@@ -84,7 +85,7 @@ def _ranks_table(a: RankSetAnalysis) -> Table:
         w = waits.get(i.rank)
         gpu = (str(i.gpu_index) if i.gpu_index is not None else "?") + (f" {i.gpu_name}" if len(names) > 1 else "")
         rank = str(i.rank) + (" *" if i.numbered_by_order else "") + ("" if i.status == "complete" else f" ({i.status})")
-        t.add_row(rank, Text(i.host), Text(gpu), f"{s.graphs_built} ({s.graphs_replayed} replayed)", f"{s.replays:,}",
+        t.add_row(rank, Text(cell(i.host)), Text(cell(gpu)), f"{s.graphs_built} ({s.graphs_replayed} replayed)", f"{s.replays:,}",
                   human_ns(s.one_time_ns), f"{human_ns(s.saved_ns)} ({human_ns(s.net_ns)})", f"{s.collective_calls:,}",
                   f"{human_ns(w.wait_total_ns)} ({human_ns(w.wait.median if w.wait else None)})" if w else "—",
                   f"{w.last_arrivals:,}" if w else "—")
@@ -99,7 +100,7 @@ def _graphs_table(a: RankSetAnalysis) -> Table:
         be = _spread(g.break_even, _count)
         if g.never_pays_back_ranks:
             be += f"; never on rank(s) {', '.join(map(str, g.never_pays_back_ranks))}"
-        t.add_row(g.key, Text(short_source(g.site)), str(g.ranks), _spread(g.replays, _count), _spread(g.one_time),
+        t.add_row(g.key, Text(cell(short_source(g.site))), str(g.ranks), _spread(g.replays, _count), _spread(g.one_time),
                   _spread(g.saved_per_replay), be, _spread(g.replay), str(g.collectives))
     return t
 
@@ -114,23 +115,30 @@ def _collectives_table(a: RankSetAnalysis) -> Table:
         title = parse_nccl_kernel(c.kernel).title
         where = f"in {c.graph_key}" if c.where == "graph" else "eager"
         calls = _spread(c.calls, _count) if c.calls is not None else (f"{c.in_topology} node(s), not timed" if c.in_topology else "—")
-        t.add_row(Text(title), where, str(c.ranks), calls, str(c.channels) if c.channels else "—", _stat(c.duration),
+        t.add_row(Text(cell(title)), where, str(c.ranks), calls, str(c.channels) if c.channels else "—", _stat(c.duration),
                   _stat(c.wait), _stat(c.end_skew), "unknown" if c.size_bytes is None else f"{c.size_bytes:,} B")
     t.caption = "wait: latest start over the ranks minus this rank's start; end skew: latest minus earliest end of one call, aligned"
     return t
 
 
-def print_ranks_report(a: RankSetAnalysis, console: Console | None = None) -> RankSetAnalysis:
+def print_ranks_report(a: RankSetAnalysis, console: Console | None = None, whole_names: bool = False) -> RankSetAnalysis:
+    """The job's report; names in tables shortened (reports.names) unless `whole_names` (`report --full-names`)."""
     console = console or Console()
-    console.print(Text(f"{a.source}  ranks: {len(a.ranks)}", style="bold"))
-    console.print(Text(headline(a), style="bold green"))
+    with full_names(whole_names):
+        _print_ranks_report(a, console)
+    return a
+
+
+def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
+    console.print(Text(printable(f"{a.source}  ranks: {len(a.ranks)}"), style="bold"))
+    console.print(Text(printable(headline(a)), style="bold green"))
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(w)}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
     if a.hang_risks:
         console.print("[bold red]Hang risks[/bold red]")
         for h in a.hang_risks:
-            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(h.evidence)}")
-            console.print(f"  what to do: {escape(h.advice)}")
+            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(printable(h.evidence))}")
+            console.print(f"  what to do: {escape(printable(h.advice))}")
     console.print(_ranks_table(a))
     if a.graphs_across:
         console.print(_graphs_table(a))
@@ -141,10 +149,10 @@ def print_ranks_report(a: RankSetAnalysis, console: Console | None = None) -> Ra
         console.print(Text("Collectives, waits, clocks and timelines: each rank's detail run; graph figures: its per-graph "
                            "results, timed by its measuring run."))
     al = a.alignment
-    console.print(Text(f"Clocks ({al.method}): {al.note}."))
+    console.print(Text(printable(f"Clocks ({al.method}): {al.note}.")))
     moved = [o for o in al.offsets if o.offset_ns]
     if moved:
-        console.print(Text("  offsets: " + ", ".join(f"{o.host} {human_ns(o.offset_ns)}" for o in
+        console.print(Text("  offsets: " + ", ".join(f"{cell(o.host)} {human_ns(o.offset_ns)}" for o in
                                                       {o.host: o for o in moved}.values())))
     if al.residual is not None:
         console.print(Text(f"  residual skew over {al.anchors:,} collectives run by every rank: median "
@@ -152,12 +160,11 @@ def print_ranks_report(a: RankSetAnalysis, console: Console | None = None) -> Ra
     if al.clock_check_ns is not None:
         console.print(Text(f"  CUPTI clock vs CLOCK_REALTIME when tracing started: within {human_ns(al.clock_check_ns)} on every rank"))
     if a.straggler is not None:
-        console.print(Text(f"Straggler: {a.straggler.evidence}."))
+        console.print(Text(printable(f"Straggler: {a.straggler.evidence}.")))
     if a.cannot_compute:
         console.print("[bold]Not computed for these traces:[/bold]")
         for s in a.cannot_compute:
-            console.print(Text(f"  - {s}"))
-    return a
+            console.print(Text(printable(f"  - {s}")))
 
 
 def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:

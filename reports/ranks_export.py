@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.output import open_output
 from graphmode.reports.perfetto import nesting_tracks
 from graphmode.tracer.schema import TABLES
 from graphmode.tracer.store import load
@@ -118,7 +119,7 @@ def export_ranks_perfetto(a: RankSetAnalysis, out: Path) -> int:
             mem.close()
         count = len(meta_events)
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as w:
+        with open_output(out) as w:
             w.write('{"displayTimeUnit":"ns","otherData":')
             w.write(json.dumps({"source": "graphmode", "ranks": len(a.ranks), "time_origin_ns": t0,
                                 "alignment": a.alignment.method, "note": a.alignment.note}))

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, StepResult, TraceAnalysis
+from graphmode.reports.names import cell
 
 
 def _ns(ns: float | None) -> str:
@@ -56,14 +57,15 @@ def _step_rows(t: Table, s: StepResult, by_id: dict[int, GraphResult]) -> None:
 
 
 def sites(a: TraceAnalysis) -> list[str]:
-    """'graphs 1, 4: captured at train.py:54' lines, one per line of code that made graphs."""
+    """'graphs 1, 4: captured at train.py:54' lines, one per line of code that made graphs (the file name printable
+    and shortened, reports.names.cell)."""
     by_site: dict[str, list[int]] = {}
     for g in a.graphs:
         if g.site:
             loc = g.site.split(" ")[0]
             file, _, line = loc.rpartition(":")
             how = "captured" if g.origin == "capture" else "built"
-            by_site.setdefault(f"{how} at {PurePath(file).name}:{line}", []).append(g.graph_id)
+            by_site.setdefault(f"{how} at {cell(f'{PurePath(file).name}:{line}')}", []).append(g.graph_id)
     return [f"graph{'s' if len(ids) > 1 else ''} {', '.join(str(i) for i in ids)}: {where}" for where, ids in by_site.items()]
 
 

@@ -15,7 +15,7 @@ from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import all_graphs_sentence, graph_headline, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
-from graphmode.reports.names import short_name
+from graphmode.reports.names import cell, full_names, printable, short_name
 from graphmode.reports.prediction import print_prediction
 from graphmode.tracer.store import Trace
 
@@ -81,7 +81,7 @@ def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]
     t = Table(title=title, title_justify="left")
     t.add_column("", style="bold")
     for c in columns:
-        t.add_column(escape(c), justify="right")
+        t.add_column(escape(cell(c)), justify="right")
     for name, cells in rows:
         t.add_row(name, *cells)
     return t
@@ -122,7 +122,7 @@ def _source_table(lines: tuple[SourceLine, ...], traced_detail: str | None) -> T
         names = ", ".join(short_name(k, 60) for k in s.kernels[:2]) + (f" +{s.distinct_kernels - 2} more" if s.distinct_kernels > 2 else "")
         what = f"graph {s.graph_id} nodes" if s.kind == "graph node" else "eager launches"
         unit = "node" if s.kind == "graph node" else "launch"
-        t.add_row(Text(short_source(s.source)), what, Text(names), f"{s.count:,} {unit}{'s' if s.count != 1 else ''}",
+        t.add_row(Text(cell(short_source(s.source))), what, Text(names), f"{s.count:,} {unit}{'s' if s.count != 1 else ''}",
                   human_ns(s.gpu_median_ns), human_ns(s.gpu_total_ns))
     if traced_detail == "graph" and any(s.kind == "graph node" and s.gpu_spans == 0 for s in shown):
         t.caption = "graph-detail trace: a replay is one span, so graph nodes are counted, not timed (record with --detail node)"
@@ -134,23 +134,32 @@ VERDICT_STYLE = {"pays_back": "bold green", "not_yet": "bold yellow", "never": "
 
 
 def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None,
-                 detail: bool = True) -> TraceAnalysis:
+                 detail: bool = True, whole_names: bool = False) -> TraceAnalysis:
     """Prints the report (headline, then per graph, per mode); returns the analysis it printed. `detail=False`: the
     headline, warnings, the steps-and-graphs summary (reports.summary_text) and, for an eager-only run, its
-    prediction; the rest is one option away."""
+    prediction; the rest is one option away. Names in tables are shortened to reports.names.NAME_WIDTH
+    characters unless `whole_names` (`report --full-names`)."""
     console = console or Console()
     a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
-    # Strings from the trace (paths, names, reasons) are escaped: rich must not read them as markup.
-    console.print(f"[bold]{escape(a.path)}[/bold]  workload: {escape(a.workload or '?')}  status: {escape(a.status)}")
+    with full_names(whole_names):
+        _print_report(a, console, detail)
+    return a
+
+
+def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
+    # Strings from the trace (paths, names, reasons) are printable (reports.names: no control character reaches
+    # the terminal) and escaped: rich must not read them as markup.
+    console.print(f"[bold]{escape(printable(a.path))}[/bold]  workload: {escape(printable(a.workload or '?'))}  "
+                  f"status: {escape(printable(a.status))}")
     style = VERDICT_STYLE.get(a.headline.verdict, "bold") if a.headline is not None else "bold green"
-    console.print(f"[{style}]{escape(headline(a))}[/{style}]")
+    console.print(f"[{style}]{escape(printable(headline(a)))}[/{style}]")
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(w)}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
     if not detail:
         from graphmode.reports.summary_text import print_summary
 
         for p in a.pitfalls:
-            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(p.title)}")
+            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(p.title))}")
         print_summary(console, a)
         if not a.graphs and a.break_even:
             print_graph_mode_summary(console, a)
@@ -158,7 +167,7 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
             print_prediction(console, a.prediction)
         console.print("More (per-graph notes, one-time cost parts, per iteration, kernels, lines, coverage, CPU profile, "
                       "prediction): graphmode report --detail")
-        return a
+        return
     print_pitfalls(console, a.pitfalls)
 
     print_graph_table(console, a)
@@ -166,9 +175,8 @@ def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | No
         print_graph_mode_summary(console, a)
         for b in a.break_even:
             if b.never:
-                console.print(escape(f"  vs {b.baseline}: never — {b.reason}"))
+                console.print(escape(printable(f"  vs {b.baseline}: never — {b.reason}")))
     _print_detail(console, a)
-    return a
 
 
 def print_graph_mode_summary(console: Console, a: TraceAnalysis) -> None:
@@ -210,8 +218,9 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
     for p in a.critical_paths:
         delivered = f"{100 * p.parallelism_delivered:.0f}%" if p.parallelism_delivered is not None else "—"
         console.print(escape(
-            f"Graph {p.graph_id} {p.label}: {p.nodes} nodes, {p.edges} edges; serial {human_ns(p.serial_ns)}, critical path "
-            f"{human_ns(p.critical_path_ns)} ({' → '.join(p.path_names[:8])}{' …' if len(p.path_names) > 8 else ''}), "
+            f"Graph {p.graph_id} {cell(p.label)}: {p.nodes} nodes, {p.edges} edges; serial {human_ns(p.serial_ns)}, critical path "
+            f"{human_ns(p.critical_path_ns)} ({' → '.join(short_name(n, 40) for n in p.path_names[:8])}"
+            f"{' …' if len(p.path_names) > 8 else ''}), "
             f"measured replay span {_stat(p.measured_span)}; parallelism delivered {delivered}"
             + ("" if p.has_parallel_branches else " (no parallel branches)")
         ))
@@ -264,4 +273,4 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")
         for s in a.cannot_compute:
-            console.print(f"  - {escape(s)}")
+            console.print(f"  - {escape(printable(s))}")

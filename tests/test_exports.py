@@ -183,3 +183,67 @@ def test_perfetto_real_fixture(tmp_path: Path, fixture: Path) -> None:
     api_tracks = {u for u, t in parsed.tracks.items() if t["parent"] == 1 and " API" in t["name"]}
     assert sum(1 for s in parsed.slices if s["track"] in api_tracks) == api_calls
     assert result.flows == linked == sum(1 for s in parsed.slices if s["terminating"])
+
+
+def test_export_onto_a_fifo_writes_into_it_and_keeps_it_a_fifo(tmp_path: Path) -> None:
+    """`export -o FIFO` must stream into the FIFO: renaming a finished file onto it (as a regular file's export
+    is written) would replace the FIFO with a regular file and leave its reader waiting."""
+    import os
+    import stat
+
+    from fifo_reader import FifoReader
+
+    trace = ROOT / "tests" / "data" / "dag-graph.gmtrace"
+    fifo = tmp_path / "out.pftrace"
+    reader = FifoReader(fifo)
+    result = CliRunner().invoke(app, ["export", str(trace), "-f", "perfetto", "-o", str(fifo)])
+    data = reader.wait()
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.pftrace"]  # no .partial left beside it
+    copy = tmp_path / "read.pftrace"
+    copy.write_bytes(data)
+    parsed = read_perfetto(copy)
+    with load(trace) as t:
+        spans = t.count("gpu_spans") + t.count("api_calls")
+    assert parsed.problems == [] and len(parsed.slices) >= spans > 0
+    assert f"written to {fifo} ({len(data) / 1e6:.1f} MB)" in " ".join(result.output.split())
+
+
+def test_export_onto_a_device_node_writes_into_it(tmp_path: Path) -> None:
+    """A character device (a null device made here, as /dev/null is: major 1, minor 3) stays a device."""
+    import os
+    import stat
+
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD)")
+    trace = ROOT / "tests" / "data" / "dag-graph.gmtrace"
+    for args in (["export", str(trace), "-f", "perfetto"], ["report", str(trace)], ["report", str(trace), "--json"]):
+        result = CliRunner().invoke(app, [*args, "-o", str(null)])
+        assert result.exit_code == 0, (args, result.output)
+        assert stat.S_ISCHR(os.stat(null).st_mode), f"{args}: the device node was replaced by a regular file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+def test_an_export_that_fails_leaves_no_file_and_a_regular_file_is_replaced_whole(tmp_path: Path) -> None:
+    from graphmode.reports.output import open_output
+
+    out = tmp_path / "report.txt"
+    out.write_text("the old report\n")
+    out.chmod(0o640)
+    with pytest.raises(RuntimeError):
+        with open_output(out) as f:
+            f.write("half of a new one")
+            raise RuntimeError("interrupted")
+    assert out.read_text() == "the old report\n" and sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]
+    with open_output(out) as f:
+        f.write("the new report\n")
+    assert out.read_text() == "the new report\n" and (out.stat().st_mode & 0o777) == 0o640
+    link = tmp_path / "latest.txt"
+    link.symlink_to(out)
+    with open_output(link) as f:
+        f.write("through the link\n")
+    assert link.is_symlink() and out.read_text() == "through the link\n"

@@ -1,4 +1,5 @@
-"""A full disk while writing a trace, on a tiny tmpfs (needs root and mount; skipped with the reason otherwise).
+"""A full disk while writing a trace, on a tiny tmpfs (needs root and mount; skipped with the reason otherwise),
+and stdout redirected to a full disk (/dev/full).
 
 SYNTHETIC rows written through TraceWriter, as the tracer writes them after a run: the writer must
 refuse to start where there is no room, and when the disk fills up mid-way, carry on in the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,3 +128,70 @@ def test_adding_a_run_to_a_trace_that_was_never_written_is_refused(tmp_path: Pat
     with pytest.raises(StorageError, match="no trace to add a run to"):
         TraceWriter(tmp_path / "none.gmtrace", append=True)
     assert not (tmp_path / "none.gmtrace").exists()
+
+
+# ---- stdout on a full disk: /dev/full takes no byte (ENOSPC), as a redirect to a full disk does ----------
+
+FULL = Path("/dev/full")
+DATA = Path(__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parents[1]
+needs_dev_full = pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this system")
+
+
+@needs_dev_full
+@pytest.mark.parametrize("args", [
+    ["report", "dag-graph.gmtrace"],
+    ["report", "dag-graph.gmtrace", "--json"],
+    ["info", "dag-graph.gmtrace"],
+    ["report", "ranks/ddp_graph"],  # a rank set's report is printed by another path (graphmode.ranks_cli)
+], ids=["report", "report-json", "info", "ranks-report"])
+def test_stdout_on_a_full_disk_is_one_line_naming_stdout(args: list[str]) -> None:
+    """`graphmode report X > /dev/full` said 'cannot write the report to None' (report) or gave a traceback (info)."""
+    cmd = [sys.executable, "-m", "graphmode", args[0], str(DATA / args[1]), *args[2:]]
+    with open(FULL, "w") as full:
+        proc = subprocess.run(cmd, cwd=REPO, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("graphmode: cannot write to stdout: No space left on device (ENOSPC); free space")
+    assert "None" not in lines[0] and "Exception ignored" not in proc.stderr
+
+
+def test_stdout_closed_is_one_line_naming_stdout() -> None:
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(DATA / "dag-graph.gmtrace")], cwd=REPO,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 1 and proc.stderr.strip() == (
+        "graphmode: cannot write to stdout: it is closed (EBADF); send stdout somewhere writable (or write to a file with -o FILE)")
+
+
+@needs_dev_full
+def test_stdout_on_a_full_disk_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command's own function, called in this process with sys.stdout on /dev/full."""
+    import typer
+
+    from graphmode.cli import info
+
+    full = open(FULL, "w")
+    monkeypatch.setattr(sys, "stdout", full)
+    try:
+        with pytest.raises(typer.Exit) as e:
+            info(DATA / "dag-graph.gmtrace")
+    finally:
+        full.close()
+    assert e.value.exit_code == 1
+    assert capsys.readouterr().err.strip() == ("graphmode: cannot write to stdout: No space left on device (ENOSPC); "
+                                              "free space where stdout goes, or send it elsewhere")
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`graphmode report X | head -1`: the reader has what it wanted; no message, no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "graphmode", "report", str(DATA / "dag-graph.gmtrace")], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1 and b"dag-graph.gmtrace" in first
+    assert err == "", err

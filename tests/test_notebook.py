@@ -46,3 +46,18 @@ def test_inline_page_draws_in_its_sandboxed_frame(tmp_path: Path) -> None:
             browser.pump(0.2)
         assert state is not None and state[0] >= 3 and state[1] > 0, state
         assert browser.errors == []
+
+
+def test_a_loaded_trace_renders_inline_as_the_handle_does() -> None:
+    """`graphmode.load(...)` in a notebook cell showed `Trace(...)`; it now shows what the handle shows."""
+    import graphmode
+
+    with graphmode.load(DATA / "chain-node.gmtrace") as trace:
+        page = trace._repr_html_()
+        text = repr(trace)
+    assert page == TraceHandle(DATA / "chain-node.gmtrace")._repr_html_()  # one renderer: reports.notebook
+    assert "pays back after" in page and 'sandbox="allow-scripts"' in page and "timeline unavailable" not in page
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith(f"Trace({str(DATA / 'chain-node.gmtrace')!r}, workload='chain', status='complete', passes=")
+    after = trace._repr_html_()  # closed: says so instead of raising inside the notebook
+    assert "closed" in repr(trace) and "reopen it with graphmode.load" in after and "<iframe" not in after

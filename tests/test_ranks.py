@@ -205,6 +205,28 @@ def test_one_job_only(tmp_path: Path) -> None:
         analyze_ranks([*a, *c])
 
 
+def test_traces_that_are_not_one_jobs_ranks_are_refused_saying_what_differs(tmp_path: Path) -> None:
+    import duckdb
+
+    mixed = job(tmp_path / "mixed", [RankPlan(0, 2), RankPlan(1, 2, with_rank_meta=False)])
+    with pytest.raises(RankSetError, match=r"train.rank1.gmtrace carries no rank \(recorded outside a launcher\) but "
+                                           r"train.rank0.gmtrace is rank 0 of a 2-process job: they are not the ranks of one job"):
+        analyze_ranks(mixed)
+    launched = job(tmp_path / "launched", [RankPlan(0, 2), RankPlan(1, 2)])
+    with duckdb.connect(str(launched[1])) as con:  # rank 1 says Slurm started it
+        (rank,) = con.execute("SELECT value FROM meta WHERE key = 'rank'").fetchone()
+        con.execute("UPDATE meta SET value = ? WHERE key = 'rank'", [json.dumps({**json.loads(rank), "launcher": "Slurm"})])
+    with pytest.raises(RankSetError, match=r"traces of different jobs: launcher torchrun \(.*train.rank0.gmtrace\) and Slurm"):
+        analyze_ranks(launched)
+    other = job(tmp_path / "other", [RankPlan(1, 2)], stem="eval")
+    with duckdb.connect(str(other[0])) as con:  # rank 1 of a job of another script
+        con.execute("UPDATE meta SET value = ? WHERE key = 'script'", [json.dumps({"path": "eval.py", "argv": ["eval.py"]})])
+    with pytest.raises(RankSetError, match=r"these 2 traces are not the ranks of one job: they ran 2 different programs, "
+                                           r"train.py \(train.rank0.gmtrace\), eval.py \(eval.rank1.gmtrace\); "
+                                           r"pass the traces of one job, or one trace file at a time"):
+        analyze_ranks([mixed[0], other[0]])
+
+
 def test_missing_ranks_and_traces_without_rank_metadata(tmp_path: Path) -> None:
     a = analyze_ranks(job(tmp_path / "a", [RankPlan(0, 4), RankPlan(2, 4)]))
     assert a.missing_ranks == (1, 3) and any("ranks 1, 3 of 4 have no trace" in w for w in a.warnings)

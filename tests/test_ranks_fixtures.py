@@ -66,3 +66,32 @@ def test_the_page_of_a_real_job_stacks_the_ranks_and_aligns_one_replay() -> None
     lanes = json.dumps(replay["layout"])
     assert all(f"rank {r}" in lanes for r in (0, 1))
     assert a.straggler is not None and f"rank {a.straggler.rank}" in page
+
+
+def test_a_folder_of_unrelated_programs_is_not_reported_as_the_ranks_of_one_job() -> None:
+    """`graphmode report tests/data/scripts` merged 11 recordings of 8 programs as '11 ranks', with min / median /
+    max across them. They carry no rank and ran different programs: refused in one line saying so."""
+    import os
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from graphmode.cli import app
+
+    scripts = DATA / "scripts"
+    for command in (["report"], ["report", "--json"], ["view"], ["export", "-f", "perfetto"]):
+        result = CliRunner().invoke(app, [command[0], str(scripts), *command[1:]])
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, (command, result.output)
+        assert "these 11 traces are not the ranks of one job: they ran 8 different programs, broken_capture.py " \
+               "(broken_capture.gmtrace), cuda_python_capture.py (cuda_python_capture.gmtrace, cuda_python_eager_only.gmtrace, …)" \
+               in result.output and "pass the traces of one job, or one trace file at a time" in result.output
+    assert not list(scripts.glob("*.ranks*"))  # nothing written
+    # ranks of two different jobs (each of world size 2, launched by torchrun): different programs
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(RANKS / "ddp_graph" / "ddp.rank0.gmtrace"),
+                           str(RANKS / "allreduce_graph" / "ar.rank1.gmtrace")], cwd=DATA.parent.parent, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(DATA.parent.parent)})
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("graphmode: these 2 traces are not the ranks of one job: they ran 2 different programs, "
+                                   "ranks_ddp_graph.py (ddp.rank0.gmtrace), ranks_allreduce_graph.py (ar.rank1.gmtrace); "
+                                   "pass the traces of one job, or one trace file at a time")

@@ -242,7 +242,10 @@ def test_hostile_strings_print_verbatim(tmp_path: Path) -> None:
         code, output, _ = _run(command, trace, tmp_path)
         assert code == 0, output
         flat = "".join(output.split())
-        assert "".join(HOSTILE.split()) in flat, (command, output)
+        # markup is not read, and the right-to-left override (which would reorder what follows it on screen) is
+        # written out as an escape (reports.names.printable)
+        assert "".join(HOSTILE.replace("\u202e", "\\u202e").split()) in flat, (command, output)
+        assert "\u202e" not in output
         assert "".join("expected [batch, seq] got [seq]".split()) in flat
     (tmp_path / "p").mkdir()
     path_case = CASES["hostile-path"](tmp_path / "p")
@@ -320,15 +323,30 @@ def test_missing_output_folders_are_named_not_created(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "value", "words"), [
     ("--window", "0:inf", "must be finite"), ("--window", "nan:5", "must be finite"), ("--window", "-inf:3", "must be finite"),
-    ("--window", "5", "wants START:END"), ("--window", "1:2:3", "wants START:END"), ("--window", "3:1", "END must be greater"),
-    ("--iterations", "-5:3", "cannot be negative"), ("--iterations", "1.5:3", "wants START:END"),
-    ("--iterations", "4:4", "END must be greater"),
+    ("--window", "5", "wants START:END"), ("--window", "1:2:3", "wants START:END"),
+    ("--window", "3:1", "END must be greater than START; write --window 1:3"),
+    # a negative window was drawn as if it meant something (-5:3 showed the pass's first 3 ms)
+    ("--window", "-5:3", "from the start of the traced pass, so START and END cannot be negative; write --window 0:3"),
+    ("--window", "-5:-3", "cannot be negative; write --window 1.5:20"), ("--window", "2.5:2.5", "write --window 2.5:3.5"),
+    ("--iterations", "-5:3", "iterations count from 0, so START and END cannot be negative; write --iterations 0:3"),
+    ("--iterations", "1.5:3", "wants START:END"), ("--iterations", "3:2", "END must be greater than START; write --iterations 2:3"),
+    ("--iterations", "4:4", "END must be greater than START; write --iterations 4:5"),
 ])
 def test_view_range_options_give_clear_errors(tmp_path: Path, option: str, value: str, words: str) -> None:
     trace = _synthetic(tmp_path, "t.gmtrace")
     res = CliRunner().invoke(app, ["view", str(trace), option, value, "-o", str(tmp_path / "v.html")])
     assert res.exit_code == 2 and words in res.output and "Traceback" not in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "v.html").exists()
+
+
+def test_a_negative_window_is_refused_as_a_subprocess(tmp_path: Path) -> None:
+    trace = _synthetic(tmp_path, "t.gmtrace")
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "view", str(trace), "--window", "-5:3", "-o", str(tmp_path / "v.html")],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "" and not (tmp_path / "v.html").exists()
+    assert proc.stderr == ("graphmode: --window -5:3: times are milliseconds from the start of the traced pass, so START "
+                           "and END cannot be negative; write --window 0:3\n")
 
 
 def test_version_and_help_are_quick_and_light() -> None:

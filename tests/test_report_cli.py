@@ -102,3 +102,66 @@ def test_print_report_for_bench_and_one_mode_statements(tmp_path: Path) -> None:
                                           (2_500_000, "2.50 ms"), (3e9, "3.00 s"), (-300, "-300 ns")])
 def test_human_units(ns: float | None, text: str) -> None:
     assert human_ns(ns) == text
+
+
+def test_report_picks_what_to_write_from_the_output_name(tmp_path: Path) -> None:
+    """`report -o r.html` wrote the text report into r.html: the name picks the renderer (.html the page that
+    `view` writes, .json the JSON, any other name the text), as pyinstrument's renderers are picked."""
+    trace = REPO / "tests" / "data" / "dag-graph.gmtrace"
+    runner = CliRunner()
+    for name in ("r.html", "v.html", "r.json", "r.txt", "r.report"):
+        command = "view" if name == "v.html" else "report"
+        result = runner.invoke(app, [command, str(trace), "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    page = (tmp_path / "r.html").read_bytes()
+    assert page.startswith(b"<!DOCTYPE html>") and page == (tmp_path / "v.html").read_bytes()
+    assert json.loads((tmp_path / "r.json").read_text())["graph_costs"][0]["total_ns"] == pytest.approx(506_700, abs=100)
+    for name in ("r.txt", "r.report"):
+        text = (tmp_path / name).read_text()
+        assert "costs 506.7 us to build, pays back after 9 replays" in text and "<html" not in text
+    both = runner.invoke(app, ["report", str(trace), "--json", "-o", str(tmp_path / "x.html")])
+    assert both.exit_code == 2 and "--json writes JSON, but -o" in both.output and "x.html names an HTML page" in both.output
+    assert not (tmp_path / "x.html").exists()
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(trace), "-o", str(tmp_path / "s.HTML")],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"report written to {tmp_path / 's.HTML'} (")
+    assert (tmp_path / "s.HTML").read_bytes() == page
+
+
+def test_a_rank_sets_report_picks_what_to_write_from_the_output_name(tmp_path: Path) -> None:
+    job = REPO / "tests" / "data" / "ranks" / "ddp_graph"
+    runner = CliRunner()
+    for command, name in (("report", "r.html"), ("view", "v.html"), ("report", "r.json")):
+        result = runner.invoke(app, [command, str(job), "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "r.html").read_bytes() == (tmp_path / "v.html").read_bytes()
+    assert json.loads((tmp_path / "r.json").read_text())["kind"] == "graphmode-ranks"
+
+
+def test_a_glob_or_folder_naming_one_trace_gives_that_files_report(tmp_path: Path) -> None:
+    """`report 'tests/data/dag-graph.gmtr*'` gave a one-rank job's report ('one-time —'); the file alone gives 506.7 us."""
+    import shutil
+
+    trace = REPO / "tests" / "data" / "dag-graph.gmtrace"
+    folder = tmp_path / "one"
+    folder.mkdir()
+    copy = folder / trace.name
+    shutil.copy(trace, copy)
+    runner = CliRunner()
+
+    def report(named: Path | str, *args: str) -> str:
+        result = runner.invoke(app, ["report", str(named), *args], env={"COLUMNS": "150"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "costs 506.7 us to build, pays back after 9 replays" in report(trace)
+    for args in ((), ("--json",)):
+        assert report(REPO / "tests" / "data" / "dag-graph.gmtr*", *args) == report(trace, *args)
+        assert report(folder, *args) == report(copy, *args) == report(folder / "*.gmtrace", *args)
+    page = runner.invoke(app, ["view", str(folder), "-o", str(tmp_path / "v.html")])
+    assert page.exit_code == 0 and "ranks" not in page.output and (tmp_path / "v.html").stat().st_size > 0
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(REPO / "tests" / "data" / "dag-graph.gmtr*")],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "150"}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "costs 506.7 us to build, pays back after 9 replays" in proc.stdout
+    assert "ranks: 1" not in proc.stdout and "one-time —" not in proc.stdout

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from graphmode.cli import app, bundled_recording
 from tests.conftest import DATA, ROOT, gpu_unavailable_reason
 from graphmode.tracer.schema import SCHEMA_VERSION, TABLES
+from graphmode.tracer.errors import StorageError
 from graphmode.tracer.store import PassInfo, TraceError, TraceWriter, load
 from graphmode.tracer.validate import validate_trace
 
@@ -249,3 +250,40 @@ def test_load_does_not_parse_a_version_1_profile(monkeypatch: pytest.MonkeyPatch
 
         assert profile_summary_line(t).startswith("pyinstrument session stored as one 46.5 MB JSON string")
         assert max(parsed) < 10_000  # the summary line measures the string without parsing it
+
+
+def test_a_trace_whose_name_is_not_utf8_opens_and_exports(tmp_path: Path) -> None:
+    """A file name with byte 0xff (a Latin-1 'ÿ'; Python holds it as a lone surrogate, os.fsdecode) is a
+    name DuckDB cannot take: the trace used to be called damaged. It must read as the same file does."""
+    import shutil
+
+    name = os.fsdecode(b"run-\xff.gmtrace")
+    odd = tmp_path / name
+    shutil.copy(DATA / "dag-graph.gmtrace", odd)
+    with load(DATA / "dag-graph.gmtrace") as same, load(odd) as t:
+        assert t.path == odd and t.meta == same.meta and t.count("gpu_spans") == same.count("gpu_spans") > 0
+        assert validate_trace(t) == []
+    report = runner.invoke(app, ["report", str(odd), "--json"])
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.output)["graph_costs"][0]["total_ns"] == pytest.approx(506_700, abs=100)  # 506.7 us, as the fixture
+    text = runner.invoke(app, ["report", str(odd)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "costs 506.7 us to build, pays back after 9 replays" in text.output
+    assert "run-\\xff.gmtrace" in text.output  # the byte written out: the name cannot be printed as it is
+    info = runner.invoke(app, ["info", str(odd)], env={"COLUMNS": "200"})
+    assert info.exit_code == 0 and "trace passes the validator" in info.output and "run-\\xff.gmtrace" in info.output
+    junk = tmp_path / os.fsdecode(b"junk-\xff.gmtrace")
+    junk.write_bytes(b"not a trace")
+    bad = runner.invoke(app, ["report", str(junk)])
+    assert bad.exit_code == 2 and "junk-\\xff.gmtrace: not a graphmode trace (not a DuckDB file)" in bad.output
+    perfetto = runner.invoke(app, ["export", str(odd), "-f", "perfetto"])
+    assert perfetto.exit_code == 0 and (tmp_path / name.replace(".gmtrace", ".pftrace")).stat().st_size > 0
+    parquet = runner.invoke(app, ["export", str(odd), "-f", "parquet"])
+    assert parquet.exit_code == 0, parquet.output
+    assert len(list((tmp_path / name.replace(".gmtrace", "_parquet")).glob("*.parquet"))) == len(TABLES)
+
+
+def test_a_new_trace_whose_name_is_not_utf8_is_refused_with_the_reason(tmp_path: Path) -> None:
+    out = tmp_path / os.fsdecode(b"new-\xff.gmtrace")
+    with pytest.raises(StorageError, match="its name is not UTF-8, which DuckDB cannot open; choose a UTF-8 name"):
+        TraceWriter(out)
+    assert not out.exists()

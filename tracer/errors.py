@@ -45,6 +45,12 @@ class StorageError(GraphmodeError, OSError):
     exit_code = 1
 
 
+class StdoutError(GraphmodeError):
+    """Writing to standard output failed (a full disk it was redirected to, a closed descriptor)."""
+
+    exit_code = 1
+
+
 def no_gpu_message(reason: str, what: str = "recording") -> str:
     """The one line every entry point gives when there is no GPU to record on."""
     return (

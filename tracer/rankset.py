@@ -3,7 +3,14 @@
 A rank set is named by a folder (every `*.gmtrace` in it), a glob (quoted, or expanded by the
 shell into several files), several files, or the `--out` name the ranks were recorded with when
 that file itself does not exist but `<stem>.rank*.gmtrace` beside it do. One existing file is an
-ordinary trace. Nothing here opens a trace: the analyzers open one rank at a time.
+ordinary trace. `rank_set_paths` opens no trace; `check_one_job` reads each one's metadata only (the
+analyzers then open one rank at a time).
+
+Traces given together are merged as the ranks of one job only when their metadata says they can be:
+one program (workload and script), and either every trace carries `meta.rank` (written under a
+launcher: tracer/ranks.py) with one world size and launcher and no rank twice, or none does (traces
+recorded outside a launcher, numbered in the order given). Anything else is refused with what differs:
+min/median/max "across ranks" of unrelated programs would be figures of nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
+
+from typing import Any
 
 from graphmode.tracer.store import TraceError
 
@@ -63,3 +72,62 @@ def rank_set_paths(args: Sequence[Path]) -> list[Path] | None:
         for p in _expand(Path(a)):
             files.setdefault(p.resolve(), p)
     return list(files.values())
+
+
+def _program(meta: dict[str, Any]) -> str:
+    """What a trace ran: a script's file name ('train.py'), else its workload ('chain')."""
+    script = meta.get("script")
+    path = script.get("path") if isinstance(script, dict) else None
+    if isinstance(path, str) and path:
+        return Path(path).name
+    return str(meta.get("workload") or "unknown program")
+
+
+def _listed(groups: dict[str, list[Path]], shown: int = 3) -> str:
+    """'a.py (x.gmtrace, y.gmtrace), b.py (z.gmtrace) and 2 more'."""
+    parts = [f"{key} ({', '.join(p.name for p in paths[:2])}{', …' if len(paths) > 2 else ''})"
+             for key, paths in list(groups.items())[:shown]]
+    return ", ".join(parts) + (f" and {len(groups) - shown} more" if len(groups) > shown else "")
+
+
+def check_one_job(paths: Sequence[Path]) -> None:
+    """Raises RankSetError, naming what differs, unless the traces can be the ranks of one job (module
+    docstring). A trace that cannot be read is let through: the analysis leaves it out and says so."""
+    from graphmode.tracer.store import read_meta
+
+    metas: list[tuple[Path, dict[str, Any]]] = []
+    for p in paths:
+        try:
+            metas.append((Path(p), read_meta(p)))
+        except TraceError:
+            continue
+    if len(metas) < 2:
+        return
+    one_at_a_time = "pass the traces of one job, or one trace file at a time"
+    programs: dict[str, list[Path]] = {}
+    for p, meta in metas:
+        programs.setdefault(_program(meta), []).append(p)
+    if len(programs) > 1:
+        raise RankSetError(f"these {len(metas)} traces are not the ranks of one job: they ran {len(programs)} different "
+                           f"programs, {_listed(programs)}; {one_at_a_time}")
+    ranked = [(p, m["rank"]) for p, m in metas if isinstance(m.get("rank"), dict)]
+    if not ranked:
+        return  # recorded outside a launcher: numbered in the order given (analyzers.ranks says so)
+    if len(ranked) < len(metas):
+        lone = next(p for p, m in metas if not isinstance(m.get("rank"), dict))
+        p, r = ranked[0]
+        raise RankSetError(f"{lone.name} carries no rank (recorded outside a launcher) but {p.name} is rank {r.get('rank')} "
+                           f"of a {r.get('world_size')}-process job: they are not the ranks of one job; {one_at_a_time}")
+    seen: dict[Any, Path] = {}
+    first: dict[str, tuple[Any, Path]] = {}
+    for p, r in ranked:  # in the order given, as the analysis reads them
+        rank = r.get("rank")
+        if rank in seen:
+            raise RankSetError(f"rank {rank} has two traces: {seen[rank]} and {p}; pass the traces of one run (one folder per "
+                               "run, or a glob that matches one run)")
+        seen[rank] = p
+        for key, what in (("world_size", "world size"), ("launcher", "launcher")):
+            value, where = first.setdefault(key, (r.get(key), p))
+            if r.get(key) != value:
+                raise RankSetError(f"traces of different jobs: {what} {value} ({where}) and {r.get(key)} ({p}); "
+                                   "pass the traces of one run")

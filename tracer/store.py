@@ -13,7 +13,8 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,6 +162,9 @@ class TraceWriter:
                 self.set_meta(meta)
             return
         check_output_path(self.path)
+        if not _is_utf8(self.path):
+            raise StorageError(f"cannot create the trace {self.path}: its name is not UTF-8, which DuckDB cannot "
+                               "open; choose a UTF-8 name (--out)")
         check_free_space(self.path)
         try:
             if self.path.exists():
@@ -357,6 +361,36 @@ def _wal(path: Path) -> Path:
     return Path(str(path) + ".wal")
 
 
+def _is_utf8(path: Path) -> bool:
+    """Whether the path's bytes decode as UTF-8: Python keeps other bytes of a file name as lone surrogates
+    (os.fsdecode), which DuckDB, taking paths as UTF-8 strings, refuses."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@contextmanager
+def duckdb_path(path: Path) -> Iterator[Path]:
+    """A name DuckDB can take for `path` (a trace to attach, a folder to COPY into): the path itself, or where
+    the name is not UTF-8 (byte 0xff, a Latin-1 name) a symbolic link with a UTF-8 name to it, for the length
+    of the block. DuckDB follows the link (a trace's write-ahead log is found beside the file itself) and
+    keeps an attached file open after the link is gone."""
+    if _is_utf8(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="graphmode-link-")
+    link = Path(folder) / ("link" + (path.suffix if _is_utf8(Path(path.suffix)) else ""))
+    try:
+        os.symlink(os.fsencode(path.absolute()), link)
+        yield link
+    finally:
+        with suppress(FileNotFoundError):
+            link.unlink()
+        os.rmdir(folder)
+
+
 def _quoted(path: Path) -> str:
     """A path inside a SQL string literal (ATTACH and COPY take literals, not parameters)."""
     return str(path).replace("'", "''")
@@ -382,6 +416,7 @@ class Trace:
         self.meta = meta
         self.notes: list[str] = list(notes)
         self.legacy_profile = False  # a version-1 meta.cpu_profile string is present
+        self.closed = False
         rows = con.execute(
             "SELECT pass_id, name, detail, start_ns, end_ns, dropped_records, status FROM passes ORDER BY pass_id"
         ).fetchall()
@@ -433,6 +468,7 @@ class Trace:
 
     def close(self) -> None:
         self._con.close()
+        self.closed = True
 
     def __enter__(self) -> Trace:
         return self
@@ -441,7 +477,19 @@ class Trace:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, passes={len(self.passes)})"
+        return (f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, status={self.meta.get('status')!r}, "
+                f"passes={len(self.passes)}{', closed' if self.closed else ''})")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the report and the interactive page, as `graphmode.trace()`'s handle shows them (reports.notebook)."""
+        import html
+
+        if self.closed:
+            return f"<pre>{html.escape(repr(self))}: reopen it with graphmode.load to see its report</pre>"
+        from graphmode.analyzers import analyze
+        from graphmode.reports.notebook import analysis_html
+
+        return analysis_html(analyze(self), trace=self)
 
 
 _DAMAGED = "the file is damaged or truncated"
@@ -449,9 +497,47 @@ _DAMAGED = "the file is damaged or truncated"
 
 def load(path: str | os.PathLike[str]) -> Trace:
     """Opens a trace file read-only (the file is never changed). Raises TraceError with a one-line reason."""
+    p = Path(path)
+    con = _attach(p)
+    try:
+        return _open_attached(p, con)
+    except TraceError:
+        con.close()
+        raise
+    except Exception as e:
+        con.close()
+        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A trace's metadata alone, without load()'s views and checks of every table (about half its time): what
+    tells which traces go together (tracer.rankset). Values that are not JSON are given as stored. Raises
+    TraceError as load() does."""
     import duckdb
 
     p = Path(path)
+    con = _attach(p)
+    try:
+        rows = con.execute("SELECT key, value FROM trace.main.meta WHERE key <> 'cpu_profile'").fetchall()
+    except duckdb.Error as e:
+        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+    finally:
+        con.close()
+    meta: dict[str, Any] = {}
+    for key, value in rows:
+        try:
+            meta[str(key)] = json.loads(value) if value is not None else None
+        except (TypeError, ValueError):
+            meta[str(key)] = value
+    if meta.get("format") != FORMAT_NAME:
+        raise TraceError(f"{p}: a DuckDB file but not a graphmode trace (format is {meta.get('format')!r})")
+    return meta
+
+
+def _attach(p: Path) -> Any:
+    """A connection with the trace file attached read-only as 'trace'; TraceError with the reason if it cannot be."""
+    import duckdb
+
     if not p.exists():
         raise TraceError(f"{p}: no such file; record one with `graphmode bench chain --out {p}`")
     if p.is_dir():
@@ -468,18 +554,12 @@ def load(path: str | os.PathLike[str]) -> Trace:
     # DuckDB's spill files go to the temporary folder, never next to the trace.
     con = duckdb.connect(config={"temp_directory": os.path.join(tempfile.gettempdir(), "graphmode-duckdb")})
     try:
-        con.execute(f"ATTACH '{_quoted(p)}' AS trace (READ_ONLY)")
+        with duckdb_path(p) as name:
+            con.execute(f"ATTACH '{_quoted(name)}' AS trace (READ_ONLY)")
     except duckdb.Error as e:
         con.close()
         raise _attach_error(p, e) from None
-    try:
-        return _open_attached(p, con)
-    except TraceError:
-        con.close()
-        raise
-    except Exception as e:
-        con.close()
-        raise TraceError(f"{p}: cannot be read, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again") from None
+    return con
 
 
 def _attach_error(p: Path, e: BaseException) -> TraceError:
