@@ -241,7 +241,7 @@ def bench(
     if report:
         from graphmode.reports.terminal import print_report
 
-        print_report(trace)
+        print_report(trace, detail=False)
 
 
 def bundled_recording() -> Path:
@@ -266,7 +266,7 @@ def demo(
         )
         from graphmode.reports.terminal import print_report
 
-        print_report(trace)
+        print_report(trace, detail=False)
         return
     bench("chain", out=out)
 
@@ -310,6 +310,10 @@ def report(
         bool, typer.Option("--full-names", help="Print kernel, graph, file and range names whole (tables shorten them to "
                                                 "60 characters, keeping their start and end).")
     ] = False,
+    detail: Annotated[
+        bool, typer.Option("--detail", help="Every section: per-graph notes, one-time cost parts, per iteration, kernels, "
+                                            "source lines, coverage, CPU profile, prediction (default: the summary).")
+    ] = False,
 ) -> None:
     """Launch overhead saved, graph one-time cost and break-even replays of a trace (or of every rank of a run)."""
     fmt = _report_format(out, json_output)
@@ -338,7 +342,7 @@ def report(
         else:
             from graphmode.reports.terminal import print_report
 
-            print_report(analysis, whole_names=full_names)
+            print_report(analysis, whole_names=full_names, detail=detail)
         return
     try:
         size = ""
@@ -358,7 +362,8 @@ def report(
             from graphmode.reports.terminal import print_report
 
             with open_output(out) as f:
-                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names)
+                print_report(analysis, Console(file=f, width=160, no_color=True, highlight=False), whole_names=full_names,
+                             detail=detail)
     except OSError as e:
         _fail(f"cannot write the report to {out}: {e.strerror or e}; choose another --out path")
     _say(f"report written to {out}{size}")
@@ -518,15 +523,18 @@ def run(
     if done.note:
         _say(f"graphmode: {done.note}", err=True, fg="yellow")
     trace = _load(path)
+    from graphmode.analyzers import analyze
+
+    analysis = analyze(trace)  # once: the terminal and the page render the same analysis
     if report:
         from graphmode.reports.terminal import print_report
 
-        print_report(trace)
+        print_report(analysis, detail=False)
     if not no_html:
         from graphmode.reports.html import write_html
 
         page = html or path.with_suffix(".html")
-        write_html(trace, page)
+        write_html(trace, page, analysis=analysis)
         _say(f"graphmode: interactive report in {page}", err=True)
     raise typer.Exit(code)
 

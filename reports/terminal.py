@@ -165,8 +165,8 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
             print_graph_mode_summary(console, a)
         if a.headline is not None and a.headline.subject == "prediction":
             print_prediction(console, a.prediction)
-        console.print("More (per-graph notes, one-time cost parts, per iteration, kernels, lines, coverage, CPU profile, "
-                      "prediction): graphmode report --detail")
+        console.print(Text("More (per-graph notes, one-time cost parts, per iteration, kernels, lines, coverage, CPU profile, "
+                           f"prediction): graphmode report --detail {cell(a.path, 200)}"))
         return
     print_pitfalls(console, a.pitfalls)
 

@@ -103,8 +103,8 @@ def _unprintable(text: str) -> list[str]:
 
 def test_the_report_escapes_and_shortens_injected_names(tmp_path: Path) -> None:
     path = _injected(tmp_path)
-    plain = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace")], env={"COLUMNS": "120"})
-    result = CliRunner().invoke(app, ["report", str(path)], env={"COLUMNS": "120"})
+    plain = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--detail"], env={"COLUMNS": "120"})
+    result = CliRunner().invoke(app, ["report", str(path), "--detail"], env={"COLUMNS": "120"})
     assert plain.exit_code == 0 and result.exit_code == 0, result.output
     text = result.output
     assert _unprintable(text) == []  # no ESC, NUL, BEL, C1 or bidi character reaches the terminal
@@ -113,14 +113,14 @@ def test_the_report_escapes_and_shortens_injected_names(tmp_path: Path) -> None:
     assert len(text.splitlines()) <= len(plain.output.splitlines()) + 2
     assert max(len(line) for line in text.splitlines()) <= 120 and text.count("k") < 2_000
     assert "kkkkkkkkkk_END" in text  # the end of the name is kept
-    whole = CliRunner().invoke(app, ["report", str(path), "--full-names"], env={"COLUMNS": "120"})
+    whole = CliRunner().invoke(app, ["report", str(path), "--full-names", "--detail"], env={"COLUMNS": "120"})
     assert whole.exit_code == 0 and _unprintable(whole.output) == []
     assert whole.output.count("k") > 10_000  # the whole name, behind the option
 
 
 def test_the_report_escapes_injected_names_as_a_subprocess(tmp_path: Path) -> None:
     path = _injected(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(path)], cwd=ROOT, capture_output=True, timeout=300,
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(path), "--detail"], cwd=ROOT, capture_output=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode("utf-8")

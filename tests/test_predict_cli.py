@@ -51,7 +51,7 @@ def test_calibrate_without_a_gpu_refuses_with_a_reason() -> None:
 
 
 def test_report_with_a_cost_model_and_lines(model_file: Path) -> None:
-    result = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--cost-model", str(model_file),
+    result = CliRunner().invoke(app, ["report", "--detail", str(DATA / "dag-node.gmtrace"), "--cost-model", str(model_file),
                                       "--predict-lines", "dag.py:10-20"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
@@ -65,7 +65,7 @@ def test_report_prices_the_dag_as_built_with_the_node_api_unless_told(model_file
     """The dag recording's graph was built with cuGraphAdd*Node: by default its eager twin's predicted graph is priced
     as a node-API build; --predict-build capture prices a capture; a value it does not know is refused."""
     def report(*extra: str) -> str:
-        result = CliRunner().invoke(app, ["report", str(DATA / "dag-node.gmtrace"), "--cost-model", str(model_file), *extra],
+        result = CliRunner().invoke(app, ["report", "--detail", str(DATA / "dag-node.gmtrace"), "--cost-model", str(model_file), *extra],
                                     env={"COLUMNS": "250"})
         assert result.exit_code == 0, result.output
         return " ".join(result.output.split())
@@ -85,7 +85,7 @@ def test_report_refuses_a_bad_line_spec_and_a_missing_model(model_file: Path, tm
 
 def test_report_json_with_a_model_as_a_subprocess(model_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", str(DATA / "chain-node.gmtrace"), "--cost-model", str(model_file),
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "report", "--detail", str(DATA / "chain-node.gmtrace"), "--cost-model", str(model_file),
                            "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())

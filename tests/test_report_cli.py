@@ -28,7 +28,7 @@ def basic_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_headline_first(basic_path: Path) -> None:
-    result = CliRunner().invoke(app, ["report", str(basic_path)], env={"COLUMNS": "120"})
+    result = CliRunner().invoke(app, ["report", str(basic_path), "--detail"], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())  # rich wraps long lines
     # hand calculation in tests/test_analyzers.py: saves 600 ns, costs 6.5 us, 11 replays [9, 17]
@@ -36,6 +36,10 @@ def test_report_headline_first(basic_path: Path) -> None:
     assert "costs 6.50 us to build, pays back after 11 replays [9, 17]" in text
     assert text.index("Graph mode saves") < text.index("Break-even") < text.index("Per iteration")
     assert "tracer slowed eager iterations by 82%" in result.output  # 2000 / 1100 = 1.82
+    # without --detail: the same headline and break-even, and the detail sections one option away
+    short = CliRunner().invoke(app, ["report", str(basic_path)], env={"COLUMNS": "120"})
+    assert short.exit_code == 0 and short.output.splitlines()[1] == result.output.splitlines()[1]
+    assert "Break-even" in short.output and "Per iteration" not in short.output and "--detail" in short.output
 
 
 def test_report_json_validates_and_is_versioned(basic_path: Path) -> None:
