@@ -168,6 +168,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
                 cannot.append("some graphs have no first_launch op marker: their first launch's excess is not included in the one-time cost")
         elif traced is not None or timing is not None:
             cannot.append("no graph was built (no op markers or graph lifecycle events): no one-time graph cost")
+        costs = _on_traced_ids(trace, costs, traced_id)
         one_time = sum(c.total_ns for c in costs) if costs else None
         run_replays = (graph.iterations if graph else 0) + (1 if any(c.first_launch_ns is not None for c in costs) else 0)
 
@@ -247,6 +248,25 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         return dataclasses.replace(result, headline=headline_of(result))
     result = dataclasses.replace(result, prediction=prediction)
     return dataclasses.replace(result, headline=headline_of(result))
+
+
+def _on_traced_ids(trace: Trace, costs: list[GraphCost], traced_id: int | None) -> list[GraphCost]:
+    """A built-in workload's costs under the traced pass's graph ids: each pass builds the same graph (one label) and
+    CUPTI numbers it anew, so the timing pass's graph 1 is the traced pass's graph 4; the topology, the budget and the
+    headline then name one id."""
+    if traced_id is None or not costs:
+        return costs
+    rows = trace.rows("SELECT pass_id, graph_id, label FROM graphs WHERE label <> ''")
+    traced = {str(lb): int(g) for p, g, lb in rows if p == traced_id}
+    counts: dict[str, int] = {}
+    for p, _, lb in rows:
+        if p == traced_id:
+            counts[str(lb)] = counts.get(str(lb), 0) + 1
+    out = []
+    for c in costs:
+        gid = traced.get(c.label) if c.pass_id != traced_id and counts.get(c.label) == 1 else None
+        out.append(dataclasses.replace(c, graph_id=gid) if gid is not None else c)
+    return out
 
 
 def recording_problems(trace: Trace) -> list[str]:
