@@ -143,10 +143,12 @@ def overhead_saved(baseline: ModeMetrics, graph: ModeMetrics) -> OverheadSaved:
     def per_kernel(x: float | None) -> float | None:
         return x / kernels if x is not None and kernels else None
 
+    traced = diff(baseline.traced_wall.median if baseline.traced_wall else None,
+                  graph.traced_wall.median if graph.traced_wall else None)
     return OverheadSaved(
         baseline=baseline.mode, kernels_per_iteration=kernels, wall_ns=wall, api_ns=api, gpu_idle_ns=idle,
         wall_per_kernel_ns=per_kernel(wall), api_per_kernel_ns=per_kernel(api), gpu_idle_per_kernel_ns=per_kernel(idle),
-        graph_faster=(wall > 0) if wall is not None else None,
+        graph_faster=(wall > 0) if wall is not None else None, traced_wall_ns=traced,
     )
 
 

@@ -117,6 +117,9 @@ class OverheadSaved:
     api_per_kernel_ns: float | None
     gpu_idle_per_kernel_ns: float | None
     graph_faster: bool | None  # wall_ns > 0
+    # the traced pass's wall saving, beside its API and idle savings (wall_ns is the wall pass's: the timing pass where
+    # there is one), so that a table of the traced pass's split compares one pass with itself
+    traced_wall_ns: float | None = None
 
 
 @dataclass(frozen=True)
