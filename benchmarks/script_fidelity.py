@@ -271,6 +271,9 @@ def main() -> None:
         if len({r["batch"] for r in recs}) > 1 and any(r["config"] == "graphmode" for r in recs):
             print(per_machine_table(recs))
             print()
+        if any((r.get("truth") or {}).get("make_graphed_ns") for r in recs):
+            print(step_table(recs))
+            print()
         if any(r["config"] == "graphmode" for r in recs):
             print(accuracy_table(recs))
             if any(len(r.get("truths") or []) >= 3 for r in recs):
@@ -389,5 +392,45 @@ def timing_run_table(recs: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def step_table(recs: list[dict[str, Any]]) -> str:
+    """Workloads with several graphs a step (their truth has make_graphed_ns): per graphmode process, its step's
+    figures (report['steps']) over the median of the untraced processes of its batch, and over its own timing run's
+    clock (its third GRAPHMODE_TRUTH line). One-time: make_graphed_callables whole plus the first step's excess;
+    break-even: the smallest n with n * saved >= one-time."""
+    import math
+
+    def truth(t: dict[str, Any]) -> dict[str, float]:
+        saved = t["eager_ns"] - t["graph_ns"]
+        one = t["make_graphed_ns"] + t["first_step_ns"] - t["graph_ns"]
+        return {"eager": t["eager_ns"], "graphed": t["graph_ns"], "saved": saved, "one_time": one,
+                "break_even": float(math.ceil(one / saved)) if saved > 0 else math.inf}
+
+    rows = ["| workload | process | figure | graphmode | untraced median (3 processes) | ratio | its timing run's clock | ratio |",
+            "|---|---|---|---|---|---|---|---|"]
+    for w in sorted({r["workload"] for r in recs if (r.get("truth") or {}).get("make_graphed_ns")}):
+        for b in sorted({r["batch"] for r in recs if r["workload"] == w}):
+            mine = [r for r in recs if r["workload"] == w and r["batch"] == b]
+            u = [truth(r["truth"]) for r in mine if r["config"] == "untraced" and r.get("truth")]
+            if not u:
+                continue
+            med = {k: float(np.median([x[k] for x in u])) for k in u[0]}
+            for r in (r for r in mine if r["config"] == "graphmode"):
+                steps = [s for s in (r.get("report") or {}).get("steps") or [] if len(s["graphs"]) > 1]
+                if not steps or len(r.get("truths") or []) < 3:
+                    continue
+                s, own = steps[0], truth(r["truths"][2])
+                be = s.get("break_even") or {}
+                got = {"eager": s["eager_ns"], "graphed": s["graphed_ns"], "saved": s["saved_ns"], "one_time": s["one_time_ns"],
+                       "break_even": be.get("replays")}
+                for k, v in got.items():
+                    if v is None:
+                        continue
+                    fmt = (lambda x: f"{x:.0f}") if k == "break_even" else (lambda x: f"{x / 1e6:.2f} ms")
+                    rows.append(f"| {w} | {r['proc']} | {k.replace('_', '-')} | {fmt(v)} | {fmt(med[k])} | {v / med[k]:.2f} | "
+                                f"{fmt(own[k])} | {v / own[k]:.2f} |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     main()
+
