@@ -69,7 +69,9 @@ def _step(s: StepResult) -> Headline:
     net = s.saved_in_run_ns - s.one_time_ns if s.saved_in_run_ns is not None and s.one_time_ns is not None else None
     h = _from_break_even("step", s.step_id, s.graphs, b, s.graphed_steps, s.one_time_ns, s.period_source,
                          s.one_time_statement if s.one_time_basis == "statement" else "", saved=s.saved_ns, net=net)
-    return h
+    # the step's own periods where no break-even was computed (no eager twin: the graphed step is still measured)
+    return dataclasses.replace(h, eager_ns=h.eager_ns if h.eager_ns is not None else s.eager_ns,
+                               graphed_ns=h.graphed_ns if h.graphed_ns is not None else s.graphed_ns)
 
 
 def _graph(g: GraphResult) -> Headline:
@@ -79,7 +81,10 @@ def _graph(g: GraphResult) -> Headline:
     one = g.cost.total_ns if g.cost is not None else None
     net = g.saved_in_run_ns - one if g.saved_in_run_ns is not None and one is not None else None
     source = g.eager.run if g.eager is not None else (g.graph.run if g.graph is not None else "")
-    return _from_break_even("graph", None, (g.graph_id,), b, g.replays, one, source, net=net)
+    h = _from_break_even("graph", None, (g.graph_id,), b, g.replays, one, source, net=net)
+    if h.graphed_ns is None and g.graph is not None and g.graph.work is not None:
+        h = dataclasses.replace(h, graphed_ns=g.graph.work.trimmed_mean)
+    return h
 
 
 def headline_of(a: TraceAnalysis) -> Headline:

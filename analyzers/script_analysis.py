@@ -114,6 +114,12 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
             # periods the timing run gave (analyzers.untraced): named as the per-graph answer names them
             timed = {str(m) for m in wall_rows.mode[wall_rows.timed_by == "timing"]}
             modes = [dataclasses.replace(m, wall_source="timing") if m.mode in timed else m for m in modes]
+    no_baseline = (multi.basis == "none") if multi is not None else (
+        primary is not None and (primary.break_even is None or primary.break_even.eager_ns is None))
+    if no_baseline:
+        # the headline's graph has no eager baseline (its only eager run was a first call or none): its iterations
+        # table keeps no eager mode, so that no table states a saving the headline calls unknown
+        modes = [m for m in modes if m.mode == "graph"]
     if multi is not None and multi.break_even is not None:
         breaks = (multi.break_even,)  # the headline is the step's: its graphs' one-time costs against its saving
     elif primary is not None:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from graphmode.analyzers.results import BreakEven, GraphResult, Period, TraceAnalysis
+from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
 
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
@@ -34,7 +34,8 @@ def graph_name(g: GraphResult) -> str:
     return f"graph {g.graph_id}"
 
 
-def interval(b: BreakEven) -> str:
+def interval(b: BreakEven | Headline) -> str:
+    """'[5, 10]': a break-even's 95% interval ('' without one)."""
     if b.interval_low is None and not b.interval_high_never:
         return ""
     low = str(b.interval_low) if b.interval_low is not None else "never"

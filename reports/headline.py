@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from graphmode.analyzers.results import GraphResult, Headline, TraceAnalysis
+from graphmode.analyzers.results import Headline, TraceAnalysis
+from graphmode.reports.graphs_text import graph_name, interval
 
 # the page colours its verdict box by these classes (reports/assets); one per analyzers.headline verdict
 VERDICT_CLASS = {"pays_back": "good", "not_yet": "warn", "never": "bad", "unknown": "neutral", "no_graph": "neutral"}
@@ -29,26 +30,9 @@ def _ns(ns: float | None) -> str:
     return human_ns(ns)
 
 
-def graph_name(g: GraphResult | None, graph_id: int) -> str:
-    """'graph 3 (captured at train.py:42)': the graph and the line that made it."""
-    if g is None:
-        return f"graph {graph_id}"
-    if g.site:
-        loc = g.site.split(" ")[0]
-        file, _, line = loc.rpartition(":")
-        how = "captured" if g.origin == "capture" else "built"
-        return f"graph {g.graph_id} ({how} at {PurePath(file).name}:{line})"
-    if g.origin == "unknown":
-        return g.label or f"graph {g.graph_id}"
-    return f"graph {g.graph_id}"
-
-
 def _interval(h: Headline) -> str:
-    if h.interval_low is None and not h.interval_high_never:
-        return ""
-    low = str(h.interval_low) if h.interval_low is not None else "never"
-    high = "never" if h.interval_high_never else str(h.interval_high)
-    return f" [{low}, {high}] (95% interval)"
+    text = interval(h)
+    return f" {text} (95% interval)" if text else ""
 
 
 def _source(h: Headline) -> str:
@@ -65,7 +49,8 @@ def _subject(a: TraceAnalysis, h: Headline) -> str:
             where = f", made at {PurePath(file).name}:{line}"
         return f"The step replaying graphs {', '.join(str(g) for g in h.graph_ids)}{where}"
     if h.subject == "graph" and h.graph_ids:
-        return graph_name(by_id.get(h.graph_ids[0]), h.graph_ids[0]).capitalize()
+        g = by_id.get(h.graph_ids[0])
+        return (graph_name(g) if g is not None else f"graph {h.graph_ids[0]}").capitalize()
     return "Graph mode"
 
 
