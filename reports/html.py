@@ -5,8 +5,9 @@ diagnostics, one section per graph (when the analysis reports per graph), one it
 on one scale, the whole run (cropped to the CUDA activity, the full extent one click away), every
 kernel eager vs graph, each graph's topology, the break-even chart, iteration times, the CPU profile.
 
-Timelines are drawn by the page's own canvas renderer (assets/timeline.js) from columns in one gzip
-blob; the page paints them before it loads plotly.js (itself gzipped in the page) for the charts.
+The text paints first; then the page's own canvas renderer (assets/timeline.js) draws the timelines from
+columns in one gzip blob, in slices of one short task each; plotly.js (gzipped in the page, trimmed to the
+trace types the charts use: html_plotly.py) starts when the browser is idle and draws the charts one per task.
 Data goes in `<script type="application/json">` / `application/octet-stream` blocks with `<`, `>` and
 `&` escaped, so no string from the trace can close them; the page's scripts write user strings with
 textContent only.
@@ -15,11 +16,9 @@ textContent only.
 from __future__ import annotations
 
 import base64
-import gzip
 import html
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from graphmode.reports import html_charts
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
@@ -92,7 +92,7 @@ class _Page:
         if figure is None:
             return ""
         self.plots.append({"div": div, "kind": "plotly", "figure": figure, "hover": None})
-        return f"<div id='{div}' class='plot'></div>"
+        return f"<div id='{div}' class='plot'><p class='hint'>(chart: drawn once plotly.js has started)</p></div>"
 
 
 def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any]) -> str:
@@ -253,26 +253,19 @@ def _profile_session(trace: Trace) -> Any:
     return stored.session() if stored is not None else None
 
 
-@lru_cache(maxsize=1)
-def _plotly_gzip() -> str:
-    """plotly.js, gzipped and base64-encoded once per process (4.8 MB of script becomes about 1.9 MB)."""
-    from plotly.offline import get_plotlyjs
-
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
-
-
 def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
     assets = resources.files("graphmode.reports") / "assets"
-    scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "report.js"))
+    scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "charts.js", "report.js"))
     css = (assets / "report.css").read_text(encoding="utf-8")
     spans = base64.b64encode(blob.gzip()).decode("ascii")
+    plotly = plotly_bundle(trace_types(p["figure"] for p in data["plots"] if p["kind"] == "plotly"))
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
         f"<style>{css}</style></head><body>{body}"
         f"<script type='application/json' id='gm-data'>{_script_json(data)}</script>"
         f"<script type='application/octet-stream' id='gm-spans'>{spans}</script>"
-        f"<script type='application/octet-stream' id='gm-plotly'>{_plotly_gzip()}</script>"
+        f"<script type='application/octet-stream' id='gm-plotly'>{plotly.gzip_b64}</script>"
         f"<script>{scripts}</script></body></html>"
     )
 

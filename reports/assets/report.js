@@ -1,26 +1,13 @@
 // graphmode report page: inflates the span columns, draws the timelines (timeline.js) first; plotly.js
-// (gzipped in the page) loads for the charts once they come near the viewport. Search, legends, docked
-// details, sortable tables. window.graphmode appears when the timelines are on screen (tests wait for it).
+// starts for the charts when the browser is idle (charts.js). Search, legends, docked details, sortable tables. window.graphmode appears when the timelines are on screen (tests wait for it).
 // User strings (kernel names, NVTX messages, source lines) are only ever written with textContent.
 (function () {
   "use strict";
-  const T = window.GMTimeline;
+  const T = window.GMTimeline, C = window.GMCharts;
   const spec = JSON.parse(document.getElementById("gm-data").textContent);
   const state = { plots: spec.plots.length, views: {}, errors: [] };
   window.graphmode = undefined; // set when the timelines are on screen (the test harness waits for it)
 
-  async function inflate(id) {
-    const b64 = document.getElementById(id).textContent;
-    let bytes;
-    try {
-      bytes = await (await fetch("data:application/octet-stream;base64," + b64)).blob();
-    } catch (e) { // fetch of a data: URL refused: decode by hand
-      const bin = atob(b64), a = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
-      bytes = new Blob([a]);
-    }
-    return new Response(bytes.stream().pipeThrough(new DecompressionStream("gzip")));
-  }
   const nextFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
 
   // ---- legends and details ----
@@ -73,7 +60,7 @@
   async function drawTimelines() {
     const views = spec.plots.filter((p) => p.kind === "timeline");
     if (!views.length) return [];
-    const buf = await (await inflate("gm-spans")).arrayBuffer();
+    const buf = await (await C.inflate("gm-spans")).arrayBuffer();
     const made = [];
     const syncGroups = {};
     for (const v of views) {
@@ -193,24 +180,6 @@
     }
   }
 
-  // ---- plotly charts, after the timelines are on screen ----
-  async function drawCharts() {
-    const charts = spec.plots.filter((p) => p.kind === "plotly");
-    if (!charts.length) return;
-    performance.mark("gm-plotly-start");
-    const code = await (await inflate("gm-plotly")).text();
-    performance.mark("gm-plotly-inflated");
-    const s = document.createElement("script");
-    s.text = code;
-    document.head.appendChild(s);
-    performance.mark("gm-plotly-loaded");
-    const config = { displaylogo: false, responsive: true };
-    for (const p of charts) {
-      await Plotly.newPlot(document.getElementById(p.div), p.figure.data, p.figure.layout, config);
-      performance.mark("gm-chart-" + p.div);
-    }
-  }
-
   // ---- for tests and benchmarks ----
   function spansOf(div, source, label) {
     const tl = state.views[div], groups = tl.spec.hover.groups, d = tl.d, out = [];
@@ -254,12 +223,12 @@
     drawnAt: (div) => state.views[div].drawnAt,
   };
 
-  // plotly.js takes seconds of main-thread time to start on a slow machine: it loads when a chart comes
-  // near the viewport (or when asked), so the timelines at the top stay responsive meanwhile.
+  // plotly.js starts when the browser is idle after the timelines are drawn (never because the reader
+  // scrolled), and draws the charts one per task (charts.js); tests ask for them with loadCharts().
   let charts = null;
   const loadCharts = () => {
     if (!charts) {
-      charts = drawCharts().then(() => {
+      charts = C.draw(spec.plots.filter((p) => p.kind === "plotly")).then(() => {
         if (window.graphmode) window.graphmode.chartsMs = performance.now();
         document.body.setAttribute("data-charts", "1");
         return performance.now();
@@ -287,13 +256,7 @@
       kernelSpansDrawn: count("gpu", "kernel"), gpuSpansDrawn: count("gpu", null), apiCallsDrawn: count("api", null),
     });
     document.body.setAttribute("data-rendered", "1");
-    const targets = spec.plots.filter((p) => p.kind === "plotly").map((p) => document.getElementById(p.div));
-    if (targets.length && typeof IntersectionObserver !== "undefined") {
-      const seen = new IntersectionObserver((entries) => {
-        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); loadCharts(); }
-      }, { rootMargin: "600px 0px" });
-      for (const el of targets) seen.observe(el);
-    } else if (targets.length) loadCharts();
+    C.idle().then(loadCharts);
   }).catch((err) => {
     window.graphmode = { error: String(err && err.stack || err) };
     throw err;
