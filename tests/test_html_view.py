@@ -400,3 +400,16 @@ def test_every_span_kind_has_its_own_colour_and_words() -> None:
     from graphmode.reports.timeline_plot import LEGEND
 
     assert set(LEGEND) == set(COLOURS) and len(set(LEGEND.values())) == len(LEGEND)
+
+
+def test_a_long_chain_has_a_tick_every_few_levels(tmp_path: Path) -> None:
+    """SYNTHETIC: a 100-kernel chain has 100 dependency levels; a tick per level made plotly measure 100 tick
+    labels (0.4-0.7 s in one task): at most MAX_LEVEL_TICKS ticks, on round numbers of levels."""
+    from graphmode.reports.html_charts import MAX_LEVEL_TICKS, topology_figure
+
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=2, kernels_per_iteration=100)
+    with load(tmp_path / "t.gmtrace") as trace:
+        figure = topology_figure(trace, 1, 1, None)
+    assert figure is not None
+    axis = figure["layout"]["xaxis"]
+    assert axis["tick0"] == 0 and axis["dtick"] == 5 and 100 / axis["dtick"] <= MAX_LEVEL_TICKS
