@@ -17,56 +17,75 @@
   const SELECT = "#ffb000";
 
   // ---- columns -------------------------------------------------------------------------------
-  function rawColumn(buf, c) {
+  // Decoding is a generator that yields every CHUNK values, so that the page can spread a million-span
+  // decode over many short tasks (report.js runs it); decode() drains it at once.
+  const CHUNK = 1 << 16;
+  function* rawColumn(buf, c) {
     if (!c.shuffled) return new DT[c.dtype](buf, c.offset, c.length);
     // byte planes (every value's byte 0, then every byte 1, ...) back into values
     const T = DT[c.dtype], size = T.BYTES_PER_ELEMENT, n = c.length, src = new Uint8Array(buf, c.offset, n * size);
     const out = new Uint8Array(n * size);
     for (let b = 0; b < size; b++) {
       const plane = b * n;
-      for (let i = 0; i < n; i++) out[i * size + b] = src[plane + i];
+      for (let i0 = 0; i0 < n; i0 += CHUNK) {
+        const i1 = Math.min(n, i0 + CHUNK);
+        for (let i = i0; i < i1; i++) out[i * size + b] = src[plane + i];
+        yield;
+      }
     }
     return new T(out.buffer);
   }
-  function column(buf, c, n, T) {
+  function* column(buf, c, n, T) {
     if (Object.prototype.hasOwnProperty.call(c, "const")) { const a = new T(n); a.fill(c.const); return a; }
-    return rawColumn(buf, c);
+    return yield* rawColumn(buf, c);
   }
-  function accessor(buf, c) {
+  function* accessor(buf, c) {
     if (Object.prototype.hasOwnProperty.call(c, "const")) { const v = c.const; return () => v; }
-    const a = rawColumn(buf, c);
+    const a = yield* rawColumn(buf, c);
     return (i) => a[i];
   }
 
-  function decode(spec, buf) {
+  function* decodeSteps(spec, buf) {
     const n = spec.n, C = spec.columns, bounds = spec.lane_bounds;
     const start = new Float64Array(n), end = new Float64Array(n), pmax = new Float64Array(n);
-    const s = rawColumn(buf, C.start), base = C.start.base;
-    const dur = column(buf, C.dur, n, Float64Array);
+    const s = yield* rawColumn(buf, C.start), base = C.start.base;
+    const dur = yield* column(buf, C.dur, n, Float64Array);
     for (let L = 0; L + 1 < bounds.length; L++) {
       let acc = 0, m = -Infinity;
-      for (let i = bounds[L]; i < bounds[L + 1]; i++) {
-        if (C.start.delta) { acc += s[i]; start[i] = base + acc; } else start[i] = base + s[i];
-        end[i] = start[i] + dur[i];
-        if (end[i] > m) m = end[i];
-        pmax[i] = m;
+      for (let i0 = bounds[L]; i0 < bounds[L + 1]; i0 += CHUNK) {
+        const i1 = Math.min(bounds[L + 1], i0 + CHUNK);
+        for (let i = i0; i < i1; i++) {
+          if (C.start.delta) { acc += s[i]; start[i] = base + acc; } else start[i] = base + s[i];
+          end[i] = start[i] + dur[i];
+          if (end[i] > m) m = end[i];
+          pmax[i] = m;
+        }
+        yield;
       }
     }
     let corr;
     if (C.corr.zigzag) {
-      const z = rawColumn(buf, C.corr);
+      const z = yield* rawColumn(buf, C.corr);
       corr = new Float64Array(n);
       let acc = 0;
-      for (let i = 0; i < n; i++) { const v = z[i]; acc += v % 2 ? -(v + 1) / 2 : v / 2; corr[i] = acc; }
-    } else corr = column(buf, C.corr, n, Float64Array);
+      for (let i0 = 0; i0 < n; i0 += CHUNK) {
+        const i1 = Math.min(n, i0 + CHUNK);
+        for (let i = i0; i < i1; i++) { const v = z[i]; acc += v % 2 ? -(v + 1) / 2 : v / 2; corr[i] = acc; }
+        yield;
+      }
+    } else corr = yield* column(buf, C.corr, n, Float64Array);
     const fields = {}, text = {};
-    for (const k of Object.keys(C.fields)) fields[k] = accessor(buf, C.fields[k]);
-    for (const k of Object.keys(C.text)) text[k] = accessor(buf, C.text[k]);
+    for (const k of Object.keys(C.fields)) fields[k] = yield* accessor(buf, C.fields[k]);
+    for (const k of Object.keys(C.text)) text[k] = yield* accessor(buf, C.text[k]);
     return {
       n, start, end, pmax, corr, fields, text,
-      group: column(buf, C.group, n, Uint16Array), name: column(buf, C.name, n, Uint32Array),
-      outside: column(buf, C.outside, n, Uint8Array),
+      group: yield* column(buf, C.group, n, Uint16Array), name: yield* column(buf, C.name, n, Uint32Array),
+      outside: yield* column(buf, C.outside, n, Uint8Array),
     };
+  }
+  function decode(spec, buf) {
+    const it = decodeSteps(spec, buf);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   // first index in [lo, hi) with a[i] >= v (a sorted ascending there), else hi
@@ -472,5 +491,5 @@
     return m;
   }
 
-  window.GMTimeline = { Timeline, decode, matchNames, fmtDur, lowerBound, upperBound };
+  window.GMTimeline = { Timeline, decode, decodeSteps, matchNames, fmtDur, lowerBound, upperBound };
 })();
