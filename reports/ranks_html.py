@@ -1,5 +1,8 @@
 """`graphmode view` on the traces of a multi-process job: one self-contained HTML page (plotly.js inlined).
 
+The text paints first; plotly.js (gzipped in the page, started in steps: html_plotly.py) draws the charts
+when the browser is idle, one per task (assets/charts.js).
+
 The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
 the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each of those
@@ -31,6 +34,9 @@ HEAT_BINS = 400
 MAX_TIMELINE_RANKS = 16
 MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
 COLOURS = {"NCCL collective": "#d62728", "graph": "#cc79a7", "kernel": "#009e73", "memcpy": "#e69f00", "memset": "#f0e442"}
+
+
+_WAIT = "<p class='hint'>(chart: drawn once plotly.js has started)</p>"
 
 
 @dataclass(frozen=True)
@@ -247,12 +253,12 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
                    "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
                    "yaxis": {"autorange": "reversed"}, "margin": {"l": 200}}}})
-    parts.append("<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'></div>")
+    parts.append(f"<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'>{_WAIT}</div>")
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]
         plots.append({"div": "gm-timeline", "figure": _lines(timeline, t_ms, "ms since the job's first traced moment", lanes,
                                                             f"GPU spans of {len(drawn)} of {len(a.ranks)} ranks")})
-        parts.append("<div id='gm-timeline' class='plot'></div>")
+        parts.append(f"<div id='gm-timeline' class='plot'>{_WAIT}</div>")
     if replay:
         ref = min(float(row[1].min()) for row in replay if row[1].size)
         rows = [(float(i), st - ref, en - ref, cat, names) for i, (_, st, en, cat, names) in enumerate(replay)]
@@ -262,7 +268,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         plots.append({"div": "gm-replay", "figure": _lines(rows, 1e3, "us since the earliest rank's replay began", lanes, title)})
         parts.append("<h2>One replay of each rank, aligned</h2><p class='hint'>A collective ends at the same moment on every "
                      "rank (it cannot end before the last rank's data arrived): its red bars end together; where one "
-                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'></div>")
+                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'>" + _WAIT + "</div>")
     if note:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
     if a.cannot_compute:
@@ -271,20 +277,29 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
 
 
 def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
-    from plotly.offline import get_plotlyjs
+    from importlib import resources
 
+    from graphmode.reports.html_plotly import plotly_bundle, trace_types
+
+    charts = (resources.files("graphmode.reports") / "assets" / "charts.js").read_text(encoding="utf-8")
+    plotly = plotly_bundle(trace_types(p["figure"] for p in plots))
     css = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:8px 0}"
            "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
            "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;color:#14532d}.warn,.risk{color:#b91c1c}"
            ".sub,.hint,.note{color:#555}.plot{width:100%}")
-    # window.graphmode is set once every plot has drawn (the browser tests wait for it, as for the single-trace page)
-    script = ("const d=JSON.parse(document.getElementById('gm-data').textContent);"
-              "Promise.all(d.plots.map(p=>Plotly.newPlot(p.div,p.figure.data,p.figure.layout,{responsive:true,displaylogo:false})))"
-              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};});")
+    # After the frame that paints the text: the charts, when the browser is idle. window.graphmode is set once
+    # every plot has drawn (the browser tests wait for it, as for the single-trace page).
+    script = ("let begun=false;const begin=()=>{if(begun)return;begun=true;"
+              "const d=JSON.parse(document.getElementById('gm-data').textContent);"
+              "GMCharts.idle().then(()=>GMCharts.draw(d.plots))"
+              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};})"
+              ".catch((e)=>{window.graphmode={page:'ranks',error:String(e&&e.stack||e)};throw e;});};"
+              "requestAnimationFrame(()=>setTimeout(begin,0));setTimeout(begin,1000);")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{css}</style><script>{get_plotlyjs()}</script></head><body>{body}"
+            f"<style>{css}</style></head><body>{body}"
             f"<script type='application/json' id='gm-data'>{_safe_json({'plots': plots})}</script>"
-            f"<script>{script}</script></body></html>")
+            f"<script type='application/octet-stream' id='gm-plotly'>{plotly.gzip_b64}</script>"
+            f"<script>{charts}</script><script>{script}</script></body></html>")
 
 
 def write_ranks_html(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:
