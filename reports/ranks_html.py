@@ -1,7 +1,7 @@
 """`graphmode view` on the traces of a multi-process job: one self-contained HTML page (plotly.js inlined).
 
 The text paints first; plotly.js (gzipped in the page, started in steps: html_plotly.py) draws the charts
-when the browser is idle, one per task (assets/charts.js).
+when the browser is idle, one per task (assets/charts.js). Timelines are as tall as their lanes: LANE_PX each.
 
 The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
@@ -17,6 +17,7 @@ import base64
 
 import html
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ output_file_extension = "html"
 HEAT_BINS = 400
 MAX_TIMELINE_RANKS = 16
 MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
+LANE_PX = 30  # height of one rank's lane in the timelines: its label and its 12 px bars fit without overlapping
+BAR_PX = 12
+LABEL_PX = 20  # rank labels at least this far apart
+MAX_HEAT_PX = 960  # the heatmap's rows together; more ranks than fit at LANE_PX share it
+MARGIN_T, MARGIN_B = 70, 50  # the title and the legend above the lanes, the axis and its title below
 COLOURS = {"NCCL collective": "#d62728", "graph": "#cc79a7", "kernel": "#009e73", "memcpy": "#e69f00", "memset": "#f0e442"}
 
 
@@ -101,12 +107,15 @@ def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarra
             at += k
         data.append({"type": "scattergl", "mode": "lines", "name": cat, "x": typed_array(x), "y": typed_array(y),
                      "customdata": typed_array(dur), "text": text.tolist(),
-                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": 12}})
+                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": BAR_PX}})
     return {"data": data, "layout": {
-        "title": {"text": html.escape(title)}, "height": 120 + 36 * len(lanes), "showlegend": True,
-        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200},
+        "title": {"text": html.escape(title), "x": 0.01, "y": 0.98, "yanchor": "top"},
+        # the plot area is LANE_PX per lane; margins hold the title and legend (above) and the axis (below)
+        "height": MARGIN_T + MARGIN_B + LANE_PX * len(lanes), "showlegend": True,
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False},
         "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": [html.escape(x) for x in lanes], "autorange": "reversed",
-                  "range": [-0.5, len(lanes) - 0.5]}}}
+                  "range": [-0.5, len(lanes) - 0.5], "fixedrange": True}}}
 
 
 def _rank_label(a: RankSetAnalysis, rank: int) -> str:
@@ -246,13 +255,17 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     t_ms = 1e6
     t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
     span = (max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks) - t0) / t_ms
+    labels = [_rank_label(a, s.identity.rank) for s in a.ranks]
+    area = min(LANE_PX * len(labels), MAX_HEAT_PX)
+    every = max(1, math.ceil(len(labels) * LABEL_PX / area))  # past MAX_HEAT_PX, a label every few ranks
     plots.append({"div": "gm-heat", "figure": {"data": [{
         "type": "heatmap", "z": heat.round(3).tolist(), "x": list(np.linspace(0, span, HEAT_BINS, endpoint=False).round(4)),
-        "y": [_rank_label(a, s.identity.rank) for s in a.ranks], "colorscale": "Viridis", "zmin": 0, "zmax": 1,
+        "y": labels, "colorscale": "Viridis", "zmin": 0, "zmax": 1,
         "colorbar": {"title": {"text": "GPU busy"}}, "hovertemplate": "%{y} · %{x:.2f} ms · busy %{z:.0%}<extra></extra>"}],
-        "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
-                   "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
-                   "yaxis": {"autorange": "reversed"}, "margin": {"l": 200}}}})
+        "layout": {"title": {"text": "GPU activity of every rank on the job's time axis", "x": 0.01},
+                   "height": MARGIN_T + MARGIN_B + area, "xaxis": {"title": {"text": "ms"}},
+                   "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": labels[::every], "ticktext": labels[::every]},
+                   "margin": {"l": 200, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False}}}})
     parts.append(f"<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'>{_WAIT}</div>")
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]

@@ -1,5 +1,6 @@
 """The multi-rank page in a real headless Chromium, on the real two-rank recordings (tests/data/ranks/*):
-its text paints at once (plotly.js starts later, when the browser is idle)."""
+its text paints at once (plotly.js starts later, when the browser is idle), and its charts are as tall as
+their lanes, rank labels apart."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from browser import Chromium, find_chromium
 
 from graphmode.analyzers.ranks import analyze_ranks
-from graphmode.reports.ranks_html import write_ranks_html
+from graphmode.reports.ranks_html import LABEL_PX, LANE_PX, write_ranks_html
 
 RANKS = Path(__file__).resolve().parent / "data" / "ranks"
 JOBS = sorted(p.name for p in RANKS.iterdir() if p.is_dir() and any(p.glob("*.gmtrace")))
@@ -47,3 +48,18 @@ def test_ranks_page_text_paints_within_a_second(browser: Chromium, pages: dict[s
     drawn = browser.evaluate("performance.getEntriesByName('gm-chart-gm-heat')[0].startTime")
     assert fcp < drawn
     assert browser.errors == []
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_ranks_charts_are_as_tall_as_their_lanes(browser: Chromium, pages: dict[str, Path], job: str) -> None:
+    browser.open(pages[job], timeout_s=120)
+    for div in ("gm-heat", "gm-timeline", "gm-replay"):
+        size = browser.evaluate(f"""(() => {{ const gd = document.getElementById('{div}');
+            const ticks = Array.from(gd.querySelectorAll('.ytick text')).map((t) => t.getBoundingClientRect())
+              .map((r) => [r.top, r.bottom]).sort((a, b) => a[0] - b[0]);
+            return {{ h: gd._fullLayout._size.h, lanes: ticks.length, ticks }}; }})()""")
+        assert size["lanes"] == 2, (div, size)
+        assert size["h"] >= LANE_PX * size["lanes"] - 1, f"{div}: a {size['h']} px plot area for {size['lanes']} lanes"
+        ticks = size["ticks"]
+        for (top0, bottom0), (top1, _) in zip(ticks, ticks[1:]):
+            assert top1 >= bottom0 and top1 - top0 >= LABEL_PX, f"{div}: rank labels overlap: {ticks}"
