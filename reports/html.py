@@ -256,7 +256,7 @@ def _profile_session(trace: Trace) -> Any:
 def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
     assets = resources.files("graphmode.reports") / "assets"
     scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "charts.js", "report.js"))
-    css = (assets / "report.css").read_text(encoding="utf-8")
+    css = "".join((assets / name).read_text(encoding="utf-8") for name in ("report.css", "verdict.css"))
     spans = base64.b64encode(blob.gzip()).decode("ascii")
     plotly = plotly_bundle(trace_types(p["figure"] for p in data["plots"] if p["kind"] == "plotly"))
     return (

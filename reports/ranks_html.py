@@ -26,6 +26,7 @@ import numpy as np
 
 from graphmode.analyzers.collectives import NCCL_SQL
 from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.html_sections import verdict_kind
 from graphmode.reports.ranks import headline
 from graphmode.reports.terminal import human_ns, short_source
 from graphmode.tracer.store import TraceError, load
@@ -233,7 +234,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"
              + (" · <b>synthetic traces (built by a test or benchmark, not recordings)</b>"
                 if any("synthetic" in s.identity.path for s in a.ranks) else "") + "</p>",
-             f"<p class='headline'>{html.escape(headline(a))}</p>"]
+             f"<p class='headline verdict {verdict_kind(a)}' id='gm-verdict'>{html.escape(headline(a))}</p>"]
     for w in a.warnings:
         parts.append(f"<p class='warn'>warning: {html.escape(w)}</p>")
     for h in a.hang_risks:
@@ -294,12 +295,13 @@ def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
 
     from graphmode.reports.html_plotly import plotly_bundle, trace_types
 
-    charts = (resources.files("graphmode.reports") / "assets" / "charts.js").read_text(encoding="utf-8")
+    assets = resources.files("graphmode.reports") / "assets"
+    charts = (assets / "charts.js").read_text(encoding="utf-8")
     plotly = plotly_bundle(trace_types(p["figure"] for p in plots))
     css = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:8px 0}"
            "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
-           "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;color:#14532d}.warn,.risk{color:#b91c1c}"
-           ".sub,.hint,.note{color:#555}.plot{width:100%}")
+           "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;padding:8px 12px;max-width:110ch}"
+           ".warn,.risk{color:#b91c1c}.sub,.hint,.note{color:#555}.plot{width:100%}") + (assets / "verdict.css").read_text(encoding="utf-8")
     # After the frame that paints the text: the charts, when the browser is idle. window.graphmode is set once
     # every plot has drawn (the browser tests wait for it, as for the single-trace page).
     script = ("let begun=false;const begin=()=>{if(begun)return;begun=true;"
