@@ -95,20 +95,27 @@ class _Page:
         return f"<div id='{div}' class='plot'><p class='hint'>(chart: drawn once plotly.js has started)</p></div>"
 
 
-def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any]) -> str:
+def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any], chosen: bool) -> str:
+    """The whole-run section; `chosen`: the user picked what it draws (--window, --iterations), not the page limit."""
     origin = tp.start_ns
     full = load_view(trace, tp.pass_id, lanes, selection.intervals, origin,
                      f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans")
-    extent = (0, max(1, tp.end_ns - origin)) if not selection.note else full.extent_ns
+    # The whole pass is the view's full extent even where the page holds part of it: the stretches it leaves
+    # out are drawn hatched and labelled, not left blank as if the GPU had been idle.
+    extent = (0, max(1, tp.end_ns - origin))
     active = activity_extent(trace, tp)
-    initial = extent
+    initial = extent if not selection.note else full.extent_ns
     if active is not None and not selection.note:
         a, b = active[0] - origin, active[1] - origin
         margin = max(int((b - a) * ACTIVITY_MARGIN), 1_000)
         initial = (max(extent[0], a - margin), min(extent[1], b + margin))
+    gaps = [{"start": g.start_ns - origin, "end": g.end_ns - origin, "spans": g.spans,
+             "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
+                      f"open with --window {_ms(g.start_ns - origin)}:{_ms(g.end_ns - origin)} to see them"}
+            for g in selection.left_out]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
-                                  initial=initial, full=extent))
-    cropped = initial != extent
+                                  initial=initial, full=extent, left_out=gaps))
+    cropped = initial != extent and not selection.note
     crop = (f"It opens on the CUDA activity ({(initial[1] - initial[0]) / 1e6:,.1f} ms of the pass's "
             f"{(extent[1] - extent[0]) / 1e6:,.1f} ms); <b>whole run</b> shows all of it. " if cropped else "")
     hint = ("<p class='hint'>" + crop + "Scroll to zoom, drag to pan, shift-drag to zoom to a range, double-click "
@@ -123,6 +130,11 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                "<button type='button' id='gm-whole'>whole run</button></div>")
     return _section("The whole run", toolbar + hint + note
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
+
+
+def _ms(ns: int) -> str:
+    """ns as the ms `--window` takes: to the µs, without trailing zeros."""
+    return f"{ns / 1e6:.3f}".rstrip("0").rstrip(".")
 
 
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
@@ -213,7 +225,7 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         lanes = lanes_of(trace, tp.pass_id)
         parts.append(_iterations(trace, page, tp, lanes))
         selection = select_spans(trace, tp, iterations=iterations, window_ms=window_ms, max_spans=max_spans)
-        parts.append(_whole_run(trace, page, tp, selection, lanes))
+        parts.append(_whole_run(trace, page, tp, selection, lanes, chosen=iterations is not None or window_ms is not None))
         if tp.detail in ("graph", "node"):
             table = kernel_table_html(kernel_totals(trace, tp.pass_id, tp.detail))
             if table:

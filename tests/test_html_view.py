@@ -246,6 +246,50 @@ def test_bounded_page_says_what_it_left_out(browser: Chromium, tmp_path: Path) -
 
 
 @needs_chromium
+def test_spans_left_out_are_hatched_and_labelled(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC: 20 iterations of 10 kernels per mode, a page limit of 100 spans: the page holds the first
+    iterations of each mode; the rest of each mode is hatched with its span count and the --window to see it."""
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
+    with load(tmp_path / "t.gmtrace") as trace:
+        summary = write_html(trace, tmp_path / "t.html", max_spans=100)
+    full = next(p for p in _page_data(tmp_path / "t.html")["plots"] if p["div"] == "gm-timeline-full")
+    gaps = full["left_out"]
+    assert gaps and sum(g["spans"] for g in gaps) == summary.spans_total - summary.spans_drawn
+    assert full["full"][0] == 0 and full["full"][1] >= max(g["end"] for g in gaps)  # the whole pass, not just what is drawn
+    _open(browser, tmp_path / "t.html")
+    # it opens on what it holds, from the first eager to the last graph iteration drawn: the eager iterations
+    # between them that it does not hold are hatched in the middle (they looked like an idle GPU)
+    middle = _js(browser, "leftOut('gm-timeline-full')")
+    assert [d["label"] for d in middle] == [g["label"] for g in gaps if g["start"] > 0 and g["end"] < full["full"][1]] != []
+    box = browser.evaluate("(() => { const c = document.querySelector('#gm-timeline-full canvas'); c.scrollIntoView({block: 'center'});"
+                           " const r = c.getBoundingClientRect(); return [r.left, r.top]; })()")
+    browser.mouse_move(box[0] + (middle[0]["x0"] + middle[0]["x1"]) / 2, box[1] + 20)
+    assert f"not drawn: {middle[0]['label']}" in _js(browser, "details('gm-timeline-full')")  # hovering it says so too
+    _js(browser, f"setRange('gm-timeline-full', {full['full'][0]}, {full['full'][1]})")
+    drawn = _js(browser, "leftOut('gm-timeline-full')")
+    assert [d["label"].split(" (")[0] for d in drawn] == [f"{g['spans']:,} spans not drawn" for g in gaps]  # narrow: the count
+    for g in gaps:
+        _js(browser, f"setRange('gm-timeline-full', {g['start'] - 1000}, {g['end'] + 1000})")
+        (d,) = _js(browser, "leftOut('gm-timeline-full')")
+        assert d["label"] == g["label"], (d, g)
+        assert re.fullmatch(rf"{g['spans']:,} spans not drawn \(page limit\); open with --window [\d.]+:[\d.]+ to see them", g["label"])
+        # hatched: the hatch's grey in the region's pixels, across the lanes
+        grey = browser.evaluate(f"""(() => {{ const c = document.querySelector('#gm-timeline-full canvas'), x = Math.round({d["x0"]} + 2);
+            const px = c.getContext('2d').getImageData(x, 0, Math.max(1, Math.round({d["x1"] - d["x0"]}) - 4), c.height).data;
+            let n = 0; for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - 0x8a) < 24 && Math.abs(px[i + 2] - 0x98) < 24 && px[i] < px[i + 2]) n++;
+            return n; }})()""")
+        assert grey > 50, (d, grey)
+    _check_legends(browser, ["gm-timeline-full"])
+    assert "left-out" in _js(browser, "legend('gm-timeline-full-legend')")
+    assert browser.errors == []
+    # the window a label names holds the spans it counts: a page of that window draws them all
+    a, b = map(float, re.search(r"--window ([\d.]+):([\d.]+)", gaps[0]["label"]).groups())  # type: ignore[union-attr]
+    with load(tmp_path / "t.gmtrace") as trace:
+        window = write_html(trace, tmp_path / "w.html", window_ms=(a, b))
+    assert window.spans_drawn >= gaps[0]["spans"]
+
+
+@needs_chromium
 def test_sortable_kernel_table(browser: Chromium, rendered: Any) -> None:
     _open(browser, rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))
     column = ("(col) => Array.from(document.querySelectorAll('#gm-kernels tbody tr'))"

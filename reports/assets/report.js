@@ -50,6 +50,10 @@
     el.replaceChildren();
     for (const [colour, text] of seen) el.append(legendItem(colour, colour, text));
     if (faded) el.append(legendItem("faded", "#888", "pale: " + views[0].spec.fade_note, 0.35));
+    if (views.some((v) => (v.spec.left_out || []).length)) {
+      el.append(legendItem("left-out", "repeating-linear-gradient(135deg, #8a8f98 0 1px, #ffffff 1px 4px)",
+        "hatched: spans this page does not hold; the label says how many and how to see them"));
+    }
     const nm = legendItem("nomatch", "#d0d0d0", "grey: not matching the search");
     nm.hidden = true; nm.classList.add("search-only");
     el.append(nm, legendItem("selected", "#ffb000", "outlined: the span under the pointer and the work with its correlation id"));
@@ -239,6 +243,8 @@
     legend: (id) => Array.from(document.querySelectorAll("#" + id + " .item")).filter((e) => !e.hidden).map((e) => e.dataset.key),
     search: (q) => { state.applySearch(q); return state.searchMatches; },
     drawnAt: (div) => state.views[div].drawnAt,
+    leftOut: (div) => state.views[div].leftOutDrawn || [],
+    setRange: (div, a, b) => { const tl = state.views[div]; tl.setRange(a, b); tl.draw(); return tl.range.slice(); },
   };
 
   // plotly.js starts when the browser is idle after the timelines are drawn (never because the reader

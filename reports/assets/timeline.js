@@ -15,6 +15,7 @@
   const FADE_ALPHA = 0.28;
   const NOMATCH = "#d0d0d0";
   const SELECT = "#ffb000";
+  const HATCH = "#8a8f98";
 
   // ---- columns -------------------------------------------------------------------------------
   // Decoding is a generator that yields every CHUNK values, so that the page can spread a million-span
@@ -133,6 +134,7 @@
       this.range = spec.range.slice();
       this.match = null; // Uint8Array over name ids while a search is active
       this.hover = -1; this.pinned = -1; this.linked = [];
+      this.region = null; // the hatched stretch under the pointer (drawLeftOut)
       this.used = new Set();
       this.listeners = [];
       this.root = root;
@@ -243,6 +245,7 @@
         }
         ctx.globalAlpha = 1;
       }
+      this.drawLeftOut(ctx, k, used);
       if (!this.compact) { this.drawHighlights(ctx, k); this.drawFrame(ctx, k); }
       else if (this.gutter > 0) {
         ctx.globalAlpha = 1; ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, this.gutter, H);
@@ -284,6 +287,43 @@
       ctx.fillStyle = "#111"; ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
       ctx.fillText(text, x0, yMid);
       ctx.restore();
+    }
+
+    // Stretches whose spans the page does not hold (its span limit): hatched over every lane and labelled with
+    // how many spans they hold and how to see them, so that they do not read as an idle GPU.
+    drawLeftOut(ctx, k, used) {
+      const regions = this.spec.left_out || [];
+      this.leftOutDrawn = [];
+      if (!regions.length) return;
+      const [t0, t1] = this.range, gx = this.gutter, pw = this.plotW, y0 = this.top, h = this.laneH * this.spec.lanes.length;
+      for (const r of regions) {
+        if (r.end < t0 || r.start > t1) continue;
+        const a = Math.max(gx, gx + (r.start - t0) * k), z = Math.min(gx + pw, gx + (r.end - t0) * k);
+        if (z - a < 1) continue;
+        ctx.save();
+        ctx.beginPath(); ctx.rect(a, y0, z - a, h); ctx.clip();
+        ctx.globalAlpha = 0.85; ctx.fillStyle = "#ffffff"; ctx.fillRect(a, y0, z - a, h);
+        ctx.globalAlpha = 1; ctx.strokeStyle = HATCH; ctx.lineWidth = 1;
+        ctx.beginPath();
+        for (let x = a - h - ((a - gx) % 8); x < z; x += 8) { ctx.moveTo(x, y0 + h); ctx.lineTo(x + h, y0); }
+        ctx.stroke();
+        let label = "";
+        if (!this.compact) { // the label on one line, else on two (at '; '), else its count alone
+          ctx.font = "12px system-ui, sans-serif";
+          const fits = (lines) => lines.length * 16 <= h && lines.every((t) => ctx.measureText(t).width + 12 <= z - a);
+          const lines = [[r.label], r.label.split("; "), [r.spans.toLocaleString("en-US") + " spans not drawn"]].find(fits) || [];
+          const yTop = y0 + Math.max(0, Math.min(h / 2, 40) - lines.length * 8);
+          lines.forEach((t, n) => {
+            const w = ctx.measureText(t).width, x = (a + z) / 2 - w / 2, y = yTop + 8 + 16 * n;
+            ctx.fillStyle = "#ffffff"; ctx.fillRect(x - 4, y - 8, w + 8, 16);
+            ctx.fillStyle = "#333"; ctx.textBaseline = "middle"; ctx.textAlign = "left"; ctx.fillText(t, x, y);
+          });
+          label = lines.join("; ");
+        }
+        ctx.restore();
+        used.add("left-out");
+        this.leftOutDrawn.push({ x0: a, x1: z, label });
+      }
     }
 
     drawHighlights(ctx, k) {
@@ -348,6 +388,12 @@
         ctx.fillRect(Math.min(...this.boxTo), this.top, Math.abs(this.boxTo[1] - this.boxTo[0]), yAxis - this.top);
         ctx.globalAlpha = 1;
       }
+    }
+
+    leftOutAt(px, py) {
+      if (this.laneAt(py) < 0 || px < this.gutter || px > this.gutter + this.plotW) return null;
+      const t = this.tOf(px);
+      return (this.spec.left_out || []).find((r) => r.start <= t && t <= r.end) || null;
     }
 
     laneOf(i) { return upperBound(this.spec.lane_bounds, i, 0, this.spec.lane_bounds.length) - 1; }
@@ -422,7 +468,9 @@
       else this.hover = i;
       const sel = this.pinned >= 0 ? this.pinned : this.hover;
       this.linked = sel >= 0 ? this.sameCorrelation(sel) : [];
-      if (this.opts.onSelect) this.opts.onSelect(sel >= 0 ? this.details(sel) : null, this);
+      const r = this.region, region = sel < 0 && r
+        ? [["not drawn", r.label], ["where", fmtDur(r.start) + " – " + fmtDur(r.end) + " from " + this.spec.origin]] : null;
+      if (this.opts.onSelect) this.opts.onSelect(sel >= 0 ? this.details(sel) : region, this);
       this.schedule();
     }
 
@@ -449,9 +497,12 @@
       cv.addEventListener("pointermove", (e) => {
         const [x, y] = pos(e);
         if (!drag) {
-          const i = this.hit(x, y);
+          // over a hatched stretch, what it left out (the spans reaching into it lie under the hatch)
+          const region = this.leftOutAt(x, y), i = region ? -1 : this.hit(x, y);
           cv.style.cursor = i >= 0 ? "pointer" : "grab";
-          if (i !== this.hover && this.pinned < 0) this.select(i, false);
+          const moved = region !== this.region;
+          this.region = region;
+          if ((i !== this.hover || moved) && this.pinned < 0) this.select(i, false);
           return;
         }
         if (Math.abs(x - drag.x) > 2) drag.moved = true;
@@ -470,12 +521,14 @@
           this.boxTo = null;
           this.setRange(a, b);
         } else if (!was.moved) {
-          const i = this.hit(x, y);
+          const i = this.leftOutAt(x, y) ? -1 : this.hit(x, y);
           this.select(i, true);
           if (i < 0) { this.pinned = -1; this.select(-1, false); }
         }
       });
-      cv.addEventListener("pointerleave", () => { if (!drag && this.pinned < 0 && this.hover >= 0) this.select(-1, false); });
+      cv.addEventListener("pointerleave", () => {
+        if (!drag && this.pinned < 0 && (this.hover >= 0 || this.region)) { this.region = null; this.select(-1, false); }
+      });
       cv.addEventListener("dblclick", (e) => { e.preventDefault(); this.reset(); if (this.opts.onReset) this.opts.onReset(this); });
     }
   }
