@@ -290,6 +290,26 @@ def test_spans_left_out_are_hatched_and_labelled(browser: Chromium, tmp_path: Pa
 
 
 @needs_chromium
+def test_deep_zoom_ticks_count_from_an_offset(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC trace. Zoomed to 5 us at 1.2 ms into the pass (a tick every 1 us, 1,200 steps from the origin),
+    ticks count from the first tick, whose time the axis prints once (absolute, they read like '1201 µs', and
+    at 14 s into a run '14334770 µs'); zoomed out they are absolute again."""
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
+    with load(tmp_path / "t.gmtrace") as trace:
+        write_html(trace, tmp_path / "t.html")
+    _open(browser, tmp_path / "t.html")
+    div = "gm-timeline-full"
+    _js(browser, f"setRange('{div}', 1200000, 1205000)")
+    axis = _js(browser, f"ticks('{div}')")
+    assert axis == {"offset": "1.200 ms", "ticks": ["0", "+1 µs", "+2 µs", "+3 µs", "+4 µs", "+5 µs"]}, axis
+    full = next(p for p in _page_data(tmp_path / "t.html")["plots"] if p["div"] == div)["full"]
+    _js(browser, f"setRange('{div}', {full[0]}, {full[1]})")
+    axis = _js(browser, f"ticks('{div}')")
+    assert axis["offset"] is None and axis["ticks"][:2] == ["0 µs", "500 µs"] and "+" not in "".join(axis["ticks"]), axis
+    assert browser.errors == []
+
+
+@needs_chromium
 def test_sortable_kernel_table(browser: Chromium, rendered: Any) -> None:
     _open(browser, rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))
     column = ("(col) => Array.from(document.querySelectorAll('#gm-kernels tbody tr'))"

@@ -244,6 +244,7 @@
     search: (q) => { state.applySearch(q); return state.searchMatches; },
     drawnAt: (div) => state.views[div].drawnAt,
     leftOut: (div) => state.views[div].leftOutDrawn || [],
+    ticks: (div) => state.views[div].axis,
     setRange: (div, a, b) => { const tl = state.views[div]; tl.setRange(a, b); tl.draw(); return tl.range.slice(); },
   };
 

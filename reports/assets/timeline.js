@@ -119,6 +119,25 @@
     const digits = Math.max(0, Math.ceil(-Math.log10(step / u) - 1e-9));
     return (t / u).toFixed(Math.min(digits, 6)) + " " + name;
   }
+  // A time to the precision of `step`, in the unit of its own size: the offset of relative ticks.
+  function offsetLabel(t, step) {
+    const [u, name] = UNITS.find(([u]) => Math.abs(t) >= u) || UNITS[3];
+    const digits = Math.max(0, Math.ceil(Math.log10(u / step) - 1e-9));
+    return (t / u).toFixed(Math.min(digits, 9)) + " " + name;
+  }
+  // Ticks of the range [t0, t1] over `pw` pixels. Zoomed in far from the origin, absolute labels would need
+  // many digits ("14334770 µs"): past RELATIVE_AT steps from the origin they count from the first tick,
+  // whose time is returned as `offset` (the axis prints it once).
+  const RELATIVE_AT = 1000;
+  function axisTicks(t0, t1, pw) {
+    const step = niceStep(t1 - t0, Math.max(2, pw / 110)), first = Math.ceil(t0 / step) * step;
+    const relative = Math.max(Math.abs(t0), Math.abs(t1)) / step >= RELATIVE_AT;
+    const ticks = [];
+    for (let k = 0, t = first; t <= t1; k++, t = first + k * step) {
+      ticks.push([t, relative ? (k ? "+" + tickLabel(k * step, step) : "0") : tickLabel(t, step)]);
+    }
+    return { ticks, offset: relative ? offsetLabel(first, step) : null };
+  }
 
   // ---- the view ------------------------------------------------------------------------------
   class Timeline {
@@ -372,15 +391,17 @@
       }
       ctx.strokeStyle = "#999"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(gx, yAxis + 0.5); ctx.lineTo(gx + pw, yAxis + 0.5); ctx.stroke();
-      const [t0, t1] = this.range, step = niceStep(t1 - t0, Math.max(2, pw / 110));
+      const [t0, t1] = this.range, axis = axisTicks(t0, t1, pw);
       ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.fillStyle = "#333";
-      for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+      for (const [t, text] of axis.ticks) {
         const x = gx + (t - t0) * k;
         ctx.fillRect(Math.round(x), yAxis, 1, 4);
-        ctx.fillText(tickLabel(t, step), x, yAxis + 6);
+        ctx.fillText(text, x, yAxis + 6);
       }
       ctx.textAlign = "right"; ctx.fillStyle = "#666";
-      ctx.fillText("time from " + spec.origin, gx + pw, yAxis + 20);
+      ctx.fillText(axis.offset ? "ticks: time after " + axis.offset + " from " + spec.origin : "time from " + spec.origin,
+        gx + pw, yAxis + 20);
+      this.axis = { ticks: axis.ticks.map(([, text]) => text), offset: axis.offset };
       ctx.textAlign = "left";
       ctx.fillText("showing " + fmtDur(t1 - t0), gx, yAxis + 20);
       if (this.boxTo) {
