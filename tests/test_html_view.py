@@ -310,6 +310,33 @@ def test_deep_zoom_ticks_count_from_an_offset(browser: Chromium, tmp_path: Path)
 
 
 @needs_chromium
+def test_details_lead_with_duration_lane_and_correlation_and_fold_a_long_name(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC trace whose kernel has a 3,001-character name (templated kernels' names run that long)."""
+    long_name = "k" + "_a" * 1500
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=3, kernels_per_iteration=4, kernel_name=long_name)
+    with load(tmp_path / "t.gmtrace") as trace:
+        write_html(trace, tmp_path / "t.html")
+    _open(browser, tmp_path / "t.html")
+    _js(browser, "showSpan('gm-timeline-full', 'gpu', 'kernel', 1)")
+    box = browser.evaluate("""(() => { const box = document.getElementById('gm-timeline-full-details');
+        const dd = Array.from(box.querySelectorAll('dt')).find((dt) => dt.textContent === 'name').nextSibling;
+        const more = dd.querySelector('details');
+        return { keys: Array.from(box.querySelectorAll('dt'), (dt) => dt.textContent), shown: dd.firstChild.textContent,
+                 open: more && more.open, whole: more && more.querySelector('.whole').textContent,
+                 summary: more && more.querySelector('summary').textContent, visible: box.innerText.length }; })()""")
+    assert box["keys"][:4] == ["duration", "lane", "correlation id", "name"], box["keys"]
+    assert box["shown"].startswith("k_a_a") and len(box["shown"]) <= 160 and box["shown"].endswith("…")
+    assert box["open"] is False and box["whole"] == long_name and box["summary"] == "whole name (3,001 characters)"
+    assert box["visible"] < 600  # folded: the duration and the rest stay in view
+    # a short name is shown as is, after the same three
+    _js(browser, "showSpan('gm-timeline-full', 'api', 'kernel_launch', 0)")
+    info = _js(browser, "details('gm-timeline-full')").splitlines()
+    assert [ln.split(": ")[0] for ln in info[:4]] == ["duration", "lane", "correlation id", "name"]
+    assert info[3] == "name: cudaLaunchKernel"
+    assert browser.errors == []
+
+
+@needs_chromium
 def test_sortable_kernel_table(browser: Chromium, rendered: Any) -> None:
     _open(browser, rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))
     column = ("(col) => Array.from(document.querySelectorAll('#gm-kernels tbody tr'))"

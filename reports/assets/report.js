@@ -69,7 +69,15 @@
     const dl = document.createElement("dl");
     for (const [k, v] of fields) {
       const dt = document.createElement("dt"); dt.textContent = k;
-      const dd = document.createElement("dd"); dd.textContent = v;
+      const dd = document.createElement("dd");
+      if (typeof v === "string") dd.textContent = v;
+      else { // a long text: shortened, the whole of it in a collapsed element under it
+        const more = document.createElement("details"), summary = document.createElement("summary"), whole = document.createElement("div");
+        summary.textContent = "whole " + k + " (" + v.full.length.toLocaleString("en-US") + " characters)";
+        whole.className = "whole"; whole.textContent = v.full;
+        more.append(summary, whole);
+        dd.append(document.createTextNode(v.short), more);
+      }
       dl.append(dt, dd);
     }
     box.append(dl);

@@ -139,6 +139,16 @@
     return { ticks, offset: relative ? offsetLabel(first, step) : null };
   }
 
+  // A detail's text as is, or past LONG_TEXT characters {short, full}: its short form (`short`, else its
+  // start), and the whole.
+  const LONG_TEXT = 160;
+  function longText(full, short) {
+    if (full.length <= LONG_TEXT) return full;
+    let s = short && short.length < full.length ? short : full;
+    if (s.length > LONG_TEXT) s = s.slice(0, LONG_TEXT - 1) + "…";
+    return { short: s, full };
+  }
+
   // ---- the view ------------------------------------------------------------------------------
   class Timeline {
     constructor(root, spec, data, opts) {
@@ -465,12 +475,15 @@
     }
 
     details(i) {
+      // duration, where and the correlation id first: a templated kernel's name can run to thousands of
+      // characters, which then come shortened, the whole name one click away (report.js draws {short, full})
       const d = this.d, h = this.spec.hover, g = h.groups[d.group[i]], f = d.fields;
-      const out = [["name", h.names[d.name[i]]]];
-      if (h.mangled[d.name[i]]) out.push(["mangled name", h.mangled[d.name[i]]]);
-      out.push(["what", g.legend], ["duration", fmtDur(d.end[i] - d.start[i])],
-        ["start", fmtDur(d.start[i]) + " from " + this.spec.origin], ["lane", h.lanes[this.laneOf(i)]]);
+      const out = [["duration", fmtDur(d.end[i] - d.start[i])], ["lane", h.lanes[this.laneOf(i)]]];
       if (d.corr[i]) out.push(["correlation id", String(d.corr[i])]);
+      const name = h.names[d.name[i]], mangled = h.mangled[d.name[i]];
+      out.push(["name", longText(name, h.short_names[d.name[i]])]);
+      if (mangled) out.push(["mangled name", longText(mangled)]);
+      out.push(["what", g.legend], ["start", fmtDur(d.start[i]) + " from " + this.spec.origin]);
       if (f.grid_x(i)) out.push(["grid", [f.grid_x(i), f.grid_y(i), f.grid_z(i)].join("×")]);
       if (f.block_x(i)) out.push(["block", [f.block_x(i), f.block_y(i), f.block_z(i)].join("×")]);
       if (f.graph_id(i)) out.push(["graph", String(f.graph_id(i)) + (f.node(i) ? ", node " + (f.node(i) - 1) : "")]);
