@@ -35,6 +35,7 @@ from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
     activity_extent,
+    drop_empty_lanes,
     iteration_views,
     lanes_of,
     load_view,
@@ -138,7 +139,7 @@ def _ms(ns: int) -> str:
 
 
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
-    views = iteration_views(trace, tp.pass_id, lanes)
+    views = drop_empty_lanes(iteration_views(trace, tp.pass_id, lanes))
     if not views:
         return ""
     longest = max(v.extent_ns[1] for v in views)

@@ -8,7 +8,7 @@ and says what it left out and how to see it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -377,3 +377,18 @@ def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], iteration: in
         views.append(load_view(trace, pass_id, lanes, [(s, e)], s, f"{mode} iteration {it}: {(e - s) / 1e3:,.1f} µs",
                                focus=(s, e, mode, it)))
     return views
+
+
+def drop_empty_lanes(views: list[TimelineView]) -> list[TimelineView]:
+    """The views (sharing one list of lanes) without the lanes that hold no span in any of them: a stream or
+    thread idle in every mode's iteration only pushes the lanes that tell apart."""
+    if not views:
+        return views
+    used = np.zeros(len(views[0].lanes), bool)
+    for v in views:
+        used[np.unique(v.lane)] = True
+    if used.all():
+        return views
+    renumber = np.cumsum(used) - 1
+    lanes = [ln for ln, u in zip(views[0].lanes, used) if u]
+    return [replace(v, lanes=lanes, lane=renumber[v.lane].astype(np.int32)) for v in views]

@@ -422,6 +422,10 @@ def test_recording_page_structure(rendered: Any, fixture: Path) -> None:
     assert len(page) < 2_200_000 + 3 * size, (len(page), size)
     assert page.count("id='gm-verdict'") == 1
     assert not re.search(r"graph (\d+) \(graph \1\b", page)  # no repeated labels
+    iters = [p for p in data["plots"] if p.get("sync") == "iterations"]
+    for L, lane in enumerate(iters[0]["lanes"] if iters else []):  # no lane empty in every mode's iteration
+        assert all(p["lanes"] == iters[0]["lanes"] for p in iters)
+        assert any(p["lane_bounds"][L + 1] > p["lane_bounds"][L] for p in iters), f"{lane}: empty in every iteration view"
     for p in data["plots"]:
         if p["kind"] != "plotly":
             continue
@@ -450,6 +454,15 @@ def _colours(trace: dict[str, Any]) -> list[str]:
 
 def _text(fixture: str, rendered: Any) -> str:
     return re.sub(r"<[^>]+>", " ", rendered(ROOT / "tests" / "data" / fixture).read_text().split("<script")[0])
+
+
+def test_lanes_idle_in_every_iteration_view_are_left_out_of_them(rendered: Any) -> None:
+    plots = {p["div"]: p for p in _page_data(rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))["plots"]}
+    # the recording's streams 14 and 18 (PyTorch's side streams) ran nothing in either mode's middle iteration
+    idle = {"GPU 0 · stream 14", "GPU 0 · stream 18"}
+    assert idle <= set(plots["gm-timeline-full"]["lanes"])
+    assert not idle & set(plots["gm-iter-0"]["lanes"]) and plots["gm-iter-0"]["lanes"] == plots["gm-iter-1"]["lanes"]
+    assert len(plots["gm-iter-0"]["lanes"]) == len(plots["gm-timeline-full"]["lanes"]) - 2
 
 
 def test_failed_capture_has_no_one_time_cost_row(rendered: Any) -> None:
