@@ -1,6 +1,7 @@
 """`graphmode view`: one self-contained HTML page (opens offline, no network).
 
-Top to bottom: the verdict in one sentence, the headline numbers beside where the time went per mode,
+Top to bottom (a trace with no graph to compare leads with its prediction): the verdict in one sentence,
+the headline numbers beside where the time went per mode,
 diagnostics, one section per graph (when the analysis reports per graph), one iteration of each mode
 on one scale, the whole run (cropped to the CUDA activity, the full extent one click away), every
 kernel eager vs graph, each graph's topology, the break-even chart, iteration times, the CPU profile.
@@ -47,6 +48,7 @@ from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
 MAX_TOPOLOGIES = 8
+PREDICTION_TITLE = "Prediction: what a CUDA graph would cost and save"
 ACTIVITY_MARGIN = 0.03  # the whole-run view opens on the CUDA activity plus this share on each side
 
 
@@ -203,7 +205,15 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
                                                       meta.get("started_at", ""), f"status {meta.get('status', '?')}") if v)
     if meta.get("workload") == "synthetic":
         sub += " · <b>synthetic trace (built by a test, not a recording)</b>"
-    parts = [f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>", verdict_html(a)]
+    parts = [f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>"]
+    graphs = tuple(getattr(a, "graphs", ()) or ())
+    prediction = getattr(a, "prediction", None)
+    predicted = prediction_html(prediction)
+    # A trace with nothing measured to compare (eager only) has its answer in the prediction: it leads the page.
+    lead = bool(predicted) and not graphs and a.primary_break_even() is None and bool(getattr(prediction, "regions", ()))
+    if lead:
+        parts.append(_section(PREDICTION_TITLE, predicted, "gm-prediction"))
+    parts.append(verdict_html(a))
 
     body = f"<div class='two'><div>{headline_table(a)}</div><div>{time_split_html(a.modes, a)}</div></div>"
     for cls, items in (("warn", a.warnings), ("cannot", a.cannot_compute)):
@@ -213,7 +223,6 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:
         parts.append(_section("Diagnostics", diagnostics))
-    graphs = tuple(getattr(a, "graphs", ()) or ())
     if graphs:
         parts.append(_section("Per graph", graphs_html(graphs, getattr(a, "totals", None)), "gm-graphs"))
     graph_use = graph_use_html(a)
@@ -236,16 +245,14 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         parts.append(_section("Timeline", "<p class='note'>The trace has no pass; nothing to draw.</p>"))
 
     b = a.primary_break_even()
-    prediction = getattr(a, "prediction", None)
     # the prediction is drawn beside the measured break-even when it is of the same graph: the run's one replayed graph
     one_graph = sum(1 for g in graphs if g.replays) <= 1
     twin = measured_twin(prediction) if one_graph else None
     chart = page.chart("gm-break-even", html_charts.break_even_figure(b, twin) if b is not None else None)
     if chart:
         parts.append(_section("Break-even", chart, "gm-break-even-section"))
-    predicted = prediction_html(prediction)
-    if predicted:
-        parts.append(_section("Prediction: what a CUDA graph would cost and save", predicted, "gm-prediction"))
+    if predicted and not lead:
+        parts.append(_section(PREDICTION_TITLE, predicted, "gm-prediction"))
     chart = page.chart("gm-iteration-times", html_charts.iteration_time_figure(a.modes))
     if chart:
         parts.append(_section("Iteration times", chart))

@@ -24,7 +24,7 @@ from synthetic_timeline import write_synthetic_trace
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from graphmode.reports.html import write_html
+from graphmode.reports.html import render_html, write_html
 from graphmode.reports.timeline_plot import COLOURS
 from graphmode.analyzers import analyze
 from graphmode.tracer.store import load
@@ -463,6 +463,29 @@ def test_lanes_idle_in_every_iteration_view_are_left_out_of_them(rendered: Any) 
     assert idle <= set(plots["gm-timeline-full"]["lanes"])
     assert not idle & set(plots["gm-iter-0"]["lanes"]) and plots["gm-iter-0"]["lanes"] == plots["gm-iter-1"]["lanes"]
     assert len(plots["gm-iter-0"]["lanes"]) == len(plots["gm-timeline-full"]["lanes"]) - 2
+
+
+@pytest.mark.parametrize("fixture", ["scripts/cuda_python_eager_only.gmtrace", "scripts/timed/cuda_python_eager_only.gmtrace.xz"])
+def test_eager_only_trace_leads_with_its_prediction(tmp_path: Path, fixture: str) -> None:
+    import lzma
+
+    path = ROOT / "tests" / "data" / fixture
+    if path.suffix == ".xz":  # committed compressed (xz -9), as tests/test_script_fixtures.py opens them
+        (tmp_path / path.stem).write_bytes(lzma.decompress(path.read_bytes()))
+        path = tmp_path / path.stem
+    with load(path) as trace:
+        page, _ = render_html(trace)
+    text = page.split("<script")[0]
+    order = [text.index(f"id='{i}'") for i in ("gm-prediction", "gm-verdict", "gm-headline")]
+    assert order == sorted(order), order  # the prediction first, then the verdict (no comparison) and the numbers
+    assert text.count("id='gm-prediction'") == 1 and "<h2>Prediction: what a CUDA graph would cost and save</h2>" in text
+    assert "No eager-vs-graph comparison" in text and "would cost and save, predicted from the eager work" in text
+
+
+def test_a_measured_comparison_still_leads_with_its_verdict(rendered: Any) -> None:
+    text = rendered(ROOT / "tests" / "data" / "dag-node.gmtrace").read_text().split("<script")[0]
+    order = [text.index(f"id='{i}'") for i in ("gm-verdict", "gm-headline", "gm-break-even-section", "gm-prediction")]
+    assert order == sorted(order), order
 
 
 def test_failed_capture_has_no_one_time_cost_row(rendered: Any) -> None:
