@@ -266,7 +266,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         "layout": {"title": {"text": "GPU activity of every rank on the job's time axis", "x": 0.01},
                    "height": MARGIN_T + MARGIN_B + area, "xaxis": {"title": {"text": "ms"}},
                    "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": labels[::every], "ticktext": labels[::every]},
-                   "margin": {"l": 200, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False}}}})
+                   "margin": {"l": 200, "r": 140, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False}}}})  # r: the colour bar
     parts.append(f"<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'>{_WAIT}</div>")
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]

@@ -60,6 +60,11 @@ def test_ranks_charts_are_as_tall_as_their_lanes(browser: Chromium, pages: dict[
             return {{ h: gd._fullLayout._size.h, lanes: ticks.length, ticks }}; }})()""")
         assert size["lanes"] == 2, (div, size)
         assert size["h"] >= LANE_PX * size["lanes"] - 1, f"{div}: a {size['h']} px plot area for {size['lanes']} lanes"
+        if div == "gm-heat":  # the fixed margins hold the colour bar's title
+            inside = browser.evaluate("""(() => { const gd = document.getElementById('gm-heat'), r = gd.getBoundingClientRect();
+                const t = gd.querySelector('.colorbar .cbtitle text').getBoundingClientRect();
+                return t.width > 0 && t.right <= r.right && t.left >= r.left; })()""")
+            assert inside, "the heatmap's colour bar title is cut off"
         ticks = size["ticks"]
         for (top0, bottom0), (top1, _) in zip(ticks, ticks[1:]):
             assert top1 >= bottom0 and top1 - top0 >= LABEL_PX, f"{div}: rank labels overlap: {ticks}"
