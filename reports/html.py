@@ -1,12 +1,14 @@
 """`graphmode view`: one self-contained HTML page (opens offline, no network).
 
-Top to bottom: the verdict in one sentence, the headline numbers beside where the time went per mode,
+Top to bottom (a trace with no graph to compare leads with its prediction): the verdict in one sentence,
+the headline numbers beside where the time went per mode,
 diagnostics, one section per graph (when the analysis reports per graph), one iteration of each mode
 on one scale, the whole run (cropped to the CUDA activity, the full extent one click away), every
 kernel eager vs graph, each graph's topology, the break-even chart, iteration times, the CPU profile.
 
-Timelines are drawn by the page's own canvas renderer (assets/timeline.js) from columns in one gzip
-blob; the page paints them before it loads plotly.js (itself gzipped in the page) for the charts.
+The text paints first; then the page's own canvas renderer (assets/timeline.js) draws the timelines from
+columns in one gzip blob, in slices of one short task each; plotly.js (gzipped in the page, trimmed to the
+trace types the charts use: html_plotly.py) starts when the browser is idle and draws the charts one per task.
 Data goes in `<script type="application/json">` / `application/octet-stream` blocks with `<`, `>` and
 `&` escaped, so no string from the trace can close them; the page's scripts write user strings with
 textContent only.
@@ -15,11 +17,9 @@ textContent only.
 from __future__ import annotations
 
 import base64
-import gzip
 import html
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,13 @@ from graphmode.reports import html_charts
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
     activity_extent,
+    drop_empty_lanes,
     iteration_views,
     lanes_of,
     load_view,
@@ -46,6 +48,7 @@ from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
 MAX_TOPOLOGIES = 8
+PREDICTION_TITLE = "Prediction: what a CUDA graph would cost and save"
 ACTIVITY_MARGIN = 0.03  # the whole-run view opens on the CUDA activity plus this share on each side
 
 
@@ -92,23 +95,30 @@ class _Page:
         if figure is None:
             return ""
         self.plots.append({"div": div, "kind": "plotly", "figure": figure, "hover": None})
-        return f"<div id='{div}' class='plot'></div>"
+        return f"<div id='{div}' class='plot'><p class='hint'>(chart: drawn once plotly.js has started)</p></div>"
 
 
-def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any]) -> str:
+def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any], chosen: bool) -> str:
+    """The whole-run section; `chosen`: the user picked what it draws (--window, --iterations), not the page limit."""
     origin = tp.start_ns
     full = load_view(trace, tp.pass_id, lanes, selection.intervals, origin,
                      f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans")
-    extent = (0, max(1, tp.end_ns - origin)) if not selection.note else full.extent_ns
+    # The whole pass is the view's full extent even where the page holds part of it: the stretches it leaves
+    # out are drawn hatched and labelled, not left blank as if the GPU had been idle.
+    extent = (0, max(1, tp.end_ns - origin))
     active = activity_extent(trace, tp)
-    initial = extent
+    initial = extent if not selection.note else full.extent_ns
     if active is not None and not selection.note:
         a, b = active[0] - origin, active[1] - origin
         margin = max(int((b - a) * ACTIVITY_MARGIN), 1_000)
         initial = (max(extent[0], a - margin), min(extent[1], b + margin))
+    gaps = [{"start": g.start_ns - origin, "end": g.end_ns - origin, "spans": g.spans,
+             "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
+                      f"open with --window {_ms(g.start_ns - origin)}:{_ms(g.end_ns - origin)} to see them"}
+            for g in selection.left_out]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
-                                  initial=initial, full=extent))
-    cropped = initial != extent
+                                  initial=initial, full=extent, left_out=gaps))
+    cropped = initial != extent and not selection.note
     crop = (f"It opens on the CUDA activity ({(initial[1] - initial[0]) / 1e6:,.1f} ms of the pass's "
             f"{(extent[1] - extent[0]) / 1e6:,.1f} ms); <b>whole run</b> shows all of it. " if cropped else "")
     hint = ("<p class='hint'>" + crop + "Scroll to zoom, drag to pan, shift-drag to zoom to a range, double-click "
@@ -125,8 +135,13 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
 
 
+def _ms(ns: int) -> str:
+    """ns as the ms `--window` takes: to the µs, without trailing zeros."""
+    return f"{ns / 1e6:.3f}".rstrip("0").rstrip(".")
+
+
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
-    views = iteration_views(trace, tp.pass_id, lanes)
+    views = drop_empty_lanes(iteration_views(trace, tp.pass_id, lanes))
     if not views:
         return ""
     longest = max(v.extent_ns[1] for v in views)
@@ -190,7 +205,15 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
                                                       meta.get("started_at", ""), f"status {meta.get('status', '?')}") if v)
     if meta.get("workload") == "synthetic":
         sub += " · <b>synthetic trace (built by a test, not a recording)</b>"
-    parts = [f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>", verdict_html(a)]
+    parts = [f"<header><h1>{html.escape(title)}</h1><p>{sub}</p></header>"]
+    graphs = tuple(getattr(a, "graphs", ()) or ())
+    prediction = getattr(a, "prediction", None)
+    predicted = prediction_html(prediction)
+    # A trace with nothing measured to compare (eager only) has its answer in the prediction: it leads the page.
+    lead = bool(predicted) and not graphs and a.primary_break_even() is None and bool(getattr(prediction, "regions", ()))
+    if lead:
+        parts.append(_section(PREDICTION_TITLE, predicted, "gm-prediction"))
+    parts.append(verdict_html(a))
 
     body = f"<div class='two'><div>{headline_table(a)}</div><div>{time_split_html(a.modes, a)}</div></div>"
     for cls, items in (("warn", a.warnings), ("cannot", a.cannot_compute)):
@@ -200,7 +223,6 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:
         parts.append(_section("Diagnostics", diagnostics))
-    graphs = tuple(getattr(a, "graphs", ()) or ())
     if graphs:
         parts.append(_section("Per graph", graphs_html(graphs, getattr(a, "totals", None)), "gm-graphs"))
     graph_use = graph_use_html(a)
@@ -213,7 +235,7 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         lanes = lanes_of(trace, tp.pass_id)
         parts.append(_iterations(trace, page, tp, lanes))
         selection = select_spans(trace, tp, iterations=iterations, window_ms=window_ms, max_spans=max_spans)
-        parts.append(_whole_run(trace, page, tp, selection, lanes))
+        parts.append(_whole_run(trace, page, tp, selection, lanes, chosen=iterations is not None or window_ms is not None))
         if tp.detail in ("graph", "node"):
             table = kernel_table_html(kernel_totals(trace, tp.pass_id, tp.detail))
             if table:
@@ -223,16 +245,14 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
         parts.append(_section("Timeline", "<p class='note'>The trace has no pass; nothing to draw.</p>"))
 
     b = a.primary_break_even()
-    prediction = getattr(a, "prediction", None)
     # the prediction is drawn beside the measured break-even when it is of the same graph: the run's one replayed graph
     one_graph = sum(1 for g in graphs if g.replays) <= 1
     twin = measured_twin(prediction) if one_graph else None
     chart = page.chart("gm-break-even", html_charts.break_even_figure(b, twin) if b is not None else None)
     if chart:
         parts.append(_section("Break-even", chart, "gm-break-even-section"))
-    predicted = prediction_html(prediction)
-    if predicted:
-        parts.append(_section("Prediction: what a CUDA graph would cost and save", predicted, "gm-prediction"))
+    if predicted and not lead:
+        parts.append(_section(PREDICTION_TITLE, predicted, "gm-prediction"))
     chart = page.chart("gm-iteration-times", html_charts.iteration_time_figure(a.modes))
     if chart:
         parts.append(_section("Iteration times", chart))
@@ -253,26 +273,19 @@ def _profile_session(trace: Trace) -> Any:
     return stored.session() if stored is not None else None
 
 
-@lru_cache(maxsize=1)
-def _plotly_gzip() -> str:
-    """plotly.js, gzipped and base64-encoded once per process (4.8 MB of script becomes about 1.9 MB)."""
-    from plotly.offline import get_plotlyjs
-
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
-
-
 def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
     assets = resources.files("graphmode.reports") / "assets"
-    scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "report.js"))
-    css = (assets / "report.css").read_text(encoding="utf-8")
+    scripts = "".join((assets / name).read_text(encoding="utf-8") for name in ("timeline.js", "charts.js", "report.js"))
+    css = "".join((assets / name).read_text(encoding="utf-8") for name in ("report.css", "verdict.css"))
     spans = base64.b64encode(blob.gzip()).decode("ascii")
+    plotly = plotly_bundle(trace_types(p["figure"] for p in data["plots"] if p["kind"] == "plotly"))
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
         f"<style>{css}</style></head><body>{body}"
         f"<script type='application/json' id='gm-data'>{_script_json(data)}</script>"
         f"<script type='application/octet-stream' id='gm-spans'>{spans}</script>"
-        f"<script type='application/octet-stream' id='gm-plotly'>{_plotly_gzip()}</script>"
+        f"<script type='application/octet-stream' id='gm-plotly'>{plotly.gzip_b64}</script>"
         f"<script>{scripts}</script></body></html>"
     )
 

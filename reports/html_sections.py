@@ -9,6 +9,7 @@ import html
 from typing import Any
 
 from graphmode.analyzers.kernel_totals import KernelTotals
+from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.analyzers.results import BreakEven, GraphCost, ModeMetrics, Stat, TraceAnalysis
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.reports.names import demangle, short_name
@@ -57,8 +58,47 @@ def _interval(b: BreakEven) -> str:
     return f"95% interval {lo} – {hi}"
 
 
+# The verdict box's colour (assets/verdict.css), by the sign of what the headline says.
+VERDICT_KINDS = ("paid-back", "not-yet", "never", "unknown", "no-graph")
+
+
+def verdict_kind(a: TraceAnalysis | RankSetAnalysis) -> str:
+    """One of VERDICT_KINDS, read from the break-even the headline words (no new figure): 'paid-back' (this run
+    replayed the graph at least its break-even count; on a job, every rank with a graph came out ahead net),
+    'not-yet' (fewer replays; a rank lost time net), 'never' (a replay is not faster, or the graph was never
+    replayed, or a rank never pays back), 'unknown' (no break-even), 'no-graph' (no graph was made or run).
+    The one place the page decides this: when the analysis carries its own verdict, return that here."""
+    if isinstance(a, RankSetAnalysis):
+        ranks = [s for s in a.ranks if s.graphs_built or s.replays]
+        if not ranks:
+            return "no-graph"
+        if any(g.never_pays_back_ranks for g in a.graphs_across):
+            return "never"
+        if any(s.net_ns is not None and s.net_ns < 0 for s in ranks):
+            return "not-yet"
+        return "paid-back" if all(s.net_ns is not None for s in ranks) else "unknown"
+    g = a.primary_graph()
+    if g is not None:
+        if g.status == "never_replayed":
+            return "never"
+        if g.status in ("capture_failed", "never_instantiated"):
+            return "no-graph"
+        b = g.break_even
+    else:
+        b = a.primary_break_even()
+        if b is None:
+            return "no-graph" if a.mode("graph") is None else "unknown"
+    if b is None:
+        return "unknown"
+    if b.never:
+        return "never"
+    if b.replays is None:
+        return "unknown"
+    return "paid-back" if b.run_replays >= b.replays else "not-yet"
+
+
 def verdict_html(a: TraceAnalysis) -> str:
-    return f"<p class='verdict' id='gm-verdict'>{esc(headline(a))}</p>"
+    return f"<p class='verdict {verdict_kind(a)}' id='gm-verdict'>{esc(headline(a))}</p>"
 
 
 def _cost_text(c: GraphCost) -> str:

@@ -1,5 +1,8 @@
 """`graphmode view` on the traces of a multi-process job: one self-contained HTML page (plotly.js inlined).
 
+The text paints first; plotly.js (gzipped in the page, started in steps: html_plotly.py) draws the charts
+when the browser is idle, one per task (assets/charts.js). Timelines are as tall as their lanes: LANE_PX each.
+
 The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
 the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each of those
@@ -14,6 +17,7 @@ import base64
 
 import html
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ import numpy as np
 
 from graphmode.analyzers.collectives import NCCL_SQL
 from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.html_sections import verdict_kind
 from graphmode.reports.ranks import headline
 from graphmode.reports.terminal import human_ns, short_source
 from graphmode.tracer.store import TraceError, load
@@ -30,7 +35,15 @@ output_file_extension = "html"
 HEAT_BINS = 400
 MAX_TIMELINE_RANKS = 16
 MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
+LANE_PX = 30  # height of one rank's lane in the timelines: its label and its 12 px bars fit without overlapping
+BAR_PX = 12
+LABEL_PX = 20  # rank labels at least this far apart
+MAX_HEAT_PX = 960  # the heatmap's rows together; more ranks than fit at LANE_PX share it
+MARGIN_T, MARGIN_B = 70, 50  # the title and the legend above the lanes, the axis and its title below
 COLOURS = {"NCCL collective": "#d62728", "graph": "#cc79a7", "kernel": "#009e73", "memcpy": "#e69f00", "memset": "#f0e442"}
+
+
+_WAIT = "<p class='hint'>(chart: drawn once plotly.js has started)</p>"
 
 
 @dataclass(frozen=True)
@@ -97,12 +110,15 @@ def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarra
             at += k
         data.append({"type": "scattergl", "mode": "lines", "name": cat, "x": typed_array(x), "y": typed_array(y),
                      "customdata": typed_array(dur), "text": text.tolist(),
-                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": 12}})
+                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": BAR_PX}})
     return {"data": data, "layout": {
-        "title": {"text": html.escape(title)}, "height": 120 + 36 * len(lanes), "showlegend": True,
-        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200},
+        "title": {"text": html.escape(title), "x": 0.01, "y": 0.98, "yanchor": "top"},
+        # the plot area is LANE_PX per lane; margins hold the title and legend (above) and the axis (below)
+        "height": MARGIN_T + MARGIN_B + LANE_PX * len(lanes), "showlegend": True,
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False},
         "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": [html.escape(x) for x in lanes], "autorange": "reversed",
-                  "range": [-0.5, len(lanes) - 0.5]}}}
+                  "range": [-0.5, len(lanes) - 0.5], "fixedrange": True}}}
 
 
 def _rank_label(a: RankSetAnalysis, rank: int) -> str:
@@ -220,7 +236,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"
              + (" · <b>synthetic traces (built by a test or benchmark, not recordings)</b>"
                 if any("synthetic" in s.identity.path for s in a.ranks) else "") + "</p>",
-             f"<p class='headline'>{html.escape(headline(a))}</p>"]
+             f"<p class='headline verdict {verdict_kind(a)}' id='gm-verdict'>{html.escape(headline(a))}</p>"]
     for w in a.warnings:
         parts.append(f"<p class='warn'>warning: {html.escape(w)}</p>")
     for h in a.hang_risks:
@@ -242,19 +258,23 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     t_ms = 1e6
     t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
     span = (max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks) - t0) / t_ms
+    labels = [_rank_label(a, s.identity.rank) for s in a.ranks]
+    area = min(LANE_PX * len(labels), MAX_HEAT_PX)
+    every = max(1, math.ceil(len(labels) * LABEL_PX / area))  # past MAX_HEAT_PX, a label every few ranks
     plots.append({"div": "gm-heat", "figure": {"data": [{
         "type": "heatmap", "z": heat.round(3).tolist(), "x": list(np.linspace(0, span, HEAT_BINS, endpoint=False).round(4)),
-        "y": [_rank_label(a, s.identity.rank) for s in a.ranks], "colorscale": "Viridis", "zmin": 0, "zmax": 1,
+        "y": labels, "colorscale": "Viridis", "zmin": 0, "zmax": 1,
         "colorbar": {"title": {"text": "GPU busy"}}, "hovertemplate": "%{y} · %{x:.2f} ms · busy %{z:.0%}<extra></extra>"}],
-        "layout": {"title": {"text": "GPU activity of every rank on the job's time axis"},
-                   "height": 160 + min(28 * len(a.ranks), 640), "xaxis": {"title": {"text": "ms"}},
-                   "yaxis": {"autorange": "reversed"}, "margin": {"l": 200}}}})
-    parts.append("<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'></div>")
+        "layout": {"title": {"text": "GPU activity of every rank on the job's time axis", "x": 0.01},
+                   "height": MARGIN_T + MARGIN_B + area, "xaxis": {"title": {"text": "ms"}},
+                   "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": labels[::every], "ticktext": labels[::every]},
+                   "margin": {"l": 200, "r": 140, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False}}}})  # r: the colour bar
+    parts.append(f"<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'>{_WAIT}</div>")
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]
         plots.append({"div": "gm-timeline", "figure": _lines(timeline, t_ms, "ms since the job's first traced moment", lanes,
                                                             f"GPU spans of {len(drawn)} of {len(a.ranks)} ranks")})
-        parts.append("<div id='gm-timeline' class='plot'></div>")
+        parts.append(f"<div id='gm-timeline' class='plot'>{_WAIT}</div>")
     if replay:
         ref = min(float(row[1].min()) for row in replay if row[1].size)
         rows = [(float(i), st - ref, en - ref, cat, names) for i, (_, st, en, cat, names) in enumerate(replay)]
@@ -264,7 +284,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
         plots.append({"div": "gm-replay", "figure": _lines(rows, 1e3, "us since the earliest rank's replay began", lanes, title)})
         parts.append("<h2>One replay of each rank, aligned</h2><p class='hint'>A collective ends at the same moment on every "
                      "rank (it cannot end before the last rank's data arrived): its red bars end together; where one "
-                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'></div>")
+                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'>" + _WAIT + "</div>")
     if note:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
     if a.cannot_compute:
@@ -273,20 +293,30 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
 
 
 def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
-    from plotly.offline import get_plotlyjs
+    from importlib import resources
 
+    from graphmode.reports.html_plotly import plotly_bundle, trace_types
+
+    assets = resources.files("graphmode.reports") / "assets"
+    charts = (assets / "charts.js").read_text(encoding="utf-8")
+    plotly = plotly_bundle(trace_types(p["figure"] for p in plots))
     css = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:8px 0}"
            "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
-           "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;color:#14532d}.warn,.risk{color:#b91c1c}"
-           ".sub,.hint,.note{color:#555}.plot{width:100%}")
-    # window.graphmode is set once every plot has drawn (the browser tests wait for it, as for the single-trace page)
-    script = ("const d=JSON.parse(document.getElementById('gm-data').textContent);"
-              "Promise.all(d.plots.map(p=>Plotly.newPlot(p.div,p.figure.data,p.figure.layout,{responsive:true,displaylogo:false})))"
-              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};});")
+           "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;padding:8px 12px;max-width:110ch}"
+           ".warn,.risk{color:#b91c1c}.sub,.hint,.note{color:#555}.plot{width:100%}") + (assets / "verdict.css").read_text(encoding="utf-8")
+    # After the frame that paints the text: the charts, when the browser is idle. window.graphmode is set once
+    # every plot has drawn (the browser tests wait for it, as for the single-trace page).
+    script = ("let begun=false;const begin=()=>{if(begun)return;begun=true;"
+              "const d=JSON.parse(document.getElementById('gm-data').textContent);"
+              "GMCharts.idle().then(()=>GMCharts.draw(d.plots))"
+              ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};})"
+              ".catch((e)=>{window.graphmode={page:'ranks',error:String(e&&e.stack||e)};throw e;});};"
+              "requestAnimationFrame(()=>setTimeout(begin,0));setTimeout(begin,1000);")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{css}</style><script>{get_plotlyjs()}</script></head><body>{body}"
+            f"<style>{css}</style></head><body>{body}"
             f"<script type='application/json' id='gm-data'>{_safe_json({'plots': plots})}</script>"
-            f"<script>{script}</script></body></html>")
+            f"<script type='application/octet-stream' id='gm-plotly'>{plotly.gzip_b64}</script>"
+            f"<script>{charts}</script><script>{script}</script></body></html>")
 
 
 def write_ranks_html(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:

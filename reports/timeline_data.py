@@ -8,7 +8,7 @@ and says what it left out and how to see it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -77,11 +77,21 @@ class TimelineView:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A stretch of the pass between the drawn intervals, and the spans in it that the page does not hold."""
+
+    start_ns: int  # absolute
+    end_ns: int
+    spans: int
+
+
+@dataclass(frozen=True)
 class Selection:
     intervals: list[tuple[int, int]]  # absolute ns, spans overlapping any of them are drawn
     drawn: int
     total: int
     note: str  # '' when the whole pass is drawn
+    left_out: tuple[LeftOut, ...] = ()  # where the spans not drawn lie (spans overlapping no interval), in time order
 
 
 def traced_pass(trace: Trace) -> PassInfo | None:
@@ -221,7 +231,29 @@ def select_spans(
         return Selection(intervals, drawn, total, "")
     note = (f"The whole-run timeline draws {what}: {drawn:,} of the pass's {total:,} spans "
             f"(a page holds at most {max_spans:,}). {how}")
-    return Selection(intervals, drawn, total, note)
+    return Selection(intervals, drawn, total, note, left_out(trace, pass_info, intervals))
+
+
+def left_out(trace: Trace, pass_info: PassInfo, intervals: list[tuple[int, int]]) -> tuple[LeftOut, ...]:
+    """The stretches of the pass before, between and after the intervals that hold spans overlapping none of
+    them (the spans a page drawing `intervals` leaves out), with how many spans each holds."""
+    merged: list[list[int]] = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    # a span is drawn when it overlaps an interval (end >= a and start <= b): one in a gap lies strictly inside it
+    bounds = [(None, merged[0][0])] + [(merged[k][1], merged[k + 1][0]) for k in range(len(merged) - 1)] + [(merged[-1][1], None)]
+    out = []
+    for lo, hi in bounds:
+        where = " AND ".join((["start_ns > ?"] if lo is not None else []) + (["end_ns < ?"] if hi is not None else []))
+        params = [v for v in (lo, hi) if v is not None]
+        n = sum(int(trace.rows(f"SELECT count(*) FROM {t} WHERE pass_id = ? AND {where}", [pass_info.pass_id, *params])[0][0])
+                for t in ("api_calls", "gpu_spans", "markers"))
+        if n:
+            out.append(LeftOut(pass_info.start_ns if lo is None else lo, pass_info.end_ns if hi is None else hi, n))
+    return tuple(out)
 
 
 def _auto_intervals(trace: Trace, pass_info: PassInfo, its: dict[str, dict[str, np.ndarray]],
@@ -345,3 +377,18 @@ def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], iteration: in
         views.append(load_view(trace, pass_id, lanes, [(s, e)], s, f"{mode} iteration {it}: {(e - s) / 1e3:,.1f} µs",
                                focus=(s, e, mode, it)))
     return views
+
+
+def drop_empty_lanes(views: list[TimelineView]) -> list[TimelineView]:
+    """The views (sharing one list of lanes) without the lanes that hold no span in any of them: a stream or
+    thread idle in every mode's iteration only pushes the lanes that tell apart."""
+    if not views:
+        return views
+    used = np.zeros(len(views[0].lanes), bool)
+    for v in views:
+        used[np.unique(v.lane)] = True
+    if used.all():
+        return views
+    renumber = np.cumsum(used) - 1
+    lanes = [ln for ln, u in zip(views[0].lanes, used) if u]
+    return [replace(v, lanes=lanes, lane=renumber[v.lane].astype(np.int32)) for v in views]

@@ -104,8 +104,10 @@ def _lane_deltas(lane: np.ndarray, start: np.ndarray, n_lanes: int) -> tuple[np.
 
 
 def encode_view(view: TimelineView, blob: BlobWriter, *, div: str, origin: str, initial: tuple[int, int],
-                full: tuple[int, int], sync: str | None = None, fade_note: str = "") -> dict[str, Any]:
-    """The JSON spec of one timeline (its columns written to `blob`); ranges in ns relative to the origin."""
+                full: tuple[int, int], sync: str | None = None, fade_note: str = "",
+                left_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON spec of one timeline (its columns written to `blob`); ranges in ns relative to the origin.
+    `left_out`: stretches ({start, end, spans, label}, relative ns) whose spans the page does not hold, drawn hatched."""
     n = len(view)
     delta, bounds, base = _lane_deltas(view.lane, view.start_ns, len(view.lanes))
     start_col = _smallest(delta)
@@ -137,7 +139,7 @@ def encode_view(view: TimelineView, blob: BlobWriter, *, div: str, origin: str, 
         "div": div, "kind": "timeline", "title": view.title, "origin": origin, "n": n, "sync": sync,
         "lanes": [ln.label for ln in view.lanes], "lane_bounds": bounds,
         "range": [int(initial[0]), int(initial[1])], "full": [int(full[0]), int(full[1])],
-        "columns": columns, "fade_note": fade_note,
+        "columns": columns, "fade_note": fade_note, "left_out": left_out or [],
         "hover": {"names": demangled, "short_names": [short_name(s) for s in view.names],
                   "mangled": [s if d != s else "" for s, d in zip(view.names, demangled)],
                   "groups": groups, "lanes": [ln.label for ln in view.lanes]},

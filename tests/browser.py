@@ -3,6 +3,10 @@
 Used by the HTML tests and benchmarks/html_scale.py. `find_chromium()` returns None where no
 browser is installed (Debian: `apt-get install chromium`), and the tests skip with that reason.
 
+Responsiveness: `watch_main_thread()` installs, before any script of the next page runs, observers of the
+browser's own long-task timing (every main-thread task over 50 ms) and paint timing; `long_tasks()` and
+`paint_ms()` read them back, and `visit_sections()` scrolls a page to each of its sections as a reader would.
+
 Errors are collected from every frame: Chromium runs a sandboxed iframe (the CPU profile) in a process
 of its own, whose console the page's DevTools session does not see, so the harness auto-attaches to
 every such target (flattened sessions) and listens there too.
@@ -40,6 +44,18 @@ def find_chromium() -> str | None:
         if found:
             return found
     return None
+
+
+# Runs in every new document before its own scripts (Page.addScriptToEvaluateOnNewDocument).
+_WATCH_MAIN_THREAD = """(() => {
+  const tasks = window.__gmLongTasks = [], paints = window.__gmPaints = {};
+  try {
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) tasks.push([e.startTime, e.duration]); })
+      .observe({ type: "longtask", buffered: true });
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) paints[e.name] = e.startTime; })
+      .observe({ type: "paint", buffered: true });
+  } catch (e) { window.__gmWatchError = String(e); }
+})();"""
 
 
 class Chromium:
@@ -148,6 +164,36 @@ class Chromium:
                 return dict(json.loads(state))
             time.sleep(0.05)
         raise TimeoutError(f"{path} did not finish drawing within {timeout_s} s; errors: {self.errors}")
+
+    def watch_main_thread(self) -> None:
+        """From the next page on: record every long task (over 50 ms) and the paint timings (see long_tasks)."""
+        self.send("Page.addScriptToEvaluateOnNewDocument", source=_WATCH_MAIN_THREAD)
+
+    def long_tasks(self) -> list[tuple[float, float]]:
+        """(start, duration) in ms since navigation of every main-thread task over 50 ms so far (watch_main_thread)."""
+        error = self.evaluate("window.__gmWatchError || null")
+        if error:
+            raise RuntimeError(f"this Chromium has no long-task timing: {error}")
+        return [(float(a), float(b)) for a, b in self.evaluate("window.__gmLongTasks || []")]
+
+    def paint_ms(self, name: str = "first-contentful-paint") -> float | None:
+        """When the page painted ('first-paint', 'first-contentful-paint'), ms since navigation; None: not yet."""
+        value = self.evaluate(f"(window.__gmPaints || {{}})[{json.dumps(name)}] ?? null")
+        return None if value is None else float(value)
+
+    def navigate(self, path: Path) -> None:
+        """Starts loading a file and returns at once (open() waits until the report has drawn)."""
+        self.send("Page.navigate", url=path.resolve().as_uri())
+
+    def visit_sections(self, selector: str = "section, .plot, .timeline", pause_s: float = 0.25) -> int:
+        """Scrolls each element of the page matching `selector` into view in turn, as a reader scrolling down
+        would, letting a frame be drawn and `pause_s` pass at each; returns how many it visited."""
+        n = int(self.evaluate(f"document.querySelectorAll({json.dumps(selector)}).length"))
+        for k in range(n):
+            self.evaluate(f"document.querySelectorAll({json.dumps(selector)})[{k}].scrollIntoView({{block: 'start'}})")
+            self.next_frame()
+            time.sleep(pause_s)
+        return n
 
     # Real input, as a person gives it: the browser turns these into pointer, wheel and click events.
     def mouse_move(self, x: float, y: float, buttons: int = 0) -> None:

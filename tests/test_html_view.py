@@ -24,7 +24,7 @@ from synthetic_timeline import write_synthetic_trace
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from graphmode.reports.html import write_html
+from graphmode.reports.html import render_html, write_html
 from graphmode.reports.timeline_plot import COLOURS
 from graphmode.analyzers import analyze
 from graphmode.tracer.store import load
@@ -246,6 +246,97 @@ def test_bounded_page_says_what_it_left_out(browser: Chromium, tmp_path: Path) -
 
 
 @needs_chromium
+def test_spans_left_out_are_hatched_and_labelled(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC: 20 iterations of 10 kernels per mode, a page limit of 100 spans: the page holds the first
+    iterations of each mode; the rest of each mode is hatched with its span count and the --window to see it."""
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
+    with load(tmp_path / "t.gmtrace") as trace:
+        summary = write_html(trace, tmp_path / "t.html", max_spans=100)
+    full = next(p for p in _page_data(tmp_path / "t.html")["plots"] if p["div"] == "gm-timeline-full")
+    gaps = full["left_out"]
+    assert gaps and sum(g["spans"] for g in gaps) == summary.spans_total - summary.spans_drawn
+    assert full["full"][0] == 0 and full["full"][1] >= max(g["end"] for g in gaps)  # the whole pass, not just what is drawn
+    _open(browser, tmp_path / "t.html")
+    # it opens on what it holds, from the first eager to the last graph iteration drawn: the eager iterations
+    # between them that it does not hold are hatched in the middle (they looked like an idle GPU)
+    middle = _js(browser, "leftOut('gm-timeline-full')")
+    assert [d["label"] for d in middle] == [g["label"] for g in gaps if g["start"] > 0 and g["end"] < full["full"][1]] != []
+    box = browser.evaluate("(() => { const c = document.querySelector('#gm-timeline-full canvas'); c.scrollIntoView({block: 'center'});"
+                           " const r = c.getBoundingClientRect(); return [r.left, r.top]; })()")
+    browser.mouse_move(box[0] + (middle[0]["x0"] + middle[0]["x1"]) / 2, box[1] + 20)
+    assert f"not drawn: {middle[0]['label']}" in _js(browser, "details('gm-timeline-full')")  # hovering it says so too
+    _js(browser, f"setRange('gm-timeline-full', {full['full'][0]}, {full['full'][1]})")
+    drawn = _js(browser, "leftOut('gm-timeline-full')")
+    assert [d["label"].split(" (")[0] for d in drawn] == [f"{g['spans']:,} spans not drawn" for g in gaps]  # narrow: the count
+    for g in gaps:
+        _js(browser, f"setRange('gm-timeline-full', {g['start'] - 1000}, {g['end'] + 1000})")
+        (d,) = _js(browser, "leftOut('gm-timeline-full')")
+        assert d["label"] == g["label"], (d, g)
+        assert re.fullmatch(rf"{g['spans']:,} spans not drawn \(page limit\); open with --window [\d.]+:[\d.]+ to see them", g["label"])
+        # hatched: the hatch's grey in the region's pixels, across the lanes
+        grey = browser.evaluate(f"""(() => {{ const c = document.querySelector('#gm-timeline-full canvas'), x = Math.round({d["x0"]} + 2);
+            const px = c.getContext('2d').getImageData(x, 0, Math.max(1, Math.round({d["x1"] - d["x0"]}) - 4), c.height).data;
+            let n = 0; for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - 0x8a) < 24 && Math.abs(px[i + 2] - 0x98) < 24 && px[i] < px[i + 2]) n++;
+            return n; }})()""")
+        assert grey > 50, (d, grey)
+    _check_legends(browser, ["gm-timeline-full"])
+    assert "left-out" in _js(browser, "legend('gm-timeline-full-legend')")
+    assert browser.errors == []
+    # the window a label names holds the spans it counts: a page of that window draws them all
+    a, b = map(float, re.search(r"--window ([\d.]+):([\d.]+)", gaps[0]["label"]).groups())  # type: ignore[union-attr]
+    with load(tmp_path / "t.gmtrace") as trace:
+        window = write_html(trace, tmp_path / "w.html", window_ms=(a, b))
+    assert window.spans_drawn >= gaps[0]["spans"]
+
+
+@needs_chromium
+def test_deep_zoom_ticks_count_from_an_offset(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC trace. Zoomed to 5 us at 1.2 ms into the pass (a tick every 1 us, 1,200 steps from the origin),
+    ticks count from the first tick, whose time the axis prints once (absolute, they read like '1201 µs', and
+    at 14 s into a run '14334770 µs'); zoomed out they are absolute again."""
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
+    with load(tmp_path / "t.gmtrace") as trace:
+        write_html(trace, tmp_path / "t.html")
+    _open(browser, tmp_path / "t.html")
+    div = "gm-timeline-full"
+    _js(browser, f"setRange('{div}', 1200000, 1205000)")
+    axis = _js(browser, f"ticks('{div}')")
+    assert axis == {"offset": "1.200 ms", "ticks": ["0", "+1 µs", "+2 µs", "+3 µs", "+4 µs", "+5 µs"]}, axis
+    full = next(p for p in _page_data(tmp_path / "t.html")["plots"] if p["div"] == div)["full"]
+    _js(browser, f"setRange('{div}', {full[0]}, {full[1]})")
+    axis = _js(browser, f"ticks('{div}')")
+    assert axis["offset"] is None and axis["ticks"][:2] == ["0 µs", "500 µs"] and "+" not in "".join(axis["ticks"]), axis
+    assert browser.errors == []
+
+
+@needs_chromium
+def test_details_lead_with_duration_lane_and_correlation_and_fold_a_long_name(browser: Chromium, tmp_path: Path) -> None:
+    """SYNTHETIC trace whose kernel has a 3,001-character name (templated kernels' names run that long)."""
+    long_name = "k" + "_a" * 1500
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=3, kernels_per_iteration=4, kernel_name=long_name)
+    with load(tmp_path / "t.gmtrace") as trace:
+        write_html(trace, tmp_path / "t.html")
+    _open(browser, tmp_path / "t.html")
+    _js(browser, "showSpan('gm-timeline-full', 'gpu', 'kernel', 1)")
+    box = browser.evaluate("""(() => { const box = document.getElementById('gm-timeline-full-details');
+        const dd = Array.from(box.querySelectorAll('dt')).find((dt) => dt.textContent === 'name').nextSibling;
+        const more = dd.querySelector('details');
+        return { keys: Array.from(box.querySelectorAll('dt'), (dt) => dt.textContent), shown: dd.firstChild.textContent,
+                 open: more && more.open, whole: more && more.querySelector('.whole').textContent,
+                 summary: more && more.querySelector('summary').textContent, visible: box.innerText.length }; })()""")
+    assert box["keys"][:4] == ["duration", "lane", "correlation id", "name"], box["keys"]
+    assert box["shown"].startswith("k_a_a") and len(box["shown"]) <= 160 and box["shown"].endswith("…")
+    assert box["open"] is False and box["whole"] == long_name and box["summary"] == "whole name (3,001 characters)"
+    assert box["visible"] < 600  # folded: the duration and the rest stay in view
+    # a short name is shown as is, after the same three
+    _js(browser, "showSpan('gm-timeline-full', 'api', 'kernel_launch', 0)")
+    info = _js(browser, "details('gm-timeline-full')").splitlines()
+    assert [ln.split(": ")[0] for ln in info[:4]] == ["duration", "lane", "correlation id", "name"]
+    assert info[3] == "name: cudaLaunchKernel"
+    assert browser.errors == []
+
+
+@needs_chromium
 def test_sortable_kernel_table(browser: Chromium, rendered: Any) -> None:
     _open(browser, rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))
     column = ("(col) => Array.from(document.querySelectorAll('#gm-kernels tbody tr'))"
@@ -331,6 +422,10 @@ def test_recording_page_structure(rendered: Any, fixture: Path) -> None:
     assert len(page) < 2_200_000 + 3 * size, (len(page), size)
     assert page.count("id='gm-verdict'") == 1
     assert not re.search(r"graph (\d+) \(graph \1\b", page)  # no repeated labels
+    iters = [p for p in data["plots"] if p.get("sync") == "iterations"]
+    for L, lane in enumerate(iters[0]["lanes"] if iters else []):  # no lane empty in every mode's iteration
+        assert all(p["lanes"] == iters[0]["lanes"] for p in iters)
+        assert any(p["lane_bounds"][L + 1] > p["lane_bounds"][L] for p in iters), f"{lane}: empty in every iteration view"
     for p in data["plots"]:
         if p["kind"] != "plotly":
             continue
@@ -359,6 +454,38 @@ def _colours(trace: dict[str, Any]) -> list[str]:
 
 def _text(fixture: str, rendered: Any) -> str:
     return re.sub(r"<[^>]+>", " ", rendered(ROOT / "tests" / "data" / fixture).read_text().split("<script")[0])
+
+
+def test_lanes_idle_in_every_iteration_view_are_left_out_of_them(rendered: Any) -> None:
+    plots = {p["div"]: p for p in _page_data(rendered(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace"))["plots"]}
+    # the recording's streams 14 and 18 (PyTorch's side streams) ran nothing in either mode's middle iteration
+    idle = {"GPU 0 · stream 14", "GPU 0 · stream 18"}
+    assert idle <= set(plots["gm-timeline-full"]["lanes"])
+    assert not idle & set(plots["gm-iter-0"]["lanes"]) and plots["gm-iter-0"]["lanes"] == plots["gm-iter-1"]["lanes"]
+    assert len(plots["gm-iter-0"]["lanes"]) == len(plots["gm-timeline-full"]["lanes"]) - 2
+
+
+@pytest.mark.parametrize("fixture", ["scripts/cuda_python_eager_only.gmtrace", "scripts/timed/cuda_python_eager_only.gmtrace.xz"])
+def test_eager_only_trace_leads_with_its_prediction(tmp_path: Path, fixture: str) -> None:
+    import lzma
+
+    path = ROOT / "tests" / "data" / fixture
+    if path.suffix == ".xz":  # committed compressed (xz -9), as tests/test_script_fixtures.py opens them
+        (tmp_path / path.stem).write_bytes(lzma.decompress(path.read_bytes()))
+        path = tmp_path / path.stem
+    with load(path) as trace:
+        page, _ = render_html(trace)
+    text = page.split("<script")[0]
+    order = [text.index(f"id='{i}'") for i in ("gm-prediction", "gm-verdict", "gm-headline")]
+    assert order == sorted(order), order  # the prediction first, then the verdict (no comparison) and the numbers
+    assert text.count("id='gm-prediction'") == 1 and "<h2>Prediction: what a CUDA graph would cost and save</h2>" in text
+    assert "No eager-vs-graph comparison" in text and "would cost and save, predicted from the eager work" in text
+
+
+def test_a_measured_comparison_still_leads_with_its_verdict(rendered: Any) -> None:
+    text = rendered(ROOT / "tests" / "data" / "dag-node.gmtrace").read_text().split("<script")[0]
+    order = [text.index(f"id='{i}'") for i in ("gm-verdict", "gm-headline", "gm-break-even-section", "gm-prediction")]
+    assert order == sorted(order), order
 
 
 def test_failed_capture_has_no_one_time_cost_row(rendered: Any) -> None:
@@ -400,3 +527,16 @@ def test_every_span_kind_has_its_own_colour_and_words() -> None:
     from graphmode.reports.timeline_plot import LEGEND
 
     assert set(LEGEND) == set(COLOURS) and len(set(LEGEND.values())) == len(LEGEND)
+
+
+def test_a_long_chain_has_a_tick_every_few_levels(tmp_path: Path) -> None:
+    """SYNTHETIC: a 100-kernel chain has 100 dependency levels; a tick per level made plotly measure 100 tick
+    labels (0.4-0.7 s in one task): at most MAX_LEVEL_TICKS ticks, on round numbers of levels."""
+    from graphmode.reports.html_charts import MAX_LEVEL_TICKS, topology_figure
+
+    write_synthetic_trace(tmp_path / "t.gmtrace", iterations=2, kernels_per_iteration=100)
+    with load(tmp_path / "t.gmtrace") as trace:
+        figure = topology_figure(trace, 1, 1, None)
+    assert figure is not None
+    axis = figure["layout"]["xaxis"]
+    assert axis["tick0"] == 0 and axis["dtick"] == 5 and 100 / axis["dtick"] <= MAX_LEVEL_TICKS

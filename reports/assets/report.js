@@ -1,25 +1,27 @@
-// graphmode report page: inflates the span columns, draws the timelines (timeline.js) first; plotly.js
-// (gzipped in the page) loads for the charts once they come near the viewport. Search, legends, docked
-// details, sortable tables. window.graphmode appears when the timelines are on screen (tests wait for it).
-// User strings (kernel names, NVTX messages, source lines) are only ever written with textContent.
+// graphmode report page: paints its text first; then inflates the span columns and draws the timelines
+// (timeline.js), decoding in slices and drawing one view per task; plotly.js starts for the charts when the
+// browser is idle (charts.js). Search, legends, docked details, sortable tables. window.graphmode appears when
+// the timelines are on screen (tests wait for it). User strings (kernel names, NVTX messages, source lines) are
+// only ever written with textContent.
 (function () {
   "use strict";
-  const T = window.GMTimeline;
-  const spec = JSON.parse(document.getElementById("gm-data").textContent);
-  const state = { plots: spec.plots.length, views: {}, errors: [] };
+  const T = window.GMTimeline, C = window.GMCharts;
+  let spec = null; // the page's JSON, parsed after the first paint
+  const state = { plots: 0, views: {}, errors: [] };
   window.graphmode = undefined; // set when the timelines are on screen (the test harness waits for it)
 
-  async function inflate(id) {
-    const b64 = document.getElementById(id).textContent;
-    let bytes;
-    try {
-      bytes = await (await fetch("data:application/octet-stream;base64," + b64)).blob();
-    } catch (e) { // fetch of a data: URL refused: decode by hand
-      const bin = atob(b64), a = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
-      bytes = new Blob([a]);
+  // Long work (decoding a million spans) runs in slices: after SLICE_MS the page gives the browser a new task
+  // (input, a frame) before it goes on, so no task of its own lasts long.
+  const SLICE_MS = 30;
+  const nextTask = () => new Promise((r) => setTimeout(r, 0));
+  let sliceStart = performance.now();
+  async function newSlice() { await nextTask(); sliceStart = performance.now(); }
+  async function run(steps) {
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+      if (performance.now() - sliceStart > SLICE_MS) await newSlice();
     }
-    return new Response(bytes.stream().pipeThrough(new DecompressionStream("gzip")));
   }
   const nextFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
 
@@ -48,6 +50,10 @@
     el.replaceChildren();
     for (const [colour, text] of seen) el.append(legendItem(colour, colour, text));
     if (faded) el.append(legendItem("faded", "#888", "pale: " + views[0].spec.fade_note, 0.35));
+    if (views.some((v) => (v.spec.left_out || []).length)) {
+      el.append(legendItem("left-out", "repeating-linear-gradient(135deg, #8a8f98 0 1px, #ffffff 1px 4px)",
+        "hatched: spans this page does not hold; the label says how many and how to see them"));
+    }
     const nm = legendItem("nomatch", "#d0d0d0", "grey: not matching the search");
     nm.hidden = true; nm.classList.add("search-only");
     el.append(nm, legendItem("selected", "#ffb000", "outlined: the span under the pointer and the work with its correlation id"));
@@ -63,7 +69,15 @@
     const dl = document.createElement("dl");
     for (const [k, v] of fields) {
       const dt = document.createElement("dt"); dt.textContent = k;
-      const dd = document.createElement("dd"); dd.textContent = v;
+      const dd = document.createElement("dd");
+      if (typeof v === "string") dd.textContent = v;
+      else { // a long text: shortened, the whole of it in a collapsed element under it
+        const more = document.createElement("details"), summary = document.createElement("summary"), whole = document.createElement("div");
+        summary.textContent = "whole " + k + " (" + v.full.length.toLocaleString("en-US") + " characters)";
+        whole.className = "whole"; whole.textContent = v.full;
+        more.append(summary, whole);
+        dd.append(document.createTextNode(v.short), more);
+      }
       dl.append(dt, dd);
     }
     box.append(dl);
@@ -73,12 +87,13 @@
   async function drawTimelines() {
     const views = spec.plots.filter((p) => p.kind === "timeline");
     if (!views.length) return [];
-    const buf = await (await inflate("gm-spans")).arrayBuffer();
+    const buf = await (await C.inflate("gm-spans")).arrayBuffer();
     const made = [];
     const syncGroups = {};
     for (const v of views) {
+      await newSlice(); // each view decoded and drawn in tasks of its own
       const root = document.getElementById(v.div);
-      const data = T.decode(v, buf);
+      const data = await run(T.decodeSteps(v, buf));
       const sync = v.sync;
       const detailsBox = document.getElementById(sync ? "gm-iter-details" : v.div + "-details");
       const tl = new T.Timeline(root, v, data, {
@@ -94,11 +109,13 @@
       state.views[v.div] = tl;
       made.push(tl);
       tl.draw();
+      performance.mark("gm-view-" + v.div);
     }
     for (const g of Object.values(syncGroups)) buildLegend(document.getElementById("gm-iter-legend"), g);
     const full = state.views["gm-timeline-full"];
     if (full) {
       buildLegend(document.getElementById("gm-timeline-full-legend"), [full]);
+      await newSlice();
       attachWholeRun(full);
     }
     return made;
@@ -193,24 +210,6 @@
     }
   }
 
-  // ---- plotly charts, after the timelines are on screen ----
-  async function drawCharts() {
-    const charts = spec.plots.filter((p) => p.kind === "plotly");
-    if (!charts.length) return;
-    performance.mark("gm-plotly-start");
-    const code = await (await inflate("gm-plotly")).text();
-    performance.mark("gm-plotly-inflated");
-    const s = document.createElement("script");
-    s.text = code;
-    document.head.appendChild(s);
-    performance.mark("gm-plotly-loaded");
-    const config = { displaylogo: false, responsive: true };
-    for (const p of charts) {
-      await Plotly.newPlot(document.getElementById(p.div), p.figure.data, p.figure.layout, config);
-      performance.mark("gm-chart-" + p.div);
-    }
-  }
-
   // ---- for tests and benchmarks ----
   function spansOf(div, source, label) {
     const tl = state.views[div], groups = tl.spec.hover.groups, d = tl.d, out = [];
@@ -252,14 +251,17 @@
     legend: (id) => Array.from(document.querySelectorAll("#" + id + " .item")).filter((e) => !e.hidden).map((e) => e.dataset.key),
     search: (q) => { state.applySearch(q); return state.searchMatches; },
     drawnAt: (div) => state.views[div].drawnAt,
+    leftOut: (div) => state.views[div].leftOutDrawn || [],
+    ticks: (div) => state.views[div].axis,
+    setRange: (div, a, b) => { const tl = state.views[div]; tl.setRange(a, b); tl.draw(); return tl.range.slice(); },
   };
 
-  // plotly.js takes seconds of main-thread time to start on a slow machine: it loads when a chart comes
-  // near the viewport (or when asked), so the timelines at the top stay responsive meanwhile.
+  // plotly.js starts when the browser is idle after the timelines are drawn (never because the reader
+  // scrolled), and draws the charts one per task (charts.js); tests ask for them with loadCharts().
   let charts = null;
   const loadCharts = () => {
     if (!charts) {
-      charts = drawCharts().then(() => {
+      charts = C.draw(spec.plots.filter((p) => p.kind === "plotly")).then(() => {
         if (window.graphmode) window.graphmode.chartsMs = performance.now();
         document.body.setAttribute("data-charts", "1");
         return performance.now();
@@ -269,33 +271,37 @@
   };
   api.loadCharts = loadCharts;
 
-  const t0 = performance.now();
-  attachSorting();
-  drawTimelines().then(async (made) => {
-    await nextFrame();
-    const firstPaintMs = performance.now();
-    const full = state.views["gm-timeline-full"];
-    const count = (source, label) => {
-      if (!full) return 0;
-      let n = 0;
-      const g = full.spec.hover.groups;
-      for (const x of g) if (x.source === source && (label === null || x.label === label)) n += x.count;
-      return n;
-    };
-    window.graphmode = Object.assign(api, {
-      firstPaintMs, renderedMs: firstPaintMs, scriptStartMs: t0, timelines: made.length, plots: state.plots,
-      kernelSpansDrawn: count("gpu", "kernel"), gpuSpansDrawn: count("gpu", null), apiCallsDrawn: count("api", null),
+  function start() {
+    const t0 = performance.now();
+    spec = JSON.parse(document.getElementById("gm-data").textContent);
+    state.plots = spec.plots.length;
+    attachSorting();
+    drawTimelines().then(async (made) => {
+      await nextFrame();
+      const firstPaintMs = performance.now();
+      const full = state.views["gm-timeline-full"];
+      const count = (source, label) => {
+        if (!full) return 0;
+        let n = 0;
+        const g = full.spec.hover.groups;
+        for (const x of g) if (x.source === source && (label === null || x.label === label)) n += x.count;
+        return n;
+      };
+      window.graphmode = Object.assign(api, {
+        firstPaintMs, renderedMs: firstPaintMs, scriptStartMs: t0, timelines: made.length, plots: state.plots,
+        kernelSpansDrawn: count("gpu", "kernel"), gpuSpansDrawn: count("gpu", null), apiCallsDrawn: count("api", null),
+      });
+      document.body.setAttribute("data-rendered", "1");
+      C.idle().then(loadCharts);
+    }).catch((err) => {
+      window.graphmode = { error: String(err && err.stack || err) };
+      throw err;
     });
-    document.body.setAttribute("data-rendered", "1");
-    const targets = spec.plots.filter((p) => p.kind === "plotly").map((p) => document.getElementById(p.div));
-    if (targets.length && typeof IntersectionObserver !== "undefined") {
-      const seen = new IntersectionObserver((entries) => {
-        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); loadCharts(); }
-      }, { rootMargin: "600px 0px" });
-      for (const el of targets) seen.observe(el);
-    } else if (targets.length) loadCharts();
-  }).catch((err) => {
-    window.graphmode = { error: String(err && err.stack || err) };
-    throw err;
-  });
+  }
+  // The text first: the page's own work starts after the frame that paints it (a timer too, in case frames
+  // are throttled, as in a frame scrolled out of view).
+  let begun = false;
+  const begin = () => { if (!begun) { begun = true; start(); } };
+  requestAnimationFrame(() => setTimeout(begin, 0));
+  setTimeout(begin, 1000);
 })();

@@ -15,58 +15,78 @@
   const FADE_ALPHA = 0.28;
   const NOMATCH = "#d0d0d0";
   const SELECT = "#ffb000";
+  const HATCH = "#8a8f98";
 
   // ---- columns -------------------------------------------------------------------------------
-  function rawColumn(buf, c) {
+  // Decoding is a generator that yields every CHUNK values, so that the page can spread a million-span
+  // decode over many short tasks (report.js runs it); decode() drains it at once.
+  const CHUNK = 1 << 16;
+  function* rawColumn(buf, c) {
     if (!c.shuffled) return new DT[c.dtype](buf, c.offset, c.length);
     // byte planes (every value's byte 0, then every byte 1, ...) back into values
     const T = DT[c.dtype], size = T.BYTES_PER_ELEMENT, n = c.length, src = new Uint8Array(buf, c.offset, n * size);
     const out = new Uint8Array(n * size);
     for (let b = 0; b < size; b++) {
       const plane = b * n;
-      for (let i = 0; i < n; i++) out[i * size + b] = src[plane + i];
+      for (let i0 = 0; i0 < n; i0 += CHUNK) {
+        const i1 = Math.min(n, i0 + CHUNK);
+        for (let i = i0; i < i1; i++) out[i * size + b] = src[plane + i];
+        yield;
+      }
     }
     return new T(out.buffer);
   }
-  function column(buf, c, n, T) {
+  function* column(buf, c, n, T) {
     if (Object.prototype.hasOwnProperty.call(c, "const")) { const a = new T(n); a.fill(c.const); return a; }
-    return rawColumn(buf, c);
+    return yield* rawColumn(buf, c);
   }
-  function accessor(buf, c) {
+  function* accessor(buf, c) {
     if (Object.prototype.hasOwnProperty.call(c, "const")) { const v = c.const; return () => v; }
-    const a = rawColumn(buf, c);
+    const a = yield* rawColumn(buf, c);
     return (i) => a[i];
   }
 
-  function decode(spec, buf) {
+  function* decodeSteps(spec, buf) {
     const n = spec.n, C = spec.columns, bounds = spec.lane_bounds;
     const start = new Float64Array(n), end = new Float64Array(n), pmax = new Float64Array(n);
-    const s = rawColumn(buf, C.start), base = C.start.base;
-    const dur = column(buf, C.dur, n, Float64Array);
+    const s = yield* rawColumn(buf, C.start), base = C.start.base;
+    const dur = yield* column(buf, C.dur, n, Float64Array);
     for (let L = 0; L + 1 < bounds.length; L++) {
       let acc = 0, m = -Infinity;
-      for (let i = bounds[L]; i < bounds[L + 1]; i++) {
-        if (C.start.delta) { acc += s[i]; start[i] = base + acc; } else start[i] = base + s[i];
-        end[i] = start[i] + dur[i];
-        if (end[i] > m) m = end[i];
-        pmax[i] = m;
+      for (let i0 = bounds[L]; i0 < bounds[L + 1]; i0 += CHUNK) {
+        const i1 = Math.min(bounds[L + 1], i0 + CHUNK);
+        for (let i = i0; i < i1; i++) {
+          if (C.start.delta) { acc += s[i]; start[i] = base + acc; } else start[i] = base + s[i];
+          end[i] = start[i] + dur[i];
+          if (end[i] > m) m = end[i];
+          pmax[i] = m;
+        }
+        yield;
       }
     }
     let corr;
     if (C.corr.zigzag) {
-      const z = rawColumn(buf, C.corr);
+      const z = yield* rawColumn(buf, C.corr);
       corr = new Float64Array(n);
       let acc = 0;
-      for (let i = 0; i < n; i++) { const v = z[i]; acc += v % 2 ? -(v + 1) / 2 : v / 2; corr[i] = acc; }
-    } else corr = column(buf, C.corr, n, Float64Array);
+      for (let i0 = 0; i0 < n; i0 += CHUNK) {
+        const i1 = Math.min(n, i0 + CHUNK);
+        for (let i = i0; i < i1; i++) { const v = z[i]; acc += v % 2 ? -(v + 1) / 2 : v / 2; corr[i] = acc; }
+        yield;
+      }
+    } else corr = yield* column(buf, C.corr, n, Float64Array);
     const fields = {}, text = {};
-    for (const k of Object.keys(C.fields)) fields[k] = accessor(buf, C.fields[k]);
-    for (const k of Object.keys(C.text)) text[k] = accessor(buf, C.text[k]);
+    for (const k of Object.keys(C.fields)) fields[k] = yield* accessor(buf, C.fields[k]);
+    for (const k of Object.keys(C.text)) text[k] = yield* accessor(buf, C.text[k]);
     return {
       n, start, end, pmax, corr, fields, text,
-      group: column(buf, C.group, n, Uint16Array), name: column(buf, C.name, n, Uint32Array),
-      outside: column(buf, C.outside, n, Uint8Array),
+      group: yield* column(buf, C.group, n, Uint16Array), name: yield* column(buf, C.name, n, Uint32Array),
+      outside: yield* column(buf, C.outside, n, Uint8Array),
     };
+  }
+  function decode(spec, buf) {
+    const it = decodeSteps(spec, buf);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   // first index in [lo, hi) with a[i] >= v (a sorted ascending there), else hi
@@ -99,6 +119,35 @@
     const digits = Math.max(0, Math.ceil(-Math.log10(step / u) - 1e-9));
     return (t / u).toFixed(Math.min(digits, 6)) + " " + name;
   }
+  // A time to the precision of `step`, in the unit of its own size: the offset of relative ticks.
+  function offsetLabel(t, step) {
+    const [u, name] = UNITS.find(([u]) => Math.abs(t) >= u) || UNITS[3];
+    const digits = Math.max(0, Math.ceil(Math.log10(u / step) - 1e-9));
+    return (t / u).toFixed(Math.min(digits, 9)) + " " + name;
+  }
+  // Ticks of the range [t0, t1] over `pw` pixels. Zoomed in far from the origin, absolute labels would need
+  // many digits ("14334770 µs"): past RELATIVE_AT steps from the origin they count from the first tick,
+  // whose time is returned as `offset` (the axis prints it once).
+  const RELATIVE_AT = 1000;
+  function axisTicks(t0, t1, pw) {
+    const step = niceStep(t1 - t0, Math.max(2, pw / 110)), first = Math.ceil(t0 / step) * step;
+    const relative = Math.max(Math.abs(t0), Math.abs(t1)) / step >= RELATIVE_AT;
+    const ticks = [];
+    for (let k = 0, t = first; t <= t1; k++, t = first + k * step) {
+      ticks.push([t, relative ? (k ? "+" + tickLabel(k * step, step) : "0") : tickLabel(t, step)]);
+    }
+    return { ticks, offset: relative ? offsetLabel(first, step) : null };
+  }
+
+  // A detail's text as is, or past LONG_TEXT characters {short, full}: its short form (`short`, else its
+  // start), and the whole.
+  const LONG_TEXT = 160;
+  function longText(full, short) {
+    if (full.length <= LONG_TEXT) return full;
+    let s = short && short.length < full.length ? short : full;
+    if (s.length > LONG_TEXT) s = s.slice(0, LONG_TEXT - 1) + "…";
+    return { short: s, full };
+  }
 
   // ---- the view ------------------------------------------------------------------------------
   class Timeline {
@@ -114,6 +163,7 @@
       this.range = spec.range.slice();
       this.match = null; // Uint8Array over name ids while a search is active
       this.hover = -1; this.pinned = -1; this.linked = [];
+      this.region = null; // the hatched stretch under the pointer (drawLeftOut)
       this.used = new Set();
       this.listeners = [];
       this.root = root;
@@ -224,6 +274,7 @@
         }
         ctx.globalAlpha = 1;
       }
+      this.drawLeftOut(ctx, k, used);
       if (!this.compact) { this.drawHighlights(ctx, k); this.drawFrame(ctx, k); }
       else if (this.gutter > 0) {
         ctx.globalAlpha = 1; ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, this.gutter, H);
@@ -265,6 +316,43 @@
       ctx.fillStyle = "#111"; ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
       ctx.fillText(text, x0, yMid);
       ctx.restore();
+    }
+
+    // Stretches whose spans the page does not hold (its span limit): hatched over every lane and labelled with
+    // how many spans they hold and how to see them, so that they do not read as an idle GPU.
+    drawLeftOut(ctx, k, used) {
+      const regions = this.spec.left_out || [];
+      this.leftOutDrawn = [];
+      if (!regions.length) return;
+      const [t0, t1] = this.range, gx = this.gutter, pw = this.plotW, y0 = this.top, h = this.laneH * this.spec.lanes.length;
+      for (const r of regions) {
+        if (r.end < t0 || r.start > t1) continue;
+        const a = Math.max(gx, gx + (r.start - t0) * k), z = Math.min(gx + pw, gx + (r.end - t0) * k);
+        if (z - a < 1) continue;
+        ctx.save();
+        ctx.beginPath(); ctx.rect(a, y0, z - a, h); ctx.clip();
+        ctx.globalAlpha = 0.85; ctx.fillStyle = "#ffffff"; ctx.fillRect(a, y0, z - a, h);
+        ctx.globalAlpha = 1; ctx.strokeStyle = HATCH; ctx.lineWidth = 1;
+        ctx.beginPath();
+        for (let x = a - h - ((a - gx) % 8); x < z; x += 8) { ctx.moveTo(x, y0 + h); ctx.lineTo(x + h, y0); }
+        ctx.stroke();
+        let label = "";
+        if (!this.compact) { // the label on one line, else on two (at '; '), else its count alone
+          ctx.font = "12px system-ui, sans-serif";
+          const fits = (lines) => lines.length * 16 <= h && lines.every((t) => ctx.measureText(t).width + 12 <= z - a);
+          const lines = [[r.label], r.label.split("; "), [r.spans.toLocaleString("en-US") + " spans not drawn"]].find(fits) || [];
+          const yTop = y0 + Math.max(0, Math.min(h / 2, 40) - lines.length * 8);
+          lines.forEach((t, n) => {
+            const w = ctx.measureText(t).width, x = (a + z) / 2 - w / 2, y = yTop + 8 + 16 * n;
+            ctx.fillStyle = "#ffffff"; ctx.fillRect(x - 4, y - 8, w + 8, 16);
+            ctx.fillStyle = "#333"; ctx.textBaseline = "middle"; ctx.textAlign = "left"; ctx.fillText(t, x, y);
+          });
+          label = lines.join("; ");
+        }
+        ctx.restore();
+        used.add("left-out");
+        this.leftOutDrawn.push({ x0: a, x1: z, label });
+      }
     }
 
     drawHighlights(ctx, k) {
@@ -313,15 +401,17 @@
       }
       ctx.strokeStyle = "#999"; ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(gx, yAxis + 0.5); ctx.lineTo(gx + pw, yAxis + 0.5); ctx.stroke();
-      const [t0, t1] = this.range, step = niceStep(t1 - t0, Math.max(2, pw / 110));
+      const [t0, t1] = this.range, axis = axisTicks(t0, t1, pw);
       ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.fillStyle = "#333";
-      for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+      for (const [t, text] of axis.ticks) {
         const x = gx + (t - t0) * k;
         ctx.fillRect(Math.round(x), yAxis, 1, 4);
-        ctx.fillText(tickLabel(t, step), x, yAxis + 6);
+        ctx.fillText(text, x, yAxis + 6);
       }
       ctx.textAlign = "right"; ctx.fillStyle = "#666";
-      ctx.fillText("time from " + spec.origin, gx + pw, yAxis + 20);
+      ctx.fillText(axis.offset ? "ticks: time after " + axis.offset + " from " + spec.origin : "time from " + spec.origin,
+        gx + pw, yAxis + 20);
+      this.axis = { ticks: axis.ticks.map(([, text]) => text), offset: axis.offset };
       ctx.textAlign = "left";
       ctx.fillText("showing " + fmtDur(t1 - t0), gx, yAxis + 20);
       if (this.boxTo) {
@@ -329,6 +419,12 @@
         ctx.fillRect(Math.min(...this.boxTo), this.top, Math.abs(this.boxTo[1] - this.boxTo[0]), yAxis - this.top);
         ctx.globalAlpha = 1;
       }
+    }
+
+    leftOutAt(px, py) {
+      if (this.laneAt(py) < 0 || px < this.gutter || px > this.gutter + this.plotW) return null;
+      const t = this.tOf(px);
+      return (this.spec.left_out || []).find((r) => r.start <= t && t <= r.end) || null;
     }
 
     laneOf(i) { return upperBound(this.spec.lane_bounds, i, 0, this.spec.lane_bounds.length) - 1; }
@@ -379,12 +475,15 @@
     }
 
     details(i) {
+      // duration, where and the correlation id first: a templated kernel's name can run to thousands of
+      // characters, which then come shortened, the whole name one click away (report.js draws {short, full})
       const d = this.d, h = this.spec.hover, g = h.groups[d.group[i]], f = d.fields;
-      const out = [["name", h.names[d.name[i]]]];
-      if (h.mangled[d.name[i]]) out.push(["mangled name", h.mangled[d.name[i]]]);
-      out.push(["what", g.legend], ["duration", fmtDur(d.end[i] - d.start[i])],
-        ["start", fmtDur(d.start[i]) + " from " + this.spec.origin], ["lane", h.lanes[this.laneOf(i)]]);
+      const out = [["duration", fmtDur(d.end[i] - d.start[i])], ["lane", h.lanes[this.laneOf(i)]]];
       if (d.corr[i]) out.push(["correlation id", String(d.corr[i])]);
+      const name = h.names[d.name[i]], mangled = h.mangled[d.name[i]];
+      out.push(["name", longText(name, h.short_names[d.name[i]])]);
+      if (mangled) out.push(["mangled name", longText(mangled)]);
+      out.push(["what", g.legend], ["start", fmtDur(d.start[i]) + " from " + this.spec.origin]);
       if (f.grid_x(i)) out.push(["grid", [f.grid_x(i), f.grid_y(i), f.grid_z(i)].join("×")]);
       if (f.block_x(i)) out.push(["block", [f.block_x(i), f.block_y(i), f.block_z(i)].join("×")]);
       if (f.graph_id(i)) out.push(["graph", String(f.graph_id(i)) + (f.node(i) ? ", node " + (f.node(i) - 1) : "")]);
@@ -403,7 +502,9 @@
       else this.hover = i;
       const sel = this.pinned >= 0 ? this.pinned : this.hover;
       this.linked = sel >= 0 ? this.sameCorrelation(sel) : [];
-      if (this.opts.onSelect) this.opts.onSelect(sel >= 0 ? this.details(sel) : null, this);
+      const r = this.region, region = sel < 0 && r
+        ? [["not drawn", r.label], ["where", fmtDur(r.start) + " – " + fmtDur(r.end) + " from " + this.spec.origin]] : null;
+      if (this.opts.onSelect) this.opts.onSelect(sel >= 0 ? this.details(sel) : region, this);
       this.schedule();
     }
 
@@ -430,9 +531,12 @@
       cv.addEventListener("pointermove", (e) => {
         const [x, y] = pos(e);
         if (!drag) {
-          const i = this.hit(x, y);
+          // over a hatched stretch, what it left out (the spans reaching into it lie under the hatch)
+          const region = this.leftOutAt(x, y), i = region ? -1 : this.hit(x, y);
           cv.style.cursor = i >= 0 ? "pointer" : "grab";
-          if (i !== this.hover && this.pinned < 0) this.select(i, false);
+          const moved = region !== this.region;
+          this.region = region;
+          if ((i !== this.hover || moved) && this.pinned < 0) this.select(i, false);
           return;
         }
         if (Math.abs(x - drag.x) > 2) drag.moved = true;
@@ -451,12 +555,14 @@
           this.boxTo = null;
           this.setRange(a, b);
         } else if (!was.moved) {
-          const i = this.hit(x, y);
+          const i = this.leftOutAt(x, y) ? -1 : this.hit(x, y);
           this.select(i, true);
           if (i < 0) { this.pinned = -1; this.select(-1, false); }
         }
       });
-      cv.addEventListener("pointerleave", () => { if (!drag && this.pinned < 0 && this.hover >= 0) this.select(-1, false); });
+      cv.addEventListener("pointerleave", () => {
+        if (!drag && this.pinned < 0 && (this.hover >= 0 || this.region)) { this.region = null; this.select(-1, false); }
+      });
       cv.addEventListener("dblclick", (e) => { e.preventDefault(); this.reset(); if (this.opts.onReset) this.opts.onReset(this); });
     }
   }
@@ -472,5 +578,5 @@
     return m;
   }
 
-  window.GMTimeline = { Timeline, decode, matchNames, fmtDur, lowerBound, upperBound };
+  window.GMTimeline = { Timeline, decode, decodeSteps, matchNames, fmtDur, lowerBound, upperBound };
 })();

@@ -1,0 +1,70 @@
+"""The multi-rank page in a real headless Chromium, on the real two-rank recordings (tests/data/ranks/*):
+its text paints at once (plotly.js starts later, when the browser is idle), and its charts are as tall as
+their lanes, rank labels apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import Chromium, find_chromium
+
+from graphmode.analyzers.ranks import analyze_ranks
+from graphmode.reports.ranks_html import LABEL_PX, LANE_PX, write_ranks_html
+
+RANKS = Path(__file__).resolve().parent / "data" / "ranks"
+JOBS = sorted(p.name for p in RANKS.iterdir() if p.is_dir() and any(p.glob("*.gmtrace")))
+PAINT_MS = 1000.0  # the headline on screen within this of navigation (the issue: blank for 5-8 s)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    if find_chromium() is None:
+        pytest.skip("no Chromium (Debian: apt-get install chromium)")
+    with Chromium() as b:
+        b.watch_main_thread()
+        yield b
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("ranks")
+    out = {}
+    for job in JOBS:
+        out[job] = write_ranks_html(analyze_ranks(sorted((RANKS / job).glob("*.gmtrace"))), folder / f"{job}.html").path
+    return out
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_ranks_page_text_paints_within_a_second(browser: Chromium, pages: dict[str, Path], job: str) -> None:
+    browser.errors.clear()
+    state = browser.open(pages[job], timeout_s=120)  # returns once every chart has drawn
+    assert "error" not in state and state["plots"] == ["gm-heat", "gm-timeline", "gm-replay"], state
+    fcp = browser.paint_ms()
+    assert fcp is not None and fcp <= PAINT_MS, f"first contentful paint {fcp} ms after navigation (> {PAINT_MS:.0f} ms)"
+    # what painted first is the page's text: it is all in the document, before any chart
+    assert "ranks of 2" in browser.evaluate("document.querySelector('.headline').textContent")
+    drawn = browser.evaluate("performance.getEntriesByName('gm-chart-gm-heat')[0].startTime")
+    assert fcp < drawn
+    assert browser.errors == []
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_ranks_charts_are_as_tall_as_their_lanes(browser: Chromium, pages: dict[str, Path], job: str) -> None:
+    browser.open(pages[job], timeout_s=120)
+    for div in ("gm-heat", "gm-timeline", "gm-replay"):
+        size = browser.evaluate(f"""(() => {{ const gd = document.getElementById('{div}');
+            const ticks = Array.from(gd.querySelectorAll('.ytick text')).map((t) => t.getBoundingClientRect())
+              .map((r) => [r.top, r.bottom]).sort((a, b) => a[0] - b[0]);
+            return {{ h: gd._fullLayout._size.h, lanes: ticks.length, ticks }}; }})()""")
+        assert size["lanes"] == 2, (div, size)
+        assert size["h"] >= LANE_PX * size["lanes"] - 1, f"{div}: a {size['h']} px plot area for {size['lanes']} lanes"
+        if div == "gm-heat":  # the fixed margins hold the colour bar's title
+            inside = browser.evaluate("""(() => { const gd = document.getElementById('gm-heat'), r = gd.getBoundingClientRect();
+                const t = gd.querySelector('.colorbar .cbtitle text').getBoundingClientRect();
+                return t.width > 0 && t.right <= r.right && t.left >= r.left; })()""")
+            assert inside, "the heatmap's colour bar title is cut off"
+        ticks = size["ticks"]
+        for (top0, bottom0), (top1, _) in zip(ticks, ticks[1:]):
+            assert top1 >= bottom0 and top1 - top0 >= LABEL_PX, f"{div}: rank labels overlap: {ticks}"
