@@ -5,9 +5,9 @@ figures, and a verdict every view renders the same way. Numbers and kinds only: 
 Verdicts:
 - `pays_back`: a replay (or graphed step) saves time and this run replayed it at least its break-even count;
 - `not_yet`: it saves time, but this run replayed it fewer times than its break-even;
-- `never`: a replay is not faster than the eager work it replaces;
+- `never`: a replay is not faster than the eager work it replaces, or the graph was built and never replayed;
 - `unknown`: graphs were replayed but no saving could be measured (no eager twin, no one-time cost);
-- `no_graph`: no graph was replayed (none built, a failed capture, never replayed).
+- `no_graph`: no graph was made or run (none built, a failed capture, never instantiated).
 """
 
 from __future__ import annotations
@@ -76,12 +76,15 @@ def _step(s: StepResult) -> Headline:
 
 def _graph(g: GraphResult) -> Headline:
     if g.status != "replayed":
-        return _none("graph", g.status, (g.graph_id,), g.cost.total_ns if g.cost is not None else None)
+        h = _none("graph", g.status, (g.graph_id,), g.cost.total_ns if g.cost is not None else None)
+        # built and paid for, never replayed: it never pays back (a failed capture made no graph)
+        return dataclasses.replace(h, verdict="never") if g.status == "never_replayed" else h
     b = g.break_even
     one = g.cost.total_ns if g.cost is not None else None
     net = g.saved_in_run_ns - one if g.saved_in_run_ns is not None and one is not None else None
     source = g.eager.run if g.eager is not None else (g.graph.run if g.graph is not None else "")
-    h = _from_break_even("graph", None, (g.graph_id,), b, g.replays, one, source, net=net)
+    h = _from_break_even("graph", None, (g.graph_id,), b, b.run_replays if b is not None else g.replays, one, source,
+                         net=net)
     if h.graphed_ns is None and g.graph is not None and g.graph.work is not None:
         h = dataclasses.replace(h, graphed_ns=g.graph.work.trimmed_mean)
     return h
@@ -104,12 +107,12 @@ def headline_of(a: TraceAnalysis) -> Headline:
                              per_kernel=saved.wall_per_kernel_ns if saved is not None else None,
                              saved=saved.wall_ns if saved is not None else None)
         return h
+    failed = any(p.kind == "capture_failed" for p in a.pitfalls) if a.pitfalls else False
+    g_mode = a.mode("graph")
+    if g_mode is not None and not failed:  # graph mode ran, with nothing to compare it with
+        h = _none("graph_mode", "no_baseline", one_time=sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None)
+        return dataclasses.replace(h, verdict="unknown", run_replays=g_mode.iterations)
     region = next((r for r in (a.prediction.regions if a.prediction is not None else ()) if r.direction == "to_graph"), None)
     if region is not None:
         return _none("prediction", "no_graph_built", prediction=region)
-    failed = any(p.kind == "capture_failed" for p in a.pitfalls) if a.pitfalls else False
-    if a.mode("graph") is not None and not failed:  # graph mode ran, with nothing to compare it with
-        g = a.mode("graph")
-        h = _none("graph_mode", "no_baseline", one_time=sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None)
-        return dataclasses.replace(h, verdict="unknown", run_replays=g.iterations if g is not None else 0)
     return _none("none", "capture_failed" if failed else "no_graph_built")

@@ -9,8 +9,8 @@ from typing import Any
 from graphmode.analyzers.results import Headline, TraceAnalysis
 from graphmode.reports.graphs_text import graph_name, interval
 
-# the page colours its verdict box by these classes (reports/assets); one per analyzers.headline verdict
-VERDICT_CLASS = {"pays_back": "good", "not_yet": "warn", "never": "bad", "unknown": "neutral", "no_graph": "neutral"}
+# the page colours its verdict box by these classes (reports/assets/verdict.css); one per analyzers.headline verdict
+VERDICT_KIND = {"pays_back": "paid-back", "not_yet": "not-yet", "never": "never", "unknown": "unknown", "no_graph": "no-graph"}
 REASONS = {
     "no_eager_twin": "no eager run of its work was found, so what it saves is unknown",
     "no_one_time": "its one-time cost was not recorded, so its break-even is unknown",
@@ -72,6 +72,8 @@ def sentence(a: TraceAnalysis) -> str:
         return (f"No CUDA graph was built. Predicted: a graph of its step would save {_ns(h.saved_ns)} per iteration "
                 f"(eager {_ns(h.eager_ns)}, replay {_ns(h.graphed_ns)}), cost {_ns(h.one_time_ns)} once and pay back "
                 f"after {h.break_even:,} replay{'s' if h.break_even != 1 else ''}{_interval(h)}.")
+    if h.verdict == "never" and h.reason == "never_replayed":
+        return f"{who} was built but never replayed: its {_ns(h.one_time_ns)} one-time cost bought nothing in this run."
     if h.verdict == "no_graph":
         what = REASONS.get(h.reason, h.reason.replace("_", " "))
         if h.subject == "graph":

@@ -77,6 +77,10 @@ def verdict_kind(a: TraceAnalysis | RankSetAnalysis) -> str:
         if any(s.net_ns is not None and s.net_ns < 0 for s in ranks):
             return "not-yet"
         return "paid-back" if all(s.net_ns is not None for s in ranks) else "unknown"
+    if a.headline is not None:  # the analysis's own verdict (analyzers.headline), as the terminal and JSON give it
+        from graphmode.reports.headline import VERDICT_KIND
+
+        return VERDICT_KIND[a.headline.verdict]
     g = a.primary_graph()
     if g is not None:
         if g.status == "never_replayed":
@@ -180,11 +184,12 @@ def time_split_html(modes: tuple[ModeMetrics, ...], a: TraceAnalysis) -> str:
     saved = a.primary_overhead_saved()
     if saved is not None:
         rows.append(f"<tr class='saved'><th>saved by the graph (vs {esc(saved.baseline)})</th>"
-                    + _bar(saved.wall_ns, scale, "wall") + _bar(saved.api_ns, scale, "api")
+                    + _bar(saved.traced_wall_ns if saved.traced_wall_ns is not None else saved.wall_ns, scale, "wall")
+                    + _bar(saved.api_ns, scale, "api")
                     + "<td class='num'>—</td>" + _bar(saved.gpu_idle_ns, scale, "idle") + "</tr>")
     note = ("<p class='hint'>Medians of the traced pass's iterations: CPU time inside CUDA API calls, and the "
             "iteration split into GPU busy (the union of its GPU work) and GPU idle. The saved row is the analysis's "
-            "launch overhead saved (its wall time comes from the timing pass where there is one).</p>")
+            "launch overhead saved in the same pass.</p>")
     return f"<table class='split'>{head}{''.join(rows)}</table>{note}"
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from browser import Chromium, find_chromium
 
-from graphmode.analyzers import analyze
+from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.ranks import analyze_ranks
 from graphmode.reports.html import write_html
 from graphmode.reports.html_sections import VERDICT_KINDS, verdict_kind
@@ -61,17 +62,21 @@ def test_verdict_kind_follows_the_break_even_varied_by_hand() -> None:
     b = a.primary_break_even()
     assert b is not None and (b.replays, b.run_replays) == (9, 41)
 
+    def with_headline(x: TraceAnalysis) -> TraceAnalysis:
+        # the page colours the analysis's one verdict (analyzers.headline): varied by hand, it is computed again
+        return dataclasses.replace(x, headline=headline_of(x))
+
     def kind(**change: object) -> str:
-        return verdict_kind(dataclasses.replace(a, break_even=(dataclasses.replace(b, **change),)))
+        return verdict_kind(with_headline(dataclasses.replace(a, break_even=(dataclasses.replace(b, **change),))))
 
     assert kind() == "paid-back"
     assert kind(run_replays=8) == "not-yet"  # SYNTHETIC: 8 replays, one short of the break-even
     assert kind(run_replays=9) == "paid-back"
     assert kind(replays=None, never=True, reason="") == "never"  # SYNTHETIC: a replay not faster
     assert kind(replays=None, never=False, reason="no eager baseline") == "unknown"
-    assert verdict_kind(dataclasses.replace(a, break_even=())) == "unknown"  # graph mode ran, nothing to compare
+    assert verdict_kind(with_headline(dataclasses.replace(a, break_even=()))) == "unknown"  # graph mode ran, nothing to compare
     eager_only = dataclasses.replace(a, break_even=(), modes=tuple(m for m in a.modes if m.mode != "graph"))
-    assert verdict_kind(eager_only) == "no-graph"
+    assert verdict_kind(with_headline(eager_only)) == "no-graph"
 
 
 def test_verdict_kind_of_a_script_trace_reads_its_headline_graph() -> None:
@@ -81,7 +86,8 @@ def test_verdict_kind_of_a_script_trace_reads_its_headline_graph() -> None:
     assert verdict_kind(a) == "paid-back"
 
     def kind(**change: object) -> str:
-        return verdict_kind(dataclasses.replace(a, graphs=(dataclasses.replace(g, **change), *a.graphs[1:])))
+        changed = dataclasses.replace(a, graphs=(dataclasses.replace(g, **change), *a.graphs[1:]))
+        return verdict_kind(dataclasses.replace(changed, headline=headline_of(changed)))  # the one verdict, again
 
     assert kind(status="never_replayed") == "never"  # SYNTHETIC statuses of the same graph
     assert kind(status="capture_failed") == "no-graph"
