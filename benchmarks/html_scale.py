@@ -1,7 +1,7 @@
 """HTML scale: `graphmode view` of a synthetic trace of a million kernels, opened in headless Chromium.
 
 Measures what a person waits for: the page's size, the time from navigation to the first frame with the
-headline and every timeline drawn (first paint), to every plotly chart drawn (plotly.js loads lazily; here
+headline and every timeline drawn (first paint), to every plotly chart drawn (plotly.js starts when the browser is idle; here
 it is asked for right after the first paint), and how long one zoom (a real
 mouse-wheel notch) and one pan (a real drag step) of the whole-run timeline take, from the input event
 to the next frame drawn, while the whole run (every span) is in view and zoomed in. Chromium runs
@@ -53,7 +53,7 @@ def measure_page(html_path: Path, steps: int) -> dict[str, Any]:
         state = browser.open(html_path, timeout_s=180)
         if browser.errors or "error" in state:
             raise SystemExit(f"JavaScript errors: {browser.errors or state}")
-        charts_s = browser.evaluate("window.graphmode.loadCharts()") / 1e3  # plotly loads when asked or scrolled to
+        charts_s = browser.evaluate("window.graphmode.loadCharts()") / 1e3  # plotly starts when the browser is idle, or when asked
         fcp = browser.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
         box = browser.evaluate(f"(() => {{ const c = document.querySelector('#{DIV} canvas'); c.scrollIntoView({{block: 'center'}});"
                                " const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
