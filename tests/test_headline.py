@@ -20,7 +20,7 @@ from graphmode.tracer.store import load
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDINGS = sorted(p for p in DATA.rglob("*.gmtrace") if "legacy" not in p.parts and "ranks" not in p.parts)
-PACKED = sorted((DATA / "scripts" / "steps").glob("*.gmtrace.xz"))
+PACKED = sorted(DATA.rglob("*.gmtrace.xz"))
 
 
 def _open(path: Path, tmp_path: Path) -> Path:
