@@ -214,3 +214,17 @@ def test_a_whole_step_graph_is_its_own_one_graph_step_with_its_per_graph_answer(
     assert s.graphs == (g.graph_id,) and s.saved_ns == g.break_even.saved_per_replay_ns
     assert s.break_even == g.break_even and s.one_time_ns == g.cost.total_ns
     assert s.invariant_residual_ns == 0.0
+
+
+def test_two_compiled_functions_a_step_are_one_step_without_an_eager_twin() -> None:
+    """tests/data/coverage/torch_compile_skips.gmtrace (examples/torch_compile_skips.py): two functions compiled with
+    reduce-overhead replay their graphs once each a decode-like step; their kernels never ran eagerly. One step of
+    both graphs, measured graphed, with no saving stated anywhere (the headline says unknown, no eager mode is kept)."""
+    with load(Path(__file__).resolve().parent / "data" / "coverage" / "torch_compile_skips.gmtrace") as t:
+        a = analyze(t)
+    (step,) = [s for s in a.steps if len(s.graphs) > 1]
+    assert len(step.graphs) == 2 and step.basis == "none" and step.saved_ns is None and step.break_even is None
+    assert step.graphed_ns is not None and step.graphed_steps >= 20
+    assert a.headline.verdict == "unknown" and a.headline.subject == "step" and a.headline.graphed_ns == step.graphed_ns
+    assert a.mode("eager") is None and not a.overhead_saved
+    assert all(g.break_even is None or g.break_even.saved_per_replay_ns is None for g in a.graphs)
