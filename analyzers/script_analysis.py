@@ -84,8 +84,12 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
                                    stamp_overhead=overhead)
-    lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
-    steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+    try:
+        lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
+        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+    except Exception as e:  # a bug in the step model must not take the per-graph report with it
+        steps = ()
+        notes.append(f"the step model failed ({type(e).__name__}: {e}); each graph is reported alone; please report it")
     multi = next((s for s in steps if len(s.graphs) > 1), None)
     if multi is not None:
         # the step's graphs first (in step order), then the rest as graph_results ordered them

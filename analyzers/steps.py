@@ -78,6 +78,8 @@ def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
     g = g[np.argsort(t.gpu_start_ns[g], kind="stable")]
     seq = t.graph_id[g].astype(np.int64)
     ids, first, counts = np.unique(seq, return_index=True, return_counts=True)
+    if ids.size < 2:  # one graph on the stream: a step of one graph
+        return None
     most = counts == counts.max()
     anchor = int(ids[most][np.argmin(first[most])])
     cuts = np.flatnonzero(seq == anchor)

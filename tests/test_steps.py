@@ -228,3 +228,16 @@ def test_two_compiled_functions_a_step_are_one_step_without_an_eager_twin() -> N
     assert a.headline.verdict == "unknown" and a.headline.subject == "step" and a.headline.graphed_ns == step.graphed_ns
     assert a.mode("eager") is None and not a.overhead_saved
     assert all(g.break_even is None or g.break_even.saved_per_replay_ns is None for g in a.graphs)
+
+
+def test_a_failing_step_model_costs_the_steps_not_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    import graphmode.analyzers.script_analysis as sa
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(sa, "find_steps", broken)
+    with load(Path(__file__).resolve().parent / "data" / "scripts" / "torch_cudagraph.gmtrace") as t:
+        a = analyze(t)
+    assert a.steps == () and a.graphs and a.graphs[0].break_even is not None
+    assert any("the step model failed (RuntimeError: injected)" in n for n in a.cannot_compute)
