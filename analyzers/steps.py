@@ -133,7 +133,7 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
     if n > 1:
         # the next occurrence follows when its first row comes right after this one's last (no other row of these
         # graphs in between: a pause, another phase) in the same stretch of the first graph
-        follows = (occ[1:, 0] > 0) & (t.stretch[occ[1:, 0]] == t.stretch[occ[:-1, 0]])
+        follows = t.stretch[occ[1:, 0]] == t.stretch[occ[:-1, 0]]
         nxt[:-1] = np.where(follows, start[1:, 0], np.nan)
     traced_period = nxt - start[:, 0]
     period = t.period[occ[:, 0]].astype(np.float64)
@@ -292,7 +292,6 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
                       run: str) -> tuple[StepResult, tuple[GraphResult, ...]]:
     m = len(pattern)
     segments: list[StepSegment] = []
-    graph_saved: dict[int, float | None] = {}
     for i in range(m):
         for kind in ("graph", "eager"):
             gs = g_inst.spans[(i, kind)]
@@ -302,8 +301,6 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
             saved = _sub(_tm(es), _tm(gs)) if e_inst is not None else None
             segments.append(StepSegment(len(segments), kind, pattern[i] if kind == "graph" else 0,
                                         _stat(es) if e_inst is not None else None, _stat(gs), saved))
-            if kind == "graph":
-                graph_saved[pattern[i]] = saved if pattern.count(pattern[i]) == 1 else None
     e_period = e_inst.period if e_inst is not None else e_steps[0] if e_steps is not None else np.zeros(0)
     e_timed = e_inst.timed if e_inst is not None else e_steps[1] if e_steps is not None else False
     has_eager = bool(np.isfinite(e_period).any())
@@ -342,11 +339,11 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         period_source="timing" if (g_inst.timed or e_timed) else run,
         segments=tuple(segments), graphs_saved_ns=graphs_saved, remainder_saved_ns=rest_saved,
         invariant_residual_ns=residual, saved_in_run_ns=saved * graphed_steps if saved is not None else None)
-    return step, tuple(_as_segment(g, pattern, g_inst, e_inst, graph_saved, eager_infl, graph_infl) for g in graphs)
+    return step, tuple(_as_segment(g, pattern, g_inst, e_inst, eager_infl, graph_infl) for g in graphs)
 
 
 def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances, e_inst: StepInstances | None,
-                graph_saved: dict[int, float | None], eager_infl: float, graph_infl: float) -> GraphResult:
+                eager_infl: float, graph_infl: float) -> GraphResult:
     """A graph of a multi-graph step, measured as its segment: its eager twin's span and its replay's span in the
     step replace the periods between its replays (which are the whole step's)."""
     if g.graph_id not in pattern or pattern.count(g.graph_id) != 1:
