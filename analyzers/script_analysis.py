@@ -150,7 +150,13 @@ def step_totals(totals: GraphTotals | None, steps: tuple[StepResult, ...], graph
         return None
     multi = [s for s in steps if len(s.graphs) > 1]
     in_multi = {g for s in multi for g in s.graphs}
-    rest = [g for g in graphs if g.graph_id not in in_multi and g.saved_in_run_ns is not None and g.cost is not None]
+    # the one-time cost of all graphs, a multi-graph step's as the step's (its graphing statement, warm-ups included)
+    outside = [g for g in graphs if g.graph_id not in in_multi and g.cost is not None]
+    one_time_all = float(sum(s.one_time_ns if s.one_time_ns is not None else
+                             sum(g.cost.total_ns for g in graphs if g.graph_id in s.graphs and g.cost is not None)
+                             for s in multi) + sum(g.cost.total_ns for g in outside if g.cost is not None))
+    totals = dataclasses.replace(totals, one_time_ns=one_time_all)
+    rest = [g for g in outside if g.saved_in_run_ns is not None]
     parts = [s.saved_in_run_ns for s in multi] + [g.saved_in_run_ns for g in rest]
     if any(p is None for p in parts) or not parts:
         return dataclasses.replace(totals, saved_ns=None, net_ns=None)

@@ -31,6 +31,7 @@ from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_htm
 from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.prediction_html import measured_twin, prediction_html
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
+from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
@@ -223,6 +224,9 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:
         parts.append(_section("Diagnostics", diagnostics))
+    steps = steps_html(a)
+    if steps:
+        parts.append(_section("Steps", steps, "gm-steps"))
     if graphs:
         parts.append(_section("Per graph", graphs_html(graphs, getattr(a, "totals", None)), "gm-graphs"))
     graph_use = graph_use_html(a)

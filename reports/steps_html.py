@@ -1,0 +1,58 @@
+"""The page's steps table: each step that replays several graphs, its graphs and the eager work between them, as the
+terminal's summary shows them (reports.summary_text). Computes nothing."""
+
+from __future__ import annotations
+
+import html
+
+from graphmode.analyzers.results import BreakEven, StepResult, TraceAnalysis
+from graphmode.reports.summary_text import _be
+
+
+def _ns(ns: float | None) -> str:
+    from graphmode.reports.terminal import human_ns
+
+    return human_ns(ns)
+
+
+def _row(cells: list[str], cls: str = "") -> str:
+    tds = "".join(f"<td class='num'>{html.escape(c)}</td>" if i else f"<th>{html.escape(c)}</th>" for i, c in enumerate(cells))
+    return f"<tr class='{cls}'>{tds}</tr>"
+
+
+def _step(s: StepResult, by_id: dict[int, BreakEven | None]) -> str:
+    rows = [_row([f"step {s.step_id}", f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns), _ns(s.saved_ns),
+                  _ns(s.one_time_ns), _be(s.break_even)], "step")]
+    for seg in s.segments:
+        if seg.kind == "graph":
+            b = by_id.get(seg.graph_id)
+            rows.append(_row([f"  graph {seg.graph_id}", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
+                              _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns),
+                              _ns(b.one_time_ns) if b is not None else "—", _be(b)]))
+        else:
+            rows.append(_row(["  eager work between", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
+                              _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", ""]))
+    return "".join(rows)
+
+
+def steps_html(a: TraceAnalysis) -> str:
+    """'' unless a step replays several graphs."""
+    steps = [s for s in a.steps if len(s.graphs) > 1]
+    if not steps:
+        return ""
+    by_id = {g.graph_id: g.break_even for g in a.graphs}
+    head = "".join(f"<th>{h}</th>" for h in ("", "graphed steps", "eager", "graphed", "saved", "one-time", "break-even"))
+    body = "".join(_step(s, by_id) for s in steps)
+    notes = []
+    for s in steps:
+        if s.invariant_residual_ns is not None and s.saved_ns:
+            notes.append(f"step {s.step_id}: the graphs' savings ({_ns(s.graphs_saved_ns)}) and the eager work's change "
+                         f"({_ns(s.remainder_saved_ns)}) add up to the step's {_ns(s.saved_ns)} within "
+                         f"{_ns(abs(s.invariant_residual_ns))}")
+        if s.one_time_basis == "statement":
+            notes.append(f"step {s.step_id}: its one-time cost is the statement at {s.one_time_statement} that made its "
+                         "graphs, warm-ups included, as the run without CUPTI timed it")
+    hint = "".join(f"<p class='hint'>{html.escape(n)}</p>" for n in notes)
+    return (f"<table class='steps'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            "<p class='hint'>Trimmed means; break-even: replays (steps) to pay back the one-time cost [95% interval]. "
+            "Each graph's saving is its own segment of the step: its eager twin's span less its replay's.</p>" + hint)
