@@ -1,7 +1,9 @@
 """`graphmode view` on the traces of a multi-process job: one self-contained HTML page (plotly.js inlined).
 
-The text paints first; plotly.js (gzipped in the page, started in steps: html_plotly.py) draws the charts
-when the browser is idle, one per task (assets/charts.js). Timelines are as tall as their lanes: LANE_PX each.
+The text paints first. The rank timelines are drawn on a canvas by the single-run page's renderer
+(assets/timeline.js; spans as columns in one gzip blob, timeline_plot.py), each in a task of its own; plotly.js
+(gzipped in the page, started in steps: html_plotly.py) draws the heatmap when the browser is idle
+(assets/charts.js). Timelines are as tall as their lanes: LANE_PX each.
 
 The page: the headline and hang risks, the ranks and graphs tables, GPU activity of every rank on
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
@@ -14,7 +16,6 @@ Trace strings reach the page escaped (html.escape) and inside one JSON block tha
 from __future__ import annotations
 
 import base64
-
 import html
 import json
 import math
@@ -29,14 +30,15 @@ from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.reports.html_sections import verdict_kind
 from graphmode.reports.ranks import headline
 from graphmode.reports.terminal import human_ns, short_source
+from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
+from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.tracer.store import TraceError, load
 
 output_file_extension = "html"
 HEAT_BINS = 400
 MAX_TIMELINE_RANKS = 16
 MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
-LANE_PX = 30  # height of one rank's lane in the timelines: its label and its 12 px bars fit without overlapping
-BAR_PX = 12
+LANE_PX = 30  # height of one rank's lane in the timelines: its label and its bars fit without overlapping
 LABEL_PX = 20  # rank labels at least this far apart
 MAX_HEAT_PX = 960  # the heatmap's rows together; more ranks than fit at LANE_PX share it
 MARGIN_T, MARGIN_B = 70, 50  # the title and the legend above the lanes, the axis and its title below
@@ -44,6 +46,8 @@ COLOURS = {"NCCL collective": "#d62728", "graph": "#cc79a7", "kernel": "#009e73"
 
 
 _WAIT = "<p class='hint'>(chart: drawn once plotly.js has started)</p>"
+_WAIT_CANVAS = "<p class='hint'>(timeline: drawn in a moment)</p>"
+_HOVER = "Point at a span for its name and duration; wheel: zoom, drag: pan, double-click: back to the whole view."
 
 
 @dataclass(frozen=True)
@@ -54,13 +58,6 @@ class RanksHtmlSummary:
     note: str
 
 
-
-def typed_array(values: np.ndarray) -> dict[str, str]:
-    """plotly.js's typed-array spec (base64 little-endian), which its scattergl traces read directly."""
-    arr = np.ascontiguousarray(values)
-    dtype = {np.dtype(np.float64): "f8", np.dtype(np.float32): "f4", np.dtype(np.int32): "i4",
-             np.dtype(np.int16): "i2", np.dtype(np.int8): "i1"}[arr.dtype]
-    return {"dtype": dtype, "bdata": base64.b64encode(arr.astype(arr.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
 
 def _safe_json(value: Any) -> str:
     """JSON that cannot end the <script> element it sits in (as reports/html.py does for its page)."""
@@ -78,47 +75,46 @@ def _category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
     return cat
 
 
-def _escaped_names(names: np.ndarray) -> np.ndarray:
-    """Names cut to 120 characters and HTML-escaped (plotly renders hover text as HTML), once per distinct name."""
-    uniq, inv = np.unique(names.astype(str), return_inverse=True)
-    return np.array([html.escape(u[:120]) for u in uniq], dtype=object)[inv]
+def _timeline(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], lanes: list[str], title: str,
+              origin: str, blob: BlobWriter, extent: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The spec of one canvas timeline (assets/timeline.js, the single-run page's renderer): a lane per rank, a
+    colour per category; rows are (lane, start, end, category, name), ns from the origin; it opens on `extent` (ns,
+    default: its spans'). Its columns go to `blob`.
+    Drawn on a canvas rather than by plotly's WebGL traces: their first chart was one 260-350 ms main-thread task."""
+    lane = np.concatenate([np.full(r[1].size, int(r[0]), np.int32) for r in rows])
+    start = np.concatenate([np.asarray(r[1]) for r in rows]).round().astype(np.int64)
+    end = np.concatenate([np.asarray(r[2]) for r in rows]).round().astype(np.int64)
+    cats = np.concatenate([np.asarray(r[3], dtype=object) for r in rows])
+    names = np.concatenate([np.asarray(r[4]).astype(str) for r in rows])
+    order = np.lexsort((start, lane))  # the renderer reads spans sorted by (lane, start)
+    lane, start, end, cats, names = lane[order], start[order], np.maximum(end[order], start[order]), cats[order], names[order]
+    present = [c for c in COLOURS if np.any(cats == c)]
+    group = np.zeros(start.size, np.int32)
+    for k, c in enumerate(present):
+        group[cats == c] = k
+    uniq, name_id = np.unique(names, return_inverse=True)
+    zeros = np.zeros(start.size, np.int64)
+    if extent is None:
+        extent = (int(start.min()), int(end.max())) if start.size else (0, 1)
+    view = TimelineView(
+        title=title, lanes=[Lane(str(k), label, "gpu") for k, label in enumerate(lanes)],
+        groups=[SpanGroup("gpu", c) for c in present], names=uniq.tolist(), origin_ns=0,
+        extent_ns=extent, lane=lane, start_ns=start, end_ns=end, group=group, name_id=name_id.astype(np.int32),
+        correlation_id=zeros, outside=np.zeros(start.size, bool), fields={f: zeros for f in FIELDS},
+        text_codes={f: np.zeros(start.size, np.int32) for f in TEXT_FIELDS},
+        text_tables={f: [[""] for _ in present] for f in TEXT_FIELDS})
+    spec = encode_view(view, blob, div="", origin=origin, initial=extent, full=extent)
+    for g in spec["hover"]["groups"]:  # this page's colours and words, not the single-run page's
+        g["colour"], g["legend"] = COLOURS[g["label"]], g["label"]
+    return spec
 
 
-def _lines(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], scale: float, unit: str,
-           lanes: list[str], title: str) -> dict[str, Any]:
-    """A figure: per category one line trace of horizontal segments (start, end, NaN) per lane; hover: name,
-    duration."""
-    data = []
-    for cat, colour in COLOURS.items():
-        parts = [(lane, start[cats == cat], end[cats == cat], names[cats == cat]) for lane, start, end, cats, names in rows]
-        parts = [p for p in parts if p[1].size]
-        if not parts:
-            continue
-        n = sum(p[1].size for p in parts)
-        x = np.full(3 * n, np.nan)
-        y = np.full(3 * n, np.nan)
-        dur = np.full(3 * n, np.nan)
-        text = np.full(3 * n, "", dtype=object)
-        at = 0
-        for lane, start, end, names in parts:
-            k = start.size
-            sl = slice(3 * at, 3 * (at + k))
-            x[sl][0::3], x[sl][1::3] = start / scale, end / scale
-            y[sl][0::3] = y[sl][1::3] = lane
-            dur[sl][0::3] = dur[sl][1::3] = (end - start) / 1e3
-            text[sl][0::3] = text[sl][1::3] = _escaped_names(names)
-            at += k
-        data.append({"type": "scattergl", "mode": "lines", "name": cat, "x": typed_array(x), "y": typed_array(y),
-                     "customdata": typed_array(dur), "text": text.tolist(),
-                     "hovertemplate": "%{text} · %{customdata:.2f} us<extra></extra>", "line": {"color": colour, "width": BAR_PX}})
-    return {"data": data, "layout": {
-        "title": {"text": html.escape(title), "x": 0.01, "y": 0.98, "yanchor": "top"},
-        # the plot area is LANE_PX per lane; margins hold the title and legend (above) and the axis (below)
-        "height": MARGIN_T + MARGIN_B + LANE_PX * len(lanes), "showlegend": True,
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
-        "xaxis": {"title": {"text": unit}}, "margin": {"l": 200, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False},
-        "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": [html.escape(x) for x in lanes], "autorange": "reversed",
-                  "range": [-0.5, len(lanes) - 0.5], "fixedrange": True}}}
+def _timeline_html(div: str, spec: dict[str, Any]) -> str:
+    """Its title and legend (HTML text, painted with the page), the canvas's box, and a line for what is hovered."""
+    keys = "".join(f"<span class='key'><i style='background:{g['colour']}'></i>{html.escape(g['legend'])} ({g['count']:,})</span>"
+                   for g in spec["hover"]["groups"])
+    return (f"<p class='chart-title'><b>{html.escape(spec['title'])}</b></p><p class='legend'>{keys}</p>"
+            f"<div id='{div}' class='plot timeline'>{_WAIT_CANVAS}</div><p class='hint details' id='{div}-details'>{_HOVER}</p>")
 
 
 def _rank_label(a: RankSetAnalysis, rank: int) -> str:
@@ -270,53 +266,72 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
                    "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": labels[::every], "ticktext": labels[::every]},
                    "margin": {"l": 200, "r": 140, "t": MARGIN_T, "b": MARGIN_B, "autoexpand": False}}}})  # r: the colour bar
     parts.append(f"<h2>Every rank on one time axis</h2><div id='gm-heat' class='plot'>{_WAIT}</div>")
+    blob = BlobWriter()
     if timeline:
         lanes = [_rank_label(a, r) for r in drawn]
-        plots.append({"div": "gm-timeline", "figure": _lines(timeline, t_ms, "ms since the job's first traced moment", lanes,
-                                                            f"GPU spans of {len(drawn)} of {len(a.ranks)} ranks")})
-        parts.append(f"<div id='gm-timeline' class='plot'>{_WAIT}</div>")
+        spec = _timeline(timeline, lanes, f"GPU spans of {len(drawn)} of {len(a.ranks)} ranks", "the job's first traced moment", blob,
+                         extent=(0, max(1, round(span * t_ms))))  # the heatmap's time axis
+        plots.append({"div": "gm-timeline", "timeline": spec})
+        parts.append(_timeline_html("gm-timeline", spec))
     if replay:
         ref = min(float(row[1].min()) for row in replay if row[1].size)
         rows = [(float(i), st - ref, en - ref, cat, names) for i, (_, st, en, cat, names) in enumerate(replay)]
         choice = _replay_choice(a)
         lanes = [_rank_label(a, a.ranks[row[0]].identity.rank) for row in replay]
         title = f"{choice[0] if choice else ''}, replay {choice[1] if choice else ''} of each rank, on the job's clock"
-        plots.append({"div": "gm-replay", "figure": _lines(rows, 1e3, "us since the earliest rank's replay began", lanes, title)})
+        spec = _timeline(rows, lanes, title, "the start of the earliest rank's replay", blob)
+        plots.append({"div": "gm-replay", "timeline": spec})
         parts.append("<h2>One replay of each rank, aligned</h2><p class='hint'>A collective ends at the same moment on every "
                      "rank (it cannot end before the last rank's data arrived): its red bars end together; where one "
-                     "starts earlier, that rank waited.</p><div id='gm-replay' class='plot'>" + _WAIT + "</div>")
+                     "starts earlier, that rank waited.</p>" + _timeline_html("gm-replay", spec))
     if note:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
     if a.cannot_compute:
         parts.append("<h2>Not computed</h2><ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in a.cannot_compute) + "</ul>")
-    return _page(f"graphmode · {len(a.ranks)} ranks", "".join(parts), plots), len(drawn), note
+    return _page(f"graphmode · {len(a.ranks)} ranks", "".join(parts), plots, blob), len(drawn), note
 
 
-def _page(title: str, body: str, plots: list[dict[str, Any]]) -> str:
+def _page(title: str, body: str, plots: list[dict[str, Any]], blob: BlobWriter) -> str:
     from importlib import resources
 
     from graphmode.reports.html_plotly import plotly_bundle, trace_types
 
     assets = resources.files("graphmode.reports") / "assets"
     charts = (assets / "charts.js").read_text(encoding="utf-8")
-    plotly = plotly_bundle(trace_types(p["figure"] for p in plots))
+    timeline_js = (assets / "timeline.js").read_text(encoding="utf-8")
+    plotly = plotly_bundle(trace_types(p.get("figure") for p in plots))
     css = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:8px 0}"
            "td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px;text-align:right}th{background:#f4f4f4}"
            "td:nth-child(2),td:nth-child(3){text-align:left}.headline{font-size:16px;padding:8px 12px;max-width:110ch}"
-           ".warn,.risk{color:#b91c1c}.sub,.hint,.note{color:#555}.plot{width:100%}") + (assets / "verdict.css").read_text(encoding="utf-8")
-    # After the frame that paints the text: the charts, when the browser is idle. window.graphmode is set once
-    # every plot has drawn (the browser tests wait for it, as for the single-trace page).
+           ".warn,.risk{color:#b91c1c}.sub,.hint,.note{color:#555}.plot{width:100%}"
+           ".timeline canvas{display:block;cursor:grab;touch-action:none}.chart-title{margin:16px 0 2px}"
+           ".legend{margin:2px 0;font-size:13px}.key{margin-right:14px}"
+           ".key i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}"
+           ".details{min-height:1.3em;font-size:13px;overflow-wrap:anywhere}") + (assets / "verdict.css").read_text(encoding="utf-8")
+    # After the frame that paints the text: the canvas timelines (each decoded and drawn in a task of its own), then
+    # plotly's charts, when the browser is idle. window.graphmode is set once every chart and timeline has drawn (the
+    # browser tests wait for it, as for the single-trace page).
     script = ("let begun=false;const begin=()=>{if(begun)return;begun=true;"
               "const d=JSON.parse(document.getElementById('gm-data').textContent);"
-              "GMCharts.idle().then(()=>GMCharts.draw(d.plots))"
+              "const views=d.plots.filter(p=>p.timeline);"
+              "const timelines=async()=>{if(!views.length)return;"
+              "const buf=await(await GMCharts.inflate('gm-spans')).arrayBuffer();"
+              "for(const p of views){await GMCharts.idle();const el=document.getElementById(p.div);el.replaceChildren();"
+              "const out=document.getElementById(p.div+'-details'),hint=out.textContent;"
+              "const tl=new GMTimeline.Timeline(el,p.timeline,GMTimeline.decode(p.timeline,buf),{laneH:" + str(LANE_PX) + ","
+              "onSelect:(f)=>{out.textContent=f?f.map(([k,v])=>k+': '+(typeof v==='string'?v:v.short)).join(' · '):hint;}});"
+              "tl.draw();el.gmTimeline=tl;performance.mark('gm-chart-'+p.div);}};"
+              "GMCharts.idle().then(timelines).then(()=>GMCharts.draw(d.plots.filter(p=>p.figure)))"
               ".then(()=>{window.graphmode={page:'ranks',plots:d.plots.map(p=>p.div)};})"
               ".catch((e)=>{window.graphmode={page:'ranks',error:String(e&&e.stack||e)};throw e;});};"
               "requestAnimationFrame(()=>setTimeout(begin,0));setTimeout(begin,1000);")
+    spans = base64.b64encode(blob.gzip()).decode("ascii")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{body}"
             f"<script type='application/json' id='gm-data'>{_safe_json({'plots': plots})}</script>"
+            f"<script type='application/octet-stream' id='gm-spans'>{spans}</script>"
             f"<script type='application/octet-stream' id='gm-plotly'>{plotly.gzip_b64}</script>"
-            f"<script>{charts}</script><script>{script}</script></body></html>")
+            f"<script>{charts}</script><script>{timeline_js}</script><script>{script}</script></body></html>")
 
 
 def write_ranks_html(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:

@@ -311,9 +311,11 @@ def test_ranks_page_draws_in_a_real_browser_and_escapes_trace_strings(tmp_path: 
         assert b.errors == [] and b.dialogs == []
         assert state["plots"] == ["gm-heat", "gm-timeline", "gm-replay"]
         # one replay of each rank: the all-reduce bars of both ranks end at the same x (aligned clocks)
-        ends = b.evaluate("""(() => { const gd = document.getElementById('gm-replay');
-            const t = gd._fullData.find(d => d.name === 'NCCL collective'); const out = {};
-            for (let i = 0; i < t.x.length; i += 3) out[t.y[i]] = t.x[i + 1]; return out; })()""")
+        ends = b.evaluate("""(() => { const tl = document.getElementById('gm-replay').gmTimeline, s = tl.spec;
+            const g = s.hover.groups.findIndex((x) => x.label === 'NCCL collective'), out = {};
+            for (let L = 0; L < s.lanes.length; L++)
+              for (let i = s.lane_bounds[L]; i < s.lane_bounds[L + 1]; i++) if (tl.d.group[i] === g) out[L] = tl.d.end[i];
+            return out; })()""")
         assert len(ends) == 2 and len(set(ends.values())) == 1
         assert b.evaluate("document.querySelectorAll('img').length") == 0  # the host name stayed text
 

@@ -154,7 +154,7 @@
     constructor(root, spec, data, opts) {
       this.spec = spec; this.d = data; this.opts = opts || {};
       this.compact = !!this.opts.compact;
-      this.laneH = this.compact ? 6 : 22;
+      this.laneH = this.opts.laneH || (this.compact ? 6 : 22); // opts.laneH: the rank page's lanes (LANE_PX)
       this.gutter = this.opts.gutter !== undefined ? this.opts.gutter : this.compact ? 0 : 200;
       this.right = this.compact ? 0 : 8;
       this.top = this.compact ? 1 : 6;
