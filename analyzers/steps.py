@@ -40,6 +40,7 @@ from graphmode.analyzers.inference import line_stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
 from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.untraced import starting_lines, timing_pass_id
 from graphmode.tracer.store import Trace
 
 MIN_STEPS = 2  # a step pattern recurs at least this often in graph mode
@@ -58,23 +59,30 @@ class StepInstances:
 
     rows: np.ndarray  # (n, len(pattern)) row indices
     period: np.ndarray  # (n,) ns, NaN where the next occurrence does not follow
-    traced_period: np.ndarray  # (n,) the measuring run's period
     spans: dict[tuple[int, str], np.ndarray]  # (position, 'graph' | 'eager') -> (n,) ns, scaled to `period`
     timed: bool  # periods from the timing run
 
 
+def _on_main_stream(t: IterationTable, rows: np.ndarray) -> np.ndarray:
+    """The rows on the stream most of them ran on. One step runs on one stream: two threads' loops on their own
+    streams interleave in time but are two loops, while autograd's thread launches a backward graph on the stream
+    of its forward."""
+    if not rows.size:
+        return rows
+    streams, counts = np.unique(t.stream_id[rows], return_counts=True)
+    out: np.ndarray = rows[t.stream_id[rows] == streams[np.argmax(counts)]]
+    return out
+
+
 def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
     """The graphs replayed in each step, in order, where a step replays two or more graphs: the replays (first
-    launches included) on the stream that replays most are cut at each replay of the graph replayed most (the earliest of those tied), and the
-    most common run of graphs between two such cuts is the step. None where that run is one graph (a graph per
+    launches included) on the stream that replays most are cut at each replay of the graph replayed most (the
+    earliest of those tied), and the most common run of graphs between two such cuts is the step. None where that run is one graph (a graph per
     step: its per-graph answer is the step's) or recurs fewer than MIN_STEPS times."""
     g = np.flatnonzero(t.mode == "graph")
     if g.size < 2 * MIN_STEPS:
         return None
-    # one step runs on one stream: two threads' loops on their own streams interleave in time but are two loops,
-    # while autograd's thread launches a backward graph on the stream of its forward
-    streams, per_stream = np.unique(t.stream_id[g], return_counts=True)
-    g = g[t.stream_id[g] == streams[np.argmax(per_stream)]]
+    g = _on_main_stream(t, g)
     g = g[np.argsort(t.gpu_start_ns[g], kind="stable")]
     seq = t.graph_id[g].astype(np.int64)
     ids, first, counts = np.unique(seq, return_index=True, return_counts=True)
@@ -94,10 +102,7 @@ def step_pattern(t: IterationTable) -> tuple[int, ...] | None:
 
 def _occurrences(t: IterationTable, mode: str, pattern: tuple[int, ...], roles: tuple[str, ...]) -> np.ndarray:
     """(n, len(pattern)) rows of `mode` where the pattern's graphs follow one another in order (by GPU start)."""
-    sel = np.flatnonzero((t.mode == mode) & np.isin(t.graph_id, pattern) & np.isin(t.role, roles))
-    if sel.size:  # one stream's (step_pattern)
-        streams, counts = np.unique(t.stream_id[sel], return_counts=True)
-        sel = sel[t.stream_id[sel] == streams[np.argmax(counts)]]
+    sel = _on_main_stream(t, np.flatnonzero((t.mode == mode) & np.isin(t.graph_id, pattern) & np.isin(t.role, roles)))
     sel = sel[np.argsort(t.gpu_start_ns[sel], kind="stable")]
     seq = t.graph_id[sel].astype(np.int64)
     m = len(pattern)
@@ -151,7 +156,7 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
         seg_end = np.where(np.isfinite(rem), rem, hi)
         spans[(i, "graph")] = (seg_end - start[:, i]) * scale
         spans[(i, "eager")] = np.where(np.isfinite(rem), hi - rem, 0.0) * scale
-    return StepInstances(occ, period, traced_period, spans, bool(timed.any()))
+    return StepInstances(occ, period, spans, bool(timed.any()))
 
 
 def _tm(x: np.ndarray) -> float | None:
@@ -174,8 +179,6 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...])
     which stamped every line: the captures of all the step's graphs lie in one execution of one line, and that
     execution's span to the timing run's next stamped line is mostly the graphs' making (MIN_REGION_SHARE). None
     without a timing run that stamped the line, or where the runs executed it differently."""
-    from graphmode.analyzers.untraced import timing_pass_id
-
     tp = timing_pass_id(trace)
     if tp is None or sg.structure_pass == sg.timing_pass:
         return None
@@ -384,15 +387,14 @@ def eager_step_rows(trace: Trace, detail: IterationTable,
     detail run's stamps of every line). The detail and timing tables hold one graph's eager rows in the same order
     (analyzers.untraced); where their counts differ, None. A row's period is the timing run's, untraced: from its
     stamp of that execution of the line to its stamp of the next, where the next row started at the next execution
-    and the timing run stamped the line as often as the detail run ran it; else the row's own."""
-    from graphmode.analyzers.untraced import starting_lines, timing_pass_id
-
-    loc, seq = starting_lines(trace, detail)
-    tp = timing_pass_id(trace)
-    stamps = line_stamps(trace, tp) if tp is not None else None
-    d_stamps = line_stamps(trace, detail.pass_id)
+    and the timing run stamped the line as often as the detail run ran it; else the row's own. The stamps are read
+    when asked (find_steps asks once, where a step has no eager twin), not for every script."""
 
     def rows(graph_id: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
+        loc, seq = starting_lines(trace, detail)
+        tp = timing_pass_id(trace)
+        stamps = line_stamps(trace, tp) if tp is not None else None
+        d_stamps = line_stamps(trace, detail.pass_id)
         dg = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "graph"))
         de = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "eager") & (detail.role == "steady"))
         if not dg.size or not de.size:
