@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 
-from graphmode.analyzers.results import BreakEven, StepResult, TraceAnalysis
-from graphmode.reports.summary_text import _be
+from graphmode.analyzers.results import TraceAnalysis
+from graphmode.reports.summary_text import step_cells
 
 
 def _ns(ns: float | None) -> str:
@@ -20,29 +20,14 @@ def _row(cells: list[str], cls: str = "") -> str:
     return f"<tr class='{cls}'>{tds}</tr>"
 
 
-def _step(s: StepResult, by_id: dict[int, BreakEven | None]) -> str:
-    rows = [_row([f"step {s.step_id}", f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns), _ns(s.saved_ns),
-                  _ns(s.one_time_ns), _be(s.break_even)], "step")]
-    for seg in s.segments:
-        if seg.kind == "graph":
-            b = by_id.get(seg.graph_id)
-            rows.append(_row([f"  graph {seg.graph_id}", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
-                              _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns),
-                              _ns(b.one_time_ns) if b is not None else "—", _be(b)]))
-        else:
-            rows.append(_row(["  eager work between", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
-                              _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", ""]))
-    return "".join(rows)
-
-
 def steps_html(a: TraceAnalysis) -> str:
     """'' unless a step replays several graphs."""
     steps = [s for s in a.steps if len(s.graphs) > 1]
     if not steps:
         return ""
-    by_id = {g.graph_id: g.break_even for g in a.graphs}
-    head = "".join(f"<th>{h}</th>" for h in ("", "graphed steps", "eager", "graphed", "saved", "one-time", "break-even"))
-    body = "".join(_step(s, by_id) for s in steps)
+    by_id = {g.graph_id: g for g in a.graphs}
+    head = "".join(f"<th>{h}</th>" for h in ("", "replays", "eager", "graphed", "saved", "one-time", "break-even"))
+    body = "".join(_row(cells, kind) for s in steps for kind, cells in step_cells(s, by_id, "eager work between"))
     notes = []
     for s in steps:
         if s.invariant_residual_ns is not None and s.saved_ns:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, StepResult, TraceAnalysis
+from graphmode.reports.graphs_text import interval
 from graphmode.reports.names import cell
 
 
@@ -20,7 +21,7 @@ def _ns(ns: float | None) -> str:
     return human_ns(ns)
 
 
-def _be(b: BreakEven | None) -> str:
+def break_even_cell(b: BreakEven | None) -> str:
     """'7 [5, 10]': replays to pay back, with its 95% interval in brackets (the table's caption says so)."""
     if b is None:
         return "—"
@@ -28,32 +29,33 @@ def _be(b: BreakEven | None) -> str:
         return "never"
     if b.replays is None:
         return "—"
-    if b.interval_low is None and not b.interval_high_never:
-        return f"{b.replays:,}"
-    high = "never" if b.interval_high_never else f"{b.interval_high:,}"
-    return f"{b.replays:,} [{b.interval_low if b.interval_low is not None else '—'}, {high}]"
+    return f"{b.replays:,} {interval(b)}".rstrip()
 
 
 def _work(p: Period | None) -> str:
     return _ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
 
 
-def _graph_row(t: Table, g: GraphResult, indent: str = "") -> None:
+def graph_cells(g: GraphResult, indent: str = "") -> list[str]:
+    """One graph's row: name, replays, eager, graphed, saved, one-time, break-even (or its status)."""
     b = g.break_even
-    t.add_row(f"{indent}graph {g.graph_id}", f"{g.replays:,}", _work(g.eager), _work(g.graph),
-              _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
-              _be(b) if g.status == "replayed" else g.status.replace("_", " "))
+    return [f"{indent}graph {g.graph_id}", f"{g.replays:,}", _work(g.eager), _work(g.graph),
+            _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+            break_even_cell(b) if g.status == "replayed" else g.status.replace("_", " ")]
 
 
-def _step_rows(t: Table, s: StepResult, by_id: dict[int, GraphResult]) -> None:
-    t.add_row(Text(f"step {s.step_id}", style="bold"), f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns),
-              _ns(s.saved_ns), _ns(s.one_time_ns), _be(s.break_even))
+def step_cells(s: StepResult, by_id: dict[int, GraphResult], eager_label: str = "eager") -> list[tuple[str, list[str]]]:
+    """A step's rows, as (kind, cells): the step, then each of its graphs and each eager stretch between them, in the
+    step's order. The terminal and the page (reports.steps_html) show the same rows."""
+    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns), _ns(s.saved_ns),
+                      _ns(s.one_time_ns), break_even_cell(s.break_even)])]
     for seg in s.segments:
         if seg.kind == "graph" and seg.graph_id in by_id:
-            _graph_row(t, by_id[seg.graph_id], "  ")
+            rows.append(("graph", graph_cells(by_id[seg.graph_id], "  ")))
         elif seg.kind == "eager":
-            t.add_row("  eager", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
-                      _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", "")
+            rows.append(("eager", [f"  {eager_label}", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
+                                   _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", ""]))
+    return rows
 
 
 def sites(a: TraceAnalysis) -> list[str]:
@@ -82,11 +84,12 @@ def print_summary(console: Console, a: TraceAnalysis) -> None:
     shown: set[int] = set()
     for s in a.steps:
         if len(s.graphs) > 1:
-            _step_rows(t, s, by_id)
+            for kind, cells in step_cells(s, by_id):
+                t.add_row(Text(cells[0], style="bold") if kind == "step" else cells[0], *cells[1:])
             shown.update(s.graphs)
     for g in a.graphs:
         if g.graph_id not in shown:
-            _graph_row(t, g)
+            t.add_row(*graph_cells(g))
     console.print(t)
     for line in sites(a):
         console.print(Text(f"  {line}"))
