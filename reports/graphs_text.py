@@ -59,32 +59,6 @@ def period_text(p: Period | None, per: str = "") -> str:
     return text
 
 
-def graph_headline(a: TraceAnalysis) -> str:
-    """One sentence on the headline's graph, and one on all graphs when there are several."""
-    g = a.primary_graph()
-    if g is None:
-        return ""
-    b = g.break_even
-    name = graph_name(g)
-    cost = g.cost.total_ns if g.cost is not None else None
-    if g.status != "replayed":
-        text = f"{name.capitalize()} was {'never replayed' if g.status == 'never_replayed' else 'not instantiated'}"
-        text += f"; it cost {_ns(cost)} to build." if cost else "."
-    elif b is None or b.eager_ns is None:
-        text = (f"{name.capitalize()} was replayed {g.replays:,} times at {period_text(g.graph)} a replay; no eager run of its work "
-                f"was found, so what it saves is unknown" + (f" (it cost {_ns(cost)} to build)." if cost else "."))
-    elif b.never:
-        text = (f"{name.capitalize()} does not pay off: a replay takes {_ns(b.graph_ns)} against {_ns(b.eager_ns)} eagerly "
-                f"({period_text(g.eager)}), so it never pays back its {_ns(cost)} one-time cost.")
-    else:
-        units = f" ({g.units_per_replay} eager iterations)" if g.units_per_replay > 1 else ""
-        text = (f"{name.capitalize()} saves {_ns(b.saved_per_replay_ns)} per replay (eager {period_text(g.eager)}{units}, "
-                f"replay {period_text(g.graph)}), costs {_ns(cost)} to build")
-        text += (f", pays back after {b.replays:,} replay{'s' if b.replays != 1 else ''} {interval(b)} (95% interval)."
-                 if b.replays is not None else f"; break-even unknown: {b.reason}.")
-    return text + all_graphs_sentence(a)
-
-
 def all_graphs_sentence(a: TraceAnalysis) -> str:
     """' In all: 3 graphs built, ...' for a run of several graphs (each step counted once: analyzers.steps); ''."""
     text = ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
+from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.results import Headline, TraceAnalysis
 from graphmode.reports.graphs_text import graph_name, interval
 
@@ -55,10 +56,8 @@ def _subject(a: TraceAnalysis, h: Headline) -> str:
 
 
 def sentence(a: TraceAnalysis) -> str:
-    """The headline sentence of an analysis ('' without a headline)."""
-    h = a.headline
-    if h is None:
-        return ""
+    """The headline sentence of an analysis (analyze() always sets its headline; one built by hand gets it here)."""
+    h = a.headline if a.headline is not None else headline_of(a)
     who = _subject(a, h)
     per = "a step" if h.subject == "step" else "per iteration" if h.subject == "graph_mode" else "per replay"
     replay = "graphed step" if h.subject == "step" else "replay"

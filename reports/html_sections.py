@@ -63,11 +63,9 @@ VERDICT_KINDS = ("paid-back", "not-yet", "never", "unknown", "no-graph")
 
 
 def verdict_kind(a: TraceAnalysis | RankSetAnalysis) -> str:
-    """One of VERDICT_KINDS, read from the break-even the headline words (no new figure): 'paid-back' (this run
-    replayed the graph at least its break-even count; on a job, every rank with a graph came out ahead net),
-    'not-yet' (fewer replays; a rank lost time net), 'never' (a replay is not faster, or the graph was never
-    replayed, or a rank never pays back), 'unknown' (no break-even), 'no-graph' (no graph was made or run).
-    The one place the page decides this: when the analysis carries its own verdict, return that here."""
+    """One of VERDICT_KINDS: a run's is its headline's verdict (analyzers.headline: 'paid-back', 'not-yet', 'never',
+    'unknown', 'no-graph'); a job's, from its ranks: 'paid-back' (every rank with a graph came out ahead net),
+    'not-yet' (a rank lost time net), 'never' (a rank never pays back), 'unknown', 'no-graph' (no rank made one)."""
     if isinstance(a, RankSetAnalysis):
         ranks = [s for s in a.ranks if s.graphs_built or s.replays]
         if not ranks:
@@ -77,28 +75,11 @@ def verdict_kind(a: TraceAnalysis | RankSetAnalysis) -> str:
         if any(s.net_ns is not None and s.net_ns < 0 for s in ranks):
             return "not-yet"
         return "paid-back" if all(s.net_ns is not None for s in ranks) else "unknown"
-    if a.headline is not None:  # the analysis's own verdict (analyzers.headline), as the terminal and JSON give it
-        from graphmode.reports.headline import VERDICT_KIND
+    from graphmode.analyzers.headline import headline_of
+    from graphmode.reports.headline import VERDICT_KIND
 
-        return VERDICT_KIND[a.headline.verdict]
-    g = a.primary_graph()
-    if g is not None:
-        if g.status == "never_replayed":
-            return "never"
-        if g.status in ("capture_failed", "never_instantiated"):
-            return "no-graph"
-        b = g.break_even
-    else:
-        b = a.primary_break_even()
-        if b is None:
-            return "no-graph" if a.mode("graph") is None else "unknown"
-    if b is None:
-        return "unknown"
-    if b.never:
-        return "never"
-    if b.replays is None:
-        return "unknown"
-    return "paid-back" if b.run_replays >= b.replays else "not-yet"
+    # the analysis's own verdict (analyzers.headline), as the terminal and the JSON give it
+    return VERDICT_KIND[(a.headline if a.headline is not None else headline_of(a)).verdict]
 
 
 def verdict_html(a: TraceAnalysis) -> str:

@@ -13,7 +13,7 @@ from rich.text import Text
 from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
 from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
-from graphmode.reports.graphs_text import all_graphs_sentence, graph_headline, graph_name, print_graph_table
+from graphmode.reports.graphs_text import all_graphs_sentence, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
 from graphmode.reports.names import cell, full_names, printable, short_name
 from graphmode.reports.prediction import print_prediction
@@ -49,31 +49,9 @@ def _stat(s: Stat | None, count: bool = False) -> str:
 def headline(a: TraceAnalysis) -> str:
     """The analysis's one verdict in a sentence (reports.headline, the same in the JSON and on the page); in a script
     trace of several graphs, a second sentence on all of them."""
-    if a.headline is not None:
-        from graphmode.reports.headline import sentence
+    from graphmode.reports.headline import sentence
 
-        return sentence(a) + all_graphs_sentence(a)
-    if a.graphs:
-        return graph_headline(a)
-    b = a.primary_break_even()
-    saved = a.primary_overhead_saved()
-    cost = sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None
-    if b is None or saved is None:
-        missing = "no graph replays" if a.mode("graph") is None else "no eager baseline"
-        return f"No eager-vs-graph comparison in this trace ({missing})" + (f"; graphs cost {human_ns(cost)} to build." if cost else ".")
-    if b.never:
-        return (f"Graph mode does not pay off here: a replay takes {human_ns(b.graph_ns)} vs {human_ns(b.eager_ns)} per "
-                f"{b.baseline} iteration (saves {human_ns(saved.wall_ns)} per iteration); it never pays back its "
-                f"{human_ns(cost)} one-time cost.")
-    text = f"Graph mode saves {human_ns(saved.wall_ns)} per iteration vs {b.baseline}"
-    if saved.wall_per_kernel_ns is not None:
-        text += f" ({human_ns(saved.wall_per_kernel_ns)} per kernel)"
-    text += f", costs {human_ns(cost)} to build" if cost is not None else ", build cost unknown"
-    if b.replays is not None:
-        text += f", pays back after {b.replays:,} replays {_interval(b)} (95% interval)."
-    else:
-        text += f"; break-even unknown: {b.reason}."
-    return text
+    return sentence(a) + all_graphs_sentence(a)
 
 
 def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]]) -> Table:
