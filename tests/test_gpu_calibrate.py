@@ -23,10 +23,28 @@ pytestmark = pytest.mark.gpu
 def model(tmp_path_factory: pytest.TempPathFactory) -> CostModel:
     out = tmp_path_factory.mktemp("calibrate") / "costmodel.json"
     proc = subprocess.run([sys.executable, "-m", "graphmode", "calibrate", "--quick", "--repeats", "3", "--replays", "10",
-                           "--probes", "1", "--torch-probes", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "--probes", "1", "--torch-probes", "1", "--launch-probes", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Cost model for" in proc.stdout
     return load_model(out)
+
+
+def test_launch_costs_were_measured_for_each_installed_framework(model: CostModel) -> None:
+    """tracer.launch_probes in a fresh process per framework: a per-kernel slope and a per-call intercept for each
+    launcher of the frameworks this Python has (the counterfactual's prices, analyzers.counterfactual)."""
+    from graphmode.tracer.launch_probes import available
+
+    frameworks = available()
+    want = set()
+    if "torch" in frameworks:
+        want |= {"torch_pointwise", "torch_library", "inductor_triton", "inductor_extern"}
+    if "xla" in frameworks:
+        want |= {"xla_gemm", "xla_fusion"}
+    assert want <= set(model.launch), (sorted(model.launch), model.calibration.get("launch_left_out"), model.calibration["errors"])
+    for key, cost in model.launch.items():
+        # a launch costs the CPU microseconds, not nothing and not milliseconds; the probe's kernels are short
+        assert 500 < cost.per_kernel.median < 200_000, (key, cost)
+        assert cost.per_call.median >= 0 and cost.gpu_per_kernel_ns < cost.per_kernel.median, (key, cost)
 
 
 def test_every_shape_family_was_built_and_timed(model: CostModel) -> None:

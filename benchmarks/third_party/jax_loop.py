@@ -2,6 +2,7 @@
 program's own clock: N calls dispatched back to back, blocking on the last result."""
 
 import argparse
+import os
 import time
 
 import jax
@@ -11,6 +12,7 @@ from _truth import report
 
 p = argparse.ArgumentParser()
 p.add_argument("--calls", type=int, default=300)
+p.add_argument("--label", default="", help="a name for this run's XLA_FLAGS (e.g. no_command_buffer), kept in the truth line")
 args = p.parse_args()
 ns = time.perf_counter_ns
 
@@ -33,4 +35,4 @@ for _ in range(args.calls):
     x = step(x, w)
 x.block_until_ready()
 call_ns = (ns() - t0) / args.calls
-report(workload="jax_jit_loop", graph_ns=call_ns, calls=args.calls)
+report(workload="jax_jit_loop", graph_ns=call_ns, calls=args.calls, label=args.label, xla_flags=os.environ.get("XLA_FLAGS", ""))

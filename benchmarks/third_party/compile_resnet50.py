@@ -1,0 +1,50 @@
+"""torchvision ResNet-50 inference at batch 1, compiled by torch.compile in one mode per process:
+- `--mode reduce-overhead`: Inductor's kernels, replayed by PyTorch's cudagraph trees as a CUDA graph whose
+  kernels never run outside it (no eager twin in the process: graphmode's counterfactual prices them);
+- `--mode default`: the same Inductor kernels launched one by one by Inductor's generated launcher (the eager
+  cost the counterfactual predicts; never traced by graphmode when used as the truth).
+Timed by the program's own clock: N calls back to back, one synchronize at the end; the calls that compile and
+record are timed alone. Prints one GRAPHMODE_TRUTH line (benchmarks/third_party/_truth.py).
+"""
+
+import argparse
+import time
+
+import torch
+import torchvision
+
+from _truth import report
+
+p = argparse.ArgumentParser()
+p.add_argument("--mode", choices=("default", "reduce-overhead"), default="reduce-overhead")
+p.add_argument("--calls", type=int, default=200)
+args = p.parse_args()
+ns = time.perf_counter_ns
+torch.manual_seed(0)
+
+model = torchvision.models.resnet50(num_classes=1000).cuda().eval()
+x = torch.randn(1, 3, 224, 224, device="cuda")
+f = torch.compile(model, mode=args.mode)
+
+
+def call() -> torch.Tensor:
+    if args.mode == "reduce-overhead":
+        torch.compiler.cudagraph_mark_step_begin()
+    return f(x)
+
+
+with torch.no_grad():
+    warm = []
+    for _ in range(4):  # compile, then (reduce-overhead) warm-up, recording, first replay
+        torch.cuda.synchronize()
+        t0 = ns()
+        y = call()
+        torch.cuda.synchronize()
+        warm.append(ns() - t0)
+    torch.cuda.synchronize()
+    t0 = ns()
+    for _ in range(args.calls):
+        y = call()
+    torch.cuda.synchronize()
+    call_ns = (ns() - t0) / args.calls
+report(workload="resnet50_compile", mode=args.mode, call_ns=call_ns, first_calls_ns=warm, calls=args.calls)
