@@ -143,6 +143,80 @@ class Spread:
         return (self.p90 - self.p10) / 2.5631
 
 
+# The launchers whose eager cost tracer.launch_probes measures, by probe (framework, variant). A kernel of a graph is
+# priced by the launcher that would launch it eagerly (analyzers.counterfactual.launcher_of).
+LAUNCHERS: dict[tuple[str, str], str] = {
+    ("torch", "pointwise"): "torch_pointwise",  # an ATen op, launched by PyTorch's eager dispatch
+    ("torch", "library"): "torch_library",  # an ATen op that calls cuDNN / cuBLAS
+    ("inductor", "triton"): "inductor_triton",  # a Triton kernel launched by Inductor's generated wrapper
+    ("inductor", "extern"): "inductor_extern",  # a library call (cuDNN, cuBLAS) from Inductor's generated wrapper
+    ("xla", "gemm"): "xla_gemm",  # XLA's thunk executor, command buffers off: a matmul
+    ("xla", "reduce"): "xla_fusion",  # ... a fusion
+}
+MIN_KERNEL_STEP = 4  # the two sizes of a probe must differ by this many kernels for a slope
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    """What one launcher costs eagerly on this GPU (tracer.launch_probes): the wall time one more kernel adds to a call
+    that the CPU bounds (its per-kernel slope), and the call's own cost with no kernel (the intercept: a compiled
+    function's guards and wrapper, JAX's dispatch). One sample per fresh process (ns)."""
+
+    per_kernel: Spread
+    per_call: Spread
+    gpu_per_kernel_ns: float  # the probe kernels' own GPU time (median): what the slope measured was the CPU's
+
+
+def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost], list[str]]:
+    """Per launcher, the per-kernel slope and per-call intercept of each probe process (tracer.launch_probes: two sizes
+    a variant) as Spreads over the processes. Returns the costs and what was left out, and why."""
+    slopes: dict[str, list[float]] = {}
+    calls: dict[str, list[float]] = {}
+    gpu: dict[str, list[float]] = {}
+    left: list[str] = []
+    for probe in probes:  # per fresh process and framework
+        fw = str(probe.get("framework", ""))
+        by_variant: dict[str, list[dict[str, Any]]] = {}
+        for r in probe.get("rows", []) or []:
+            by_variant.setdefault(str(r.get("variant", "")), []).append(r)
+        for variant, rows in by_variant.items():
+            key = LAUNCHERS.get((fw, variant))
+            if key is None or len(rows) < 2:
+                continue
+            lo, hi = sorted(rows, key=lambda r: float(r["kernels"]))[::len(rows) - 1]
+            dk = float(hi["kernels"]) - float(lo["kernels"])
+            if dk < MIN_KERNEL_STEP:
+                left.append(f"{key}: {lo['kernels']} and {hi['kernels']} kernels a call (the framework fused the probe's ops)")
+                continue
+            slope = (float(hi["wall_ns"]) - float(lo["wall_ns"])) / dk
+            if float(hi["gpu_ns"]) > 0.8 * float(hi["wall_ns"]):
+                left.append(f"{key}: the probe was bound by the GPU ({hi['gpu_ns']:.0f} of {hi['wall_ns']:.0f} ns), not by launches")
+                continue
+            slopes.setdefault(key, []).append(slope)
+            calls.setdefault(key, []).append(max(0.0, float(lo["wall_ns"]) - slope * float(lo["kernels"])))
+            gpu.setdefault(key, []).append(float(hi["gpu_ns"]) / max(float(hi["kernels"]), 1.0))
+    out: dict[str, LaunchCost] = {}
+    for key, values in slopes.items():
+        per_kernel, per_call = Spread.of(values), Spread.of(calls[key])
+        if per_kernel is not None and per_call is not None:
+            out[key] = LaunchCost(per_kernel, per_call, float(np.median(gpu[key])))
+    return out, left
+
+
+def _launch_dict(costs: dict[str, LaunchCost]) -> dict[str, Any]:
+    return {k: {"per_kernel": _spread_dict(c.per_kernel), "per_call": _spread_dict(c.per_call),
+                "gpu_per_kernel_ns": c.gpu_per_kernel_ns} for k, c in costs.items()}
+
+
+def _launch_from(d: Any) -> dict[str, LaunchCost]:
+    out: dict[str, LaunchCost] = {}
+    for k, v in (d or {}).items():
+        per_kernel, per_call = _spread_from(v.get("per_kernel")), _spread_from(v.get("per_call"))
+        if per_kernel is not None and per_call is not None:
+            out[str(k)] = LaunchCost(per_kernel, per_call, float(v.get("gpu_per_kernel_ns", 0.0)))
+    return out
+
+
 @dataclass(frozen=True)
 class CostModel:
     gpu_name: str
@@ -176,6 +250,10 @@ class CostModel:
     # 'first_launch' (and 'second_<k>') -> its extra over later ones (tracer.calibrate --probe-program-api); {} where
     # not measured
     first_graph_api: dict[str, Spread] = field(default_factory=dict)
+    # per launcher (LAUNCHERS), its eager launch cost (tracer.launch_probes): what a graph's kernels would cost launched
+    # one by one (analyzers.counterfactual); {} where not measured
+    launch: dict[str, LaunchCost] = field(default_factory=dict)
+    launch_probes: list[dict[str, Any]] = field(default_factory=list)  # the probes the launch costs were fitted from
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -411,7 +489,7 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
         "node_gpu_ns": m.node_gpu_ns, "eager_gap_ns": m.eager_gap_ns, "eager_tail": _spread_dict(m.eager_tail),
         "first_graph": _spreads_dict(m.first_graph), "torch_capture": _spreads_dict(m.torch_capture),
         "tree_capture": _spreads_dict(m.tree_capture), "first_graph_api": _spreads_dict(m.first_graph_api),
-        "sm_count": m.sm_count,
+        "sm_count": m.sm_count, "launch": _launch_dict(m.launch), "launch_probes": m.launch_probes,
         "table": m.table,
     }
 
@@ -444,11 +522,23 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             eager_tail=_spread_from(d.get("eager_tail")),
             first_graph=_spreads_from(d.get("first_graph")), table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
             torch_capture=_spreads_from(d.get("torch_capture")), tree_capture=_spreads_from(d.get("tree_capture")),
-            sm_count=int(d.get("sm_count", 0) or 0), first_graph_api=_spreads_from(d.get("first_graph_api")), path=path,
+            sm_count=int(d.get("sm_count", 0) or 0), first_graph_api=_spreads_from(d.get("first_graph_api")),
+            launch=_launch_from(d.get("launch")), launch_probes=list(d.get("launch_probes", []) or []), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "
                              "write it again with `graphmode calibrate`") from None
+
+
+def with_launch_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
+    """The model with its launch costs fitted from `probes` (tracer.launch_probes; the probes kept in the model, and
+    in `calibration['launch_left_out']` what the fit left out). Launchers the probes do not measure keep the model's
+    earlier costs."""
+    import dataclasses
+
+    fitted, left = fit_launch_costs(probes)
+    calibration = {**m.calibration, "launch_probes": len(probes), "launch_left_out": left}
+    return dataclasses.replace(m, launch={**m.launch, **fitted}, launch_probes=list(probes), calibration=calibration)
 
 
 def save_model(m: CostModel, path: str | os.PathLike[str]) -> Path:

@@ -539,6 +539,38 @@ def run(
     raise typer.Exit(code)
 
 
+def _launch_only(out: Optional[Path], procs: int) -> None:
+    """`calibrate --launch-only`: the launch probes, added to an existing model (wiring: tracer measures, analyzers fit)."""
+    from rich.console import Console
+
+    from graphmode.analyzers.costmodel import CostModelError, find_model, load_model, model_file_name, save_model, user_dir, with_launch_costs
+    from graphmode.reports.prediction import print_cost_model
+    from graphmode.tracer.cuda_util import init_device
+    from graphmode.tracer.launch_probes import available, run_launch_probes
+    from graphmode.tracer.runner import machine_meta
+
+    if not available():
+        _fail("--launch-only: neither PyTorch nor JAX is installed in this Python: no framework launch cost to measure")
+    try:
+        meta = machine_meta(init_device())
+        base = load_model(out) if out is not None and out.exists() else find_model(meta).model
+    except CostModelError as e:
+        _fail(f"--launch-only adds to an existing cost model: {e}")
+    if base is None:
+        _fail("--launch-only adds to an existing cost model and none was found for this GPU: run `graphmode calibrate` first")
+    assert base is not None
+    rows, errors = run_launch_probes(procs, progress=lambda what, done, total: _say(f"{what}"))
+    for error in errors:
+        _say(f"warning: {error}")
+    if not rows:
+        _fail("no launch probe ran: nothing written")
+    model = with_launch_costs(base, rows)
+    target = out or user_dir() / model_file_name(str(meta.get("gpu_name", "")))
+    save_model(model, target)
+    print_cost_model(Console(), model)
+    _say(f"cost model written to {target}")
+
+
 @app.command()
 @handles_errors
 def calibrate(
@@ -549,10 +581,14 @@ def calibrate(
                                                     "for a node-API program's, and bare ones as a control).")] = 6,
     torch_probes: Annotated[int, typer.Option(min=0, help="Fresh processes that time torch.cuda.graph's own work around a capture "
                                                           "(where PyTorch is installed; 0: none).")] = 5,
-    trees: Annotated[bool, typer.Option(help="Also time cudagraph trees (torch.compile's reduce-overhead mode) in as many fresh "
-                                             "processes (each compiles; about half a minute).")] = True,
+    trees: Annotated[bool, typer.Option(help="Also time cudagraph trees (torch.compile's reduce-overhead) in as many fresh "
+                                             "processes (each compiles: ~30 s).")] = True,
     quick: Annotated[bool, typer.Option(help="Fewer and smaller shapes (a check that calibration runs, not a model to rely on).")] = False,
     from_measurements: Annotated[Optional[Path], typer.Option(help="Fit again from a calibration's *.measurements.json (no GPU).")] = None,
+    launch_probes: Annotated[int, typer.Option(min=0, help="Fresh processes per framework (PyTorch, Inductor, XLA) that "
+                                                           "time its eager launch cost.")] = 3,
+    launch_only: Annotated[bool, typer.Option("--launch-only", help="Only the launch costs, added to the existing "
+                                                                    "model (--out, else this GPU's).")] = False,
 ) -> None:
     """Measure what CUDA graphs cost on this GPU (capture, instantiate, upload, launch, replay per node and
     edge) and write the cost model that predictions from eager traces use."""
@@ -576,6 +612,9 @@ def calibrate(
     if reason is not None:
         _fail(f"no usable GPU: {reason}. `graphmode calibrate` measures the GPU it runs on; "
               "reports use the bundled H200 model where no model of their GPU exists", 3)
+    if launch_only:
+        _launch_only(out, launch_probes)
+        return
     from graphmode.tracer.calibrate import calibrate as run_calibration
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -593,7 +632,7 @@ def calibrate(
         failure: Exception | None = None
         try:
             model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress,
-                                    torch_probes=torch_probes, trees=trees)
+                                    torch_probes=torch_probes, trees=trees, launch_probes=launch_probes)
         except KeyboardInterrupt:
             _fail("interrupted: no cost model written", 130)
         except (CudaError, CostModelError, OSError) as e:

@@ -807,11 +807,12 @@ def torch_available() -> bool:
 
 def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, probes: int = 6, quick: bool = False,
               seed: int = 0, progress: Callable[[str, int, int], None] | None = None, torch_probes: int = 5,
-              trees: bool = True) -> Any:
+              trees: bool = True, launch_probes: int = 3) -> Any:
     """Runs the calibration on this GPU, fits the cost model and writes it to `out` (default: the
     user's model directory, analyzers.costmodel.user_dir()). Returns the CostModel. `torch_probes`: fresh
     processes that time torch.cuda.graph's own work, and as many that time cudagraph trees' (`trees`; none where
-    PyTorch is not installed)."""
+    PyTorch is not installed). `launch_probes`: fresh processes per framework (PyTorch eager, Inductor, XLA, where
+    installed) that time its eager launch cost (tracer.launch_probes)."""
     from graphmode.analyzers.costmodel import model_file_name, user_dir
     from graphmode.tracer.runner import machine_meta
 
@@ -825,6 +826,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
     api_rows: list[dict[str, float]] = []
     torch_rows: list[dict[str, Any]] = []
     tree_rows: list[dict[str, Any]] = []
+    launch_rows: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
     gc.disable()  # no collection pause inside a timed loop
     try:
@@ -892,6 +894,12 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                         continue
                     rows.append(probe)
                     errors += [f"{name} {i + 1}, width {r['width']}: {r['error']}" for r in probe.get("recordings", []) if "error" in r]
+        # Each framework's eager launch cost (tracer.launch_probes), in fresh processes, for graphs with no eager twin.
+        if launch_probes:
+            from graphmode.tracer.launch_probes import run_launch_probes
+
+            launch_rows, launch_errors = run_launch_probes(launch_probes, progress=lambda what, *_: note(what, len(work), len(work)))
+            errors += launch_errors
     finally:
         if gc_was:
             gc.enable()
@@ -908,7 +916,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
                    "graphs": len(table), "seconds": round(seconds, 1), "errors": errors, "hostname": meta.get("hostname", "")}
     raw = {"machine": machine, "calibration": calibration, "table": table, "node_gpu_ns": node_ns, "eager_gap_ns": gap_ns,
            "first_graph_probes": probe_rows, "first_graph_probes_api": api_rows, "first_graph_probes_bare": bare_rows,
-           "torch_probes": torch_rows, "tree_probes": tree_rows}
+           "torch_probes": torch_rows, "tree_probes": tree_rows, "launch_probes": launch_rows}
     path = out if out is not None else user_dir() / model_file_name(str(machine["gpu_name"]))
     # The measurements are written before the fit: a fit that fails loses no GPU time (`--from-table` refits them).
     raw_path = path.with_name(path.stem + ".measurements.json")
@@ -919,7 +927,7 @@ def calibrate(out: Path | None = None, repeats: int = 5, replays: int = 30, prob
 
 def fit_measurements(raw_path: Path, out: Path) -> Any:
     """Fits the cost model from a calibration's measurements file and writes it to `out` (no GPU needed)."""
-    from graphmode.analyzers.costmodel import CostModelError, fit_cost_model, save_model
+    from graphmode.analyzers.costmodel import CostModelError, fit_cost_model, save_model, with_launch_costs
 
     try:
         raw = json.loads(Path(raw_path).read_text())
@@ -928,7 +936,7 @@ def fit_measurements(raw_path: Path, out: Path) -> Any:
     except (OSError, ValueError, KeyError) as e:
         raise CostModelError(f"{raw_path}: not a calibration measurements file ({type(e).__name__}: {e})") from None
     try:
-        model = fit_cost_model(*args)
+        model = with_launch_costs(fit_cost_model(*args), raw.get("launch_probes", []))
     except CostModelError as e:
         raise CostModelError(f"{e}; the measurements are kept in {raw_path}") from None
     save_model(model, out)
