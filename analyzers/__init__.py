@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphmode.analyzers.break_even import break_even, overhead_saved
-from graphmode.analyzers.costmodel import ModelChoice
+from graphmode.analyzers.costmodel import ModelChoice, find_model
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
 from graphmode.analyzers.critical_path import critical_paths
 from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
@@ -32,7 +32,7 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
-from graphmode.analyzers.predict import check_build, predict
+from graphmode.analyzers.predict import check_build, predict, uses_torch
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
@@ -100,7 +100,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     if dropped:
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
 
-    script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace)
+    choice = cost_model if cost_model is not None else find_model(trace.meta)
+    script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace, choice.model, uses_torch(trace))
     if script is not None:
         # A user's script: periods and one-time costs from the measuring run, the rest from the run that
         # recorded the graphs (analyzers.script_analysis); one answer per graph.
@@ -118,7 +119,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         elif not any(g.status == "replayed" for g in script.graphs):
             cannot.append("no graph was replayed: savings and break-even need replays")
         for g in script.graphs:
-            if g.status == "replayed" and g.eager is None:
+            if g.status == "replayed" and g.eager is None and g.counterfactual is None:
                 cannot.append(f"graph {g.graph_id}: no eager run of its work was found (its kernel sequence never ran outside a graph), "
                               "so what it saves is unknown")
     else:
@@ -241,7 +242,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
     check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
     try:
-        prediction = predict(trace, result, cost_model, predict_lines, build=predict_build)
+        prediction = predict(trace, result, choice, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
                                      f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))

@@ -45,7 +45,8 @@ def _from_break_even(subject: str, step_id: int | None, ids: tuple[int, ...], b:
         break_even=b.replays if b is not None else None, interval_low=b.interval_low if b is not None else None,
         interval_high=b.interval_high if b is not None else None,
         interval_high_never=b.interval_high_never if b is not None else False, run_replays=run_replays,
-        net_ns=net, period_source=source, one_time_statement=statement, reason=reason)
+        net_ns=net, period_source=source, one_time_statement=statement, reason=reason,
+        basis=b.basis if b is not None and b.eager_ns is not None else "")
 
 
 def _none(subject: str, reason: str, ids: tuple[int, ...] = (), one_time: float | None = None,

@@ -190,6 +190,8 @@ def _subjects(trace: Trace, a: TraceAnalysis) -> list[_Subject]:
             b = g.break_even
             if g.status != "replayed" or b is None or b.eager_ns is None or b.graph_ns is None:
                 continue
+            if b.basis == "predicted":  # no eager iteration ran: the headline states the predicted verdict, marked so
+                continue
             out.append(_Subject(g.graph_id, b.eager_ns, b.graph_ns, g.eager.iterations if g.eager else 0,
                                 g.graph.iterations if g.graph else 0, b.one_time_ns, g.replays, b.replays,
                                 "this graph's own eager and replay periods"))

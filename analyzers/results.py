@@ -314,6 +314,7 @@ class Headline:
     one_time_statement: str  # subject 'step': the graphing statement whose untraced time is the one-time cost
     reason: str  # why the verdict is unknown or no_graph: 'no_eager_twin' | 'no_one_time' | 'capture_failed' |
     #              'never_replayed' | 'not_instantiated' | 'no_graph_built' | 'no_baseline' | ''
+    basis: str = ""  # 'measured' | 'predicted' (no eager twin: the saving is analyzers.counterfactual's) | ''
 
 
 @dataclass(frozen=True)
@@ -414,6 +415,40 @@ class GraphResult:
     break_even: BreakEven | None
     saved_in_run_ns: float | None  # steady replays x saved per replay
     notes: tuple[str, ...]  # small samples, distortion, how eager was matched
+    # no eager twin: what its kernels would cost launched eagerly, predicted (analyzers.counterfactual); its
+    # break_even then has basis 'predicted'
+    counterfactual: Counterfactual | None = None
+
+
+@dataclass(frozen=True)
+class LauncherPrice:
+    """The kernels of a graph that one eager launcher would launch, and what the cost model says one costs."""
+
+    launcher: str  # a key of analyzers.costmodel.LAUNCHERS, or 'cuLaunchKernel' (the model's raw launch)
+    kernels: int
+    per_kernel_ns: float  # the calibration's median
+    measured: bool  # False: the model has no calibration of this launcher; priced at the raw launch instead
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """What one replay of a graph whose kernels never ran outside it would cost if the framework that made them
+    launched them one by one (analyzers.counterfactual, docs/metrics.md "Counterfactual"): the CPU side from the cost
+    model's per-framework launch costs, the GPU side from the work the graph's kernels did. Predicted, not measured."""
+
+    graph_id: int
+    framework: str  # 'inductor' | 'xla' | 'torch' | 'raw' (cuLaunchKernel from the program's own code)
+    kernels: int
+    other_nodes: int  # nodes that are not kernels (memcpy, memset, ...): priced as kernels of the same launcher
+    launchers: tuple[LauncherPrice, ...]
+    per_call_ns: float  # the framework's own cost per call (guards, wrapper, dispatch), the calibration's median
+    cpu: Estimate  # per_call + the kernels' launches
+    gpu_ns: float  # the kernels' GPU time, with the idle an eager launch leaves between kernels
+    eager: Estimate  # max(cpu, gpu): one eager call
+    bound: str  # 'cpu' | 'gpu': which side bounds the eager call
+    graphed_ns: float  # the measured replay period it is compared with
+    saved: Estimate  # eager - graphed
+    model_path: str  # the cost model it used
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.break_even import overhead_saved
+from graphmode.analyzers.costmodel import CostModel
+from graphmode.analyzers.counterfactual import with_counterfactuals, with_predicted_steps
 from graphmode.analyzers.inference import eager_occurrences, graph_replays, has_stamps, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
@@ -58,7 +60,8 @@ def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     return t.select(steady & np.isin(t.mode, ("eager", "graph")))
 
 
-def analyze_script(trace: Trace) -> ScriptParts | None:
+def analyze_script(trace: Trace, model: CostModel | None = None, torch_program: bool = False) -> ScriptParts | None:
+    """`model`: the cost model whose launch costs price the graphs with no eager twin (analyzers.counterfactual)."""
     sg = script_graphs(trace)
     if sg is None:
         return None
@@ -84,9 +87,18 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
                                    stamp_overhead=overhead)
+    # graphs with no eager twin: their saving predicted, before the steps read their break-evens
+    graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program)
     try:
         lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
         steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+        # A multi-graph step's graphs are measured as its segments (their results rebuilt): where the step had an
+        # eager twin, a graph without its own states no saving, measured or predicted; otherwise each is priced again
+        # on its segment, then the step.
+        measured = {gid for s in steps if s.basis == "measured" for gid in s.graphs}
+        graphs = tuple(dataclasses.replace(g, counterfactual=None) if g.graph_id in measured else g for g in graphs)
+        graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program, skip=measured)
+        steps = with_predicted_steps(steps, graphs)
     except Exception as e:  # a bug in the step model must not take the per-graph report with it
         steps = ()
         notes.append(f"the step model failed ({type(e).__name__}: {e}); each graph is reported alone; please report it")
@@ -118,8 +130,9 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
             # periods the timing run gave (analyzers.untraced): named as the per-graph answer names them
             timed = {str(m) for m in wall_rows.mode[wall_rows.timed_by == "timing"]}
             modes = [dataclasses.replace(m, wall_source="timing") if m.mode in timed else m for m in modes]
-    no_baseline = (multi.basis == "none") if multi is not None else (
-        primary is not None and (primary.break_even is None or primary.break_even.eager_ns is None))
+    no_baseline = (multi.basis in ("none", "predicted")) if multi is not None else (
+        primary is not None and (primary.break_even is None or primary.break_even.eager_ns is None
+                                 or primary.break_even.basis == "predicted"))
     if no_baseline:
         # the headline's graph has no eager baseline (its only eager run was a first call or none): its iterations
         # table keeps no eager mode, so that no table states a saving the headline calls unknown

@@ -277,7 +277,7 @@ def _one_graph_step(step_id: int, g: GraphResult, run: str) -> StepResult:
     e = g.eager.work if g.eager is not None else None
     w = g.graph.work if g.graph is not None else None
     seg = StepSegment(0, "graph", g.graph_id, e, w, be.saved_per_replay_ns)
-    basis = "measured" if g.eager is not None else "none"
+    basis = "measured" if g.eager is not None else "predicted" if be.basis == "predicted" else "none"
     period_source = "timing" if (g.eager is not None and g.eager.run == "timing") else run
     return StepResult(
         step_id=step_id, label=f"step of graph {g.graph_id}", graphs=(g.graph_id,), eager=e, graphed=w,
