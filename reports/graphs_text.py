@@ -87,6 +87,8 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
         if b is not None:
             be = "never" if b.never else (f"{b.replays:,} {interval(b)}" if b.replays is not None else "—")
         eager = period_text(g.eager) + (f" ×{g.units_per_replay}" if g.units_per_replay > 1 and g.eager is not None else "")
+        if g.eager is None and g.counterfactual is not None:
+            eager = f"~{_ns(g.counterfactual.eager.ns)} predicted"
         status = g.status.replace("_", " ")
         if g.warmup_iterations:
             status += f", {g.warmup_iterations} warm-up"
@@ -104,3 +106,21 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
     for g in a.graphs:
         for note in g.notes:
             console.print(Text(f"  {graph_name(g)}: {printable(note)}"))
+        if g.counterfactual is not None:
+            console.print(Text(f"  {graph_name(g)}: {counterfactual_text(g)}"))
+
+
+def counterfactual_text(g: GraphResult) -> str:
+    """How a graph with no eager twin was priced: its kernels by launcher, the framework's per-call cost, the GPU side."""
+    from graphmode.reports.headline import FRAMEWORK_WORDS
+
+    cf = g.counterfactual
+    assert cf is not None
+    parts = [f"{p.kernels:,} × {_ns(p.per_kernel_ns)} ({p.launcher}{'' if p.measured else ', the raw launch: this launcher is not calibrated'})"
+             for p in cf.launchers]
+    call = f"{_ns(cf.per_call_ns)} a call + " if cf.per_call_ns else ""
+    return (f"no eager twin ran; predicted eager call, its kernels launched one by one by "
+            f"{FRAMEWORK_WORDS.get(cf.framework, cf.framework)}: CPU {call}{' + '.join(parts)} = {_ns(cf.cpu.ns)} "
+            f"[{_ns(cf.cpu.low_ns)}–{_ns(cf.cpu.high_ns)}], GPU {_ns(cf.gpu_ns)}, so {cf.bound.upper()}-bound at "
+            f"{_ns(cf.eager.ns)}; replay {_ns(cf.graphed_ns)} measured; saved ~{_ns(cf.saved.ns)} "
+            f"[{_ns(cf.saved.low_ns)}–{_ns(cf.saved.high_ns)}] (cost model {cf.model_path or 'built in'})")

@@ -31,6 +31,33 @@ def _ns(ns: float | None) -> str:
     return human_ns(ns)
 
 
+# who would launch a graph's kernels eagerly (analyzers.counterfactual.framework_of), in words
+FRAMEWORK_WORDS = {
+    "inductor": "Inductor's launcher (torch.compile without graphs)",
+    "xla": "XLA without command buffers",
+    "torch": "PyTorch eager",
+    "raw": "cuLaunchKernel",
+}
+
+
+def predicted_periods(a: TraceAnalysis, h: Headline) -> str:
+    """What a predicted saving rests on: the measured replay, and the counterfactual eager call of the graphs' kernels."""
+    cfs = [g.counterfactual for g in a.graphs if g.graph_id in h.graph_ids and g.counterfactual is not None]
+    replay = "graphed step" if h.subject == "step" else "replay"
+    if not cfs:
+        return f"eager {_ns(h.eager_ns)}, {replay} {_ns(h.graphed_ns)} measured"
+    kernels = sum(c.kernels + c.other_nodes for c in cfs)
+    who = FRAMEWORK_WORDS.get(cfs[0].framework, cfs[0].framework)
+    eager = sum(c.eager.ns for c in cfs)
+    lo, hi = sum(c.eager.low_ns for c in cfs), sum(c.eager.high_ns for c in cfs)
+    if h.subject == "step":
+        return (f"graphed step {_ns(h.graphed_ns)} measured; its graphs' {kernels:,} kernels launched one by one by {who} "
+                f"would take {_ns(eager)} [{_ns(lo)}–{_ns(hi)}] where their replays took {_ns(sum(c.graphed_ns for c in cfs))}, "
+                "by the cost model")
+    return (f"{replay} {_ns(h.graphed_ns)} measured; its {kernels:,} kernels launched one by one by {who} would take "
+            f"{_ns(eager)} [{_ns(lo)}–{_ns(hi)}], by the cost model")
+
+
 def _interval(h: Headline) -> str:
     text = interval(h)
     return f" {text} (95% interval)" if text else ""
@@ -89,6 +116,9 @@ def sentence(a: TraceAnalysis) -> str:
     periods = f"eager {_ns(h.eager_ns)}, {replay} {_ns(h.graphed_ns)}"
     if _source(h):
         periods += f"; {_source(h)}"
+    if h.verdict == "never" and h.basis == "predicted":
+        return (f"{who} does not pay off, predicted: {predicted_periods(a, h)}, so it never pays back its "
+                f"{_ns(h.one_time_ns)} one-time cost.")
     if h.verdict == "never":
         return (f"{who} does not pay off: {replay} {_ns(h.graphed_ns)} against eager {_ns(h.eager_ns)}, so it never pays "
                 f"back its {_ns(h.one_time_ns)} one-time cost.")
@@ -97,6 +127,8 @@ def sentence(a: TraceAnalysis) -> str:
         if h.saved_per_kernel_ns is not None:
             text += f" ({_ns(h.saved_per_kernel_ns)} per kernel)"
         text += f", costs {_ns(h.one_time_ns)} to build" if h.one_time_ns is not None else ", build cost unknown"
+    elif h.basis == "predicted":
+        text = f"{who} saves about {_ns(h.saved_ns)} {per}, predicted ({predicted_periods(a, h)}), costs {cost}"
     else:
         text = f"{who} saves {_ns(h.saved_ns)} {per} ({periods}), costs {cost}"
     unit = "steps" if h.subject == "step" else "replays"

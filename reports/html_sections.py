@@ -121,7 +121,8 @@ def headline_rows(a: TraceAnalysis) -> list[tuple[str, str]]:
             value = f"{b.replays:,} replays ({_interval(b)})"
         else:
             value = "never: a replay is not faster" if b.never else b.reason
-        rows.append((esc(f"break-even vs {b.baseline}"), esc(value)))
+        rows.append((esc(f"break-even vs {b.baseline}" + (", predicted (no eager twin ran)" if b.basis == "predicted" else "")),
+                     esc(value)))
         rows.append(("replays in this run", esc(f"{b.run_replays:,}")))
         if b.amortised_speedup is not None:
             rows.append((esc(f"speed-up over this run's {b.run_replays:,} replays, one-time cost included"),

@@ -36,18 +36,31 @@ def _work(p: Period | None) -> str:
     return _ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
 
 
+PREDICTED_MARK = "~"  # a predicted figure (no eager twin: analyzers.counterfactual); the caption says so
+
+
+def _predicted(ns: float | None) -> str:
+    return PREDICTED_MARK + _ns(ns) if ns is not None else "—"
+
+
 def graph_cells(g: GraphResult, indent: str = "") -> list[str]:
-    """One graph's row: name, replays, eager, graphed, saved, one-time, break-even (or its status)."""
+    """One graph's row: name, replays, eager, graphed, saved, one-time, break-even (or its status). A graph with no eager
+    twin whose saving is predicted shows its eager and saved figures marked '~'."""
     b = g.break_even
-    return [f"{indent}graph {g.graph_id}", f"{g.replays:,}", _work(g.eager), _work(g.graph),
-            _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+    cf = g.counterfactual
+    predicted = cf is not None and b is not None and b.basis == "predicted"
+    eager = _predicted(cf.eager.ns) if predicted and cf is not None else _work(g.eager)
+    saved = "—" if b is None else _predicted(b.saved_per_replay_ns) if predicted else _ns(b.saved_per_replay_ns)
+    return [f"{indent}graph {g.graph_id}", f"{g.replays:,}", eager, _work(g.graph), saved,
+            _ns(g.cost.total_ns) if g.cost is not None else "—",
             break_even_cell(b) if g.status == "replayed" else g.status.replace("_", " ")]
 
 
 def step_cells(s: StepResult, by_id: dict[int, GraphResult], eager_label: str = "eager") -> list[tuple[str, list[str]]]:
     """A step's rows, as (kind, cells): the step, then each of its graphs and each eager stretch between them, in the
     step's order. The terminal and the page (reports.steps_html) show the same rows."""
-    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns), _ns(s.saved_ns),
+    est = _predicted if s.basis == "predicted" else _ns
+    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", est(s.eager_ns), _ns(s.graphed_ns), est(s.saved_ns),
                       _ns(s.one_time_ns), break_even_cell(s.break_even)])]
     for seg in s.segments:
         if seg.kind == "graph" and seg.graph_id in by_id:
@@ -75,9 +88,11 @@ def print_summary(console: Console, a: TraceAnalysis) -> None:
     """Steps (with their graphs and the eager work between them) and the other graphs, one row each."""
     if not a.graphs:
         return
-    t = Table(title="Steps and graphs (trimmed means)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              caption="replays: graphed steps for a step; break-even: replays to pay back the one-time cost "
-                      "[95% interval]", caption_justify="left")
+    caption = "replays: graphed steps for a step; break-even: replays to pay back the one-time cost [95% interval]"
+    if any(g.counterfactual is not None for g in a.graphs):
+        caption += f"; {PREDICTED_MARK}: predicted (no eager twin ran: its kernels priced by the cost model)"
+    t = Table(title="Steps and graphs (trimmed means)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+              caption=caption, caption_justify="left")
     for col in ("", "replays", "eager", "graphed", "saved", "one-time", "break-even"):
         t.add_column(col, justify="left" if col == "" else "right", no_wrap=True)
     by_id = {g.graph_id: g for g in a.graphs}

@@ -54,7 +54,12 @@ def test_verdict_kind_of_real_recordings() -> None:
     assert verdict_kind(_analysis("dag-node.gmtrace")) == "paid-back"  # break-even 9, 41 replays
     assert verdict_kind(_analysis("scripts/broken_capture.gmtrace")) == "no-graph"
     assert verdict_kind(_analysis("scripts/cuda_python_eager_only.gmtrace")) == "no-graph"
-    assert verdict_kind(_analysis("scripts/torch_compile.gmtrace")) == "unknown"  # no eager run of its graphs' work
+    # no eager run of its graphs' work: the verdict is the predicted break-even's (analyzers.counterfactual)
+    a = _analysis("scripts/torch_compile.gmtrace")
+    b = a.graphs[0].break_even
+    assert a.headline is not None and a.headline.basis == "predicted" and b is not None and b.basis == "predicted"
+    expected = "never" if b.never else "paid-back" if a.headline.run_replays >= (b.replays or 0) else "not-yet"
+    assert verdict_kind(a) == expected
 
 
 def test_verdict_kind_follows_the_break_even_varied_by_hand() -> None:

@@ -497,8 +497,10 @@ def test_failed_capture_has_no_one_time_cost_row(rendered: Any) -> None:
 def test_tiny_sample_is_flagged(rendered: Any) -> None:
     text = " ".join(_text("scripts/torch_compile.gmtrace", rendered).split())
     # torch.compile's only eager run of each shape is its one warm-up call, a first call and no baseline: the page
-    # states no eager iteration (the headline says the saving is unknown); each graph replays 49-99 times
-    assert "eager iteration (median" not in text and "what it saves is unknown" in text
+    # states no eager iteration; the saving is predicted (analyzers.counterfactual) and says so; each graph replays
+    # 49-99 times
+    assert "eager iteration (median" not in text and "break-even vs eager, predicted (no eager twin ran)" in text
+    assert "predicted (replay" in text and "launched one by one by Inductor" in text
     assert "graph iteration (median" in text and "graph median from" not in text
 
 

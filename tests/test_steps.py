@@ -219,15 +219,23 @@ def test_a_whole_step_graph_is_its_own_one_graph_step_with_its_per_graph_answer(
 def test_two_compiled_functions_a_step_are_one_step_without_an_eager_twin() -> None:
     """tests/data/coverage/torch_compile_skips.gmtrace (examples/torch_compile_skips.py): two functions compiled with
     reduce-overhead replay their graphs once each a decode-like step; their kernels never ran eagerly. One step of
-    both graphs, measured graphed, with no saving stated anywhere (the headline says unknown, no eager mode is kept)."""
+    both graphs, measured graphed; its saving is predicted (analyzers.counterfactual: each graph's kernels priced at
+    Inductor's launch costs) and marked so everywhere; no measured eager mode is kept."""
     with load(Path(__file__).resolve().parent / "data" / "coverage" / "torch_compile_skips.gmtrace") as t:
         a = analyze(t)
     (step,) = [s for s in a.steps if len(s.graphs) > 1]
-    assert len(step.graphs) == 2 and step.basis == "none" and step.saved_ns is None and step.break_even is None
+    assert len(step.graphs) == 2 and step.basis == "predicted" and step.eager is None
     assert step.graphed_ns is not None and step.graphed_steps >= 20
-    assert a.headline.verdict == "unknown" and a.headline.subject == "step" and a.headline.graphed_ns == step.graphed_ns
+    by_id = {g.graph_id: g for g in a.graphs}
+    graphs = [by_id[g] for g in step.graphs]
+    assert all(g.eager is None and g.counterfactual is not None and g.break_even is not None
+               and g.break_even.basis == "predicted" for g in graphs)
+    # the eager stretches between the graphs run eagerly in both modes: the step saves what its graphs save
+    saved = sum(g.break_even.saved_per_replay_ns for g in graphs)  # type: ignore[union-attr,misc]
+    assert step.saved_ns == pytest.approx(saved) and step.eager_ns == pytest.approx(step.graphed_ns + saved)
+    assert step.invariant_residual_ns == 0.0 and step.break_even is not None and step.break_even.basis == "predicted"
+    assert a.headline.subject == "step" and a.headline.basis == "predicted" and a.headline.graphed_ns == step.graphed_ns
     assert a.mode("eager") is None and not a.overhead_saved
-    assert all(g.break_even is None or g.break_even.saved_per_replay_ns is None for g in a.graphs)
 
 
 def test_a_failing_step_model_costs_the_steps_not_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
