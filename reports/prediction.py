@@ -192,5 +192,15 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     if (sp := m.torch_capture.get("capture_ratio")) is not None:
         console.print(f"PyTorch issues a step in capture mode {sp.median:.2f}x as slowly as eagerly [{sp.p10:.2f}–{sp.p90:.2f}, "
                       f"{sp.n} captures]: a PyTorch program's predicted capture scales its eager issue time by it.")
+    if m.launch:
+        lt = Table(title="Eager launch cost per framework (a graph with no eager twin is priced with these)", title_justify="left")
+        for col in ("launcher", "per kernel", "per call", "processes"):
+            lt.add_column(col, justify="left" if col == "launcher" else "right")
+        for key, c in sorted(m.launch.items()):
+            lt.add_row(key, f"{_ns(c.per_kernel.median)} [{_ns(c.per_kernel.p10)}–{_ns(c.per_kernel.p90)}]",
+                       f"{_ns(c.per_call.median)} [{_ns(c.per_call.p10)}–{_ns(c.per_call.p90)}]", str(c.per_kernel.n))
+        console.print(lt)
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")
+    for e in m.calibration.get("launch_left_out", []):
+        console.print(f"[yellow]launch cost left out:[/yellow] {escape(str(e))}")
