@@ -4,7 +4,9 @@
 - `--mode default`: the same Inductor kernels launched one by one by Inductor's generated launcher (the eager
   cost the counterfactual predicts; never traced by graphmode when used as the truth).
 Timed by the program's own clock: N calls back to back, one synchronize at the end; the calls that compile and
-record are timed alone. Prints one GRAPHMODE_TRUTH line (benchmarks/third_party/_truth.py).
+record are timed alone. `--graph-break`: a graph break in the middle of the forward, so that reduce-overhead replays
+two graphs a call (several graphs a step, with no eager twin). Prints one GRAPHMODE_TRUTH line
+(benchmarks/third_party/_truth.py).
 """
 
 import argparse
@@ -18,13 +20,32 @@ from _truth import report
 p = argparse.ArgumentParser()
 p.add_argument("--mode", choices=("default", "reduce-overhead"), default="reduce-overhead")
 p.add_argument("--calls", type=int, default=200)
+p.add_argument("--graph-break", action="store_true",
+               help="a graph break after layer2: Dynamo compiles two partitions, reduce-overhead replays two graphs a call")
 args = p.parse_args()
 ns = time.perf_counter_ns
 torch.manual_seed(0)
 
 model = torchvision.models.resnet50(num_classes=1000).cuda().eval()
+
+
+class Broken(torch.nn.Module):
+    """ResNet-50's forward with a graph break in the middle (torch._dynamo.graph_break): two compiled partitions."""
+
+    def __init__(self, m: torch.nn.Module) -> None:
+        super().__init__()
+        self.m = m
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        m = self.m
+        x = m.layer2(m.layer1(m.maxpool(m.relu(m.bn1(m.conv1(x))))))
+        torch._dynamo.graph_break()
+        x = m.layer4(m.layer3(x))
+        return m.fc(torch.flatten(m.avgpool(x), 1))
+
+
 x = torch.randn(1, 3, 224, 224, device="cuda")
-f = torch.compile(model, mode=args.mode)
+f = torch.compile(Broken(model) if args.graph_break else model, mode=args.mode)
 
 
 def call() -> torch.Tensor:
@@ -47,4 +68,4 @@ with torch.no_grad():
         y = call()
     torch.cuda.synchronize()
     call_ns = (ns() - t0) / args.calls
-report(workload="resnet50_compile", mode=args.mode, call_ns=call_ns, first_calls_ns=warm, calls=args.calls)
+report(workload="resnet50_compile_break" if args.graph_break else "resnet50_compile", mode=args.mode, call_ns=call_ns, first_calls_ns=warm, calls=args.calls)
