@@ -167,13 +167,14 @@ class LaunchCost:
     gpu_per_kernel_ns: float  # the probe kernels' own GPU time (median): what the slope measured was the CPU's
 
 
-def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost], list[str]]:
+def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost], list[dict[str, Any]]]:
     """Per launcher, the per-kernel slope and per-call intercept of each probe process (tracer.launch_probes: two sizes
-    a variant) as Spreads over the processes. Returns the costs and what was left out, and why."""
+    a variant) as Spreads over the processes. Returns the costs and what was left out: {'launcher', 'kind': 'fused'
+    (two sizes fewer than MIN_KERNEL_STEP kernels apart; 'kernels') | 'gpu_bound' ('gpu_ns', 'wall_ns')}."""
     slopes: dict[str, list[float]] = {}
     calls: dict[str, list[float]] = {}
     gpu: dict[str, list[float]] = {}
-    left: list[str] = []
+    left: list[dict[str, Any]] = []
     for probe in probes:  # per fresh process and framework
         fw = str(probe.get("framework", ""))
         by_variant: dict[str, list[dict[str, Any]]] = {}
@@ -185,12 +186,12 @@ def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost
                 continue
             lo, hi = sorted(rows, key=lambda r: float(r["kernels"]))[::len(rows) - 1]
             dk = float(hi["kernels"]) - float(lo["kernels"])
-            if dk < MIN_KERNEL_STEP:
-                left.append(f"{key}: {lo['kernels']} and {hi['kernels']} kernels a call (the framework fused the probe's ops)")
+            if dk < MIN_KERNEL_STEP:  # the framework fused the probe's ops
+                left.append({"launcher": key, "kind": "fused", "kernels": [int(lo["kernels"]), int(hi["kernels"])]})
                 continue
             slope = (float(hi["wall_ns"]) - float(lo["wall_ns"])) / dk
-            if float(hi["gpu_ns"]) > 0.8 * float(hi["wall_ns"]):
-                left.append(f"{key}: the probe was bound by the GPU ({hi['gpu_ns']:.0f} of {hi['wall_ns']:.0f} ns), not by launches")
+            if float(hi["gpu_ns"]) > 0.8 * float(hi["wall_ns"]):  # the GPU, not the launches, bounded the probe
+                left.append({"launcher": key, "kind": "gpu_bound", "gpu_ns": float(hi["gpu_ns"]), "wall_ns": float(hi["wall_ns"])})
                 continue
             slopes.setdefault(key, []).append(slope)
             calls.setdefault(key, []).append(max(0.0, float(lo["wall_ns"]) - slope * float(lo["kernels"])))

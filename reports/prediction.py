@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -203,4 +205,17 @@ def print_cost_model(console: Console, m: CostModel) -> None:
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")
     for e in m.calibration.get("launch_left_out", []):
-        console.print(f"[yellow]launch cost left out:[/yellow] {escape(str(e))}")
+        console.print(f"[yellow]launch cost left out:[/yellow] {escape(launch_left_out_text(e))}")
+
+
+def launch_left_out_text(e: Any) -> str:
+    """Why one launch probe was left out of the fit (analyzers.costmodel.fit_launch_costs), in words."""
+    if not isinstance(e, dict):  # a model written before these were kinds
+        return str(e)
+    if e.get("kind") == "fused":
+        lo, hi = e.get("kernels", ["?", "?"])
+        return f"{e.get('launcher')}: {lo} and {hi} kernels a call (the framework fused the probe's ops)"
+    if e.get("kind") == "gpu_bound":
+        return (f"{e.get('launcher')}: the probe was bound by the GPU ({e.get('gpu_ns', 0):.0f} of {e.get('wall_ns', 0):.0f} ns), "
+                "not by launches")
+    return str(e)

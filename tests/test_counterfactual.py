@@ -63,8 +63,8 @@ def test_launch_costs_are_the_slope_and_intercept_of_each_process_synthetic() ->
     assert sorted(c.per_call.samples) == pytest.approx([80_000.0, 90_000.0])
     assert c.per_kernel.median == pytest.approx(13_000.0) and c.per_call.median == pytest.approx(85_000.0)
     assert c.gpu_per_kernel_ns == pytest.approx(1000.0 / 40)
-    assert any(s.startswith("inductor_extern: 1 and 1 kernels") for s in left), left
-    assert any(s.startswith("xla_gemm: the probe was bound by the GPU") for s in left), left
+    assert {"launcher": "inductor_extern", "kind": "fused", "kernels": [1, 1]} in left, left
+    assert {"launcher": "xla_gemm", "kind": "gpu_bound", "gpu_ns": 290_000.0, "wall_ns": 300_000.0} in left, left
 
 
 def test_the_launcher_of_a_kernel_follows_its_framework() -> None:
