@@ -482,9 +482,7 @@ def model_file_name(gpu_name: str) -> str:
 
 def bundled_dir() -> Path:
     """graphmode/data/ in the installed package (or the checkout)."""
-    import graphmode
-
-    return Path(graphmode.__file__).parent / "data"
+    return bundled_data_dir()
 
 
 def user_dir() -> Path:

@@ -21,8 +21,6 @@ output_file_extension = "json"
 
 def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     """The JSON report as builtins: schema_version, tool_version, then every field of the analysis."""
-    from graphmode import __version__
-
     from graphmode.reports.headline import headline_dict
 
     analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)

@@ -168,8 +168,6 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
 
 
 def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:
-    from graphmode import __version__
-
     return {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
             **to_dict(a)}  # type: ignore[arg-type]
 
