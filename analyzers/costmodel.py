@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.version import bundled_data_dir
+
 FORMAT = "graphmode-costmodel"
 FORMAT_VERSION = 1
 

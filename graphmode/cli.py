@@ -501,14 +501,15 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
+    from graphmode.analyzers.run_plan import DECISIONS, plan_runs
     from graphmode.tracer.ranks import detect_rank, rank_trace_path
-    from graphmode.tracer.script import plan_runs, run_script
+    from graphmode.tracer.script import run_script
 
     # one rank of a job (torchrun, mpirun, srun) writes <stem>.rank<R>.gmtrace
     path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
     plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs,
                      ranked=detect_rank() is not None)
-    done = run_script(script, list(ctx.args), path, plan)
+    done = run_script(script, list(ctx.args), path, plan, DECISIONS)  # analyzers decide between runs, tracer runs them
     path = done.path  # in the temporary folder if the disk filled up
     if not path.exists():
         _fail(f"the script's run wrote no trace at {path} (exit status {done.exit_code})", 1)
@@ -520,8 +521,11 @@ def run(
         _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
         raise typer.Exit(code)
     _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
-    if done.note:
-        _say(f"graphmode: {done.note}", err=True, fg="yellow")
+    from graphmode.reports.run_notes import probe_run_note
+
+    for note in (done.note, probe_run_note(done.probe_skipped)):
+        if note:
+            _say(f"graphmode: {note}", err=True, fg="yellow")
     trace = _load(path)
     from graphmode.analyzers import analyze
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from graphmode.analyzers import TraceAnalysis, analyze, to_dict
 from graphmode.tracer.store import Trace
+from graphmode.tracer.version import __version__
 
 REPORT_SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")

@@ -21,6 +21,7 @@ from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
 from graphmode.reports.names import cell, full_names, printable
 from graphmode.reports.terminal import human_ns, short_source
+from graphmode.tracer.version import __version__
 
 RANKS_SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("ranks.schema.json")

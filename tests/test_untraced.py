@@ -417,7 +417,7 @@ def test_loops_on_other_threads_keep_the_measured_period_and_say_why() -> None:
 @pytest.mark.parametrize("available", [True, False])
 def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: pytest.MonkeyPatch, available: bool) -> None:
     import graphmode.tracer.line_stamps as line_stamps
-    from graphmode.tracer.script import plan_runs
+    from graphmode.analyzers.run_plan import plan_runs
 
     monkeypatch.setattr(line_stamps, "AVAILABLE", available)
     auto = plan_runs(runs="auto")
