@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.errors import CostModelError as CostModelError  # its home is the error hierarchy
 from graphmode.tracer.version import bundled_data_dir
 
 FORMAT = "graphmode-costmodel"
@@ -75,10 +76,6 @@ RELATIVE_TO = {"replay_gpu_overhead": "replay_gpu"}
 # Below this many rows more than features a fit is refused: its spread would mean nothing.
 MIN_DEGREES_OF_FREEDOM = 2
 TORCH_STEADY_FROM = 2  # a torch probe's graphs from the third on are its steady state
-
-
-class CostModelError(ValueError):
-    """A cost model file or calibration table that cannot be used; the message says what to do."""
 
 
 @dataclass(frozen=True)

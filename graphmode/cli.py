@@ -327,7 +327,8 @@ def report(
         _check_output(out, [trace_file])
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
-    from graphmode.analyzers.costmodel import CostModelError, find_model
+    from graphmode.analyzers.costmodel import find_model
+    from graphmode.tracer.errors import CostModelError
 
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
@@ -562,12 +563,11 @@ def calibrate(
     edge) and write the cost model that predictions from eager traces use."""
     from rich.console import Console
 
-    from graphmode.analyzers.costmodel import CostModelError
+    from graphmode.analyzers.calibration import fit_measurements
     from graphmode.reports.prediction import print_cost_model
+    from graphmode.tracer.errors import CostModelError
 
     if from_measurements is not None:
-        from graphmode.tracer.calibrate import fit_measurements
-
         target = out or from_measurements.with_name(from_measurements.name.replace(".measurements.json", ".json"))
         try:
             refit = fit_measurements(from_measurements, target)
@@ -580,9 +580,11 @@ def calibrate(
     if reason is not None:
         _fail(f"no usable GPU: {reason}. `graphmode calibrate` measures the GPU it runs on; "
               "reports use the bundled H200 model where no model of their GPU exists", 3)
-    from graphmode.tracer.calibrate import calibrate as run_calibration
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from graphmode.analyzers.calibration import CAPTURE_RULES
+    from graphmode.analyzers.costmodel import model_file_name, user_dir
+    from graphmode.tracer.calibrate import measure_calibration, write_measurements
     from graphmode.tracer.cuda_util import CudaError
 
     # Redrawn between graphs only, with no refresh thread: nothing wakes up inside the timed loops.
@@ -596,8 +598,11 @@ def calibrate(
 
         failure: Exception | None = None
         try:
-            model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress,
-                                    torch_probes=torch_probes, trees=trees)
+            # tracer measures (with graphmode's capture rules handed in), analyzers fit, the model is written
+            raw = measure_calibration(CAPTURE_RULES, repeats=repeats, replays=replays, probes=probes, quick=quick,
+                                      progress=progress, torch_probes=torch_probes, trees=trees)
+            path = out if out is not None else user_dir() / model_file_name(str(raw["machine"]["gpu_name"]))
+            model = fit_measurements(write_measurements(raw, path), path)
         except KeyboardInterrupt:
             _fail("interrupted: no cost model written", 130)
         except (CudaError, CostModelError, OSError) as e:
