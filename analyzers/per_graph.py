@@ -21,7 +21,8 @@ from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
-from graphmode.analyzers.untraced import RecordingCall, short_loc
+from graphmode.analyzers.timing_run import RecordingCall
+from graphmode.analyzers.untraced import short_loc
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 

@@ -45,7 +45,7 @@ from graphmode.analyzers.eager_graph import (
 )
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.per_graph import duration_text
-from graphmode.analyzers.script_graphs import torch_windows
+from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,

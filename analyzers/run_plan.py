@@ -10,8 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from graphmode.analyzers.predict import uses_torch, uses_trees
-from graphmode.analyzers.untraced import lines_to_time
+from graphmode.analyzers.script_analysis import table_for
+from graphmode.analyzers.script_graphs import script_graphs
+from graphmode.analyzers.stamps import has_stamps, line_stamps
+from graphmode.analyzers.timing_run import call_lines, capture_lines
+from graphmode.analyzers.torch_windows import torch_windows
+from graphmode.analyzers.untraced import chosen_lines, starting_lines
 from graphmode.tracer.script import (
     MEASURE,
     PROBE_RUN,
@@ -83,6 +90,34 @@ def probe_run_wanted(trace: Trace) -> ProbeRunSkipped | None:
     if took > PROBE_RUN_MAX_S:
         return ProbeRunSkipped("too_long", measuring_s=took)
     return None
+
+
+def lines_to_time(trace: Trace) -> list[str]:
+    """The lines a timing run should stamp ('file:line'): those that start the detail run's iterations of
+    each graph and mode that is CPU-bound in the measuring run, the two lines around each of PyTorch's capture
+    windows (`call_lines`) and around each other capture through its instantiation (`capture_lines`). Empty when
+    there are none, or when the detail run has no line stamps (Python < 3.12)."""
+    sg = script_graphs(trace)
+    if sg is None or sg.structure_pass == sg.timing_pass:
+        return []
+    if not has_stamps(trace, sg.structure_pass):
+        return []
+    stamps = line_stamps(trace, sg.structure_pass)
+    windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
+    around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
+                    | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
+    measure = table_for(trace, sg)[0]
+    detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+    if detail_sg is None:
+        return around
+    detail = table_for(trace, detail_sg)[0]
+    cpu = ~measure.gpu_bound & np.isfinite(measure.period)
+    groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
+    if not groups:
+        return around
+    loc = starting_lines(trace, detail, stamps)[0]
+    mask = np.array([(int(g), str(m)) in groups for g, m in zip(detail.graph_id, detail.mode)], dtype=bool)
+    return sorted(set(chosen_lines(loc, mask)) | set(around))
 
 
 # What the front door hands to tracer.script.run_script.

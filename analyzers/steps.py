@@ -36,10 +36,10 @@ from graphmode.analyzers.break_even import (
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
-from graphmode.analyzers.inference import line_stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
 from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
 from graphmode.tracer.store import Trace
 
