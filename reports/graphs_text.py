@@ -10,15 +10,10 @@ from rich.text import Text
 
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
+from graphmode.reports.units import human_ns
 
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
                "unknown": "bound unknown"}
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
 
 
 def graph_name(g: GraphResult) -> str:
@@ -51,7 +46,7 @@ def period_text(p: Period | None, per: str = "") -> str:
 
     if p is None or p.work is None:
         return "—"
-    text = f"{_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
+    text = f"{human_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
     if p.run == "timing":
         text += " (untraced: timing run)"
     elif p.bound in ("cpu", "mixed", "single"):
@@ -66,9 +61,9 @@ def all_graphs_sentence(a: TraceAnalysis) -> str:
     if t is not None and len(a.graphs) > 1:
         built = f"{t.graphs_built} graphs built, " if t.graphs_built else ""
         text += f" In all: {built}{t.graphs_replayed} replayed ({t.replays:,} replays)"
-        text += f", built in {_ns(t.build_ns)}" if t.build_ns else ""
+        text += f", built in {human_ns(t.build_ns)}" if t.build_ns else ""
         if t.net_ns is not None and t.saved_ns is not None:
-            text += f"; {_ns(t.saved_ns)} saved, {_ns(t.net_ns)} net of their one-time cost."
+            text += f"; {human_ns(t.saved_ns)} saved, {human_ns(t.net_ns)} net of their one-time cost."
         else:
             text += "."
     return text
@@ -91,7 +86,7 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
         if g.warmup_iterations:
             status += f", {g.warmup_iterations} warm-up"
         t.add_row(Text(graph_name(g)), f"{g.replays:,}", Text(eager), Text(period_text(g.graph)),
-                  _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+                  human_ns(b.saved_per_replay_ns) if b is not None else "—", human_ns(g.cost.total_ns) if g.cost is not None else "—",
                   be, status)
     console.print(t)
     tot = a.totals
@@ -99,8 +94,8 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
         framework = any(g.cost is not None and g.cost.framework_ns is not None for g in a.graphs)
         parts = "capture/instantiate/upload" + (" and PyTorch's recording work" if framework else "")
         console.print(f"All graphs: {tot.graphs_built} built, {tot.graphs_replayed} replayed, {tot.replays:,} replays; "
-                      f"building ({parts}) {_ns(tot.build_ns)}, one-time cost {_ns(tot.one_time_ns)}"
-                      + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
+                      f"building ({parts}) {human_ns(tot.build_ns)}, one-time cost {human_ns(tot.one_time_ns)}"
+                      + (f", saved {human_ns(tot.saved_ns)}, net {human_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
             console.print(Text(f"  {graph_name(g)}: {printable(note)}"))

@@ -45,6 +45,7 @@ from graphmode.reports.timeline_data import (
     traced_pass,
 )
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
+from graphmode.reports.units import window_ms
 from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
@@ -115,7 +116,7 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
         initial = (max(extent[0], a - margin), min(extent[1], b + margin))
     gaps = [{"start": g.start_ns - origin, "end": g.end_ns - origin, "spans": g.spans,
              "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
-                      f"open with --window {_ms(g.start_ns - origin)}:{_ms(g.end_ns - origin)} to see them"}
+                      f"open with --window {window_ms(g.start_ns - origin)}:{window_ms(g.end_ns - origin)} to see them"}
             for g in selection.left_out]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))
@@ -134,11 +135,6 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                "<button type='button' id='gm-whole'>whole run</button></div>")
     return _section("The whole run", toolbar + hint + note
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
-
-
-def _ms(ns: int) -> str:
-    """ns as the ms `--window` takes: to the µs, without trailing zeros."""
-    return f"{ns / 1e6:.3f}".rstrip("0").rstrip(".")
 
 
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:

@@ -6,6 +6,7 @@ import html
 import io
 
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import Trace
 
 
@@ -14,7 +15,6 @@ def analysis_html(analysis: TraceAnalysis, height: int = 900, trace: Trace | Non
     when given, the trace of the analysis already open, else from the file at `analysis.path`)."""
     from rich.console import Console
 
-    from graphmode.reports.terminal import print_report
     from graphmode.tracer.store import load
 
     console = Console(record=True, width=110, file=io.StringIO())

@@ -20,7 +20,8 @@ from graphmode.analyzers import to_dict
 from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
 from graphmode.reports.names import cell, full_names, printable
-from graphmode.reports.terminal import human_ns, short_source
+from graphmode.reports.names import short_source
+from graphmode.reports.units import human_ns
 from graphmode.tracer.version import __version__
 
 RANKS_SCHEMA_VERSION = 1

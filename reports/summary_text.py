@@ -13,12 +13,7 @@ from rich.text import Text
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, StepResult, TraceAnalysis
 from graphmode.reports.graphs_text import interval
 from graphmode.reports.names import cell
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
+from graphmode.reports.units import human_ns
 
 
 def break_even_cell(b: BreakEven | None) -> str:
@@ -33,28 +28,28 @@ def break_even_cell(b: BreakEven | None) -> str:
 
 
 def _work(p: Period | None) -> str:
-    return _ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
+    return human_ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
 
 
 def graph_cells(g: GraphResult, indent: str = "") -> list[str]:
     """One graph's row: name, replays, eager, graphed, saved, one-time, break-even (or its status)."""
     b = g.break_even
     return [f"{indent}graph {g.graph_id}", f"{g.replays:,}", _work(g.eager), _work(g.graph),
-            _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+            human_ns(b.saved_per_replay_ns) if b is not None else "—", human_ns(g.cost.total_ns) if g.cost is not None else "—",
             break_even_cell(b) if g.status == "replayed" else g.status.replace("_", " ")]
 
 
 def step_cells(s: StepResult, by_id: dict[int, GraphResult], eager_label: str = "eager") -> list[tuple[str, list[str]]]:
     """A step's rows, as (kind, cells): the step, then each of its graphs and each eager stretch between them, in the
     step's order. The terminal and the page (reports.steps_html) show the same rows."""
-    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", _ns(s.eager_ns), _ns(s.graphed_ns), _ns(s.saved_ns),
-                      _ns(s.one_time_ns), break_even_cell(s.break_even)])]
+    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", human_ns(s.eager_ns), human_ns(s.graphed_ns), human_ns(s.saved_ns),
+                      human_ns(s.one_time_ns), break_even_cell(s.break_even)])]
     for seg in s.segments:
         if seg.kind == "graph" and seg.graph_id in by_id:
             rows.append(("graph", graph_cells(by_id[seg.graph_id], "  ")))
         elif seg.kind == "eager":
-            rows.append(("eager", [f"  {eager_label}", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
-                                   _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", ""]))
+            rows.append(("eager", [f"  {eager_label}", "", human_ns(seg.eager.trimmed_mean if seg.eager else None),
+                                   human_ns(seg.graphed.trimmed_mean if seg.graphed else None), human_ns(seg.saved_ns), "", ""]))
     return rows
 
 
