@@ -29,7 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
+from graphmode.analyzers.break_even import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_medians,
+    replay_interval,
+    replays_per_draw,
+    smallest_replays,
+)
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
 from graphmode.analyzers.critical_path import longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
@@ -105,22 +112,6 @@ def _from_samples(rng: np.random.Generator, s: Spread, n: int) -> np.ndarray:
     d = x.mean() + x.std(ddof=1) * math.sqrt(1.0 + 1.0 / v.size) * rng.standard_normal(n)
     out: np.ndarray = np.exp(d) if positive else d
     return out
-
-
-def _break_even(one_time: np.ndarray, saved: np.ndarray) -> np.ndarray:
-    """Per draw, the smallest n >= 1 with n * saved >= one_time (inf: nothing saved); one definition with
-    analyzers.break_even (n * saved >= C  <=>  n * (saved / C) >= 1)."""
-    c = np.maximum(one_time, 0.0)
-    ratio = np.where(c > 0, saved / np.where(c > 0, c, 1.0), np.where(saved > 0, np.inf, -1.0))
-    out: np.ndarray = _replays_vector(1.0, ratio)
-    return out
-
-
-def _interval(n: np.ndarray) -> tuple[int | None, int | None, bool]:
-    s = np.sort(n)
-    lo = s[int(math.floor(0.025 * s.size))]
-    hi = s[int(math.ceil(0.975 * s.size)) - 1]
-    return (int(lo) if np.isfinite(lo) else None, int(hi) if np.isfinite(hi) else None, not bool(np.isfinite(hi)))
 
 
 # ---------------------------------------------------------------------------------------------- one region
@@ -564,8 +555,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
                      "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)")
     saved_draw = t_e_draw - t_g_draw
     saved = t_e - t_g
-    n_draw = _break_even(one_draw, saved_draw)
-    low, high, high_never = _interval(n_draw)
+    low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
     if breakers:
         notes.append("the region as recorded would not capture: see the capture breakers; the figures assume they are fixed")
@@ -659,7 +649,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     high_never = False
     be = None
     if cost is not None:
-        low, high, high_never = _interval(_break_even(np.full(B, cost), saved_draw))
+        low, high, high_never = replay_interval(replays_per_draw(np.full(B, cost), saved_draw))
         be = None if never else smallest_replays(cost, saved)
     else:
         notes.append("the trace recorded no one-time cost for this graph: no break-even")
