@@ -38,7 +38,7 @@ from graphmode.analyzers.break_even import (
     smallest_replays,
 )
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
-from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
     BREAKER_ADVICE,
@@ -576,7 +576,6 @@ def _path(dist: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarra
     """Node indices of one heaviest path (analyzers.critical_path's backtrack, on these weights)."""
     if dist.size == 0:
         return np.zeros(0, dtype=np.int64)
-    from graphmode.analyzers.critical_path import _backtrack
 
     return np.asarray(_backtrack(dist, weights, src, dst), dtype=np.int64)
 

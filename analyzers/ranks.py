@@ -52,6 +52,7 @@ from graphmode.analyzers.rank_results import (
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.tracer.rankset import RankSetError, check_one_job
 from graphmode.tracer.store import PassInfo, Trace, TraceError, load
+from graphmode.analyzers import analyze
 
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks
@@ -238,8 +239,6 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
 
 
 def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
-    from graphmode.analyzers import analyze
-
     identity = rank_identity(trace, fallback_rank)
     analysis = analyze(trace)
     chosen = collective_pass(trace, analysis)

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers.torch_windows import TorchWindow, compile_windows, run_entry, torch_windows
 from graphmode.analyzers.timing_run import timing_run_one_time
+from graphmode.analyzers.torch_windows import TorchWindow, compile_windows, run_entry, torch_windows
+from graphmode.tracer.lifecycle import lifecycle_calls
 from graphmode.tracer.store import PassInfo, Trace
 
 @dataclass(frozen=True)
@@ -142,8 +143,6 @@ def _structures(trace: Trace, pass_id: int) -> list[GraphStructure]:
 def _bare_lifecycle(trace: Trace, pass_id: int) -> list[tuple[str, int, int, int, int]]:
     """(event, start, end, thread, correlation) of the outermost lifecycle API calls of a pass without
     callbacks; a capture runs from a BeginCapture to the next EndCapture on the same thread."""
-    from graphmode.tracer.lifecycle import lifecycle_calls
-
     api = trace.sql("SELECT * FROM api_calls WHERE pass_id = ? AND category IN ('capture', 'instantiate', 'upload', "
                     "'update', 'graph_destroy', 'graph_build') ORDER BY start_ns", [pass_id])
     if not api["name"].size:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
 from graphmode.reports.units import human_ns
@@ -42,8 +43,6 @@ def period_text(p: Period | None, per: str = "") -> str:
     """'17.2 ms CPU-bound' (the trimmed mean of the work period, as savings use it); a CPU-bound period
     of a traced run says beside it that the tracer may have slowed it (analyzers.break_even), one timed by
     the timing run that it was timed untraced (analyzers.untraced)."""
-    from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
-
     if p is None or p.work is None:
         return "—"
     text = f"{human_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"

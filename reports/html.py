@@ -47,6 +47,7 @@ from graphmode.reports.timeline_data import (
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import window_ms
 from graphmode.tracer.store import PassInfo, Trace
+from graphmode.tracer.profile_store import read_profile
 
 output_file_extension = "html"
 MAX_TOPOLOGIES = 8
@@ -264,8 +265,6 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
 
 def _profile_session(trace: Trace) -> Any:
     """The run's pyinstrument Session (tracer.profile_store), for pyinstrument's own page; None if unreadable."""
-    from graphmode.tracer.profile_store import read_profile
-
     try:
         stored = read_profile(trace)
     except ValueError:

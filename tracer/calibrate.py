@@ -51,6 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer.runner import machine_meta
+from graphmode.tracer import cuda_util as cu_util
+from graphmode.tracer.cuda_util import check, KernelArgs
+from graphmode.tracer.topology import node_type_name
+from graphmode.tracer.cupti_session import CuptiSession
+from graphmode.tracer.decode import decode
+
 # A program is a list of steps: ('op', kind, stream), ('record', event, stream), ('wait', stream, event),
 # ('record_ext', event, stream), ('wait_ext', stream, event) (external events: nodes in a capture).
 Step = tuple[str, Any, int]
@@ -216,9 +223,6 @@ class Calibrator:
     def __init__(self) -> None:
         from cuda.bindings import driver as cu
 
-        from graphmode.tracer import cuda_util as cu_util
-        from graphmode.tracer.cuda_util import KernelArgs, check
-
         self.cu, self.check = cu, check
         self.device = cu_util.init_device()
         self.module = cu_util.compile_module(SOURCE, "calibrate.cu", self.device)
@@ -254,8 +258,6 @@ class Calibrator:
         check(cu.cuStreamSynchronize(s0), "cuStreamSynchronize")
 
     def close(self) -> None:
-        from graphmode.tracer import cuda_util as cu_util
-
         cu, check = self.cu, self.check
         check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
         for e in [*self.events, *self.ext_events, self.t0, self.t1]:
@@ -380,8 +382,6 @@ class Calibrator:
 
     def topology(self, graph: Any) -> dict[str, float]:
         """Nodes per type and edges of a built graph (driver calls, after its timing)."""
-        from graphmode.tracer.topology import node_type_name
-
         cu, check = self.cu, self.check
         count = int(check(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")[-1])
         nodes = list(check(cu.cuGraphGetNodes(graph, count), "cuGraphGetNodes")[0]) if count else []
@@ -501,9 +501,6 @@ class Calibrator:
         """Own GPU duration (CUPTI) of the calibration's kernels, memset and memcpy, and the GPU idle between
         back-to-back eager ops of one kind on one stream, queued behind a spin kernel so they run back to
         back. The only CUPTI session of a calibration, made last; it detaches when it stops."""
-        from graphmode.tracer.cupti_session import CuptiSession
-        from graphmode.tracer.decode import decode
-
         steps = {k: self.plan([("op", k, 0)] * per_kind) for k in ("kernel", "kernel_spin", "kernel_wide", "memset", "memcpy")}
         s0 = self.streams[0]
         session = CuptiSession("graph")
@@ -774,8 +771,6 @@ def measure_calibration(rules: CaptureRules, repeats: int = 5, replays: int = 30
     machine, calibration, table, node_gpu_ns, eager_gap_ns, the probes' rows). `rules`: graphmode's capture rules
     (analyzers.calibration.CAPTURE_RULES). `torch_probes`: fresh processes that time torch.cuda.graph's own work, and
     as many that time cudagraph trees' (`trees`; none where PyTorch is not installed)."""
-    from graphmode.tracer.runner import machine_meta
-
     note = progress or (lambda *_: None)
     began = time.perf_counter()
     cal = Calibrator()
@@ -826,7 +821,6 @@ def measure_calibration(rules: CaptureRules, repeats: int = 5, replays: int = 30
             except Exception as e:  # one shape family failing (a driver without host nodes, ...) must not lose the rest
                 failed.add(sh.name)
                 errors.append(f"{sh.name}: {type(e).__name__}: {e}")
-                from graphmode.tracer.cuda_util import check
 
                 check(cal.cu.cuCtxSynchronize(), "cuCtxSynchronize")  # a sticky error stops the calibration here
         # Features the fit uses are the captured graph's real counts (the predicted ones stay in the row).

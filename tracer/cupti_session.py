@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from graphmode.tracer.cupti_records import api_category, cupti_module, name_pointers, record_dtypes, record_size
+from graphmode.tracer.sources import location_text, user_source
+from graphmode.tracer.topology import read_topology
 
 BUFFER_SIZE = 8 * 1024 * 1024
 
@@ -238,7 +240,6 @@ class CuptiSession:
             self._instantiating[tid] = max(depth, 0)
         if not enter or (api, cbid) not in self._source_cbids:
             return
-        from graphmode.tracer.sources import user_source
 
         self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
 
@@ -285,8 +286,6 @@ class CuptiSession:
 
     def _read_topology(self, graph_id: int, graph: int) -> None:
         from cuda.bindings import driver as cu
-
-        from graphmode.tracer.topology import read_topology
 
         if graph_id in self.raw.topologies:
             return
@@ -385,7 +384,6 @@ class CuptiSession:
             self._read_topology(graph_id, handle)
         self._graph_handles.clear()
         self._resolve_names()
-        from graphmode.tracer.sources import location_text
 
         for ev in self.raw.resource_events:
             if ev.stack:

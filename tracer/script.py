@@ -36,10 +36,23 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from graphmode.tracer import first_graph_probe, line_stamps  # read as module attributes: set at run time (and by tests)
+from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
+from graphmode.tracer.cuda_util import init_device
+from graphmode.tracer.cupti_session import CuptiSession, LAUNCH_API, LIFECYCLE_API, loaded_cupti_library, timestamp
+from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
 from graphmode.tracer.errors import GraphmodeError
+from graphmode.tracer.graph_memory import GraphMemorySampler
+from graphmode.tracer.lifecycle import derive_graphs
+from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
+from graphmode.tracer.passes import launch_events, map_graph_ids
+from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
+from graphmode.tracer.runner import machine_meta
 from graphmode.tracer.signals import sigterm_interrupts
+from graphmode.tracer.sources import is_user_file, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
+from graphmode.tracer.torch_hooks import TorchHooks
 
 
 @dataclass(frozen=True)
@@ -80,11 +93,9 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
     """The run that names the graphs and records everything asked for: every API call, node events,
     (`sources`) the line that created each node and, where Python has sys.monitoring (3.12+), a stamp of
     every execution of the user's lines: which line starts each iteration, for the timing run."""
-    from graphmode.tracer.line_stamps import AVAILABLE
-
     return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
                      launch_sources=launch_sources, profile=profile,
-                     stamp="all" if AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
+                     stamp="all" if line_stamps.AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
@@ -161,13 +172,6 @@ class ScriptTracer:
         return self.config.detail
 
     def start(self) -> None:
-        from graphmode.tracer.cuda_util import init_device
-        from graphmode.tracer.graph_memory import GraphMemorySampler
-        from graphmode.tracer.torch_hooks import TorchHooks
-        from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
-        from graphmode.tracer.runner import machine_meta
-        from graphmode.tracer.sources import user_location
-
         cfg = self.config
         device = init_device(device_ordinal())
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
@@ -194,7 +198,6 @@ class ScriptTracer:
         # the runs that have them (not the measuring run).
         self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
         self._session.start()
-        from graphmode.tracer.conflicts import ProfilerWatch
 
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
@@ -214,10 +217,7 @@ class ScriptTracer:
             self._profiler.start()
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
-        from graphmode.tracer.cupti_session import timestamp
-
         assert self._writer is not None and self._session is not None, "start() first"
-        from graphmode.tracer.profile_store import stop_profiler, write_profile
 
         writer = self._writer
         if self._stamper is not None:
@@ -278,13 +278,11 @@ def _probe_first_graph() -> dict[str, Any]:
     """tracer.first_graph_probe in this process, or {'error': why not}: a probe that fails costs the trace nothing. A
     PyTorch program (PyTorch's CUDA state made) gets the torch probe instead, as {'torch': ...}: its graph would go
     through torch.cuda.graph, and the driver probe's graphs would pre-pay part of what the torch probe measures."""
-    from graphmode.tracer.first_graph_probe import probe_first_graph, probe_torch_capture, torch_in_use
-
     try:
-        if torch_in_use():
-            t = probe_torch_capture()
+        if first_graph_probe.torch_in_use():
+            t = first_graph_probe.probe_torch_capture()
             return {"torch": t, "probe_ns": t["probe_ns"]}
-        return probe_first_graph(device_ordinal())
+        return first_graph_probe.probe_first_graph(device_ordinal())
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 
@@ -313,9 +311,6 @@ def _runs_with(meta: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, An
 def start_stamper(cfg: RunConfig) -> Any:
     """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones; None (said
     on stderr) without sys.monitoring (Python < 3.12) or a free tool id."""
-    from graphmode.tracer.line_stamps import LineStamper
-    from graphmode.tracer.sources import is_user_file
-
     lines = None
     if cfg.stamp == "lines":
         lines = [(f, int(n)) for f, _, n in (x.rpartition(":") for x in cfg.stamp_lines) if n.isdigit()]
@@ -381,7 +376,6 @@ class TimingTracer:
     def start(self) -> None:
         self._writer = TraceWriter(self.out, append=True)
         self._stamper = start_stamper(self.config)
-        from graphmode.tracer.torch_hooks import TorchHooks
 
         # PyTorch's capture windows untraced: the measuring run's are slowed by CUPTI (analyzers.per_graph)
         self._torch = TorchHooks(None, clock=time.perf_counter_ns, recordings_only=True).install()
@@ -396,8 +390,6 @@ class TimingTracer:
             entry["torch"] = windows  # the PyTorch capture windows, on this run's perf_counter_ns
         try:
             if self._stamper is not None:
-                from graphmode.tracer.line_stamps import stamp_cost_ns
-
                 self._stamper.stop()
                 entry.update(write_stamps(writer, self._stamper, self.pass_id))
                 entry["stamp_cost_ns"] = stamp_cost_ns()  # what a stamp cost the program (measured after it ended)
@@ -450,10 +442,6 @@ def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
-    from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
-    from graphmode.tracer.lifecycle import derive_graphs
-    from graphmode.tracer.passes import launch_events, map_graph_ids
-
     pid = info.pass_id
     tables = decode(raw, pid)
     if (note := drop_untimed_spans(tables, pid)) is not None:
@@ -521,7 +509,6 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         tracer = ProbeTracer(out, config, pass_id=pass_id)
     else:
         tracer = TimingTracer(out, config, pass_id=pass_id, append=append)
-    from graphmode.tracer.conflicts import warning_before_run
 
     if pass_id == 0 and (warning := warning_before_run(path)):
         print(warning, file=sys.stderr)
