@@ -180,7 +180,7 @@ class GraphCost:
     call_lines: tuple[tuple[str, str], ...] = ()  # per window: the two lines stamped around it ('file:line')
     # A capture outside PyTorch (CuPy, cuda-python): the two lines ('file:line') between whose stamps the timing run
     # timed it through its instantiation; then untraced_correction_ns is that span less the measuring run's capture,
-    # instantiate and upload calls (analyzers.untraced.CaptureSpan). () otherwise
+    # instantiate and upload calls (analyzers.timing_run.CaptureSpan). () otherwise
     capture_lines: tuple[str, ...] = ()
 
 

@@ -74,11 +74,11 @@ class ScriptGraphs:
     untraced_recordings: tuple[tuple[int, int], ...] = ()
     # per window: 'recording' (cudagraph trees) or 'block' (torch.cuda.graph)
     recording_kinds: tuple[str, ...] = ()
-    # per window: the script's statement around it as the timing run timed it (analyzers.untraced.RecordingCall),
+    # per window: the script's statement around it as the timing run timed it (analyzers.timing_run.RecordingCall),
     # None where it could not; () without a timing run that heard the windows
     recording_calls: tuple[Any, ...] = ()
     # graph -> its capture through instantiation outside PyTorch, as the timing run timed it
-    # (analyzers.untraced.CaptureSpan)
+    # (analyzers.timing_run.CaptureSpan)
     capture_spans: dict[int, Any] = field(default_factory=dict)
 
     def graph(self, graph_id: int) -> GraphStructure | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from graphmode.tracer.errors import NoGpuError, no_gpu_message
 
 if TYPE_CHECKING:
-    from graphmode.notebook import Comparison
+    from graphmode.comparison import Comparison
 
 
 def gpu_unavailable() -> str | None:
@@ -117,7 +117,7 @@ def compare(step: Callable[..., Any], iters: int = 200, warmup: int = 10, out: s
     # lazy: the analyzers, reports and the GPU stack load when asked for, not on `import graphmode`
     from graphmode.analyzers import analyze
     from graphmode.analyzers.comparison import comparison
-    from graphmode.notebook import renderable
+    from graphmode.comparison import renderable
     from graphmode.tracer.compare import record_comparison
     from graphmode.tracer.store import load
 

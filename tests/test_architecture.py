@@ -27,6 +27,8 @@ ALLOWED_LOCAL: dict[tuple[str, str], str] = {
     ("graphmode.ranks_cli", "*"): "the rank commands of the CLI, lazy for the same reason as graphmode.cli",
     ("graphmode.api", "*"): "`import graphmode` stays light: the API loads the GPU stack, the analyzers and the reports "
                             "when one of its functions is called",
+    ("graphmode.notebook", "*"): "`graphmode.load` costs what the trace store costs: a loaded trace imports the "
+                                 "analyzers and the notebook renderer only when Jupyter asks it to render itself",
     ("graphmode.tracer.calibrate", "graphmode.tracer.runner"): "the first-graph probe's '--probe-program' process "
                             "imports the recording stack on purpose, to be set up like a process graphmode records",
 }

@@ -356,7 +356,7 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
 
 class TimingTracer:
     """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
-    that start the iterations and of those around each capture (analyzers.untraced.lines_to_time), and the start
+    that start the iterations and of those around each capture (analyzers.run_plan.lines_to_time), and the start
     and end of each PyTorch capture window and Dynamo compilation (a cudagraph-tree recording, a `with
     torch.cuda.graph` block: TorchHooks(recordings_only), two Python calls each), on perf_counter_ns (its own
     clock: only differences are read). Appends one pass, detail 'stamps', to the trace the earlier

@@ -21,7 +21,7 @@ The measuring and timing runs install the hooks with `recordings_only`: Dynamo's
 (two Python calls per recording, and per compilation), and `torch.cuda.graph`'s `__enter__`/`__exit__` (two
 per capture), so that PyTorch's work around each capture (synchronizations, emptying its cache, the memory
 pool's bookkeeping) is timed in the runs that time the program, and a compilation inside the statement that
-records a graph is known as such (analyzers.untraced.recording_calls).
+records a graph is known as such (analyzers.timing_run.recording_calls).
 
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
