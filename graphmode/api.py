@@ -1,4 +1,7 @@
-"""The Python API: `graphmode.trace`, `graphmode.compare`. Glue only; the work is in tracer/ and analyzers/."""
+"""The Python API: `graphmode.trace`, `graphmode.compare`. Glue only; the work is in tracer/ and analyzers/.
+
+Each function imports what it uses (the recording stack, the analyzers, the reports) when it is called: reaching
+`graphmode.trace` or `graphmode.TraceHandle` loads this module, not numpy, DuckDB or the analyzers."""
 
 from __future__ import annotations
 
