@@ -25,12 +25,17 @@ ALLOWED_LOCAL: dict[tuple[str, str], str] = {
     ("graphmode.cli", "*"): "each command imports what it needs, so that `graphmode --help` and `graphmode info` start "
                             "without numpy, DuckDB, plotly or the analyzers (tests/test_store_cli.py times them)",
     ("graphmode.ranks_cli", "*"): "the rank commands of the CLI, lazy for the same reason as graphmode.cli",
-    ("graphmode.api", "*"): "`import graphmode` stays light: the API loads the GPU stack, the analyzers and the reports "
-                            "when one of its functions is called",
+    ("graphmode.api", "*"): "reaching `graphmode.trace` loads this module alone: the API loads the GPU stack, the "
+                            "analyzers and the reports when one of its functions is called",
     ("graphmode.notebook", "*"): "`graphmode.load` costs what the trace store costs: a loaded trace imports the "
                                  "analyzers and the notebook renderer only when Jupyter asks it to render itself",
-    ("graphmode.tracer.calibrate", "graphmode.tracer.runner"): "the first-graph probe's '--probe-program' process "
-                            "imports the recording stack on purpose, to be set up like a process graphmode records",
+    # `python -m graphmode.tracer.calibrate --probe` runs this module in fresh processes: a bare probe process loads
+    # none of the recording stack, a '--probe-program' one imports it on purpose (to be set up like a recorded one)
+    ("graphmode.tracer.calibrate", "graphmode.tracer.runner"): "the probe processes: the recording stack stays out of a "
+                                                               "bare one, and a '--probe-program' one imports it",
+    ("graphmode.tracer.calibrate", "graphmode.tracer.cupti_session"): "the probe processes: CUPTI's session is the "
+                                                                      "calibration's last step, never a probe's",
+    ("graphmode.tracer.calibrate", "graphmode.tracer.decode"): "the probe processes, as for cupti_session",
 }
 
 

@@ -51,12 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.tracer.runner import machine_meta
 from graphmode.tracer import cuda_util as cu_util
-from graphmode.tracer.cuda_util import check, KernelArgs
+from graphmode.tracer.cuda_util import KernelArgs, check
 from graphmode.tracer.topology import node_type_name
-from graphmode.tracer.cupti_session import CuptiSession
-from graphmode.tracer.decode import decode
 
 # A program is a list of steps: ('op', kind, stream), ('record', event, stream), ('wait', stream, event),
 # ('record_ext', event, stream), ('wait_ext', stream, event) (external events: nodes in a capture).
@@ -501,6 +498,11 @@ class Calibrator:
         """Own GPU duration (CUPTI) of the calibration's kernels, memset and memcpy, and the GPU idle between
         back-to-back eager ops of one kind on one stream, queued behind a spin kernel so they run back to
         back. The only CUPTI session of a calibration, made last; it detaches when it stops."""
+        # lazy, as the recording stack is in measure_calibration: the probe processes import this module, and a bare
+        # probe process loads none of it
+        from graphmode.tracer.cupti_session import CuptiSession
+        from graphmode.tracer.decode import decode
+
         steps = {k: self.plan([("op", k, 0)] * per_kind) for k in ("kernel", "kernel_spin", "kernel_wide", "memset", "memcpy")}
         s0 = self.streams[0]
         session = CuptiSession("graph")
@@ -771,6 +773,10 @@ def measure_calibration(rules: CaptureRules, repeats: int = 5, replays: int = 30
     machine, calibration, table, node_gpu_ns, eager_gap_ns, the probes' rows). `rules`: graphmode's capture rules
     (analyzers.calibration.CAPTURE_RULES). `torch_probes`: fresh processes that time torch.cuda.graph's own work, and
     as many that time cudagraph trees' (`trees`; none where PyTorch is not installed)."""
+    # lazy: the probe processes (`python -m graphmode.tracer.calibrate --probe`) import this module, and a bare probe
+    # process loads nothing of the recording stack (only --probe-program imports it, on purpose)
+    from graphmode.tracer.runner import machine_meta
+
     note = progress or (lambda *_: None)
     began = time.perf_counter()
     cal = Calibrator()
