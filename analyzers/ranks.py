@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers import analyze
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
     SIZE_NOTE,
@@ -52,7 +53,6 @@ from graphmode.analyzers.rank_results import (
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.tracer.rankset import RankSetError, check_one_job
 from graphmode.tracer.store import PassInfo, Trace, TraceError, load
-from graphmode.analyzers import analyze
 
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks

@@ -27,12 +27,12 @@ from typing import Any
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.kernel_totals import kernel_totals
 from graphmode.reports import html_charts
-from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.coverage_html import graph_use_html
-from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
-from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
+from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.steps_html import steps_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
@@ -46,8 +46,8 @@ from graphmode.reports.timeline_data import (
 )
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import window_ms
-from graphmode.tracer.store import PassInfo, Trace
 from graphmode.tracer.profile_store import read_profile
+from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
 MAX_TOPOLOGIES = 8

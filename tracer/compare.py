@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.tracer.runner import record
 from graphmode.tracer import cuda_util
 from graphmode.tracer.cuda_util import check
+from graphmode.tracer.runner import record
 
 
 def _flatten(obj: Any) -> list[Any]:
