@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphmode.analyzers.periods import IterationTable, empty_table
+from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
 from graphmode.tracer.store import Trace
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.timing_run import timing_run_one_time
-from graphmode.analyzers.torch_windows import TorchWindow, compile_windows, run_entry, torch_windows
+from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows
 from graphmode.tracer.lifecycle import lifecycle_calls
 from graphmode.tracer.store import PassInfo, Trace
 

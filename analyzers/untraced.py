@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.stamps import has_stamps
 from graphmode.analyzers.stamps import line_stamps as _stamps
 from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.store import Trace

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# record_dtypes and cupti_module are imported from here too (their home is cupti_records)
 from graphmode.tracer.cupti_records import api_category, cupti_module, name_pointers, record_dtypes, record_size
 from graphmode.tracer.sources import location_text, user_source
 from graphmode.tracer.topology import read_topology
