@@ -68,6 +68,28 @@ def _replays_vector(one_time_ns: float, saved: np.ndarray) -> np.ndarray:
     return out
 
 
+def replays_per_draw(one_time_ns: np.ndarray, saved_ns: np.ndarray) -> np.ndarray:
+    """Per bootstrap draw, the smallest n >= 1 with n * saved >= one_time (inf: nothing saved), where each draw has its
+    own one-time cost (the prediction's). smallest_replays' rule: n * saved >= C  <=>  n * (saved / C) >= 1."""
+    c = np.maximum(one_time_ns, 0.0)
+    ratio = np.where(c > 0, saved_ns / np.where(c > 0, c, 1.0), np.where(saved_ns > 0, np.inf, -1.0))
+    out: np.ndarray = _replays_vector(1.0, ratio)
+    return out
+
+
+def interval_bounds(draws: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of bootstrap draws of the break-even (inf: a draw that never pays back): the
+    draws' 2.5% and 97.5% order statistics."""
+    s = np.sort(draws)
+    return float(s[int(math.floor(0.025 * s.size))]), float(s[int(math.ceil(0.975 * s.size)) - 1])
+
+
+def replay_interval(draws: np.ndarray) -> tuple[int | None, int | None, bool]:
+    """interval_bounds as replay counts: (low, high, high_never); None for a bound at infinity."""
+    low, high = interval_bounds(draws)
+    return (int(low) if np.isfinite(low) else None, int(high) if np.isfinite(high) else None, not bool(np.isfinite(high)))
+
+
 
 class _Outcome:
     """What every BreakEven of one comparison shares, and the 'not computable' result built from it."""
@@ -123,9 +145,7 @@ def break_even(
     replays = smallest_replays(one_time_ns, saved)
     rng = np.random.default_rng(seed)
     boot_saved = bootstrap_medians(baseline.series.wall_ns, resamples, rng) - bootstrap_medians(graph.series.wall_ns, resamples, rng)
-    boot = np.sort(_replays_vector(one_time_ns, boot_saved))
-    low = boot[int(math.floor(0.025 * resamples))]
-    high = boot[int(math.ceil(0.975 * resamples)) - 1]
+    low, high = interval_bounds(_replays_vector(one_time_ns, boot_saved))
     return out.result(replays, low, high)
 
 
@@ -208,9 +228,7 @@ def break_even_series(
     replays = smallest_replays(one_time_ns, saved)
     rng = np.random.default_rng(seed)
     boot_saved = rng.normal(te, se_e, resamples) * units_per_replay - rng.normal(tg, se_g, resamples)
-    boot = np.sort(_replays_vector(one_time_ns, boot_saved))
-    low = float(boot[int(math.floor(0.025 * resamples))])
-    high = float(boot[int(math.ceil(0.975 * resamples)) - 1])
+    low, high = interval_bounds(_replays_vector(one_time_ns, boot_saved))
     if eager_inflation > 0 and np.isfinite(high):
         deflated = t_eager / (1 + eager_inflation) - t_graph
         high = max(high, float(smallest_replays(one_time_ns, deflated)) if deflated > 0 else np.inf)

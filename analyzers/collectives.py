@@ -27,7 +27,7 @@ from graphmode.analyzers.rank_results import (
     Spread,
     Straggler,
 )
-from graphmode.analyzers.results import Stat
+from graphmode.analyzers.results import Stat, stat_sql
 
 # NCCL's device kernels: ncclDevKernel_<Func>[_<RedOp>_<type>]_<ALGO>_<PROTO> (NCCL >= 2.19, plus
 # ncclDevKernel_Generic*), ncclKernel_<Func>_<ALGO>_<PROTO>_<RedOp>_<type> before. CUPTI records them
@@ -108,18 +108,6 @@ def parse_nccl_kernel(name: str) -> NcclKernel:
 
 # ---- helpers over the tables ---------------------------------------------------------------------
 
-def _stat_sql(expr: str) -> str:
-    return (f"count({expr}), quantile_cont({expr}, 0.5), quantile_cont({expr}, 0.1), quantile_cont({expr}, 0.9), "
-            f"avg({expr}), min({expr}), max({expr})")
-
-
-def _stat(row: tuple[Any, ...]) -> Stat | None:
-    n = int(row[0] or 0)
-    if n == 0:
-        return None
-    return Stat(n, *(float(v) for v in row[1:7]))
-
-
 def spread(values: dict[int, float]) -> Spread | None:
     """min / median / max of one figure over ranks (rank -> value), with the ranks at the extremes."""
     if not values:
@@ -185,7 +173,7 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
                               WHERE al.s = g.last_start GROUP BY ALL)
                    SELECT g.* REPLACE (CASE WHEN t.at_max = 1 THEN g.last_rank ELSE -1 END AS last_rank)
                    FROM g JOIN t USING (kernel, graph_key, seq)""")
-    residual = _stat(con.execute(f"SELECT {_stat_sql('last_end - first_end')} FROM grp WHERE n = ?", [n_ranks]).fetchone())
+    residual = Stat.from_row(con.execute(f"SELECT {stat_sql('last_end - first_end')} FROM grp WHERE n = ?", [n_ranks]).fetchone())
     if residual is not None:
         note += f"; after alignment the same collective ends within {residual.median:,.0f} ns (median) on all ranks"
     elif anchors == 0:
@@ -199,10 +187,10 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
 def rank_waits(con: Any) -> tuple[RankWait, ...]:
     """Per rank, over the collectives matched on two or more ranks (needs `grp`, from align_clocks)."""
     rows = con.execute(f"""
-        SELECT a.rank, {_stat_sql('g.last_start - a.s')}, sum(g.last_start - a.s), sum(a.end_ns - a.start_ns),
+        SELECT a.rank, {stat_sql('g.last_start - a.s')}, sum(g.last_start - a.s), sum(a.end_ns - a.start_ns),
                count_if(a.rank = g.last_rank)
         FROM al a JOIN grp g USING (kernel, graph_key, seq) GROUP BY a.rank ORDER BY a.rank""").fetchall()
-    return tuple(RankWait(int(r[0]), int(r[1]), _stat(r[1:8]), float(r[8] or 0), float(r[9] or 0), int(r[10] or 0)) for r in rows)
+    return tuple(RankWait(int(r[0]), int(r[1]), Stat.from_row(r[1:8]), float(r[8] or 0), float(r[9] or 0), int(r[10] or 0)) for r in rows)
 
 
 def find_straggler(con: Any, waits: tuple[RankWait, ...]) -> Straggler | None:
@@ -228,11 +216,11 @@ def collective_summaries(con: Any, topology: dict[tuple[str, str], int]) -> tupl
     for kernel, graph_key in sorted(keys, key=lambda kg: (kg[1] == "", kg[1], kg[0])):
         per_rank = dict(con.execute("SELECT rank, count(*) FROM coll WHERE kernel = ? AND graph_key = ? GROUP BY rank",
                                     [kernel, graph_key]).fetchall())
-        dur = _stat(con.execute(f"SELECT {_stat_sql('end_ns - start_ns')} FROM coll WHERE kernel = ? AND graph_key = ?",
+        dur = Stat.from_row(con.execute(f"SELECT {stat_sql('end_ns - start_ns')} FROM coll WHERE kernel = ? AND graph_key = ?",
                                 [kernel, graph_key]).fetchone())
-        wait = _stat(con.execute(f"""SELECT {_stat_sql('g.last_start - a.s')} FROM al a JOIN grp g USING (kernel, graph_key, seq)
+        wait = Stat.from_row(con.execute(f"""SELECT {stat_sql('g.last_start - a.s')} FROM al a JOIN grp g USING (kernel, graph_key, seq)
                                      WHERE a.kernel = ? AND a.graph_key = ?""", [kernel, graph_key]).fetchone())
-        skew = _stat(con.execute(f"SELECT {_stat_sql('last_end - first_end')} FROM grp WHERE kernel = ? AND graph_key = ?",
+        skew = Stat.from_row(con.execute(f"SELECT {stat_sql('last_end - first_end')} FROM grp WHERE kernel = ? AND graph_key = ?",
                                  [kernel, graph_key]).fetchone())
         shape = con.execute("""SELECT mode(grid_x), mode(block_x) FROM coll WHERE kernel = ? AND graph_key = ?""",
                             [kernel, graph_key]).fetchone()

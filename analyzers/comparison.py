@@ -26,11 +26,6 @@ class Comparison:
         be = self.break_even
         return bool(self.outputs_match and be is not None and be.replays is not None and be.replays <= be.run_replays)
 
-    def _repr_html_(self) -> str:  # Jupyter
-        from graphmode.reports.notebook import analysis_html
-
-        return analysis_html(self.analysis)
-
 
 def comparison(analysis: TraceAnalysis, meta_verified: dict[str, bool], notes: dict[str, str], path: Path) -> Comparison:
     be = next((b for b in analysis.break_even if b.baseline == "eager"), None)

@@ -14,6 +14,7 @@ fit can be redone and checked offline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from graphmode.tracer.errors import CostModelError as CostModelError  # its home is the error hierarchy
+from graphmode.tracer.version import bundled_data_dir
 
 FORMAT = "graphmode-costmodel"
 FORMAT_VERSION = 1
@@ -73,10 +77,6 @@ RELATIVE_TO = {"replay_gpu_overhead": "replay_gpu"}
 # Below this many rows more than features a fit is refused: its spread would mean nothing.
 MIN_DEGREES_OF_FREEDOM = 2
 TORCH_STEADY_FROM = 2  # a torch probe's graphs from the third on are its steady state
-
-
-class CostModelError(ValueError):
-    """A cost model file or calibration table that cannot be used; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,21 @@ class Spread:
     def sd(self) -> float:
         """A normal-equivalent sd from the p10-p90 range (2 * 1.2816 sd); 0 for a single sample."""
         return (self.p90 - self.p10) / 2.5631
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draws for a new process of a probe-measured quantity (the first-graph extra, PyTorch's terms): a log-normal
+        fitted to its samples (log mean, log sd widened by sqrt(1 + 1/k) for k samples: a new process, not the mean),
+        or a normal on the values themselves where a sample is not positive; one sample is the value itself.
+        Resampling the few samples a calibration takes (3-4 processes) never draws beyond the largest of them, which
+        held too few measured values (benchmarks/notes/history.md, "The intervals")."""
+        v = np.asarray(self.samples, dtype=np.float64)
+        if v.size < 2:
+            return np.full(n, self.median if v.size == 0 else float(v[0]))
+        positive = bool((v > 0).all())
+        x = np.log(v) if positive else v
+        d = x.mean() + x.std(ddof=1) * math.sqrt(1.0 + 1.0 / v.size) * rng.standard_normal(n)
+        out: np.ndarray = np.exp(d) if positive else d
+        return out
 
 
 # The launchers whose eager cost tracer.launch_probes measures, by probe (framework, variant). A kernel of a graph is
@@ -535,8 +550,6 @@ def with_launch_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
     """The model with its launch costs fitted from `probes` (tracer.launch_probes; the probes kept in the model, and
     in `calibration['launch_left_out']` what the fit left out). Launchers the probes do not measure keep the model's
     earlier costs."""
-    import dataclasses
-
     fitted, left = fit_launch_costs(probes)
     calibration = {**m.calibration, "launch_probes": len(probes), "launch_left_out": left}
     return dataclasses.replace(m, launch={**m.launch, **fitted}, launch_probes=list(probes), calibration=calibration)
@@ -573,9 +586,7 @@ def model_file_name(gpu_name: str) -> str:
 
 def bundled_dir() -> Path:
     """graphmode/data/ in the installed package (or the checkout)."""
-    import graphmode
-
-    return Path(graphmode.__file__).parent / "data"
+    return bundled_data_dir()
 
 
 def user_dir() -> Path:

@@ -26,10 +26,9 @@ import re
 
 import numpy as np
 
-from graphmode.analyzers.break_even import smallest_replays
-from graphmode.analyzers.costmodel import CostModel, LaunchCost
+from graphmode.analyzers.break_even import replay_interval, replays_per_draw, smallest_replays
+from graphmode.analyzers.costmodel import CostModel, LaunchCost, Spread
 from graphmode.analyzers.critical_path import node_durations
-from graphmode.analyzers.predict import _break_even, _from_samples, _interval
 from graphmode.analyzers.results import BreakEven, Counterfactual, Estimate, GraphResult, LauncherPrice, Stat, StepResult
 from graphmode.tracer.store import Trace
 
@@ -69,8 +68,6 @@ def launcher_of(name: str, framework: str) -> str:
 
 def _raw_launch(model: CostModel) -> LaunchCost | None:
     """The model's raw per-kernel launch (its eager_issue fit's kernel coefficient) as a LaunchCost, with its sd."""
-    from graphmode.analyzers.costmodel import Spread
-
     fit = model.costs.get("eager_issue")
     if fit is None or "kernel" not in fit.features:
         return None
@@ -128,12 +125,12 @@ def counterfactual(trace: Trace, structure_pass: int, g: GraphResult, model: Cos
         if cost is None:
             return None
         prices.append(LauncherPrice(launcher if measured else RAW, k, cost.per_kernel.median, measured))
-        cpu_draw += k * _from_samples(rng, cost.per_kernel, B)
+        cpu_draw += k * cost.per_kernel.draw(rng, B)
         cpu_point += k * cost.per_kernel.median
     call_cost = next((c for k in PER_CALL_FROM.get(framework, ()) if (c := model.launch.get(k)) is not None), None)
     per_call = call_cost.per_call.median if call_cost is not None else 0.0
     if call_cost is not None:
-        cpu_draw += _from_samples(rng, call_cost.per_call, B)
+        cpu_draw += call_cost.per_call.draw(rng, B)
         cpu_point += per_call
     gpu = _gpu_work(trace, structure_pass, g.graph_id, len(names) + other, model)
     eager_draw = np.maximum(cpu_draw, gpu)
@@ -155,7 +152,7 @@ def counterfactual(trace: Trace, structure_pass: int, g: GraphResult, model: Cos
     if one_time is None:
         reason = "no one-time cost was recorded for this graph"
     else:
-        low, high, high_never = _interval(_break_even(np.full(B, one_time), saved_draw))
+        low, high, high_never = replay_interval(replays_per_draw(np.full(B, one_time), saved_draw))
         replays = None if never else smallest_replays(one_time, saved)
     run = g.replays
     amortised = (run * eager_point / (one_time + run * period.trimmed_mean)

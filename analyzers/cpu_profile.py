@@ -23,7 +23,7 @@ import numpy as np
 
 from graphmode.analyzers.results import CpuCategory, CpuFrame, CpuProfile
 from graphmode.tracer.profile_store import StoredProfile, read_profile
-from graphmode.tracer.sources import own_dirs
+from graphmode.tracer.sources import in_installed_package, own_dirs
 from graphmode.tracer.store import Trace
 
 CATEGORIES = ("user", "framework", "cuda_binding", "tracer", "other")
@@ -62,7 +62,7 @@ def classify(file: str, application_code: bool) -> str:
         return "tracer"
     if any(p in f for p in _CUDA_BINDING):
         return "cuda_binding"
-    installed = "site-packages" in f or "dist-packages" in f
+    installed = in_installed_package(f)
     if any(p in f for p in _FRAMEWORK) and (installed or not application_code):
         return "framework"
     if application_code and not installed:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.stamps import has_stamps, line_stamps
 from graphmode.tracer.store import Trace
 
 # An eager stretch this short, right before its graph's capture, is a warm-up: PyTorch's documentation
@@ -249,21 +250,6 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
                         e["thread_id"][head].astype(np.int64), np.array([start[m].min() for m in members], dtype=np.int64),
                         np.array([end[m].max() for m in members], dtype=np.int64),
                         np.array([(end[m] - start[m]).sum() for m in members], dtype=np.int64), e["call_ns"][head].astype(np.int64))]
-
-
-def has_stamps(trace: Trace, pass_id: int) -> bool:
-    """The pass stamped the script's lines (a detail run on Python 3.12+)."""
-    return bool(trace.rows("SELECT count(*) FROM line_stamps WHERE pass_id = ?", [pass_id])[0][0])
-
-
-def line_stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
-    """The pass's line stamps by time, typed once for every reader (here and analyzers.untraced): thread_id, ts_ns and
-    seq int64, thread_name and loc ('file:line') str, top bool (a line of the script's top level, not of a function)."""
-    s = trace.sql("SELECT thread_id, thread_name, file || ':' || CAST(line AS VARCHAR) AS loc, ts_ns, "
-                  "row_number() OVER (PARTITION BY thread_id, file, line ORDER BY ts_ns) - 1 AS seq, function = '<module>' AS top "
-                  "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
-    return {"thread_id": s["thread_id"].astype(np.int64), "thread_name": s["thread_name"].astype(str), "loc": s["loc"].astype(str),
-            "ts_ns": s["ts_ns"].astype(np.int64), "seq": s["seq"].astype(np.int64), "top": s["top"].astype(bool)}
 
 
 LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphmode.analyzers.periods import IterationTable, empty_table
+from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
 from graphmode.tracer.store import Trace
 
@@ -262,30 +262,6 @@ def iterations_of(table: IterationTable, wall: np.ndarray | None = None) -> _Ite
     start, end = table.start_ns[order].astype(np.int64), table.end_ns[order].astype(np.int64)
     w = (end - start) if wall is None else np.asarray(wall)[order]
     return _Iterations(modes, number, w, start, end, table.thread_id[order].astype(np.int64))
-
-
-def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
-    """The iterations of a pass, with their periods: the runner's markers in bench traces, those
-    inferred from the recorded work in script traces (analyzers.inference, analyzers.periods).
-
-    `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
-    measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
-    """
-    from graphmode.analyzers.periods import runner_iterations
-    from graphmode.analyzers.script_analysis import table_for
-    from graphmode.analyzers.script_graphs import script_graphs
-
-    if pass_id is None:
-        runner = trace.rows("SELECT pass_id FROM markers WHERE kind = 'iteration' AND name <> 'inferred' ORDER BY pass_id LIMIT 1")
-        if runner:
-            pass_id = int(runner[0][0])
-    if pass_id is not None and trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND "
-                                          "name <> 'inferred'", [pass_id])[0][0]:
-        return runner_iterations(trace, pass_id)
-    sg = script_graphs(trace, timing_pass=pass_id)
-    if sg is None:
-        return empty_table(pass_id if pass_id is not None else 0)
-    return table_for(trace, sg)[0]
 
 
 def _iterations(trace: Trace, pass_id: int) -> _Iterations:

@@ -81,8 +81,9 @@ def kernel_comparisons(trace: Trace, traced_pass_id: int, eager_mode: str,
     totals: dict[str, float] = {}
     for g, k in enumerate(key[first].tolist()):  # one pass per (kernel name, side): a few hundred at most
         name, graph_side = str(spans.names[k >> 1]), bool(k & 1)
-        stats[(name, graph_side)] = Stat(int(n[g]), float(q50[g]), float(q10[g]), float(q90[g]),
-                                         float(total[g] / n[g]), float(lo[g]), float(hi[g]))
+        stat = Stat.from_row((n[g], q50[g], q10[g], q90[g], total[g] / n[g], lo[g], hi[g]))
+        assert stat is not None  # every group has a span
+        stats[(name, graph_side)] = stat
         totals[name] = totals.get(name, 0.0) + float(total[g])
     names = sorted(totals, key=lambda k: (-totals[k], k))
     truncated = len(names) > MAX_KERNELS

@@ -21,7 +21,8 @@ from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
-from graphmode.analyzers.untraced import RecordingCall, short_loc
+from graphmode.analyzers.timing_run import RecordingCall
+from graphmode.analyzers.untraced import short_loc
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
@@ -39,10 +40,10 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     timed = sel & (t.timed_by == "timing")
     traced = np.where(timed, t.traced_work, t.work)[sel]  # what the measuring run read for the same rows
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
-                  cpu_period=Stat.of(cpu[np.isfinite(cpu)]), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
+                  cpu_period=Stat.of_finite(cpu), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
                   other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
                   run="timing" if timed.any() else run, streams=int(np.unique(t.stream_id[sel]).size),
-                  traced_work=Stat.of(traced[np.isfinite(traced)]) if timed.any() else None)
+                  traced_work=Stat.of_finite(traced) if timed.any() else None)
 
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable) -> GraphCost | None:

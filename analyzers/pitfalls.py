@@ -13,7 +13,11 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.break_even import smallest_replays
+from graphmode.analyzers.diagnostics_common import _us, _user_frame
+from graphmode.analyzers.inference import graph_replays
+from graphmode.analyzers.periods import _split
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
+from graphmode.analyzers.script_graphs import script_graphs
 from graphmode.analyzers.torch_diagnostics import torch_pitfalls
 from graphmode.tracer.store import Trace
 
@@ -32,29 +36,12 @@ CAPTURE_ERRORS: dict[int, str] = {
 INVALIDATED = 901
 # gaps between replays are reported once they eat this share of what replays could save
 GAP_SHARE_REPORTED = 0.5
-_LIBRARY_PARTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
-
-
-def _us(ns: float | None) -> str:
-    if ns is None:
-        return "?"
-    return f"{ns / 1e3:,.1f} us" if abs(ns) < 1e7 else f"{ns / 1e6:,.1f} ms"
 
 
 def _source_column(trace: Trace) -> str:
     """api_calls.source where the trace has it (script traces), else ''."""
     n = trace.rows("SELECT count(*) FROM information_schema.columns WHERE table_name = 'api_calls' AND column_name = 'source'")
     return "source" if n[0][0] else "''"
-
-
-def _user_frame(trace: Trace) -> str:
-    """The innermost frame of the script's exception that is the user's code, as 'file:line function'."""
-    exc = (trace.meta.get("script") or {}).get("exception") or {}
-    frames = exc.get("frames") or []
-    for file, line, function in reversed(frames):
-        if not any(p in str(file) for p in _LIBRARY_PARTS):
-            return f"{file}:{line} {function}"
-    return f"{frames[-1][0]}:{frames[-1][1]} {frames[-1][2]}" if frames else ""
 
 
 def _capture_advice(code: int, name: str, category: str) -> str:
@@ -236,10 +223,6 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
 
 def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
     """Replays of a graph in a row (analyzers.periods: one stretch), and the GPU idle time between them."""
-    from graphmode.analyzers.inference import graph_replays
-    from graphmode.analyzers.periods import _split
-    from graphmode.analyzers.script_graphs import script_graphs
-
     sg = script_graphs(trace) if a.graphs else script_graphs(trace, timing_pass=a.traced_pass_id)
     if sg is None:
         return []
@@ -302,12 +285,9 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     return out
 
 
-def find_pitfalls(trace: Trace, analysis: TraceAnalysis | None = None) -> tuple[Pitfall, ...]:
-    """Every diagnostic the trace supports, errors first. `analysis` saves recomputing analyze(trace)."""
-    if analysis is None:
-        from graphmode.analyzers import analyze
-
-        return analyze(trace).pitfalls
+def find_pitfalls(trace: Trace, analysis: TraceAnalysis) -> tuple[Pitfall, ...]:
+    """Every diagnostic the trace supports, errors first, given the trace's analysis (analyze() calls this; the
+    pitfalls of a trace are analyze(trace).pitfalls)."""
     pid = analysis.traced_pass_id
     p = next((x for x in trace.passes if x.pass_id == pid), None)
     t0 = p.start_ns if p is not None else 0

@@ -29,9 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers.break_even import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _replays_vector, bootstrap_medians, smallest_replays
+from graphmode.analyzers.break_even import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_medians,
+    replay_interval,
+    replays_per_draw,
+    smallest_replays,
+)
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
-from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
     BREAKER_ADVICE,
@@ -45,7 +52,7 @@ from graphmode.analyzers.eager_graph import (
 )
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.per_graph import duration_text
-from graphmode.analyzers.script_graphs import torch_windows
+from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -92,35 +99,8 @@ def _normal(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndar
 
 
 def _from_samples(rng: np.random.Generator, s: Spread, n: int) -> np.ndarray:
-    """Draws for a new process of a probe-measured quantity (the first-graph extra, PyTorch's terms): a log-normal
-    fitted to its samples (log mean, log sd widened by sqrt(1 + 1/k) for k samples: a new process, not the mean),
-    or a normal on the values themselves where a sample is not positive; one sample is the value itself.
-    Resampling the few samples a calibration takes (3-4 processes) never draws beyond the largest of them, which
-    held too few measured values (benchmarks/notes/history.md, "The intervals")."""
-    v = np.asarray(s.samples, dtype=np.float64)
-    if v.size < 2:
-        return np.full(n, s.median if v.size == 0 else float(v[0]))
-    positive = bool((v > 0).all())
-    x = np.log(v) if positive else v
-    d = x.mean() + x.std(ddof=1) * math.sqrt(1.0 + 1.0 / v.size) * rng.standard_normal(n)
-    out: np.ndarray = np.exp(d) if positive else d
-    return out
-
-
-def _break_even(one_time: np.ndarray, saved: np.ndarray) -> np.ndarray:
-    """Per draw, the smallest n >= 1 with n * saved >= one_time (inf: nothing saved); one definition with
-    analyzers.break_even (n * saved >= C  <=>  n * (saved / C) >= 1)."""
-    c = np.maximum(one_time, 0.0)
-    ratio = np.where(c > 0, saved / np.where(c > 0, c, 1.0), np.where(saved > 0, np.inf, -1.0))
-    out: np.ndarray = _replays_vector(1.0, ratio)
-    return out
-
-
-def _interval(n: np.ndarray) -> tuple[int | None, int | None, bool]:
-    s = np.sort(n)
-    lo = s[int(math.floor(0.025 * s.size))]
-    hi = s[int(math.ceil(0.975 * s.size)) - 1]
-    return (int(lo) if np.isfinite(lo) else None, int(hi) if np.isfinite(hi) else None, not bool(np.isfinite(hi)))
+    """Draws for a new process of a probe-measured quantity: Spread.draw (analyzers.costmodel)."""
+    return s.draw(rng, n)
 
 
 # ---------------------------------------------------------------------------------------------- one region
@@ -564,8 +544,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
                      "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)")
     saved_draw = t_e_draw - t_g_draw
     saved = t_e - t_g
-    n_draw = _break_even(one_draw, saved_draw)
-    low, high, high_never = _interval(n_draw)
+    low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
     if breakers:
         notes.append("the region as recorded would not capture: see the capture breakers; the figures assume they are fixed")
@@ -586,7 +565,6 @@ def _path(dist: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarra
     """Node indices of one heaviest path (analyzers.critical_path's backtrack, on these weights)."""
     if dist.size == 0:
         return np.zeros(0, dtype=np.int64)
-    from graphmode.analyzers.critical_path import _backtrack
 
     return np.asarray(_backtrack(dist, weights, src, dst), dtype=np.int64)
 
@@ -659,7 +637,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     high_never = False
     be = None
     if cost is not None:
-        low, high, high_never = _interval(_break_even(np.full(B, cost), saved_draw))
+        low, high, high_never = replay_interval(replays_per_draw(np.full(B, cost), saved_draw))
         be = None if never else smallest_replays(cost, saved)
     else:
         notes.append("the trace recorded no one-time cost for this graph: no break-even")

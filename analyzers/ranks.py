@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers import analyze
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
     SIZE_NOTE,
@@ -238,8 +239,6 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
 
 
 def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
-    from graphmode.analyzers import analyze
-
     identity = rank_identity(trace, fallback_rank)
     analysis = analyze(trace)
     chosen = collective_pass(trace, analysis)

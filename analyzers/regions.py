@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.inference import LINE_SOURCE
+from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.untraced import short_loc
 from graphmode.tracer.store import Trace
 
@@ -43,29 +44,25 @@ class Region:
 
 def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
     """Iterations of a pass as columns mode, graph_id, name, start_ns, end_ns (steady ones only when the
-    iteration module (issue 9, analyzers.iterations.find_iterations) says which are warm-ups)."""
-    from graphmode.analyzers import iterations as it_module
-
-    find = getattr(it_module, "find_iterations", None)
-    if find is not None:
-        try:
-            t = find(trace, pass_id)
-            role, mode, gid = np.asarray(t.role), np.asarray(t.mode).astype(str), np.asarray(t.graph_id)
-            steady = role == "steady"
-            # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
-            with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
-            steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
-            # eager iterations of no graph, inferred: a script's synchronized steps
-            # (analyzers.inference.sync_iterations),
-            # or those between runs of its loop's call line (line_iterations: source 'line FILE:N')
-            source = np.asarray(t.source).astype(str)
-            loop = (np.asarray(t.graph_id) == 0) & (mode != "graph")
-            name = np.where(loop & (source == "inferred"), "synchronized", np.where(loop & np.char.startswith(source, LINE_SOURCE), source, ""))
-            return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
-                    "name": name.astype(object)[steady],
-                    "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
-        except (AttributeError, TypeError, KeyError, ValueError):
-            pass  # an interface still moving: the markers below say the same for bench and script traces
+    iteration table (analyzers.script_analysis.find_iterations) says which are warm-ups)."""
+    try:
+        t = find_iterations(trace, pass_id)
+        role, mode, gid = np.asarray(t.role), np.asarray(t.mode).astype(str), np.asarray(t.graph_id)
+        steady = role == "steady"
+        # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
+        with_steady = {(m, g) for m, g in zip(mode[steady & (mode != "graph")], gid[steady & (mode != "graph")])}
+        steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
+        # eager iterations of no graph, inferred: a script's synchronized steps
+        # (analyzers.inference.sync_iterations),
+        # or those between runs of its loop's call line (line_iterations: source 'line FILE:N')
+        source = np.asarray(t.source).astype(str)
+        loop = (np.asarray(t.graph_id) == 0) & (mode != "graph")
+        name = np.where(loop & (source == "inferred"), "synchronized", np.where(loop & np.char.startswith(source, LINE_SOURCE), source, ""))
+        return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
+                "name": name.astype(object)[steady],
+                "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
+    except (AttributeError, TypeError, KeyError, ValueError):
+        pass  # an interface still moving: the markers below say the same for bench and script traces
     return trace.sql("SELECT mode, graph_id, name, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' "
                      "ORDER BY start_ns", [pass_id])
 

@@ -8,7 +8,9 @@ interface (the HTML and JSON reports read them): add fields, do not rename them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +39,28 @@ class Stat:
         p10, median, p90 = np.percentile(v, [10.0, 50.0, 90.0])
         return Stat(int(v.size), float(median), float(p10), float(p90), float(v.mean()), float(v.min()), float(v.max()),
                     trimmed_mean(v)[0])
+
+    @staticmethod
+    def of_finite(values: np.ndarray) -> Stat | None:
+        """Stat.of over the finite values only (NaN or inf: a period that was not measured)."""
+        v = np.asarray(values, dtype=np.float64)
+        return Stat.of(v[np.isfinite(v)])
+
+    @staticmethod
+    def from_row(row: Sequence[Any]) -> Stat | None:
+        """From aggregates already computed over a group (SQL's stat_sql, or numpy per group): count, median, p10, p90,
+        mean, min, max, the quantiles interpolated as Stat.of's. None for an empty group. No trimmed mean."""
+        n = int(row[0] or 0)
+        if n == 0:
+            return None
+        return Stat(n, *(float(v) for v in row[1:7]))
+
+
+def stat_sql(expr: str) -> str:
+    """The SQL aggregates Stat.from_row reads, for `expr` over a group: DuckDB's quantile_cont interpolates as
+    np.percentile's 'linear', Stat.of's definition."""
+    return (f"count({expr}), quantile_cont({expr}, 0.5), quantile_cont({expr}, 0.1), quantile_cont({expr}, 0.9), "
+            f"avg({expr}), min({expr}), max({expr})")
 
 
 TRIM = 0.10
@@ -156,7 +180,7 @@ class GraphCost:
     call_lines: tuple[tuple[str, str], ...] = ()  # per window: the two lines stamped around it ('file:line')
     # A capture outside PyTorch (CuPy, cuda-python): the two lines ('file:line') between whose stamps the timing run
     # timed it through its instantiation; then untraced_correction_ns is that span less the measuring run's capture,
-    # instantiate and upload calls (analyzers.untraced.CaptureSpan). () otherwise
+    # instantiate and upload calls (analyzers.timing_run.CaptureSpan). () otherwise
     capture_lines: tuple[str, ...] = ()
 
 

@@ -12,12 +12,13 @@ import numpy as np
 from graphmode.analyzers.break_even import overhead_saved
 from graphmode.analyzers.costmodel import CostModel
 from graphmode.analyzers.counterfactual import with_counterfactuals, with_predicted_steps
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, has_stamps, line_iterations, nvtx_ranges, sync_iterations
+from graphmode.analyzers.inference import eager_occurrences, graph_replays, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
-from graphmode.analyzers.periods import IterationTable, script_iterations
+from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
+from graphmode.analyzers.stamps import has_stamps
 from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
@@ -183,3 +184,23 @@ def _own_gpu(m: ModeMetrics, rows: IterationTable) -> ModeMetrics:
     busy = rows.gpu_busy_ns[sel].astype(np.float64)
     idle = np.clip(rows.work[sel] - busy, 0, None)
     return dataclasses.replace(m, gpu_busy=Stat.of(busy), gpu_idle=Stat.of(idle), gpu_gap=None)
+
+
+def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
+    """The iterations of a pass, with their periods: the runner's markers in bench traces, those
+    inferred from the recorded work in script traces (analyzers.inference, analyzers.periods).
+
+    `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
+    measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
+    """
+    if pass_id is None:
+        runner = trace.rows("SELECT pass_id FROM markers WHERE kind = 'iteration' AND name <> 'inferred' ORDER BY pass_id LIMIT 1")
+        if runner:
+            pass_id = int(runner[0][0])
+    if pass_id is not None and trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND "
+                                          "name <> 'inferred'", [pass_id])[0][0]:
+        return runner_iterations(trace, pass_id)
+    sg = script_graphs(trace, timing_pass=pass_id)
+    if sg is None:
+        return empty_table(pass_id if pass_id is not None else 0)
+    return table_for(trace, sg)[0]

@@ -36,10 +36,10 @@ from graphmode.analyzers.break_even import (
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
-from graphmode.analyzers.inference import line_stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
 from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
 from graphmode.tracer.store import Trace
 
@@ -162,10 +162,6 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
 def _tm(x: np.ndarray) -> float | None:
     v = x[np.isfinite(x)]
     return trimmed_mean(v)[0] if v.size else None
-
-
-def _stat(x: np.ndarray) -> Stat | None:
-    return Stat.of(x[np.isfinite(x)])
 
 
 def _sub(a: float | None, b: float | None) -> float | None:
@@ -303,7 +299,7 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
                 continue  # no eager stretch after this graph in either mode
             saved = _sub(_tm(es), _tm(gs)) if e_inst is not None else None
             segments.append(StepSegment(len(segments), kind, pattern[i] if kind == "graph" else 0,
-                                        _stat(es) if e_inst is not None else None, _stat(gs), saved))
+                                        Stat.of_finite(es) if e_inst is not None else None, Stat.of_finite(gs), saved))
     e_period = e_inst.period if e_inst is not None else e_steps[0] if e_steps is not None else np.zeros(0)
     e_timed = e_inst.timed if e_inst is not None else e_steps[1] if e_steps is not None else False
     has_eager = bool(np.isfinite(e_period).any())
@@ -334,8 +330,8 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
                                graph_inflation=graph_infl,
                                one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CAPTURE_SLOWDOWN_BOUND)
     step = StepResult(
-        step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=_stat(e_period),
-        graphed=_stat(g_inst.period), eager_steps=int(np.isfinite(e_period).sum()),
+        step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=Stat.of_finite(e_period),
+        graphed=Stat.of_finite(g_inst.period), eager_steps=int(np.isfinite(e_period).sum()),
         graphed_steps=graphed_steps, eager_ns=eager_ns, graphed_ns=graphed_ns, saved_ns=saved, one_time_ns=one_time,
         one_time_basis=one_basis, one_time_statement=where, break_even=be,
         basis="measured" if has_eager else "none",
@@ -358,7 +354,7 @@ def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances,
     def period(p: Period | None, x: np.ndarray | None, timed: bool) -> Period | None:
         if p is None or x is None:
             return p
-        st = _stat(x)
+        st = Stat.of_finite(x)
         return dataclasses.replace(p, period=st, work=st, iterations=int(np.isfinite(x).sum()),
                                    run="timing" if timed else p.run)
 

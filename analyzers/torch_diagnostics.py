@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 
 from graphmode.analyzers.coverage_results import CudagraphSkip, TorchGraphs
+# one way to print a duration in the diagnostics; one definition of "the script's own line"
+from graphmode.analyzers.diagnostics_common import _us, _user_frame
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
 from graphmode.tracer.store import Trace
 
@@ -94,7 +96,6 @@ def _graph_startup(trace: Trace, pass_id: int | None) -> dict[int, float]:
 
 
 def _rerecorded(tg: TorchGraphs, startup: dict[int, float]) -> list[Pitfall]:
-    from graphmode.analyzers.pitfalls import _us  # one way to print a duration in the diagnostics
 
     out = []
     for f in tg.functions:
@@ -130,7 +131,6 @@ def _overwritten(trace: Trace) -> list[Pitfall]:
     msg = next((m for m in messages if OVERWRITTEN in m), "")
     if not msg:
         return []
-    from graphmode.analyzers.pitfalls import _user_frame  # one definition of "the script's own line"
 
     where = _user_frame(trace)
     made = _LOCATION.search(msg)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.coverage_results import CudagraphFunction, CudagraphSkip, MemoryPool, TorchGraphs
+from graphmode.tracer.sources import is_library_file
 from graphmode.tracer.store import Trace
 
 # PyTorch's message templates (torch 2.11); the patterns read its formatted message
@@ -26,7 +27,6 @@ _EAGER = re.compile(r"^\[(?P<cid>[^\]]*)\] Running eager function=(?P<fn>.*)$", 
 _RERECORD = re.compile(r"^\[(?P<cid>[^\]]*)\] Re-recording function=(?P<fn>.*?), reason=(?P<reason>.*)$", re.S)
 _TREE = re.compile(r"^Recording cudagraph tree for (?P<what>.*)$", re.S)
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n(?P<code>[^\n]*)')
-_LIBRARY_PARTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>", "torchinductor_")
 
 # (words in PyTorch's skip message, reason): first match wins
 SKIP_REASONS: tuple[tuple[str, str], ...] = (
@@ -52,7 +52,7 @@ def stack_frame(text: str) -> tuple[str, str]:
     frames = [(m["file"], m["line"], m["func"], m["code"].strip()) for m in _FRAME.finditer(text + "\n")]
     if not frames:
         return "", ""
-    user = [f for f in frames if not any(p in f[0] for p in _LIBRARY_PARTS)] or frames
+    user = [f for f in frames if not is_library_file(f[0])] or frames
     file, line, func, code = user[-1]
     return f"{file}:{line} {func}", code
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from graphmode.tracer.version import __version__
 
 _WHERE = {
     "TraceHandle": "graphmode.api", "compare": "graphmode.api", "trace": "graphmode.api",
-    "PassInfo": "graphmode.tracer.store", "Trace": "graphmode.tracer.store", "load": "graphmode.tracer.store",
+    "PassInfo": "graphmode.tracer.store", "Trace": "graphmode.tracer.store", "load": "graphmode.notebook",
     "validate_trace": "graphmode.tracer.validate",
     "GraphmodeError": "graphmode.tracer.errors", "TraceError": "graphmode.tracer.errors",
     "NoGpuError": "graphmode.tracer.errors",

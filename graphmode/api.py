@@ -1,4 +1,7 @@
-"""The Python API: `graphmode.trace`, `graphmode.compare`. Glue only; the work is in tracer/ and analyzers/."""
+"""The Python API: `graphmode.trace`, `graphmode.compare`. Glue only; the work is in tracer/ and analyzers/.
+
+Each function imports what it uses (the recording stack, the analyzers, the reports) when it is called: reaching
+`graphmode.trace` or `graphmode.TraceHandle` loads this module, not numpy, DuckDB or the analyzers."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from graphmode.tracer.errors import NoGpuError, no_gpu_message
 
 if TYPE_CHECKING:
-    from graphmode.analyzers.comparison import Comparison
+    from graphmode.comparison import Comparison
 
 
 def gpu_unavailable() -> str | None:
@@ -114,12 +117,14 @@ def compare(step: Callable[..., Any], iters: int = 200, warmup: int = 10, out: s
     The trace is written to `out` (default: graphmode-compare.gmtrace).
     """
     require_gpu("graphmode.compare()")
+    # lazy: the analyzers, reports and the GPU stack load when asked for, not on `import graphmode`
     from graphmode.analyzers import analyze
     from graphmode.analyzers.comparison import comparison
+    from graphmode.comparison import renderable
     from graphmode.tracer.compare import record_comparison
     from graphmode.tracer.store import load
 
     path = Path(out or "graphmode-compare.gmtrace")
     record_comparison(step, path, iters=iters, warmup=warmup, detail=detail, framework=framework, outputs=outputs)
     with load(path) as t:
-        return comparison(analyze(t), t.meta.get("results_verified", {}), t.meta.get("verification", {}), path)
+        return renderable(comparison(analyze(t), t.meta.get("results_verified", {}), t.meta.get("verification", {}), path))

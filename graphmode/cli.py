@@ -327,7 +327,8 @@ def report(
         _check_output(out, [trace_file])
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
-    from graphmode.analyzers.costmodel import CostModelError, find_model
+    from graphmode.analyzers.costmodel import find_model
+    from graphmode.tracer.errors import CostModelError
 
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
@@ -501,14 +502,15 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
+    from graphmode.analyzers.run_plan import DECISIONS, plan_runs
     from graphmode.tracer.ranks import detect_rank, rank_trace_path
-    from graphmode.tracer.script import plan_runs, run_script
+    from graphmode.tracer.script import run_script
 
     # one rank of a job (torchrun, mpirun, srun) writes <stem>.rank<R>.gmtrace
     path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
     plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs,
                      ranked=detect_rank() is not None)
-    done = run_script(script, list(ctx.args), path, plan)
+    done = run_script(script, list(ctx.args), path, plan, DECISIONS)  # analyzers decide between runs, tracer runs them
     path = done.path  # in the temporary folder if the disk filled up
     if not path.exists():
         _fail(f"the script's run wrote no trace at {path} (exit status {done.exit_code})", 1)
@@ -520,8 +522,11 @@ def run(
         _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
         raise typer.Exit(code)
     _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
-    if done.note:
-        _say(f"graphmode: {done.note}", err=True, fg="yellow")
+    from graphmode.reports.run_notes import probe_run_note
+
+    for note in (done.note, probe_run_note(done.probe_skipped)):
+        if note:
+            _say(f"graphmode: {note}", err=True, fg="yellow")
     trace = _load(path)
     from graphmode.analyzers import analyze
 
@@ -594,12 +599,11 @@ def calibrate(
     edge) and write the cost model that predictions from eager traces use."""
     from rich.console import Console
 
-    from graphmode.analyzers.costmodel import CostModelError
+    from graphmode.analyzers.calibration import fit_measurements
     from graphmode.reports.prediction import print_cost_model
+    from graphmode.tracer.errors import CostModelError
 
     if from_measurements is not None:
-        from graphmode.tracer.calibrate import fit_measurements
-
         target = out or from_measurements.with_name(from_measurements.name.replace(".measurements.json", ".json"))
         try:
             refit = fit_measurements(from_measurements, target)
@@ -615,9 +619,11 @@ def calibrate(
     if launch_only:
         _launch_only(out, launch_probes)
         return
-    from graphmode.tracer.calibrate import calibrate as run_calibration
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from graphmode.analyzers.calibration import CAPTURE_RULES
+    from graphmode.analyzers.costmodel import model_file_name, user_dir
+    from graphmode.tracer.calibrate import measure_calibration, write_measurements
     from graphmode.tracer.cuda_util import CudaError
 
     # Redrawn between graphs only, with no refresh thread: nothing wakes up inside the timed loops.
@@ -631,8 +637,12 @@ def calibrate(
 
         failure: Exception | None = None
         try:
-            model = run_calibration(out, repeats=repeats, replays=replays, probes=probes, quick=quick, progress=progress,
-                                    torch_probes=torch_probes, trees=trees, launch_probes=launch_probes)
+            # tracer measures (with graphmode's capture rules handed in), analyzers fit, the model is written
+            raw = measure_calibration(CAPTURE_RULES, repeats=repeats, replays=replays, probes=probes, quick=quick,
+                                      progress=progress, torch_probes=torch_probes, trees=trees,
+                                      launch_probes=launch_probes)
+            path = out if out is not None else user_dir() / model_file_name(str(raw["machine"]["gpu_name"]))
+            model = fit_measurements(write_measurements(raw, path), path)
         except KeyboardInterrupt:
             _fail("interrupted: no cost model written", 130)
         except (CudaError, CostModelError, OSError) as e:

@@ -1,6 +1,7 @@
 """`report`, `view` and `export` on the traces of a multi-process job (graphmode.cli calls these when its
 argument names a rank set: a folder, a glob or several files). Thin: the work is in analyzers.ranks and
-reports.ranks*. Errors a person can act on are raised as RankSetError (one line) for the CLI to print.
+reports.ranks*. Errors a person can act on are raised as RankSetError (one line) for the CLI to print. As in
+graphmode.cli, each function imports the analyzers and reports it needs, so that the CLI starts without them.
 """
 
 from __future__ import annotations

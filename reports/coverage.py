@@ -12,7 +12,8 @@ from rich.text import Text
 
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.reports.names import cell, printable, short_name
+from graphmode.reports.names import cell, printable, short_name, short_source
+from graphmode.reports.units import human_bytes, human_ns
 
 MAX_RANGE_ROWS = 8
 MAX_BUDGET_ROWS = 20
@@ -21,16 +22,6 @@ MAX_FUNCTION_ROWS = 12
 
 def pct(share: float | None) -> str:
     return "—" if share is None else f"{100 * share:.0f}%" if share in (0.0, 1.0) or 0.01 <= share <= 0.99 else f"{100 * share:.1f}%"
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None:
-        return "—"
-    a = abs(n)
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if a >= size:
-            return f"{n / size:.1f} {unit}" if a < 100 * size else f"{n / size:.0f} {unit}"
-    return f"{n} B"
 
 
 def plural(n: int, word: str) -> str:
@@ -42,15 +33,7 @@ def memory_basis(source: str) -> str:
     return "memory not sampled" if source == "not sampled" else f"memory from {source}"
 
 
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
-
-
 def _short(source: str) -> str:
-    from graphmode.reports.terminal import short_source
-
     return cell(short_source(source))
 
 
@@ -61,8 +44,8 @@ def _coverage_table(c: GraphCoverage) -> Table:
         t.add_column(col, justify="left" if col == "stretch" else "right")
     for s in rows:
         name = s.name if s.kind != "range" else f"'{s.name}'" + (f" x{s.occurrences}" if s.occurrences > 1 else "")
-        t.add_row(Text(cell(name, 28)), _ns(s.duration_ns), f"{pct(s.kernel_share)} of {s.graph_kernels + s.eager_kernels:,}",
-                  f"{pct(s.gpu_time_share)} of {_ns(s.graph_gpu_ns + s.eager_gpu_ns)}",
+        t.add_row(Text(cell(name, 28)), human_ns(s.duration_ns), f"{pct(s.kernel_share)} of {s.graph_kernels + s.eager_kernels:,}",
+                  f"{pct(s.gpu_time_share)} of {human_ns(s.graph_gpu_ns + s.eager_gpu_ns)}",
                   f"{s.graph_launch_calls:,}/{s.eager_launch_calls:,}", f"{s.captured_launch_calls:,}")
     notes = [f"phases: {c.phase_rule}"] if c.phases else []
     if c.ranges:
@@ -84,7 +67,7 @@ def _eager_lines(console: Console, c: GraphCoverage) -> None:
             t.add_column(col, justify="left" if col in ("line", "kernels") else "right")
         for e in c.eager_lines:
             t.add_row(Text(_short(e.source)), Text(", ".join(short_name(k, 50) for k in e.kernels[:2])), f"{e.launches:,}",
-                      _ns(e.gpu_ns), pct(e.share_of_eager_gpu))
+                      human_ns(e.gpu_ns), pct(e.share_of_eager_gpu))
         console.print(t)
     elif c.eager_lines_note:
         console.print(Text(printable(f"Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {c.eager_lines_note}.")))
@@ -115,13 +98,13 @@ def _torch(console: Console, tg: TorchGraphs) -> None:
 def _budget(console: Console, b: GraphBudget) -> None:
     shown = b.rows[:MAX_BUDGET_ROWS]
     pools = any(r.pool for r in shown)
-    t = Table(title=f"Graph start-up and memory: {plural(b.graphs, 'graph')}, {_ns(b.total_startup_ns)} "
+    t = Table(title=f"Graph start-up and memory: {plural(b.graphs, 'graph')}, {human_ns(b.total_startup_ns)} "
                     f"to build, {human_bytes(b.total_bytes)} held ({memory_basis(b.memory_source)})", title_justify="left")
     cols = ["graph", "built at", *(["pool"] if pools else []), "start-up", "replays", "memory", "verdict"]
     for col in cols:
         t.add_column(col, justify="right" if col in ("start-up", "replays", "memory") else "left")
     for r in shown:
-        cells: list[str | Text] = [str(r.graph_id), Text(_short(r.site)), *([Text(cell(r.pool))] if pools else []), _ns(r.startup_ns),
+        cells: list[str | Text] = [str(r.graph_id), Text(_short(r.site)), *([Text(cell(r.pool))] if pools else []), human_ns(r.startup_ns),
                                    f"{r.replays:,}", human_bytes(r.bytes), Text(printable(r.verdict))]
         t.add_row(*cells)
     notes = ["start-up = capture or build + instantiate + upload"]

@@ -11,7 +11,8 @@ import html
 
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.reports.coverage import MAX_BUDGET_ROWS, MAX_FUNCTION_ROWS, MAX_RANGE_ROWS, human_bytes, memory_basis, pct, plural
+from graphmode.reports.coverage import MAX_BUDGET_ROWS, MAX_FUNCTION_ROWS, MAX_RANGE_ROWS, memory_basis, pct, plural
+from graphmode.reports.units import human_bytes, human_ns
 
 GRAPH_COLOUR = "#2e7d32"
 EAGER_COLOUR = "#c7c7c7"
@@ -19,12 +20,6 @@ EAGER_COLOUR = "#c7c7c7"
 
 def _e(text: object) -> str:
     return html.escape(str(text))
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
 
 
 def _bar(share: float | None) -> str:
@@ -53,7 +48,7 @@ def _coverage(c: GraphCoverage) -> str:
            + "".join(f"<p class='hint'>{_e(n)}</p>" for n in notes))
     if c.eager_lines:
         lines = "".join(f"<tr><td><code>{_e(e.source)}</code></td><td>{_e(', '.join(k[:60] for k in e.kernels[:2]))}</td>"
-                        f"<td>{e.launches:,}</td><td>{_ns(e.gpu_ns)}</td><td>{pct(e.share_of_eager_gpu)}</td></tr>"
+                        f"<td>{e.launches:,}</td><td>{human_ns(e.gpu_ns)}</td><td>{pct(e.share_of_eager_gpu)}</td></tr>"
                         for e in c.eager_lines)
         out += ("<h3>Lines that launch the most eager GPU work</h3><table class='headline'><tr><th>line</th><th>kernels</th>"
                 f"<th>launches</th><th>GPU time</th><th>of eager GPU time</th></tr>{lines}</table>")
@@ -63,9 +58,9 @@ def _coverage(c: GraphCoverage) -> str:
 
 
 def _row(name: str, s: CoverageSlice) -> str:
-    return (f"<tr><th>{_e(name)}</th><td>{_ns(s.duration_ns)}</td>"
+    return (f"<tr><th>{_e(name)}</th><td>{human_ns(s.duration_ns)}</td>"
             f"<td>{pct(s.kernel_share)} ({s.graph_kernels:,} of {s.graph_kernels + s.eager_kernels:,})</td>"
-            f"<td>{_bar(s.kernel_share)}</td><td>{pct(s.gpu_time_share)} ({_ns(s.graph_gpu_ns)})</td>"
+            f"<td>{_bar(s.kernel_share)}</td><td>{pct(s.gpu_time_share)} ({human_ns(s.graph_gpu_ns)})</td>"
             f"<td>{s.graph_launch_calls:,} / {s.eager_launch_calls:,}</td><td>{s.captured_launch_calls:,}</td></tr>")
 
 
@@ -92,10 +87,10 @@ def _torch(tg: TorchGraphs) -> str:
 
 def _budget(b: GraphBudget) -> str:
     rows = "".join(
-        f"<tr><td>{r.graph_id}</td><td><code>{_e(r.site)}</code></td><td>{_e(r.pool)}</td><td>{_ns(r.capture_ns)}</td>"
-        f"<td>{_ns(r.instantiate_ns)}</td><td>{_ns(r.upload_ns)}</td><td>{r.replays:,}</td><td>{human_bytes(r.bytes)}</td>"
+        f"<tr><td>{r.graph_id}</td><td><code>{_e(r.site)}</code></td><td>{_e(r.pool)}</td><td>{human_ns(r.capture_ns)}</td>"
+        f"<td>{human_ns(r.instantiate_ns)}</td><td>{human_ns(r.upload_ns)}</td><td>{r.replays:,}</td><td>{human_bytes(r.bytes)}</td>"
         f"<td>{_e(r.verdict)}</td></tr>" for r in b.rows[:MAX_BUDGET_ROWS])
-    out = (f"<h3>Start-up time and memory per graph</h3><p>{plural(b.graphs, 'graph')}, {_ns(b.total_startup_ns)} to build, "
+    out = (f"<h3>Start-up time and memory per graph</h3><p>{plural(b.graphs, 'graph')}, {human_ns(b.total_startup_ns)} to build, "
            f"{human_bytes(b.total_bytes)} held ({_e(memory_basis(b.memory_source))}); {b.never_replayed} never replayed.</p>"
            "<table class='headline gm-budget'><tr><th>graph</th><th>built at</th><th>pool</th><th>capture</th><th>instantiate</th>"
            f"<th>upload</th><th>replays</th><th>memory</th><th>verdict</th></tr>{rows}</table>")

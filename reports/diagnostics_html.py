@@ -19,11 +19,7 @@ from typing import Any
 
 from graphmode.analyzers.results import CpuProfile, Pitfall
 from graphmode.reports.diagnostics_text import CATEGORY_LABELS
-from graphmode.reports.terminal import human_ns
-
-
-def _us(ns: float | None) -> str:
-    return human_ns(ns)
+from graphmode.reports.units import human_ns
 
 
 def diagnostics_html(pitfalls: tuple[Pitfall, ...]) -> str:
@@ -53,14 +49,14 @@ def cpu_profile_html(prof: CpuProfile | None, session: Any) -> str:
     """The body of the 'CPU profile' section ('' without a profile)."""
     if prof is None:
         return ""
-    rows = "".join(f"<tr><th>{html.escape(CATEGORY_LABELS.get(c.name, c.name))}</th><td class='num'>{_us(c.ns)}</td>"
+    rows = "".join(f"<tr><th>{html.escape(CATEGORY_LABELS.get(c.name, c.name))}</th><td class='num'>{human_ns(c.ns)}</td>"
                    f"<td class='num'>{100 * c.fraction:.0f}%</td></tr>" for c in prof.categories if c.ns > 0)
     if prof.cuda_api_ns is not None:
         rows += ("<tr><th>in CUDA driver/runtime calls (CUPTI, included above)</th>"
-                 f"<td class='num'>{_us(prof.cuda_api_ns)}</td><td></td></tr>")
-    lines = "".join(f"<tr><td><code>{html.escape(f.location)}</code> {html.escape(f.function)}</td><td class='num'>{_us(f.ns)}</td></tr>"
+                 f"<td class='num'>{human_ns(prof.cuda_api_ns)}</td><td></td></tr>")
+    lines = "".join(f"<tr><td><code>{html.escape(f.location)}</code> {html.escape(f.function)}</td><td class='num'>{human_ns(f.ns)}</td></tr>"
                     for f in prof.top_user_lines[:10])
-    body = (f"<p class='hint'>pyinstrument, {prof.samples:,} samples over {_us(prof.duration_ns)}; time in a C extension "
+    body = (f"<p class='hint'>pyinstrument, {prof.samples:,} samples over {human_ns(prof.duration_ns)}; time in a C extension "
             "counts for the Python line that called it.</p>"
             f"<table class='headline cells'><tr><th>kind of code</th><th>CPU time</th><th>share</th></tr>{rows}</table>")
     if lines:

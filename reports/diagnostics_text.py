@@ -8,6 +8,7 @@ from rich.table import Table
 
 from graphmode.analyzers.results import CpuProfile, Pitfall
 from graphmode.reports.names import NAME_WIDTH, cell, printable
+from graphmode.reports.units import human_ns
 
 CATEGORY_LABELS = {
     "user": "your Python code",
@@ -16,12 +17,6 @@ CATEGORY_LABELS = {
     "tracer": "graphmode's tracing callbacks",
     "other": "standard library and other packages",
 }
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
 
 
 def print_pitfalls(console: Console, pitfalls: tuple[Pitfall, ...]) -> None:
@@ -42,19 +37,19 @@ def print_cpu_profile(console: Console, prof: CpuProfile | None) -> None:
     """Sampled CPU time by kind of code, CUPTI's CUDA API time, then the top user lines."""
     if prof is None:
         return
-    t = Table(title=f"CPU profile (pyinstrument, {prof.samples:,} samples over {_ns(prof.duration_ns)})", title_justify="left")
+    t = Table(title=f"CPU profile (pyinstrument, {prof.samples:,} samples over {human_ns(prof.duration_ns)})", title_justify="left")
     for col in ("where the CPU time went", "time", "share"):
         t.add_column(col, justify="left" if col.startswith("where") else "right")
     for c in prof.categories:
         if c.ns > 0:
-            t.add_row(CATEGORY_LABELS.get(c.name, c.name), _ns(c.ns), f"{100 * c.fraction:.0f}%")
+            t.add_row(CATEGORY_LABELS.get(c.name, c.name), human_ns(c.ns), f"{100 * c.fraction:.0f}%")
     if prof.cuda_api_ns is not None:
-        t.add_row("in CUDA driver/runtime calls (CUPTI, included above)", _ns(prof.cuda_api_ns), "")
+        t.add_row("in CUDA driver/runtime calls (CUPTI, included above)", human_ns(prof.cuda_api_ns), "")
     console.print(t)
     if prof.top_user_lines:
         u = Table(title="Your lines with the most CPU time (including what they call)", title_justify="left")
         u.add_column("line", justify="left")
         u.add_column("time", justify="right")
         for f in prof.top_user_lines[:10]:
-            u.add_row(escape(cell(f"{f.location} {f.function}", 2 * NAME_WIDTH)), _ns(f.ns))
+            u.add_row(escape(cell(f"{f.location} {f.function}", 2 * NAME_WIDTH)), human_ns(f.ns))
         console.print(u)

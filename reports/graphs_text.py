@@ -8,17 +8,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
+from graphmode.reports.units import human_ns
 
+# who would launch a graph's kernels eagerly (analyzers.counterfactual.framework_of), in words
+FRAMEWORK_WORDS = {
+    "inductor": "Inductor's launcher (torch.compile without graphs)",
+    "xla": "XLA without command buffers",
+    "torch": "PyTorch eager",
+    "raw": "cuLaunchKernel",
+}
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
                "unknown": "bound unknown"}
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
 
 
 def graph_name(g: GraphResult) -> str:
@@ -47,11 +50,9 @@ def period_text(p: Period | None, per: str = "") -> str:
     """'17.2 ms CPU-bound' (the trimmed mean of the work period, as savings use it); a CPU-bound period
     of a traced run says beside it that the tracer may have slowed it (analyzers.break_even), one timed by
     the timing run that it was timed untraced (analyzers.untraced)."""
-    from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
-
     if p is None or p.work is None:
         return "—"
-    text = f"{_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
+    text = f"{human_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
     if p.run == "timing":
         text += " (untraced: timing run)"
     elif p.bound in ("cpu", "mixed", "single"):
@@ -66,9 +67,9 @@ def all_graphs_sentence(a: TraceAnalysis) -> str:
     if t is not None and len(a.graphs) > 1:
         built = f"{t.graphs_built} graphs built, " if t.graphs_built else ""
         text += f" In all: {built}{t.graphs_replayed} replayed ({t.replays:,} replays)"
-        text += f", built in {_ns(t.build_ns)}" if t.build_ns else ""
+        text += f", built in {human_ns(t.build_ns)}" if t.build_ns else ""
         if t.net_ns is not None and t.saved_ns is not None:
-            text += f"; {_ns(t.saved_ns)} saved, {_ns(t.net_ns)} net of their one-time cost."
+            text += f"; {human_ns(t.saved_ns)} saved, {human_ns(t.net_ns)} net of their one-time cost."
         else:
             text += "."
     return text
@@ -88,12 +89,12 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
             be = "never" if b.never else (f"{b.replays:,} {interval(b)}" if b.replays is not None else "—")
         eager = period_text(g.eager) + (f" ×{g.units_per_replay}" if g.units_per_replay > 1 and g.eager is not None else "")
         if g.eager is None and g.counterfactual is not None:
-            eager = f"~{_ns(g.counterfactual.eager.ns)} predicted"
+            eager = f"~{human_ns(g.counterfactual.eager.ns)} predicted"
         status = g.status.replace("_", " ")
         if g.warmup_iterations:
             status += f", {g.warmup_iterations} warm-up"
         t.add_row(Text(graph_name(g)), f"{g.replays:,}", Text(eager), Text(period_text(g.graph)),
-                  _ns(b.saved_per_replay_ns) if b is not None else "—", _ns(g.cost.total_ns) if g.cost is not None else "—",
+                  human_ns(b.saved_per_replay_ns) if b is not None else "—", human_ns(g.cost.total_ns) if g.cost is not None else "—",
                   be, status)
     console.print(t)
     tot = a.totals
@@ -101,8 +102,8 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
         framework = any(g.cost is not None and g.cost.framework_ns is not None for g in a.graphs)
         parts = "capture/instantiate/upload" + (" and PyTorch's recording work" if framework else "")
         console.print(f"All graphs: {tot.graphs_built} built, {tot.graphs_replayed} replayed, {tot.replays:,} replays; "
-                      f"building ({parts}) {_ns(tot.build_ns)}, one-time cost {_ns(tot.one_time_ns)}"
-                      + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
+                      f"building ({parts}) {human_ns(tot.build_ns)}, one-time cost {human_ns(tot.one_time_ns)}"
+                      + (f", saved {human_ns(tot.saved_ns)}, net {human_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
             console.print(Text(f"  {graph_name(g)}: {printable(note)}"))
@@ -112,15 +113,13 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
 
 def counterfactual_text(g: GraphResult) -> str:
     """How a graph with no eager twin was priced: its kernels by launcher, the framework's per-call cost, the GPU side."""
-    from graphmode.reports.headline import FRAMEWORK_WORDS
-
     cf = g.counterfactual
     assert cf is not None
-    parts = [f"{p.kernels:,} × {_ns(p.per_kernel_ns)} ({p.launcher}{'' if p.measured else ', the raw launch: this launcher is not calibrated'})"
+    parts = [f"{p.kernels:,} × {human_ns(p.per_kernel_ns)} ({p.launcher}{'' if p.measured else ', the raw launch: this launcher is not calibrated'})"
              for p in cf.launchers]
-    call = f"{_ns(cf.per_call_ns)} a call + " if cf.per_call_ns else ""
+    call = f"{human_ns(cf.per_call_ns)} a call + " if cf.per_call_ns else ""
     return (f"no eager twin ran; predicted eager call, its kernels launched one by one by "
-            f"{FRAMEWORK_WORDS.get(cf.framework, cf.framework)}: CPU {call}{' + '.join(parts)} = {_ns(cf.cpu.ns)} "
-            f"[{_ns(cf.cpu.low_ns)}–{_ns(cf.cpu.high_ns)}], GPU {_ns(cf.gpu_ns)}, so {cf.bound.upper()}-bound at "
-            f"{_ns(cf.eager.ns)}; replay {_ns(cf.graphed_ns)} measured; saved ~{_ns(cf.saved.ns)} "
-            f"[{_ns(cf.saved.low_ns)}–{_ns(cf.saved.high_ns)}] (cost model {cf.model_path or 'built in'})")
+            f"{FRAMEWORK_WORDS.get(cf.framework, cf.framework)}: CPU {call}{' + '.join(parts)} = {human_ns(cf.cpu.ns)} "
+            f"[{human_ns(cf.cpu.low_ns)}–{human_ns(cf.cpu.high_ns)}], GPU {human_ns(cf.gpu_ns)}, so {cf.bound.upper()}-bound at "
+            f"{human_ns(cf.eager.ns)}; replay {human_ns(cf.graphed_ns)} measured; saved ~{human_ns(cf.saved.ns)} "
+            f"[{human_ns(cf.saved.low_ns)}–{human_ns(cf.saved.high_ns)}] (cost model {cf.model_path or 'built in'})")

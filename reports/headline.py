@@ -8,7 +8,8 @@ from typing import Any
 
 from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.results import Headline, TraceAnalysis
-from graphmode.reports.graphs_text import graph_name, interval
+from graphmode.reports.graphs_text import FRAMEWORK_WORDS, graph_name, interval
+from graphmode.reports.units import human_ns
 
 # the page colours its verdict box by these classes (reports/assets/verdict.css); one per analyzers.headline verdict
 VERDICT_KIND = {"pays_back": "paid-back", "not_yet": "not-yet", "never": "never", "unknown": "unknown", "no_graph": "no-graph"}
@@ -25,37 +26,22 @@ REASONS = {
 }
 
 
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
-
-
-# who would launch a graph's kernels eagerly (analyzers.counterfactual.framework_of), in words
-FRAMEWORK_WORDS = {
-    "inductor": "Inductor's launcher (torch.compile without graphs)",
-    "xla": "XLA without command buffers",
-    "torch": "PyTorch eager",
-    "raw": "cuLaunchKernel",
-}
-
-
 def predicted_periods(a: TraceAnalysis, h: Headline) -> str:
     """What a predicted saving rests on: the measured replay, and the counterfactual eager call of the graphs' kernels."""
     cfs = [g.counterfactual for g in a.graphs if g.graph_id in h.graph_ids and g.counterfactual is not None]
     replay = "graphed step" if h.subject == "step" else "replay"
     if not cfs:
-        return f"eager {_ns(h.eager_ns)}, {replay} {_ns(h.graphed_ns)} measured"
+        return f"eager {human_ns(h.eager_ns)}, {replay} {human_ns(h.graphed_ns)} measured"
     kernels = sum(c.kernels + c.other_nodes for c in cfs)
     who = FRAMEWORK_WORDS.get(cfs[0].framework, cfs[0].framework)
     eager = sum(c.eager.ns for c in cfs)
     lo, hi = sum(c.eager.low_ns for c in cfs), sum(c.eager.high_ns for c in cfs)
     if h.subject == "step":
-        return (f"graphed step {_ns(h.graphed_ns)} measured; its graphs' {kernels:,} kernels launched one by one by {who} "
-                f"would take {_ns(eager)} [{_ns(lo)}–{_ns(hi)}] where their replays took {_ns(sum(c.graphed_ns for c in cfs))}, "
+        return (f"graphed step {human_ns(h.graphed_ns)} measured; its graphs' {kernels:,} kernels launched one by one by {who} "
+                f"would take {human_ns(eager)} [{human_ns(lo)}–{human_ns(hi)}] where their replays took {human_ns(sum(c.graphed_ns for c in cfs))}, "
                 "by the cost model")
-    return (f"{replay} {_ns(h.graphed_ns)} measured; its {kernels:,} kernels launched one by one by {who} would take "
-            f"{_ns(eager)} [{_ns(lo)}–{_ns(hi)}], by the cost model")
+    return (f"{replay} {human_ns(h.graphed_ns)} measured; its {kernels:,} kernels launched one by one by {who} would take "
+            f"{human_ns(eager)} [{human_ns(lo)}–{human_ns(hi)}], by the cost model")
 
 
 def _interval(h: Headline) -> str:
@@ -88,56 +74,56 @@ def sentence(a: TraceAnalysis) -> str:
     who = _subject(a, h)
     per = "a step" if h.subject == "step" else "per iteration" if h.subject == "graph_mode" else "per replay"
     replay = "graphed step" if h.subject == "step" else "replay"
-    cost = f"{_ns(h.one_time_ns)} once" if h.one_time_ns is not None else "an unknown one-time cost"
+    cost = f"{human_ns(h.one_time_ns)} once" if h.one_time_ns is not None else "an unknown one-time cost"
     if h.subject == "step" and h.one_time_statement:
         file, _, line = h.one_time_statement.rpartition(":")
         cost += f" (the statement at {PurePath(file).name}:{line}, warm-ups included)"
     if h.subject == "prediction":
         if h.break_even is None:
             return "No CUDA graph was built; no step was found to predict one for."
-        return (f"No CUDA graph was built. Predicted: a graph of its step would save {_ns(h.saved_ns)} per iteration "
-                f"(eager {_ns(h.eager_ns)}, replay {_ns(h.graphed_ns)}), cost {_ns(h.one_time_ns)} once and pay back "
+        return (f"No CUDA graph was built. Predicted: a graph of its step would save {human_ns(h.saved_ns)} per iteration "
+                f"(eager {human_ns(h.eager_ns)}, replay {human_ns(h.graphed_ns)}), cost {human_ns(h.one_time_ns)} once and pay back "
                 f"after {h.break_even:,} replay{'s' if h.break_even != 1 else ''}{_interval(h)}.")
     if h.verdict == "never" and h.reason == "never_replayed":
-        return f"{who} was built but never replayed: its {_ns(h.one_time_ns)} one-time cost bought nothing in this run."
+        return f"{who} was built but never replayed: its {human_ns(h.one_time_ns)} one-time cost bought nothing in this run."
     if h.verdict == "no_graph":
         what = REASONS.get(h.reason, h.reason.replace("_", " "))
         if h.subject == "graph":
-            return f"{who}: {what}" + (f"; it cost {_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
+            return f"{who}: {what}" + (f"; it cost {human_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
         return f"No graph was replayed: {what}."
     if h.verdict == "unknown" and h.subject == "graph_mode":
         return "No eager-vs-graph comparison in this trace (no eager baseline)" + (
-            f"; graphs cost {_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
+            f"; graphs cost {human_ns(h.one_time_ns)} to build." if h.one_time_ns else ".")
     if h.verdict == "unknown":
         what = REASONS.get(h.reason, h.reason.replace("_", " "))
         times = f"{h.run_replays:,} time{'s' if h.run_replays != 1 else ''}"
-        return (f"{who} was replayed {times} at {_ns(h.graphed_ns)} a {replay}; {what}"
-                + (f" (it cost {_ns(h.one_time_ns)} to build)." if h.one_time_ns else "."))
-    periods = f"eager {_ns(h.eager_ns)}, {replay} {_ns(h.graphed_ns)}"
+        return (f"{who} was replayed {times} at {human_ns(h.graphed_ns)} a {replay}; {what}"
+                + (f" (it cost {human_ns(h.one_time_ns)} to build)." if h.one_time_ns else "."))
+    periods = f"eager {human_ns(h.eager_ns)}, {replay} {human_ns(h.graphed_ns)}"
     if _source(h):
         periods += f"; {_source(h)}"
     if h.verdict == "never" and h.basis == "predicted":
         return (f"{who} does not pay off, predicted: {predicted_periods(a, h)}, so it never pays back its "
-                f"{_ns(h.one_time_ns)} one-time cost.")
+                f"{human_ns(h.one_time_ns)} one-time cost.")
     if h.verdict == "never":
-        return (f"{who} does not pay off: {replay} {_ns(h.graphed_ns)} against eager {_ns(h.eager_ns)}, so it never pays "
-                f"back its {_ns(h.one_time_ns)} one-time cost.")
+        return (f"{who} does not pay off: {replay} {human_ns(h.graphed_ns)} against eager {human_ns(h.eager_ns)}, so it never pays "
+                f"back its {human_ns(h.one_time_ns)} one-time cost.")
     if h.subject == "graph_mode":
-        text = f"Graph mode saves {_ns(h.saved_ns)} per iteration vs {h.baseline}"
+        text = f"Graph mode saves {human_ns(h.saved_ns)} per iteration vs {h.baseline}"
         if h.saved_per_kernel_ns is not None:
-            text += f" ({_ns(h.saved_per_kernel_ns)} per kernel)"
-        text += f", costs {_ns(h.one_time_ns)} to build" if h.one_time_ns is not None else ", build cost unknown"
+            text += f" ({human_ns(h.saved_per_kernel_ns)} per kernel)"
+        text += f", costs {human_ns(h.one_time_ns)} to build" if h.one_time_ns is not None else ", build cost unknown"
     elif h.basis == "predicted":
-        text = f"{who} saves about {_ns(h.saved_ns)} {per}, predicted ({predicted_periods(a, h)}), costs {cost}"
+        text = f"{who} saves about {human_ns(h.saved_ns)} {per}, predicted ({predicted_periods(a, h)}), costs {cost}"
     else:
-        text = f"{who} saves {_ns(h.saved_ns)} {per} ({periods}), costs {cost}"
+        text = f"{who} saves {human_ns(h.saved_ns)} {per} ({periods}), costs {cost}"
     unit = "steps" if h.subject == "step" else "replays"
     assert h.break_even is not None
     text += f", pays back after {h.break_even:,} {unit if h.break_even != 1 else unit[:-1]}{_interval(h)}"
     if h.verdict == "not_yet":
         text += f"; this run made only {h.run_replays:,}"
     if h.net_ns is not None and h.subject != "graph_mode":
-        text += f"; net {'saving' if h.net_ns >= 0 else 'loss'} in this run {_ns(abs(h.net_ns))}"
+        text += f"; net {'saving' if h.net_ns >= 0 else 'loss'} in this run {human_ns(abs(h.net_ns))}"
     return text + "."
 
 

@@ -27,12 +27,12 @@ from typing import Any
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.kernel_totals import kernel_totals
 from graphmode.reports import html_charts
-from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.coverage_html import graph_use_html
-from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
-from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
+from graphmode.reports.prediction_html import measured_twin, prediction_html
+from graphmode.reports.steps_html import steps_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
@@ -45,6 +45,8 @@ from graphmode.reports.timeline_data import (
     traced_pass,
 )
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
+from graphmode.reports.units import window_ms
+from graphmode.tracer.profile_store import read_profile
 from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
@@ -115,7 +117,7 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
         initial = (max(extent[0], a - margin), min(extent[1], b + margin))
     gaps = [{"start": g.start_ns - origin, "end": g.end_ns - origin, "spans": g.spans,
              "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
-                      f"open with --window {_ms(g.start_ns - origin)}:{_ms(g.end_ns - origin)} to see them"}
+                      f"open with --window {window_ms(g.start_ns - origin)}:{window_ms(g.end_ns - origin)} to see them"}
             for g in selection.left_out]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))
@@ -134,11 +136,6 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                "<button type='button' id='gm-whole'>whole run</button></div>")
     return _section("The whole run", toolbar + hint + note
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
-
-
-def _ms(ns: int) -> str:
-    """ns as the ms `--window` takes: to the µs, without trailing zeros."""
-    return f"{ns / 1e6:.3f}".rstrip("0").rstrip(".")
 
 
 def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
@@ -268,8 +265,6 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
 
 def _profile_session(trace: Trace) -> Any:
     """The run's pyinstrument Session (tracer.profile_store), for pyinstrument's own page; None if unreadable."""
-    from graphmode.tracer.profile_store import read_profile
-
     try:
         stored = read_profile(trace)
     except ValueError:

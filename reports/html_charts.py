@@ -18,7 +18,7 @@ from graphmode.analyzers.critical_path import longest_path, node_durations  # th
 from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics, RegionPrediction
 from graphmode.reports.html_sections import graph_title
 from graphmode.reports.names import short_name
-from graphmode.reports.terminal import human_ns
+from graphmode.reports.units import human_ns
 from graphmode.tracer.store import Trace
 
 MAX_TOPOLOGY_NODES = 3000

@@ -8,12 +8,15 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.kernel_totals import KernelTotals
 from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.analyzers.results import BreakEven, GraphCost, ModeMetrics, Stat, TraceAnalysis
 from graphmode.analyzers.sample_size import tiny_sample_note
+from graphmode.reports.headline import VERDICT_KIND
 from graphmode.reports.names import demangle, short_name
-from graphmode.reports.terminal import headline, human_ns
+from graphmode.reports.terminal import headline
+from graphmode.reports.units import human_ns
 
 BOUND_LABELS = {
     "cpu": "CPU-bound: the GPU waited for the next launch",
@@ -75,8 +78,6 @@ def verdict_kind(a: TraceAnalysis | RankSetAnalysis) -> str:
         if any(s.net_ns is not None and s.net_ns < 0 for s in ranks):
             return "not-yet"
         return "paid-back" if all(s.net_ns is not None for s in ranks) else "unknown"
-    from graphmode.analyzers.headline import headline_of
-    from graphmode.reports.headline import VERDICT_KIND
 
     # the analysis's own verdict (analyzers.headline), as the terminal and the JSON give it
     return VERDICT_KIND[(a.headline if a.headline is not None else headline_of(a)).verdict]

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
+from pathlib import PurePath
 
 import cxxfilt
 
@@ -170,3 +171,9 @@ def _short_name(name: str, limit: int) -> str:
             break
         text = _elide_templates(text, depth)
     return shorten(printable(text), limit)
+
+
+def short_source(source: str) -> str:
+    """'/long/path/train.py:42 step' -> 'train.py:42 step': the file's name is enough to find the line."""
+    m = re.fullmatch(r"(.*):(\d+)( .*)?", source)
+    return f"{PurePath(m.group(1)).name}:{m.group(2)}{m.group(3) or ''}" if m else source

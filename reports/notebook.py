@@ -6,7 +6,9 @@ import html
 import io
 
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.tracer.store import Trace
+from graphmode.reports.html import render_html
+from graphmode.reports.terminal import print_report
+from graphmode.tracer.store import load, Trace
 
 
 def analysis_html(analysis: TraceAnalysis, height: int = 900, trace: Trace | None = None) -> str:
@@ -14,16 +16,11 @@ def analysis_html(analysis: TraceAnalysis, height: int = 900, trace: Trace | Non
     when given, the trace of the analysis already open, else from the file at `analysis.path`)."""
     from rich.console import Console
 
-    from graphmode.reports.terminal import print_report
-    from graphmode.tracer.store import load
-
     console = Console(record=True, width=110, file=io.StringIO())
     print_report(analysis, console=console)
     report = console.export_html(inline_styles=True, code_format="<pre style='font-size:12px'>{code}</pre>")
     page = ""
     try:
-        from graphmode.reports.html import render_html
-
         if trace is not None:
             page, _ = render_html(trace, analysis=analysis)  # (page, the window it shows)
         else:

@@ -12,18 +12,13 @@ from rich.text import Text
 from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
 from graphmode.reports.names import cell, printable
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
+from graphmode.reports.units import human_ns
 
 
 def _est(e: Estimate | None) -> str:
     if e is None:
         return "—"
-    return f"{_ns(e.ns)} [{_ns(e.low_ns)}–{_ns(e.high_ns)}]"
+    return f"{human_ns(e.ns)} [{human_ns(e.low_ns)}–{human_ns(e.high_ns)}]"
 
 
 def _replays(r: RegionPrediction) -> str:
@@ -43,8 +38,8 @@ def graph_line(r: RegionPrediction) -> str:
     parts = [f"{g.kernels} kernel", f"{g.memcpys} memcpy", f"{g.memsets} memset"] + ([f"{g.host_nodes} host"] if g.host_nodes else [])
     streams = f", {g.streams} streams ({g.cross_stream_edges} cross-stream edges{', inferred' if g.event_pairing == 'inferred' else ''})" \
         if g.streams > 1 else ""
-    return (f"{g.nodes} nodes ({', '.join(parts)}), {g.edges} edges{streams}; GPU work {_ns(g.serial_ns)} serial, "
-            f"critical path {_ns(g.critical_path_ns)} over {g.critical_path_nodes} nodes")
+    return (f"{g.nodes} nodes ({', '.join(parts)}), {g.edges} edges{streams}; GPU work {human_ns(g.serial_ns)} serial, "
+            f"critical path {human_ns(g.critical_path_ns)} over {g.critical_path_nodes} nodes")
 
 
 def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -> Table:
@@ -73,12 +68,12 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
         ("PyTorch's own capture work", [_est(r.framework) if r.framework else "—" for r in to_graph]),
         ("one-time cost", [_est(r.one_time) for r in to_graph]),
         ("eager iteration (measured)", [_est(r.eager_period) for r in to_graph]),
-        ("eager GPU work (measured)", [_ns(r.gpu_work_ns) for r in to_graph]),
+        ("eager GPU work (measured)", [human_ns(r.gpu_work_ns) for r in to_graph]),
         ("graph replay", [_est(r.replay_period) for r in to_graph]),
         ("saved per iteration", [_est(r.saved_per_iteration) for r in to_graph]),
         ("break-even replays", [_replays(r) for r in to_graph]),
-        ("measured: one-time cost", [_ns(r.measured_one_time_ns) for r in to_graph]),
-        ("measured: graph replay", [_ns(r.measured_replay_ns) for r in to_graph]),
+        ("measured: one-time cost", [human_ns(r.measured_one_time_ns) for r in to_graph]),
+        ("measured: graph replay", [human_ns(r.measured_replay_ns) for r in to_graph]),
         ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
     ]
     return [(name, cells) for name, cells in rows if any(c != "—" for c in cells)]
@@ -89,10 +84,10 @@ def to_eager_rows(to_eager: list[RegionPrediction]) -> list[tuple[str, list[str]
     return [
         ("replays (measured)", [f"{r.iterations:,}" for r in to_eager]),
         ("graph replay (measured)", [_est(r.replay_period) for r in to_eager]),
-        ("GPU work of a replay", [_ns(r.gpu_work_ns) for r in to_eager]),
+        ("GPU work of a replay", [human_ns(r.gpu_work_ns) for r in to_eager]),
         ("eager iteration (predicted)", [_est(r.eager_period) for r in to_eager]),
         ("saved per replay", [_est(r.saved_per_iteration) for r in to_eager]),
-        ("one-time cost (measured)", [_ns(r.measured_one_time_ns) for r in to_eager]),
+        ("one-time cost (measured)", [human_ns(r.measured_one_time_ns) for r in to_eager]),
         ("break-even replays", [_replays(r) for r in to_eager]),
     ]
 
@@ -157,25 +152,25 @@ def print_cost_model(console: Console, m: CostModel) -> None:
                 cells.append("")
                 continue
             j = c.features.index(name)
-            cells.append(f"{_ns(c.coef[j])} ±{_ns(c.cov[j][j] ** 0.5)}")
+            cells.append(f"{human_ns(c.coef[j])} ±{human_ns(c.cov[j][j] ** 0.5)}")
         # relative_to: % of the replay's span
-        unit = (lambda x: f"{100 * x:.1f}%") if (c.relative or c.relative_to) else _ns
+        unit = (lambda x: f"{100 * x:.1f}%") if (c.relative or c.relative_to) else human_ns
         t.add_row(q, *cells, unit(c.resid_sd), unit(c.max_abs_residual()))
     console.print(t)
     if m.node_gpu_ns:
         console.print("Own GPU duration of the calibration nodes (CUPTI): "
-                      + ", ".join(f"{k} {_ns(v)}" for k, v in m.node_gpu_ns.items()))
+                      + ", ".join(f"{k} {human_ns(v)}" for k, v in m.node_gpu_ns.items()))
     extra = m.first_graph_extra()
     if extra is not None:
-        console.print(f"The first graph of a process costs {_ns(extra.median)} more [{_ns(extra.p10)}–{_ns(extra.p90)}, "
+        console.print(f"The first graph of a process costs {human_ns(extra.median)} more [{human_ns(extra.p10)}–{human_ns(extra.p90)}, "
                       f"{extra.n} processes]: kept out of the fit, added to a prediction when no graph was built before.")
     second = m.first_graph_extra(nth=2)
     if second is not None:
-        console.print(f"Its second graph still costs {_ns(second.median)} more [{_ns(second.p10)}–{_ns(second.p90)}]: added when one "
+        console.print(f"Its second graph still costs {human_ns(second.median)} more [{human_ns(second.p10)}–{human_ns(second.p90)}]: added when one "
                       "graph was built before.")
     api = m.first_graph_extra(api=True)
     if api is not None:
-        console.print(f"Built with the node API, the first graph of a process costs {_ns(api.median)} more [{_ns(api.p10)}–{_ns(api.p90)}, "
+        console.print(f"Built with the node API, the first graph of a process costs {human_ns(api.median)} more [{human_ns(api.p10)}–{human_ns(api.p90)}, "
                       f"{api.n} processes]: added to a node-API build's prediction instead.")
     # PyTorch's terms, one line each: (table, key, what it is, what its samples are, what uses it)
     for table, key, what, samples, use in (
@@ -190,7 +185,7 @@ def print_cost_model(console: Console, m: CostModel) -> None:
         (m.tree_capture, "call_host", "A steady cudagraph-tree call (host time)", "samples", "the replays of a program that records cudagraph trees"),
     ):
         if (sp := table.get(key)) is not None:
-            console.print(f"{what}: {_ns(sp.median)} [{_ns(sp.p10)}–{_ns(sp.p90)}, {sp.n} {samples}]: priced into {use}.")
+            console.print(f"{what}: {human_ns(sp.median)} [{human_ns(sp.p10)}–{human_ns(sp.p90)}, {sp.n} {samples}]: priced into {use}.")
     if (sp := m.torch_capture.get("capture_ratio")) is not None:
         console.print(f"PyTorch issues a step in capture mode {sp.median:.2f}x as slowly as eagerly [{sp.p10:.2f}–{sp.p90:.2f}, "
                       f"{sp.n} captures]: a PyTorch program's predicted capture scales its eager issue time by it.")
@@ -198,9 +193,10 @@ def print_cost_model(console: Console, m: CostModel) -> None:
         lt = Table(title="Eager launch cost per framework (a graph with no eager twin is priced with these)", title_justify="left")
         for col in ("launcher", "per kernel", "per call", "processes"):
             lt.add_column(col, justify="left" if col == "launcher" else "right")
-        for key, c in sorted(m.launch.items()):
-            lt.add_row(key, f"{_ns(c.per_kernel.median)} [{_ns(c.per_kernel.p10)}–{_ns(c.per_kernel.p90)}]",
-                       f"{_ns(c.per_call.median)} [{_ns(c.per_call.p10)}–{_ns(c.per_call.p90)}]", str(c.per_kernel.n))
+        for key, lc in sorted(m.launch.items()):
+            lt.add_row(key, f"{human_ns(lc.per_kernel.median)} [{human_ns(lc.per_kernel.p10)}–{human_ns(lc.per_kernel.p90)}]",
+                       f"{human_ns(lc.per_call.median)} [{human_ns(lc.per_call.p10)}–{human_ns(lc.per_call.p90)}]",
+                       str(lc.per_kernel.n))
         console.print(lt)
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")

@@ -17,10 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers import to_dict
+from graphmode.analyzers.collectives import parse_nccl_kernel
 from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
+from graphmode.reports.names import short_source
 from graphmode.reports.names import cell, full_names, printable
-from graphmode.reports.terminal import human_ns, short_source
+from graphmode.reports.units import human_ns
+from graphmode.tracer.version import __version__
 
 RANKS_SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("ranks.schema.json")
@@ -109,7 +112,6 @@ def _collectives_table(a: RankSetAnalysis) -> Table:
     t = Table(title="NCCL collectives (kernels by name; eager, or inside a graph)", title_justify="left")
     for col in ("collective", "where", "ranks", "calls / rank", "channels", "duration", "wait for last rank", "end skew", "size"):
         t.add_column(col, justify="left" if col in ("collective", "where") else "right")
-    from graphmode.analyzers.collectives import parse_nccl_kernel
 
     for c in a.collectives:
         title = parse_nccl_kernel(c.kernel).title
@@ -168,8 +170,6 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
 
 
 def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:
-    from graphmode import __version__
-
     return {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
             **to_dict(a)}  # type: ignore[arg-type]
 

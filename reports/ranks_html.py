@@ -27,11 +27,13 @@ import numpy as np
 
 from graphmode.analyzers.collectives import NCCL_SQL
 from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import verdict_kind
-from graphmode.reports.ranks import headline
-from graphmode.reports.terminal import human_ns, short_source
+from graphmode.reports.names import short_source
+from graphmode.reports.ranks import _count, _spread, headline
 from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
+from graphmode.reports.units import human_ns
 from graphmode.tracer.store import TraceError, load
 
 output_file_extension = "html"
@@ -224,8 +226,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     """The page, how many ranks' spans it draws, and a note on what it left out."""
-    from graphmode.reports.ranks import _spread, _count
-
     heat, drawn, timeline, replay, note = _collect(a)
     waits = {w.rank: w for w in a.waits}
     plots: list[dict[str, Any]] = []
@@ -293,8 +293,6 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
 
 def _page(title: str, body: str, plots: list[dict[str, Any]], blob: BlobWriter) -> str:
     from importlib import resources
-
-    from graphmode.reports.html_plotly import plotly_bundle, trace_types
 
     assets = resources.files("graphmode.reports") / "assets"
     charts = (assets / "charts.js").read_text(encoding="utf-8")

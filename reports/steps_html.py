@@ -7,12 +7,7 @@ import html
 
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.reports.summary_text import step_cells
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
+from graphmode.reports.units import human_ns
 
 
 def _row(cells: list[str], cls: str = "") -> str:
@@ -31,9 +26,9 @@ def steps_html(a: TraceAnalysis) -> str:
     notes = []
     for s in steps:
         if s.invariant_residual_ns is not None and s.saved_ns:
-            notes.append(f"step {s.step_id}: the graphs' savings ({_ns(s.graphs_saved_ns)}) and the eager work's change "
-                         f"({_ns(s.remainder_saved_ns)}) add up to the step's {_ns(s.saved_ns)} within "
-                         f"{_ns(abs(s.invariant_residual_ns))}")
+            notes.append(f"step {s.step_id}: the graphs' savings ({human_ns(s.graphs_saved_ns)}) and the eager work's change "
+                         f"({human_ns(s.remainder_saved_ns)}) add up to the step's {human_ns(s.saved_ns)} within "
+                         f"{human_ns(abs(s.invariant_residual_ns))}")
         if s.one_time_basis == "statement":
             notes.append(f"step {s.step_id}: its one-time cost is the statement at {s.one_time_statement} that made its "
                          "graphs, warm-ups included, as the run without CUPTI timed it")

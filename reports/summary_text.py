@@ -13,12 +13,7 @@ from rich.text import Text
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, StepResult, TraceAnalysis
 from graphmode.reports.graphs_text import interval
 from graphmode.reports.names import cell
-
-
-def _ns(ns: float | None) -> str:
-    from graphmode.reports.terminal import human_ns
-
-    return human_ns(ns)
+from graphmode.reports.units import human_ns
 
 
 def break_even_cell(b: BreakEven | None) -> str:
@@ -33,14 +28,14 @@ def break_even_cell(b: BreakEven | None) -> str:
 
 
 def _work(p: Period | None) -> str:
-    return _ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
+    return human_ns(p.work.trimmed_mean) if p is not None and p.work is not None else "—"
 
 
 PREDICTED_MARK = "~"  # a predicted figure (no eager twin: analyzers.counterfactual); the caption says so
 
 
 def _predicted(ns: float | None) -> str:
-    return PREDICTED_MARK + _ns(ns) if ns is not None else "—"
+    return PREDICTED_MARK + human_ns(ns) if ns is not None else "—"
 
 
 def graph_cells(g: GraphResult, indent: str = "") -> list[str]:
@@ -50,24 +45,24 @@ def graph_cells(g: GraphResult, indent: str = "") -> list[str]:
     cf = g.counterfactual
     predicted = cf is not None and b is not None and b.basis == "predicted"
     eager = _predicted(cf.eager.ns) if predicted and cf is not None else _work(g.eager)
-    saved = "—" if b is None else _predicted(b.saved_per_replay_ns) if predicted else _ns(b.saved_per_replay_ns)
+    saved = "—" if b is None else _predicted(b.saved_per_replay_ns) if predicted else human_ns(b.saved_per_replay_ns)
     return [f"{indent}graph {g.graph_id}", f"{g.replays:,}", eager, _work(g.graph), saved,
-            _ns(g.cost.total_ns) if g.cost is not None else "—",
+            human_ns(g.cost.total_ns) if g.cost is not None else "—",
             break_even_cell(b) if g.status == "replayed" else g.status.replace("_", " ")]
 
 
 def step_cells(s: StepResult, by_id: dict[int, GraphResult], eager_label: str = "eager") -> list[tuple[str, list[str]]]:
     """A step's rows, as (kind, cells): the step, then each of its graphs and each eager stretch between them, in the
     step's order. The terminal and the page (reports.steps_html) show the same rows."""
-    est = _predicted if s.basis == "predicted" else _ns
-    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", est(s.eager_ns), _ns(s.graphed_ns), est(s.saved_ns),
-                      _ns(s.one_time_ns), break_even_cell(s.break_even)])]
+    est = _predicted if s.basis == "predicted" else human_ns
+    rows = [("step", [f"step {s.step_id}", f"{s.graphed_steps:,}", est(s.eager_ns), human_ns(s.graphed_ns), est(s.saved_ns),
+                      human_ns(s.one_time_ns), break_even_cell(s.break_even)])]
     for seg in s.segments:
         if seg.kind == "graph" and seg.graph_id in by_id:
             rows.append(("graph", graph_cells(by_id[seg.graph_id], "  ")))
         elif seg.kind == "eager":
-            rows.append(("eager", [f"  {eager_label}", "", _ns(seg.eager.trimmed_mean if seg.eager else None),
-                                   _ns(seg.graphed.trimmed_mean if seg.graphed else None), _ns(seg.saved_ns), "", ""]))
+            rows.append(("eager", [f"  {eager_label}", "", human_ns(seg.eager.trimmed_mean if seg.eager else None),
+                                   human_ns(seg.graphed.trimmed_mean if seg.graphed else None), human_ns(seg.saved_ns), "", ""]))
     return rows
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePath
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,27 +13,16 @@ from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import all_graphs_sentence, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
-from graphmode.reports.names import cell, full_names, printable, short_name
+from graphmode.reports.headline import sentence
+from graphmode.reports.names import cell, full_names, printable, short_name, short_source
 from graphmode.reports.prediction import print_prediction
+from graphmode.reports.summary_text import print_summary
+from graphmode.reports.units import human_ns
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
 MAX_SOURCE_ROWS = 20
-
-
-def human_ns(ns: float | None) -> str:
-    """A duration in the unit a person reads best: ns, us, ms or s."""
-    if ns is None:
-        return "—"
-    a = abs(ns)
-    if a < 1e3:
-        return f"{ns:.0f} ns"
-    if a < 1e6:
-        return f"{ns / 1e3:.2f} us" if a < 1e4 else f"{ns / 1e3:.1f} us"
-    if a < 1e9:
-        return f"{ns / 1e6:.2f} ms" if a < 1e7 else f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e9:.2f} s"
 
 
 def _stat(s: Stat | None, count: bool = False) -> str:
@@ -49,8 +36,6 @@ def _stat(s: Stat | None, count: bool = False) -> str:
 def headline(a: TraceAnalysis) -> str:
     """The analysis's one verdict in a sentence (reports.headline, the same in the JSON and on the page); in a script
     trace of several graphs, a second sentence on all of them."""
-    from graphmode.reports.headline import sentence
-
     return sentence(a) + all_graphs_sentence(a)
 
 
@@ -81,12 +66,6 @@ def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
         ("graph launch spans", [_stat(m.graph_launches, count=True) for m in modes]),
     ]
     return _transposed("Per iteration, median [p10–p90]", [m.mode for m in modes], rows)
-
-
-def short_source(source: str) -> str:
-    """'/long/path/train.py:42 step' -> 'train.py:42 step': the file's name is enough to find the line."""
-    m = re.fullmatch(r"(.*):(\d+)( .*)?", source)
-    return f"{PurePath(m.group(1)).name}:{m.group(2)}{m.group(3) or ''}" if m else source
 
 
 def _source_table(lines: tuple[SourceLine, ...], traced_detail: str | None) -> Table:
@@ -134,8 +113,6 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
     for w in a.warnings:
         console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
     if not detail:
-        from graphmode.reports.summary_text import print_summary
-
         for p in a.pitfalls:
             console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(p.title))}")
         print_summary(console, a)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.tracer.store import PassInfo, Trace
 
 MAX_DRAWN_SPANS = 3_000_000
@@ -153,8 +154,6 @@ def iteration_markers(trace: Trace, pass_id: int) -> dict[str, dict[str, np.ndar
         "ORDER BY mode, iteration", [pass_id])
     out: dict[str, dict[str, np.ndarray]] = {}
     if not cols["mode"].size:
-        from graphmode.analyzers.iterations import find_iterations
-
         it = find_iterations(trace, pass_id)
         steady = it.select(np.isin(it.role, ("steady", "warmup")))
         if steady.size:

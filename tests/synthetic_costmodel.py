@@ -1,6 +1,6 @@
 """SYNTHETIC calibration tables and cost models for tests: every coefficient is chosen by hand, none measured.
 
-A table is made for graphmode's real calibration shapes (tracer.calibrate.shapes / predicted_graph, pure
+A table is made for graphmode's real calibration shapes (tracer.calibrate.shapes / analyzers.calibration.predicted_graph, pure
 code) from TRUE coefficients, with seeded noise or none, so that a fit can be checked against the
 coefficients it should recover and a prediction against numbers worked out on paper. The model's key
 says gpu_name 'SYNTHETIC GPU' so it can never be taken for a calibration.
@@ -50,7 +50,8 @@ def true_value(quantity: str, counts: dict[str, float]) -> float:
 
 def synthetic_table(repeats: int = 3, rel_noise: float = 0.0, abs_noise: float = 0.0, seed: int = 1) -> list[dict[str, Any]]:
     """Rows like tracer.calibrate's, for its real shapes, with values from TRUE (plus noise)."""
-    from graphmode.tracer.calibrate import api_buildable, predicted_graph, program, shapes
+    from graphmode.analyzers.calibration import predicted_graph
+    from graphmode.tracer.calibrate import api_buildable, program, shapes
 
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []

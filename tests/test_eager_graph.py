@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from graphmode.analyzers.eager_graph import EagerOps, EventCalls, build_eager_graph, iteration_graph, window_activity
-from graphmode.tracer.calibrate import predicted_graph, program, shapes
+from graphmode.analyzers.calibration import predicted_graph
+from graphmode.tracer.calibrate import program, shapes
 from graphmode.tracer.store import load
 from tests.conftest import DATA
 

@@ -112,7 +112,7 @@ def test_nvtx_ranges_recorded(torch_graph: tuple[Trace, subprocess.CompletedProc
 @needs_torch
 def test_iterations_inferred(torch_graph: tuple[Trace, subprocess.CompletedProcess[str]]) -> None:
     t, _ = torch_graph
-    from graphmode.analyzers.iterations import find_iterations
+    from graphmode.analyzers.script_analysis import find_iterations
 
     it = find_iterations(t, 0)
     graph = it.mode == "graph"
@@ -131,9 +131,10 @@ def test_broken_capture_diagnosed(tmp_path: Path) -> None:
     assert any(f.endswith("broken_capture.py") and line in broken for f, line, _ in exc["frames"])
     failed = t.rows("SELECT name, return_code FROM api_calls WHERE return_code IN (900, 901, 904, 905, 906, 907, 908)")
     assert failed, "the capture error code should be on the failing API call"
+    from graphmode.analyzers import analyze
     from graphmode.analyzers.pitfalls import find_pitfalls
 
-    kinds = {p.kind for p in find_pitfalls(t)}
+    kinds = {p.kind for p in find_pitfalls(t, analyze(t))}
     assert any("capture" in k for k in kinds), kinds
 
 

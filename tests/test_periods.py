@@ -11,7 +11,7 @@ import pytest
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import break_even_series
-from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.results import trimmed_mean
 from graphmode.analyzers.script_graphs import primitive_root
 from graphmode.tracer.store import load

@@ -19,7 +19,7 @@ from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.costmodel import CostModel, ModelChoice, find_model
 from graphmode.analyzers.predict import predict
-from graphmode.analyzers.untraced import lines_to_time
+from graphmode.analyzers.run_plan import lines_to_time
 from graphmode.reports.json_report import load_schema, render_json
 from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import load

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from graphmode.cli import app
 from graphmode.reports.json_report import REPORT_SCHEMA_VERSION, load_schema
-from graphmode.reports.terminal import headline, human_ns, print_report
+from graphmode.reports.terminal import headline, print_report
+from graphmode.reports.units import human_ns
 from synthetic import SyntheticTrace, basic_trace
 from graphmode.tracer.store import load
 

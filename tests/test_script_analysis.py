@@ -19,7 +19,7 @@ from graphmode.tracer.profile_store import from_session_json
 from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.reports.terminal import print_report
 from graphmode.analyzers.inference import find_sequence
-from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.periods import IterationTable
 from synthetic_script import SYNC_LINE, ScriptTrace, eager_then_graph
 from graphmode.tracer.store import load

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmode.analyzers import analyze
-from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.cli import app
 from graphmode.tracer.cupti_session import api_sparse
 from graphmode.tracer.store import Trace, load
@@ -376,7 +376,7 @@ def test_a_cudagraph_tree_recordings_one_time_cost_is_its_whole_call_timed_untra
     and 93. graphmode's one-time cost of the replayed graph then matches the program's own timer of that call in
     the same run (its third GRAPHMODE_TRUTH line: recording call + first replay - a steady replay) within 5%;
     without the statement it read 0.73-0.80 of it (benchmarks/notes/history.md, session 8)."""
-    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.analyzers.run_plan import lines_to_time
 
     truths = _truths("hf_decode_call.gmtrace.xz")
     with load(_unpacked(tmp_path, "hf_decode_call.gmtrace")) as t:
@@ -425,7 +425,7 @@ def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_p
     first launch's excess, is the one-time cost: it matches the program's own timer of that block in the same run
     (its third GRAPHMODE_TRUTH line: block + first replay - a steady replay) within 3%. CUPTI had slowed that
     capture 1.36x in the measuring run (benchmarks/notes/history.md, session 8)."""
-    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.analyzers.run_plan import lines_to_time
 
     truths = _truths("cupy_capture_span.gmtrace.xz")
     with load(_unpacked(tmp_path, "cupy_capture_span.gmtrace")) as t:

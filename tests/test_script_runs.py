@@ -113,7 +113,7 @@ def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: 
 
 
 def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
-    from graphmode.tracer.script import plan_runs
+    from graphmode.analyzers.run_plan import plan_runs
 
     assert [c.name for c in plan_runs()][:2] == ["measure", "detail"]  # (+ 'timing' on Python 3.12: tests/test_untraced.py)
     assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
@@ -141,7 +141,8 @@ def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, k
 
 
 def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
-    from graphmode.tracer.script import PROBE_RUN, plan_runs
+    from graphmode.analyzers.run_plan import plan_runs
+    from graphmode.tracer.script import PROBE_RUN
 
     assert plan_runs()[-1] == PROBE_RUN and not PROBE_RUN.cupti
     assert PROBE_RUN not in plan_runs(runs="2") and PROBE_RUN not in plan_runs(runs="1") and PROBE_RUN not in plan_runs(ranked=True)
@@ -155,30 +156,41 @@ def test_the_probe_run_is_made_for_a_short_eager_only_script_and_not_otherwise(t
     (> PROBE_RUN_MAX_S) does not, and the user is told why."""
     import duckdb
 
-    from graphmode.tracer.script import PROBE_RUN_MAX_S, _no_probe_run
+    from graphmode.analyzers.run_plan import PROBE_RUN_MAX_S, ProbeRunSkipped, probe_run_wanted
+    from graphmode.reports.run_notes import probe_run_note
+    from graphmode.tracer.script import _UNREADABLE, _decided
 
-    assert _no_probe_run(_script_trace(tmp_path / "eager.gmtrace")) is None
-    assert _no_probe_run(_script_trace(tmp_path / "graph.gmtrace", instantiates=1)) == ""
+    def why(path: Path) -> object | None:  # as run_script asks it of the trace so far
+        return _decided(path, probe_run_wanted, _UNREADABLE)
+
+    assert why(_script_trace(tmp_path / "eager.gmtrace")) is None
+    assert why(_script_trace(tmp_path / "graph.gmtrace", instantiates=1)) == ProbeRunSkipped("own_graphs")
     probed = _script_trace(tmp_path / "probed.gmtrace")
     con = duckdb.connect(str(probed))
     con.execute("INSERT INTO meta VALUES ('first_graph_probe', '{\"extra_ns\": 1.0}')")
     con.close()
-    assert _no_probe_run(probed) == ""
+    assert why(probed) == ProbeRunSkipped("probed")
     assert PROBE_RUN_MAX_S == 60.0
-    why = _no_probe_run(_script_trace(tmp_path / "long.gmtrace", measuring_s=90.0))
-    assert why is not None and why.startswith("no probe run (the measuring run took 90 s, over 60 s)")
-    assert _no_probe_run(tmp_path / "missing.gmtrace") == ""
-    assert _no_probe_run(_script_trace(tmp_path / "cpu.gmtrace", kernels=False)) == ""  # no kernel ran: nothing to predict
+    long = why(_script_trace(tmp_path / "long.gmtrace", measuring_s=90.0))
+    assert isinstance(long, ProbeRunSkipped) and long.kind == "too_long" and long.limit_s == 60.0
+    assert abs(long.measuring_s - 90.0) < 1e-3  # pass 0 spans the synthetic API calls: 1 us to 90 s
+    note = probe_run_note(long)
+    assert note is not None and note.startswith("no probe run (the measuring run took 90 s, over 60 s)")
+    assert why(tmp_path / "missing.gmtrace") is _UNREADABLE  # run_script then makes no probe run and says nothing
+    assert why(_script_trace(tmp_path / "cpu.gmtrace", kernels=False)) == ProbeRunSkipped("no_kernels")  # nothing to predict
     torch = _script_trace(tmp_path / "torch.gmtrace")
     con = duckdb.connect(str(torch))
     con.execute("INSERT INTO meta VALUES ('torch', '{\"version\": \"2.11.0\"}')")
     con.close()
-    assert _no_probe_run(torch) is None  # a PyTorch program: the probe run times torch.cuda.graph in its process
+    assert why(torch) is None  # a PyTorch program: the probe run times torch.cuda.graph in its process
     trees = _script_trace(tmp_path / "trees.gmtrace")
     con = duckdb.connect(str(trees))
     con.execute("INSERT INTO meta VALUES ('torch', ?)", ['{"version": "2.11.0", "events": {"kind": ["start_cudagraph_recording"]}}'])
     con.close()
-    assert _no_probe_run(trees) == ""  # cudagraph trees keep the calibration's tree probe
+    assert why(trees) == ProbeRunSkipped("trees")  # cudagraph trees keep the calibration's tree probe
+    # only the long run is told to the user; the other reasons are silent
+    assert [probe_run_note(w) for w in (None, ProbeRunSkipped("probed"), ProbeRunSkipped("own_graphs"),
+                                        ProbeRunSkipped("no_kernels"), ProbeRunSkipped("trees"))] == [None] * 5
 
 
 def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,4 +229,7 @@ def test_the_timing_run_ends_with_the_first_graph_probe(tmp_path: Path, monkeypa
     assert s.run_in_this_process(script, [], trace, s.timing_config(()), append=True, pass_id=2) == 0
     with load(trace) as t:
         assert t.meta["first_graph_probe"] == {"extra_ns": 123_000.0, "run": "timing", "execs_before": 0}
-    assert s._no_probe_run(trace) == ""
+    from graphmode.analyzers.run_plan import ProbeRunSkipped, probe_run_wanted
+
+    with load(trace) as t:
+        assert probe_run_wanted(t) == ProbeRunSkipped("probed")

@@ -282,7 +282,7 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
     """CuPy: 100 eager steps of 10 fused kernels (one line, executed 10 times a step), CPU-bound; replays
     GPU-bound. The eager period is the timing run's; the replay period stays the measuring run's."""
     from graphmode.analyzers import analyze
-    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.analyzers.run_plan import lines_to_time
     from graphmode.tracer.validate import validate_trace
 
     with load(TIMED / "cupy_graph.gmtrace") as trace:
@@ -323,7 +323,7 @@ def test_an_eager_only_loop_is_timed_by_the_timing_run_which_also_measures_the_f
     import lzma
 
     from graphmode.analyzers import analyze
-    from graphmode.analyzers.untraced import lines_to_time
+    from graphmode.analyzers.run_plan import lines_to_time
     from graphmode.tracer.validate import validate_trace
 
     path = tmp_path / "cuda_python_eager_only.gmtrace"
@@ -417,7 +417,7 @@ def test_loops_on_other_threads_keep_the_measured_period_and_say_why() -> None:
 @pytest.mark.parametrize("available", [True, False])
 def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: pytest.MonkeyPatch, available: bool) -> None:
     import graphmode.tracer.line_stamps as line_stamps
-    from graphmode.tracer.script import plan_runs
+    from graphmode.analyzers.run_plan import plan_runs
 
     monkeypatch.setattr(line_stamps, "AVAILABLE", available)
     auto = plan_runs(runs="auto")
@@ -525,8 +525,8 @@ def _call_trace(path: Path, timing_line10: list[int], timing_line11: list[int], 
 
 def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: Path) -> None:
     from graphmode.analyzers.per_graph import call_part
-    from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import _stamps, call_lines, timing_run_one_time
+    from graphmode.analyzers.torch_windows import torch_windows
+    from graphmode.analyzers.timing_run import _stamps, call_lines, timing_run_one_time
 
     # the timing run: a warm-up call 10,000-10,400, the recording call 19,500-23,800 around the window
     # 20,000-23,000, then four replay calls of 200 each
@@ -551,8 +551,8 @@ def test_the_statement_around_a_recording_is_timed_by_the_timing_run(tmp_path: P
 
 
 def test_a_statement_without_its_lines_stamped_around_the_window_is_not_timed(tmp_path: Path) -> None:
-    from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import timing_run_one_time
+    from graphmode.analyzers.torch_windows import torch_windows
+    from graphmode.analyzers.timing_run import timing_run_one_time
 
     # the timing run stamped s.py:10 only after the window: no stamp of it before 20,000
     path = _call_trace(tmp_path / "n.gmtrace", [24_000], [24_200])
@@ -566,7 +566,7 @@ def test_a_capture_outside_pytorch_is_timed_by_the_timing_run(tmp_path: Path) ->
     instantiation) at 1910: a span of 920, of which 900 is the region and 20 the two statements' own work around
     it. The timing run (pass 2) stamped s.py:30 at 50,000 and s.py:33 at 50,600: making the graph took 600 there,
     the statements' own work included (CuPy's end_capture destroys the captured graph, for instance)."""
-    from graphmode.analyzers.untraced import _stamps, capture_lines, timing_run_one_time
+    from graphmode.analyzers.timing_run import _stamps, capture_lines, timing_run_one_time
 
     def build(timing: list[tuple[int, int]]) -> Path:
         t = SyntheticTrace().add_pass(1, "graph").add_pass(2, "stamps")
@@ -601,8 +601,8 @@ def test_a_compilation_in_the_recording_statement_is_not_recording_work(tmp_path
     span 19,500-23,800 and outside the window 20,000-23,000 (the detail run: 920-990). The statement's time
     outside the window is 1300 - 300 = 1000. A timing run that did not hear compilations (recorded before it did),
     where the detail run's statement compiled, gives no answer rather than count the compilation."""
-    from graphmode.analyzers.script_graphs import torch_windows
-    from graphmode.analyzers.untraced import timing_run_one_time
+    from graphmode.analyzers.torch_windows import torch_windows
+    from graphmode.analyzers.timing_run import timing_run_one_time
 
     timing10, timing11 = [10_000, 19_500, 24_000, 24_300, 24_600, 24_900], [10_400, 23_800, 24_200, 24_500, 24_800, 25_100]
     path = _call_trace(tmp_path / "c.gmtrace", timing10, timing11, detail_compile=(920, 990), timing_compile=(19_600, 19_900))

@@ -19,6 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.tracer import cuda_util
+from graphmode.tracer.cuda_util import check
+from graphmode.tracer.runner import record
+
 
 def _flatten(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
@@ -162,8 +166,6 @@ class CudaStepWorkload:
         self._mode = "eager"
 
     def setup(self) -> None:
-        from graphmode.tracer import cuda_util
-
         from cuda.bindings import driver
 
         self.cu = driver
@@ -180,8 +182,6 @@ class CudaStepWorkload:
         return {"eager": eager}
 
     def build_graph(self) -> tuple[Any, str]:
-        from graphmode.tracer.cuda_util import check
-
         cu = self.cu
         check(cu.cuStreamBeginCapture(self.stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture")
         try:
@@ -203,8 +203,6 @@ class CudaStepWorkload:
         return self._checker.check(outs, mode)
 
     def teardown(self) -> None:
-        from graphmode.tracer.cuda_util import check
-
         check(self.cu.cuStreamDestroy(self.stream), "cuStreamDestroy")
 
 
@@ -224,7 +222,5 @@ def step_workload(step: Callable[..., Any], framework: str = "auto", outputs: Ca
 def record_comparison(step: Callable[..., Any], out: str | os.PathLike[str], iters: int = 200, warmup: int = 10,
                       detail: str = "graph", framework: str = "auto",
                       outputs: Callable[[], Any] | None = None) -> Path:
-    from graphmode.tracer.runner import record
-
     wl = step_workload(step, framework, outputs)
     return record(wl, Path(out), iterations=iters, warmup=warmup, detail=detail)

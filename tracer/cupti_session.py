@@ -17,13 +17,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# record_dtypes and cupti_module are imported from here too (their home is cupti_records)
+from graphmode.tracer.cupti_records import api_category, cupti_module, name_pointers, record_dtypes, record_size
+from graphmode.tracer.sources import location_text, user_source
+from graphmode.tracer.topology import read_topology
+
 BUFFER_SIZE = 8 * 1024 * 1024
-
-
-def cupti_module() -> Any:
-    from cupti import cupti
-
-    return cupti
 
 
 def timestamp() -> int:
@@ -109,8 +108,6 @@ def api_needed(name: str) -> bool:
     """Whether the measuring run records this API (by name): launches, graph lifecycle, capture begin
     and end, synchronizations, copies, memsets, allocations, events, streams and module loads; not
     getters, queries or the categories nothing reads ('other': device/context bookkeeping)."""
-    from graphmode.tracer.decode import api_category
-
     category = api_category(name)
     if category == "other":
         return False
@@ -129,8 +126,6 @@ _SPARSE_CATEGORIES = ("graph_launch", "instantiate", "upload", "graph_destroy", 
 
 def api_sparse(name: str) -> bool:
     """Whether the sparse filter records this API (see _SPARSE_CATEGORIES)."""
-    from graphmode.tracer.decode import api_category
-
     category = api_category(name)
     if category == "capture":
         return "BeginCapture" in name or "EndCapture" in name
@@ -246,7 +241,6 @@ class CuptiSession:
             self._instantiating[tid] = max(depth, 0)
         if not enter or (api, cbid) not in self._source_cbids:
             return
-        from graphmode.tracer.sources import user_source
 
         self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
 
@@ -293,8 +287,6 @@ class CuptiSession:
 
     def _read_topology(self, graph_id: int, graph: int) -> None:
         from cuda.bindings import driver as cu
-
-        from graphmode.tracer.topology import read_topology
 
         if graph_id in self.raw.topologies:
             return
@@ -393,7 +385,6 @@ class CuptiSession:
             self._read_topology(graph_id, handle)
         self._graph_handles.clear()
         self._resolve_names()
-        from graphmode.tracer.sources import location_text
 
         for ev in self.raw.resource_events:
             if ev.stack:
@@ -411,46 +402,9 @@ class CuptiSession:
 
     def _resolve_names(self) -> None:
         """Kernel and marker names are char* into CUPTI's memory: read them while it still holds them."""
-        from graphmode.tracer.decode import name_pointers
-
         for ptr in name_pointers(self.raw.chunks):
             if ptr and ptr not in self.raw.names:
                 self.raw.names[ptr] = ctypes.string_at(ptr).decode(errors="replace")
-
-
-_RECORD_DTYPES: dict[int, Any] | None = None
-
-
-def record_dtypes() -> dict[int, Any]:
-    """ActivityKind value -> numpy dtype of its record layout, for the kinds the tracer enables."""
-    global _RECORD_DTYPES
-    if _RECORD_DTYPES is None:
-        cupti = cupti_module()
-        K = cupti.ActivityKind
-        _RECORD_DTYPES = {
-            int(K.DRIVER): cupti.activity_api_dtype,
-            int(K.RUNTIME): cupti.activity_api_dtype,
-            int(K.INTERNAL_LAUNCH_API): cupti.activity_api_dtype,
-            int(K.CONCURRENT_KERNEL): cupti.activity_kernel10_dtype,
-            int(K.KERNEL): cupti.activity_kernel10_dtype,
-            int(K.MEMCPY): cupti.activity_memcpy6_dtype,
-            int(K.MEMSET): cupti.activity_memset4_dtype,
-            int(K.SYNCHRONIZATION): cupti.activity_synchronization2_dtype,
-            int(K.GRAPH_TRACE): cupti.activity_graph_trace2_dtype,
-            int(K.MARKER): cupti.activity_marker2_dtype,
-            int(K.MARKER_DATA): cupti.activity_marker_data_dtype,
-            int(K.NAME): cupti.activity_name_dtype,
-            int(K.OVERHEAD): cupti.activity_overhead3_dtype,
-            int(K.EXTERNAL_CORRELATION): cupti.activity_external_correlation_dtype,
-        }
-    return _RECORD_DTYPES
-
-
-def record_size(kind: int) -> int:
-    dt = record_dtypes().get(kind)
-    if dt is None:
-        raise KeyError(f"CUPTI activity kind {kind} has no known record layout")
-    return int(dt.itemsize)
 
 
 def loaded_cupti_library() -> str:

@@ -8,96 +8,18 @@ single fancy-index and view them through the dtype: no per-record attribute acce
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from graphmode.tracer.cupti_session import RawActivity, cupti_module, record_dtypes
+from graphmode.tracer.cupti_records import api_category, cupti_module, records_by_kind
+from graphmode.tracer.cupti_session import RawActivity
 
 _COPY_KINDS = {
     1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP",
 }
 _SYNC_TYPES = {0: "unknown", 1: "event", 2: "stream_wait_event", 3: "stream", 4: "context"}
-
-# Order matters: first match wins.
-_API_CATEGORY_RULES: list[tuple[str, str]] = [
-    ("graph_launch", r"^cu(da)?GraphLaunch"),
-    ("instantiate", r"^cu(da)?GraphInstantiate"),
-    ("upload", r"^cu(da)?GraphUpload"),
-    ("update", r"^cu(da)?GraphExec(Update|.*SetParams|NodeSetParams|.*Set)"),
-    ("graph_destroy", r"^cu(da)?Graph(Exec)?Destroy"),
-    ("capture", r"^cu(da)?(Stream(BeginCapture|EndCapture|IsCapturing|GetCaptureInfo|UpdateCaptureDependencies)|ThreadExchangeStreamCaptureMode)"),
-    ("graph_build", r"^cu(da)?Graph"),
-    ("kernel_launch", r"^cu(da)?Launch|^cudaLaunch|^cuLaunch"),
-    ("sync", r"Synchronize"),
-    ("memset", r"Memset"),
-    ("memcpy", r"Memcpy|Memcpy|MemPrefetch"),
-    ("memory", r"Mem(Alloc|Free|HostAlloc|HostRegister|HostUnregister|Pool|Map|Create|Release|AddressReserve|AddressFree|GetInfo)|^cuda(Malloc|Free|HostAlloc|HostRegister)"),
-    ("event", r"Event"),
-    ("stream", r"Stream"),
-    ("module", r"^cu(Module|Library|Kernel)|^cudaFuncGet|^cuFuncGet"),
-]
-
-
-def api_category(name: str) -> str:
-    for category, pattern in _API_CATEGORY_RULES:
-        if re.search(pattern, name):
-            return category
-    return "other"
-
-
-def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets and kinds of the records in one buffer span."""
-    offsets: list[int] = []
-    kinds: list[int] = []
-    n = len(chunk)
-    o = 0
-    mv = memoryview(chunk)
-    while o + 4 <= n:
-        kind = int.from_bytes(mv[o : o + 4], "little")
-        size = sizes.get(kind)
-        if size is None:
-            raise ValueError(f"unknown CUPTI record kind {kind} at offset {o}: cannot continue decoding this buffer")
-        offsets.append(o)
-        kinds.append(kind)
-        o += size
-    return np.asarray(offsets, dtype=np.int64), np.asarray(kinds, dtype=np.int32)
-
-
-def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
-    """kind -> structured array of all records of that kind, in buffer order."""
-    dtypes = record_dtypes()
-    sizes = {k: int(dt.itemsize) for k, dt in dtypes.items()}
-    parts: dict[int, list[np.ndarray]] = {}
-    for chunk in chunks:
-        if not chunk:
-            continue
-        offsets, kinds = _walk(chunk, sizes)
-        raw = np.frombuffer(chunk, dtype=np.uint8)
-        for kind in np.unique(kinds):
-            dt = dtypes[int(kind)]
-            sel = offsets[kinds == kind]
-            idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
-            rows = np.ascontiguousarray(raw[idx]).view(dt).reshape(-1)
-            parts.setdefault(int(kind), []).append(rows)
-    return {k: np.concatenate(v) for k, v in parts.items()}
-
-
-def name_pointers(chunks: Iterable[bytes]) -> set[int]:
-    """Every distinct char* name pointer in kernel and marker records (to be read while valid)."""
-    K = cupti_module().ActivityKind
-    recs = records_by_kind(chunks)
-    ptrs: set[int] = set()
-    for kind in (int(K.CONCURRENT_KERNEL), int(K.KERNEL), int(K.MARKER)):
-        if kind in recs:
-            ptrs.update(int(p) for p in np.unique(recs[kind]["name"]))
-        if kind == int(K.MARKER) and kind in recs:
-            ptrs.update(int(p) for p in np.unique(recs[kind]["domain"]))
-    ptrs.discard(0)
-    return ptrs
-
 
 def _sources_for(sources: dict[tuple[str, int], str], api: str, corr: np.ndarray) -> np.ndarray:
     """Call sites recorded by API callbacks, joined on correlation id (sorted search, no loop per call)."""

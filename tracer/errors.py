@@ -45,6 +45,10 @@ class StorageError(GraphmodeError, OSError):
     exit_code = 1
 
 
+class CostModelError(GraphmodeError, ValueError):
+    """A cost model file or calibration table that cannot be used (analyzers.costmodel); the message says what to do."""
+
+
 class StdoutError(GraphmodeError):
     """Writing to standard output failed (a full disk it was redirected to, a closed descriptor)."""
 

@@ -31,7 +31,10 @@ import time
 from typing import Any
 
 # The same chain length, number of graphs and steady state as `graphmode calibrate`'s first-graph probe.
+from graphmode.tracer import cuda_util as cu_util
+from graphmode.tracer.calibrate import torch_capture_probe
 from graphmode.tracer.calibrate import PROBE_GRAPHS, PROBE_KERNELS, PROBE_STEADY_FROM, SOURCE, over_steady
+from graphmode.tracer.cuda_util import check, KernelArgs
 
 PHASES = ("build", "instantiate", "upload", "first_launch")
 BUFFER_BYTES = 1 << 16
@@ -48,9 +51,6 @@ def probe_first_graph(ordinal: int = 0) -> dict[str, Any]:
     ('graphs'), and what the probe cost ('probe_ns', NVRTC compile included). Raises CudaError where a call fails,
     NoContextError where the primary context is not active (the probe would measure a fresh context's first graph)."""
     from cuda.bindings import driver as cu
-
-    from graphmode.tracer import cuda_util as cu_util
-    from graphmode.tracer.cuda_util import KernelArgs, check
 
     clock = time.perf_counter_ns
     t_start = clock()
@@ -127,7 +127,5 @@ def probe_torch_capture() -> dict[str, Any]:
     """`graphmode calibrate`'s torch probe (tracer.calibrate.torch_capture_probe: a small MLP captured TORCH_CAPTURES
     times with torch.cuda.graph, instantiation and the first replay timed apart) in this process, where the program's
     PyTorch work has run; with what the probe cost ('probe_ns'). analyzers.costmodel.torch_capture_spreads reads it."""
-    from graphmode.tracer.calibrate import torch_capture_probe
-
     t0 = time.perf_counter_ns()
     return torch_capture_probe() | {"probe_ns": time.perf_counter_ns() - t0}

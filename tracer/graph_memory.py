@@ -27,6 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from graphmode.tracer.cupti_session import timestamp
+
 COLUMNS = ("ts_ns", "end_ns", "thread_id", "event", "correlation_id", "free_bytes", "total_bytes",
            "graph_used_bytes", "graph_reserved_bytes", "pool", "pool_reserved_bytes", "pool_allocated_bytes",
            "torch_reserved_bytes", "torch_allocated_bytes")
@@ -51,8 +53,6 @@ class GraphMemorySampler:
     @classmethod
     def attach(cls, session: Any, device_ordinal: int = 0) -> GraphMemorySampler:
         """A sampler fed by the session's API callback (CuptiSession.on_api_call)."""
-        from graphmode.tracer.cupti_session import timestamp
-
         sampler = cls(timestamp, device_ordinal, session.raw.own_spans)
         session.on_api_call = sampler.on_api_call
         return sampler

@@ -24,12 +24,17 @@ Run as `python -m graphmode.tracer.launch_probes FRAMEWORK`; prints one JSON obj
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from graphmode.tracer.cupti_session import CuptiSession
+from graphmode.tracer.decode import decode
 
 FRAMEWORKS = ("torch", "inductor", "xla")
 SIZES = (8, 32)  # ops per call
@@ -58,9 +63,6 @@ def _loop(fn: Callable[[], Any], sync: Callable[[Any], None]) -> tuple[float, fl
 
 def _kernels(fn: Callable[[], Any], sync: Callable[[Any], None]) -> tuple[int, float]:
     """Kernels one call launches and their GPU time added up (ns): one CUPTI session over one call, after the timing."""
-    from graphmode.tracer.cupti_session import CuptiSession
-    from graphmode.tracer.decode import decode
-
     sync(fn())
     session = CuptiSession("graph", callbacks=False, api_filter="none")
     session.start()
@@ -205,8 +207,6 @@ def env_for(framework: str) -> dict[str, str]:
 
 def available() -> tuple[str, ...]:
     """The frameworks this Python can probe: torch and inductor where PyTorch is installed, xla where JAX is."""
-    import importlib.util
-
     have = {m: importlib.util.find_spec(m) is not None for m in ("torch", "jax")}
     return tuple(f for f in FRAMEWORKS if have["jax" if f == "xla" else "torch"])
 
@@ -216,8 +216,6 @@ def run_launch_probes(procs: int = 3, frameworks: tuple[str, ...] | None = None,
     """Each framework's probe in `procs` fresh processes, interleaved (process i of every framework, then i + 1), so
     that a drift of the machine spreads over all of them. Returns the probes' JSON objects (each with `process`) and
     the errors of those that failed (a framework that cannot run loses its rows, not the calibration)."""
-    import subprocess
-
     chosen = available() if frameworks is None else frameworks
     rows: list[dict[str, Any]] = []
     errors: list[str] = []

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.tracer.cupti_session import RawActivity, ResourceEvent
+from graphmode.tracer.topology import node_type_name
 
 
 @dataclass
@@ -39,8 +40,6 @@ class ScriptGraphs:
 def _node_type_name(value: int) -> str:
     try:
         from cuda.bindings import driver as cu
-
-        from graphmode.tracer.topology import node_type_name
 
         return node_type_name(cu.CUgraphNodeType(value))
     except Exception:

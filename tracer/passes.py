@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.tracer.cupti_session import RawActivity
+from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
 from graphmode.tracer.store import PassInfo, TraceWriter
 
 
@@ -94,8 +95,6 @@ def write_pass(writer: TraceWriter, rec: Any, raw: RawActivity | None, info: Pas
     put("graph_nodes", rec.nodes)
     put("graph_edges", rec.edges)
     if raw is not None:
-        from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
-
         labels = {int(g["graph_id"][0]): str(g["label"][0]) for g in rec.graphs}
         tables = decode(raw, pid, labels)
         if (note := drop_untimed_spans(tables, pid)) is not None:

@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphmode.tracer.errors import StorageError
+
 if TYPE_CHECKING:
     import numpy as np
     from pyinstrument.session import Session
@@ -146,8 +148,6 @@ def write_profile(writer: TraceWriter, profile: tuple[Session | None, str]) -> N
                                           "stack_id": sample_stack, "seconds": seconds})
         writer.set_meta({SESSION_KEY: scalars})
     except Exception as e:
-        from graphmode.tracer.errors import StorageError
-
         if isinstance(e, StorageError):
             raise
         writer.add_note(f"the CPU profile could not be stored ({type(e).__name__}: {e})")

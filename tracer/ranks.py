@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from graphmode.tracer.cupti_session import timestamp
+
 # (launcher, rank, world size, local rank, local world size, node rank): the first whose rank and world
 # size are both set wins. torchrun first: under Slurm or MPI a torchrun-started process also carries
 # the outer launcher's variables (of the torchrun process, not of this rank).
@@ -150,8 +152,6 @@ def clock_reading(samples: int = 5) -> dict[str, Any]:
     """
     best: tuple[int, int, int] | None = None
     try:
-        from graphmode.tracer.cupti_session import timestamp
-
         for _ in range(samples):
             a = time.time_ns()
             c = timestamp()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from typing import Any
 
-from graphmode.tracer.store import TraceError
+from graphmode.tracer.store import read_meta, TraceError
 
 GLOB_CHARS = set("*?[")
 
@@ -93,8 +93,6 @@ def _listed(groups: dict[str, list[Path]], shown: int = 3) -> str:
 def check_one_job(paths: Sequence[Path]) -> None:
     """Raises RankSetError, naming what differs, unless the traces can be the ranks of one job (module
     docstring). A trace that cannot be read is let through: the analysis leaves it out and says so."""
-    from graphmode.tracer.store import read_meta
-
     metas: list[tuple[Path, dict[str, Any]]] = []
     for p in paths:
         try:

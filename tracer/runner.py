@@ -23,9 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.tracer.cuda_util import check
+from graphmode.tracer.cuda_util import check, init_device
+from graphmode.tracer.cupti_session import CuptiSession
+from graphmode.tracer.passes import write_pass
 from graphmode.tracer.signals import Terminated, sigterm_interrupts
 from graphmode.tracer.store import PassInfo, TraceWriter
+from graphmode.tracer.topology import GraphTopology, read_topology
 from graphmode.tracer.workloads import Workload
 
 Progress = Callable[[str, int, int], None]  # (what runs now, phases done, phases in all)
@@ -151,8 +154,6 @@ def run_pass(workload: Workload, rec: PassRecorder, iterations: int, warmup: int
     last replay, since CUPTI calls made there slow later graph launches (CUPTI 13.0, docs/design.md).
     Without `ids` CUPTI is never touched (benchmarks/fidelity.py baseline).
     """
-    from graphmode.tracer.topology import GraphTopology, read_topology
-
     if clock is None:
         from cupti import cupti
 
@@ -292,8 +293,6 @@ def record(workload: Workload, out: Path, iterations: int = 1000, warmup: int = 
            progress: Progress | None = None, graph_replays: int | None = None,
            extra_meta: dict[str, Any] | None = None) -> Path:
     """Runs the timing pass and one traced pass of `workload` and writes the trace to `out`."""
-    from graphmode.tracer.cuda_util import init_device
-
     if detail not in ("graph", "node"):
         raise ValueError(f"detail must be 'graph' or 'node', not {detail!r}")
     if iterations < 1:
@@ -314,9 +313,6 @@ def _record_passes(workload: Workload, writer: TraceWriter, out: Path, iteration
                    progress: Progress | None, graph_replays: int | None, hold: Callable[[], object]) -> Path:
     """`record`'s passes; `hold` (tracer.signals) ignores SIGTERM from the closing of the trace on."""
     from cupti import cupti
-
-    from graphmode.tracer.cupti_session import CuptiSession
-    from graphmode.tracer.passes import write_pass
 
     verified: dict[str, bool] = {}
     notes: dict[str, str] = {}

@@ -31,14 +31,28 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
+from graphmode.tracer import first_graph_probe, line_stamps  # read as module attributes: set at run time (and by tests)
+from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
+from graphmode.tracer.cuda_util import init_device
+from graphmode.tracer.cupti_session import CuptiSession, LAUNCH_API, LIFECYCLE_API, loaded_cupti_library, timestamp
+from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
 from graphmode.tracer.errors import GraphmodeError
+from graphmode.tracer.graph_memory import GraphMemorySampler
+from graphmode.tracer.lifecycle import derive_graphs
+from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
+from graphmode.tracer.passes import launch_events, map_graph_ids
+from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
+from graphmode.tracer.runner import machine_meta
 from graphmode.tracer.signals import sigterm_interrupts
-from graphmode.tracer.store import PassInfo, TraceWriter, check_free_space, check_output_path
+from graphmode.tracer.sources import is_user_file, user_location
+from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
+from graphmode.tracer.torch_hooks import TorchHooks
 
 
 @dataclass(frozen=True)
@@ -79,11 +93,9 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
     """The run that names the graphs and records everything asked for: every API call, node events,
     (`sources`) the line that created each node and, where Python has sys.monitoring (3.12+), a stamp of
     every execution of the user's lines: which line starts each iteration, for the timing run."""
-    from graphmode.tracer.line_stamps import AVAILABLE
-
     return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
                      launch_sources=launch_sources, profile=profile,
-                     stamp="all" if AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
+                     stamp="all" if line_stamps.AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
@@ -94,9 +106,20 @@ def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
 
 
 # The probe run: the script once more, untraced, for the first-graph probe at its end (tracer.first_graph_probe), where
-# no timing run made it and the script built no graph of its own; not for a script whose measuring run took longer.
+# no timing run made it and the script built no graph of its own (analyzers.run_plan.probe_run_wanted decides).
 PROBE_RUN = RunConfig("probe", detail="graph", api_filter="none", callbacks=False, gpu_kinds=False, cupti=False)
-PROBE_RUN_MAX_S = 60.0
+
+
+@dataclass(frozen=True)
+class RunDecisions:
+    """What run_script asks between runs, of the trace recorded so far. The decisions are analyzers' (the front door
+    passes analyzers.run_plan.DECISIONS); this module only executes the runs.
+
+    `lines_to_time`: the lines the timing run stamps ('file:line'; none: no timing run). `why_no_probe_run`: None
+    where the probe run is wanted, else why not (returned as ScriptRuns.probe_skipped for the front door to say)."""
+
+    lines_to_time: Callable[[Trace], list[str]]
+    why_no_probe_run: Callable[[Trace], object | None]
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -149,13 +172,6 @@ class ScriptTracer:
         return self.config.detail
 
     def start(self) -> None:
-        from graphmode.tracer.cuda_util import init_device
-        from graphmode.tracer.graph_memory import GraphMemorySampler
-        from graphmode.tracer.torch_hooks import TorchHooks
-        from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API, CuptiSession, loaded_cupti_library, timestamp
-        from graphmode.tracer.runner import machine_meta
-        from graphmode.tracer.sources import user_location
-
         cfg = self.config
         device = init_device(device_ordinal())
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
@@ -182,7 +198,6 @@ class ScriptTracer:
         # the runs that have them (not the measuring run).
         self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
         self._session.start()
-        from graphmode.tracer.conflicts import ProfilerWatch
 
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
         self._watch.install()
@@ -202,10 +217,7 @@ class ScriptTracer:
             self._profiler.start()
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
-        from graphmode.tracer.cupti_session import timestamp
-
         assert self._writer is not None and self._session is not None, "start() first"
-        from graphmode.tracer.profile_store import stop_profiler, write_profile
 
         writer = self._writer
         if self._stamper is not None:
@@ -266,13 +278,11 @@ def _probe_first_graph() -> dict[str, Any]:
     """tracer.first_graph_probe in this process, or {'error': why not}: a probe that fails costs the trace nothing. A
     PyTorch program (PyTorch's CUDA state made) gets the torch probe instead, as {'torch': ...}: its graph would go
     through torch.cuda.graph, and the driver probe's graphs would pre-pay part of what the torch probe measures."""
-    from graphmode.tracer.first_graph_probe import probe_first_graph, probe_torch_capture, torch_in_use
-
     try:
-        if torch_in_use():
-            t = probe_torch_capture()
+        if first_graph_probe.torch_in_use():
+            t = first_graph_probe.probe_torch_capture()
             return {"torch": t, "probe_ns": t["probe_ns"]}
-        return probe_first_graph(device_ordinal())
+        return first_graph_probe.probe_first_graph(device_ordinal())
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
 
@@ -301,9 +311,6 @@ def _runs_with(meta: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, An
 def start_stamper(cfg: RunConfig) -> Any:
     """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones; None (said
     on stderr) without sys.monitoring (Python < 3.12) or a free tool id."""
-    from graphmode.tracer.line_stamps import LineStamper
-    from graphmode.tracer.sources import is_user_file
-
     lines = None
     if cfg.stamp == "lines":
         lines = [(f, int(n)) for f, _, n in (x.rpartition(":") for x in cfg.stamp_lines) if n.isdigit()]
@@ -349,7 +356,7 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
 
 class TimingTracer:
     """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
-    that start the iterations and of those around each capture (analyzers.untraced.lines_to_time), and the start
+    that start the iterations and of those around each capture (analyzers.run_plan.lines_to_time), and the start
     and end of each PyTorch capture window and Dynamo compilation (a cudagraph-tree recording, a `with
     torch.cuda.graph` block: TorchHooks(recordings_only), two Python calls each), on perf_counter_ns (its own
     clock: only differences are read). Appends one pass, detail 'stamps', to the trace the earlier
@@ -369,7 +376,6 @@ class TimingTracer:
     def start(self) -> None:
         self._writer = TraceWriter(self.out, append=True)
         self._stamper = start_stamper(self.config)
-        from graphmode.tracer.torch_hooks import TorchHooks
 
         # PyTorch's capture windows untraced: the measuring run's are slowed by CUPTI (analyzers.per_graph)
         self._torch = TorchHooks(None, clock=time.perf_counter_ns, recordings_only=True).install()
@@ -384,8 +390,6 @@ class TimingTracer:
             entry["torch"] = windows  # the PyTorch capture windows, on this run's perf_counter_ns
         try:
             if self._stamper is not None:
-                from graphmode.tracer.line_stamps import stamp_cost_ns
-
                 self._stamper.stop()
                 entry.update(write_stamps(writer, self._stamper, self.pass_id))
                 entry["stamp_cost_ns"] = stamp_cost_ns()  # what a stamp cost the program (measured after it ended)
@@ -438,10 +442,6 @@ def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
-    from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
-    from graphmode.tracer.lifecycle import derive_graphs
-    from graphmode.tracer.passes import launch_events, map_graph_ids
-
     pid = info.pass_id
     tables = decode(raw, pid)
     if (note := drop_untimed_spans(tables, pid)) is not None:
@@ -509,7 +509,6 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         tracer = ProbeTracer(out, config, pass_id=pass_id)
     else:
         tracer = TimingTracer(out, config, pass_id=pass_id, append=append)
-    from graphmode.tracer.conflicts import warning_before_run
 
     if pass_id == 0 and (warning := warning_before_run(path)):
         print(warning, file=sys.stderr)
@@ -596,33 +595,13 @@ class ScriptRuns:
     path: Path
     runs: tuple[str, ...]
     note: str  # why a planned run was not made ('' when all were)
-
-
-def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
-              runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
-    """The runs `graphmode run` makes. '2': the measuring run, then the detail run, which names the graphs
-    (CUPTI callbacks), reads their topology and records whatever else was asked for; '1': the detail run
-    alone (for a script that cannot run twice: its timings are slowed by the callbacks, and the report
-    says so). 'auto': '2', then the timing run and the probe run where they are wanted (run_script), except for
-    one rank of a multi-process job (`ranked`): '1'. A job's ranks would
-    each start their second run when their own first run ended, and a rank's second run could meet what
-    another rank's first run left behind: a second run failed to connect to NCCL's bootstrap address while
-    another rank's waited for it (docs/ranks.md)."""
-    if runs == "1" or (runs == "auto" and ranked):
-        return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
-    if runs == "2":
-        return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
-    if runs == "auto":
-        plan = [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
-        if plan[1].stamp:  # Python 3.12+: a timing run where the first two find CPU-bound iterations
-            plan.append(timing_config(()))
-        return plan + [PROBE_RUN]  # where no timing run measured the first graph's extra (run_script says when)
-    raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
+    probe_skipped: object | None = None  # why the planned probe run was not made (RunDecisions.why_no_probe_run)
 
 
 def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
-               plan: list[RunConfig] | None = None) -> ScriptRuns:
-    """Runs the script once per planned run, each in a fresh process, all into one trace file."""
+               plan: list[RunConfig] | None = None, decide: RunDecisions | None = None) -> ScriptRuns:
+    """Runs the script once per planned run, each in a fresh process, all into one trace file. A planned timing or
+    probe run is made as `decide` says (analyzers.run_plan.DECISIONS); without it, neither is."""
     path, out = Path(script), Path(out)
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
@@ -633,17 +612,20 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     code = 0
     made: list[str] = []
     note = ""
+    probe_skipped: object | None = None
     status = 0
     for pass_id, config in enumerate(plan):
+        ok = code == 0 and status == 0  # after a failure: nothing to time, no prediction to make
         if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
-            lines = _lines_to_time(out) if code == 0 and status == 0 else []  # after a failure: nothing to time
+            no_lines: list[str] = []
+            lines = _decided(out, decide.lines_to_time, no_lines) if ok and decide is not None else no_lines
             if not lines:
                 continue
             config = replace(config, stamp_lines=tuple(lines))
         if config.name == PROBE_RUN.name:
-            why = _no_probe_run(out) if code == 0 and status == 0 else ""  # after a failure: no prediction to make
+            why = _decided(out, decide.why_no_probe_run, _UNREADABLE) if ok and decide is not None else _UNREADABLE
             if why is not None:
-                note = why or note
+                probe_skipped = None if why is _UNREADABLE else why
                 continue
         status, said = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
         made.append(config.name)
@@ -661,50 +643,21 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         if status in (130, 143) or status < 0:
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
-    return ScriptRuns(code, out, tuple(made), note)
+    return ScriptRuns(code, out, tuple(made), note, probe_skipped)
 
 
-def _no_probe_run(out: Path) -> str | None:
-    """None where the probe run is wanted: the trace has no first-graph probe yet (the timing run makes one), the
-    measuring run instantiated no graph (a script that builds graphs has its own first graph measured) and ran
-    kernels (else there is no loop to predict a graph for); a PyTorch program's probe run times torch.cuda.graph's
-    first capture (tracer.first_graph_probe.probe_torch_capture), except one that records cudagraph trees (priced
-    with the calibration's tree probe, analyzers.predict). Otherwise why
-    not: '' where there is nothing to say, a note for the user where the measuring run took longer than
-    PROBE_RUN_MAX_S (the probe run would run the script once more)."""
-    from graphmode.tracer.store import TraceError, load
-
-    try:
-        with load(out) as t:
-            if "first_graph_probe" in t.meta or instantiations(t) != 0:
-                return ""
-            if not t.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0]:
-                return ""  # no kernel ran: no loop to predict a graph for
-            from graphmode.analyzers.predict import uses_torch, uses_trees
-
-            if uses_torch(t) and uses_trees(t):  # cudagraph trees keep the calibration's tree probe
-                return ""
-            first = t.passes[0] if t.passes else None
-            took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
-    except (TraceError, OSError):
-        return ""
-    if took > PROBE_RUN_MAX_S:
-        return (f"no probe run (the measuring run took {took:.0f} s, over {PROBE_RUN_MAX_S:.0f} s): a graph's first-graph extra "
-                "in the prediction is the cost model's, not measured in this program's process")
-    return None
+_D = TypeVar("_D")
+_UNREADABLE = object()  # a decision that could not be made: the trace so far cannot be read
 
 
-def _lines_to_time(out: Path) -> list[str]:
-    """The lines the timing run stamps (analyzers.untraced.lines_to_time); none when the trace cannot say."""
-    from graphmode.analyzers.untraced import lines_to_time
-    from graphmode.tracer.store import TraceError, load
-
+def _decided(out: Path, decision: Callable[[Trace], _D], unreadable: _D) -> _D:
+    """A decision of the trace recorded so far; `unreadable` where it cannot be read."""
     try:
         trace = load(out)
-    except TraceError:
-        return []
+    except (TraceError, OSError):
+        return unreadable
     try:
-        return lines_to_time(trace)
+        return decision(trace)
     finally:
         trace.close()
 

@@ -29,8 +29,13 @@ def own_dirs() -> tuple[str, ...]:
 
 
 _OWN = own_dirs()
-# torch.compile runs code that Inductor generated under /tmp/torchinductor_<user>: not the user's.
-_LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "torchinductor_")
+# "Is this library code" has one definition (is_library_file), for the tracer's call sites and line stamps and for the
+# analyzers reading recorded frames (pitfalls, torch_graphs, cpu_profile). Paths are matched by their parts with '/',
+# as recorded on Linux, whichever machine reads the trace.
+_INSTALLED_PARTS = ("/site-packages/", "/dist-packages/")  # pip's and Debian's installed packages
+# torch.compile runs code that Inductor generated under /tmp/torchinductor_<user>: not the user's. The standard
+# library as recorded on any machine (<prefix>/lib/pythonX.Y/), beside this interpreter's own folders (_STDLIB).
+_LIB_PARTS = (*_INSTALLED_PARTS, "/torchinductor_", "/lib/python")
 _STDLIB = tuple(
     p + os.sep for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p
 )
@@ -40,17 +45,27 @@ def _is_own(filename: str) -> bool:
     return filename.startswith(_OWN)
 
 
-def _is_library(filename: str) -> bool:
-    return (
-        filename.startswith("<")
-        or any(m in filename for m in _LIB_MARKERS)
-        or filename.startswith(_STDLIB)
-    )
+def _slashed(filename: str) -> str:
+    return filename.replace("\\", "/") if "\\" in filename else filename
+
+
+def in_installed_package(filename: str) -> bool:
+    """A file of an installed package (site-packages, dist-packages)."""
+    f = _slashed(filename)
+    return any(m in f for m in _INSTALLED_PARTS)
+
+
+def is_library_file(filename: str) -> bool:
+    """Code the user did not write: an installed package's, the standard library's, code torch.compile generated, or
+    a pseudo-file ('<frozen ...>', '<string>', '<stdin>': no file of theirs to point at). graphmode's own code is
+    told apart by is_user_file."""
+    f = _slashed(filename)
+    return f.startswith("<") or any(m in f for m in _LIB_PARTS) or filename.startswith(_STDLIB)
 
 
 def is_user_file(filename: str) -> bool:
     """The user's own code: not graphmode's, not an installed library's, not the standard library's."""
-    return not _is_own(filename) and not _is_library(filename)
+    return not _is_own(filename) and not is_library_file(filename)
 
 
 def user_source(start: FrameType | None = None) -> str:
@@ -77,7 +92,7 @@ def _code_kind(code: CodeType) -> int:
     kind = _CODE_KIND.get(code)
     if kind is None:
         filename = code.co_filename
-        kind = 0 if _is_own(filename) else 1 if _is_library(filename) else 2
+        kind = 0 if _is_own(filename) else 1 if is_library_file(filename) else 2
         _CODE_KIND[code] = kind
     return kind
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from graphmode.tracer.errors import OutputPathError, StorageError, TraceError, TraceInUseError
 from graphmode.tracer.schema import (
@@ -480,27 +480,24 @@ class Trace:
         return (f"Trace({str(self.path)!r}, workload={self.meta.get('workload')!r}, status={self.meta.get('status')!r}, "
                 f"passes={len(self.passes)}{', closed' if self.closed else ''})")
 
-    def _repr_html_(self) -> str:
-        """Jupyter: the report and the interactive page, as `graphmode.trace()`'s handle shows them (reports.notebook)."""
-        import html
-
-        if self.closed:
-            return f"<pre>{html.escape(repr(self))}: reopen it with graphmode.load to see its report</pre>"
-        from graphmode.analyzers import analyze
-        from graphmode.reports.notebook import analysis_html
-
-        return analysis_html(analyze(self), trace=self)
-
 
 _DAMAGED = "the file is damaged or truncated"
 
 
 def load(path: str | os.PathLike[str]) -> Trace:
     """Opens a trace file read-only (the file is never changed). Raises TraceError with a one-line reason."""
+    return load_as(path, Trace)
+
+
+_T = TypeVar("_T", bound=Trace)
+
+
+def load_as(path: str | os.PathLike[str], trace_class: type[_T]) -> _T:
+    """load(), into a subclass of Trace: the front door's, which renders itself in a notebook (graphmode.notebook)."""
     p = Path(path)
     con = _attach(p)
     try:
-        return _open_attached(p, con)
+        return _open_attached(p, con, trace_class)
     except TraceError:
         con.close()
         raise
@@ -579,7 +576,7 @@ def _attach_error(p: Path, e: BaseException) -> TraceError:
     return TraceError(f"{p}: cannot be opened, {_DAMAGED} ({_first_line(e)}); if it is a copy, copy it again")
 
 
-def _open_attached(p: Path, con: Any) -> Trace:
+def _open_attached(p: Path, con: Any, trace_class: type[_T]) -> _T:
     columns: dict[str, dict[str, str]] = {}
     for table, column, dtype in con.execute(
         "SELECT table_name, column_name, data_type FROM information_schema.columns "
@@ -621,7 +618,7 @@ def _open_attached(p: Path, con: Any) -> Trace:
         raise TraceError(f"{p}: graphmode trace is missing table(s) {sorted(missing)}; {_DAMAGED}")
     for table, spec in TABLES.items():
         _create_view(con, p, table, spec, columns.get(table), version, notes)
-    trace = Trace(p, con, meta, notes)
+    trace = trace_class(p, con, meta, notes)
     trace.legacy_profile = bool(con.execute("SELECT count(*) FROM trace.main.meta WHERE key = 'cpu_profile'").fetchone()[0])
     return trace
 

@@ -21,7 +21,7 @@ The measuring and timing runs install the hooks with `recordings_only`: Dynamo's
 (two Python calls per recording, and per compilation), and `torch.cuda.graph`'s `__enter__`/`__exit__` (two
 per capture), so that PyTorch's work around each capture (synchronizations, emptying its cache, the memory
 pool's bookkeeping) is timed in the runs that time the program, and a compilation inside the statement that
-records a graph is known as such (analyzers.untraced.recording_calls).
+records a graph is known as such (analyzers.timing_run.recording_calls).
 
 How: a handler on those loggers at DEBUG. PyTorch leaves them at its default level (WARNING) and
 prints what reaches that level with its own handler; to hear the debug records without printing them,
@@ -46,7 +46,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from graphmode.tracer.cupti_session import timestamp
 from graphmode.tracer.graph_memory import GraphMemorySampler
+from graphmode.tracer.sources import user_source
 
 LOGGERS = (
     "torch._inductor.cudagraph_trees.__cudagraphs",
@@ -156,8 +158,6 @@ class TorchHooks:
         hooked), for the measuring and timing runs' one-time costs."""
         self.recordings_only = recordings_only
         if clock is None:
-            from graphmode.tracer.cupti_session import timestamp
-
             clock = timestamp
         self._clock = clock
         self._memory = memory
@@ -287,8 +287,6 @@ class TorchHooks:
     # -- what the hooks record ---------------------------------------------------------------------
     def add(self, kind: str, *, logger: str = "", level: int = 0, template: str = "", message: str = "",
             args: str = "[]", compile_id: str = "", pool: str = "") -> None:
-        from graphmode.tracer.sources import user_source
-
         if len(self._cols["kind"]) >= MAX_EVENTS:
             self.dropped += 1
             return

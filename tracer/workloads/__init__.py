@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
+from graphmode.tracer.workloads.chain import ChainWorkload
+from graphmode.tracer.workloads.dag import DagWorkload
+
 
 class Workload(Protocol):
     name: str
@@ -33,11 +36,7 @@ class Workload(Protocol):
 
 def make_workload(name: str, **params: Any) -> Workload:
     if name == "chain":
-        from graphmode.tracer.workloads.chain import ChainWorkload
-
         return ChainWorkload(**params)
     if name == "dag":
-        from graphmode.tracer.workloads.dag import DagWorkload
-
         return DagWorkload(**params)
     raise ValueError(f"unknown workload {name!r}; built-in workloads are 'chain' and 'dag'")

@@ -1,0 +1,124 @@
+"""What `graphmode run` decides between the runs of a script: which runs to make, which lines the timing run
+stamps, whether the probe run is wanted. Pure functions of the options and of the trace recorded so far; the
+front door hands them to tracer.script.run_script (as a RunDecisions), which only executes the runs.
+
+A skipped probe run is said as a kind and its numbers (ProbeRunSkipped); reports.run_notes words it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from graphmode.analyzers.predict import uses_torch, uses_trees
+from graphmode.analyzers.script_analysis import table_for
+from graphmode.analyzers.script_graphs import script_graphs
+from graphmode.analyzers.stamps import has_stamps, line_stamps
+from graphmode.analyzers.timing_run import call_lines, capture_lines
+from graphmode.analyzers.torch_windows import torch_windows
+from graphmode.analyzers.untraced import chosen_lines, starting_lines
+from graphmode.tracer.script import (
+    MEASURE,
+    PROBE_RUN,
+    RunConfig,
+    RunDecisions,
+    detail_config,
+    instantiations,
+    timing_config,
+)
+from graphmode.tracer.store import Trace
+
+# The probe run runs the script once more: not for a script whose measuring run took longer than this (s).
+PROBE_RUN_MAX_S = 60.0
+
+__all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "ProbeRunSkipped", "lines_to_time", "plan_runs", "probe_run_wanted"]
+
+
+@dataclass(frozen=True)
+class ProbeRunSkipped:
+    """Why the probe run was not made. `kind`: 'probed' (the trace has a first-graph probe already: the timing
+    run's), 'own_graphs' (the measuring run instantiated graphs: its own first graph is measured), 'no_kernels' (no
+    loop to predict a graph for), 'trees' (PyTorch's cudagraph trees keep the calibration's tree probe), 'too_long'
+    (the measuring run took `measuring_s`, over `limit_s`: the only kind the user is told)."""
+
+    kind: Literal["probed", "own_graphs", "no_kernels", "trees", "too_long"]
+    measuring_s: float = 0.0
+    limit_s: float = PROBE_RUN_MAX_S
+
+
+def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
+              runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
+    """The runs `graphmode run` makes. '2': the measuring run, then the detail run, which names the graphs
+    (CUPTI callbacks), reads their topology and records whatever else was asked for; '1': the detail run
+    alone (for a script that cannot run twice: its timings are slowed by the callbacks, and the report
+    says so). 'auto': '2', then the timing run and the probe run where they are wanted (lines_to_time,
+    probe_run_wanted), except for one rank of a multi-process job (`ranked`): '1'. A job's ranks would
+    each start their second run when their own first run ended, and a rank's second run could meet what
+    another rank's first run left behind: a second run failed to connect to NCCL's bootstrap address while
+    another rank's waited for it (docs/ranks.md)."""
+    if runs == "1" or (runs == "auto" and ranked):
+        return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
+    if runs == "2":
+        return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
+    if runs == "auto":
+        plan = [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
+        if plan[1].stamp:  # Python 3.12+: a timing run where the first two find CPU-bound iterations
+            plan.append(timing_config(()))
+        return plan + [PROBE_RUN]  # where no timing run measured the first graph's extra (probe_run_wanted)
+    raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
+
+
+def probe_run_wanted(trace: Trace) -> ProbeRunSkipped | None:
+    """None where the probe run is wanted: the trace has no first-graph probe yet (the timing run makes one), the
+    measuring run instantiated no graph (a script that builds graphs has its own first graph measured) and ran
+    kernels (else there is no loop to predict a graph for); a PyTorch program's probe run times torch.cuda.graph's
+    first capture (tracer.first_graph_probe.probe_torch_capture), except one that records cudagraph trees (priced
+    with the calibration's tree probe, analyzers.predict), and except where the measuring run took longer than
+    PROBE_RUN_MAX_S (the probe run would run the script once more). Otherwise why not."""
+    if "first_graph_probe" in trace.meta:
+        return ProbeRunSkipped("probed")
+    if instantiations(trace) != 0:
+        return ProbeRunSkipped("own_graphs")
+    if not trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0]:
+        return ProbeRunSkipped("no_kernels")
+    if uses_torch(trace) and uses_trees(trace):
+        return ProbeRunSkipped("trees")
+    first = trace.passes[0] if trace.passes else None
+    took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
+    if took > PROBE_RUN_MAX_S:
+        return ProbeRunSkipped("too_long", measuring_s=took)
+    return None
+
+
+def lines_to_time(trace: Trace) -> list[str]:
+    """The lines a timing run should stamp ('file:line'): those that start the detail run's iterations of
+    each graph and mode that is CPU-bound in the measuring run, the two lines around each of PyTorch's capture
+    windows (`call_lines`) and around each other capture through its instantiation (`capture_lines`). Empty when
+    there are none, or when the detail run has no line stamps (Python < 3.12)."""
+    sg = script_graphs(trace)
+    if sg is None or sg.structure_pass == sg.timing_pass:
+        return []
+    if not has_stamps(trace, sg.structure_pass):
+        return []
+    stamps = line_stamps(trace, sg.structure_pass)
+    windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
+    around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
+                    | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
+    measure = table_for(trace, sg)[0]
+    detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+    if detail_sg is None:
+        return around
+    detail = table_for(trace, detail_sg)[0]
+    cpu = ~measure.gpu_bound & np.isfinite(measure.period)
+    groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
+    if not groups:
+        return around
+    loc = starting_lines(trace, detail, stamps)[0]
+    mask = np.array([(int(g), str(m)) in groups for g, m in zip(detail.graph_id, detail.mode)], dtype=bool)
+    return sorted(set(chosen_lines(loc, mask)) | set(around))
+
+
+# What the front door hands to tracer.script.run_script.
+DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted)
