@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmode.analyzers.notes import Note
 from graphmode.analyzers.results import Stat
 
 
@@ -178,8 +179,8 @@ class RankSummary:
     net_ns: float | None  # saved - one-time
     collective_calls: int  # NCCL kernel spans
     collective_gpu_ns: float
-    warnings: tuple[str, ...]
-    cannot_compute: tuple[str, ...]
+    warnings: tuple[Note, ...]  # its single-trace analysis's
+    cannot_compute: tuple[Note, ...]
     # the pass the collectives and spans come from (the traced pass: the detail run of a `graphmode run` trace)
     pass_id: int
     start_ns: int  # that pass's extent, on the rank's own clock

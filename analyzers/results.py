@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphmode.analyzers.coverage_results import GraphBudget, GraphCoverage, TorchGraphs
+from graphmode.analyzers.notes import Note
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class BreakEven:
     saved_per_replay_ns: float | None  # eager_ns - graph_ns
     replays: int | None  # None: never (never=True) or not computable (never=False); see reason
     never: bool  # a replay is not faster than the baseline iteration: the graph never pays back
-    reason: str  # why replays is None; '' when it is a number
+    reason: Note | None  # why replays is None (a note, worded by reports.notes); None when it is a number
     interval_low: int | None  # 95% bootstrap interval of replays (2.5th percentile)
     interval_high: int | None  # 97.5th percentile; None with interval_high_never
     interval_high_never: bool  # more than 2.5% of resamples saved nothing: the upper end is "never"
@@ -335,8 +336,8 @@ class TraceAnalysis:
     kernels: tuple[KernelComparison, ...]
     critical_paths: tuple[CriticalPath, ...]
     distortion: tuple[Distortion, ...]
-    warnings: tuple[str, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
-    cannot_compute: tuple[str, ...]  # what cannot be computed for this trace, and why
+    warnings: tuple[Note, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
+    cannot_compute: tuple[Note, ...]  # what cannot be computed for this trace, and why
     pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
     cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first

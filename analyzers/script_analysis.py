@@ -15,6 +15,7 @@ from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_m
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
 from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
@@ -34,7 +35,7 @@ class ScriptParts:
     break_even: tuple[BreakEven, ...]
     overhead_saved: tuple[OverheadSaved, ...]
     spans: PlacedGpuSpans | None  # the structure pass's GPU spans placed in the headline graph's iterations
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     steps: tuple[StepResult, ...] = ()
 
 
@@ -89,7 +90,7 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
         steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
     except Exception as e:  # a bug in the step model must not take the per-graph report with it
         steps = ()
-        notes.append(f"the step model failed ({type(e).__name__}: {e}); each graph is reported alone; please report it")
+        notes.append(note("step_model_failed", error_type=type(e).__name__, error=str(e)))
     multi = next((s for s in steps if len(s.graphs) > 1), None)
     if multi is not None:
         # the step's graphs first (in step order), then the rest as graph_results ordered them

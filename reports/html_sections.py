@@ -13,6 +13,7 @@ from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.analyzers.results import BreakEven, GraphCost, ModeMetrics, Stat, TraceAnalysis
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.reports.names import demangle, short_name
+from graphmode.reports.notes import break_even_reason
 from graphmode.reports.terminal import headline, human_ns
 
 BOUND_LABELS = {
@@ -120,7 +121,7 @@ def headline_rows(a: TraceAnalysis) -> list[tuple[str, str]]:
         if b.replays is not None:
             value = f"{b.replays:,} replays ({_interval(b)})"
         else:
-            value = "never: a replay is not faster" if b.never else b.reason
+            value = "never: a replay is not faster" if b.never else break_even_reason(b.reason)
         rows.append((esc(f"break-even vs {b.baseline}"), esc(value)))
         rows.append(("replays in this run", esc(f"{b.run_replays:,}")))
         if b.amortised_speedup is not None:
@@ -219,7 +220,7 @@ def graph_verdict(g: Any) -> str:
         text += f" ({_interval(b)})" if _interval(b) else ""
         text += f"; this run replayed it {g.replays:,} times" + (", so it paid back." if g.replays >= b.replays else ", not enough to pay back.")
     else:
-        text += f"; break-even unknown: {b.reason}."
+        text += f"; break-even unknown: {break_even_reason(b.reason)}."
     return text
 
 
@@ -239,7 +240,7 @@ def graph_section(g: Any) -> str:
     b = g.break_even
     if b is not None and g.status == "replayed":
         value = (f"{b.replays:,} replays ({_interval(b)})" if b.replays is not None
-                 else "never: a replay is not faster" if b.never else b.reason)
+                 else "never: a replay is not faster" if b.never else break_even_reason(b.reason))
         rows.append(("break-even", esc(value)))
     table = "<table class='headline'>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
     periods = ""

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from graphmode.analyzers import TraceAnalysis, analyze, to_dict
+from graphmode.reports.notes import word
 from graphmode.tracer.store import Trace
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2  # 2: notes (warnings, cannot_compute, break-even reasons) are {kind, values, text}
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 output_file_extension = "json"
 
@@ -26,7 +27,7 @@ def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     from graphmode.reports.headline import headline_dict
 
     analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
-    out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis)}
+    out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis, word)}
     out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
     return out
 

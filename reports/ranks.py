@@ -20,9 +20,10 @@ from graphmode.analyzers import to_dict
 from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
 from graphmode.reports.names import cell, full_names, printable
+from graphmode.reports.notes import word
 from graphmode.reports.terminal import human_ns, short_source
 
-RANKS_SCHEMA_VERSION = 1
+RANKS_SCHEMA_VERSION = 2  # 2: a rank's warnings and cannot_compute are notes {kind, values, text}
 SCHEMA_PATH = Path(__file__).with_name("ranks.schema.json")
 MAX_RANK_ROWS = 64  # more ranks: the table shows the extremes and says how many it left out
 output_file_extension = "txt"
@@ -171,7 +172,7 @@ def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:
     from graphmode import __version__
 
     return {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
-            **to_dict(a)}  # type: ignore[arg-type]
+            **to_dict(a, word)}  # type: ignore[arg-type]
 
 
 def render_ranks_json(a: RankSetAnalysis) -> str:

@@ -16,26 +16,14 @@ from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import all_graphs_sentence, graph_name, print_graph_table
 from graphmode.reports.graphs_text import interval as _interval
 from graphmode.reports.names import cell, full_names, printable, short_name
+from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.prediction import print_prediction
+from graphmode.reports.units import human_ns as human_ns  # re-exported: the reports still import it from here
 from graphmode.tracer.store import Trace
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
 MAX_SOURCE_ROWS = 20
-
-
-def human_ns(ns: float | None) -> str:
-    """A duration in the unit a person reads best: ns, us, ms or s."""
-    if ns is None:
-        return "—"
-    a = abs(ns)
-    if a < 1e3:
-        return f"{ns:.0f} ns"
-    if a < 1e6:
-        return f"{ns / 1e3:.2f} us" if a < 1e4 else f"{ns / 1e3:.1f} us"
-    if a < 1e9:
-        return f"{ns / 1e6:.2f} ms" if a < 1e7 else f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e9:.2f} s"
 
 
 def _stat(s: Stat | None, count: bool = False) -> str:
@@ -132,7 +120,7 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
     style = VERDICT_STYLE.get(a.headline.verdict, "bold") if a.headline is not None else "bold green"
     console.print(f"[{style}]{escape(printable(headline(a)))}[/{style}]")
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(word(w)))}")
     if not detail:
         from graphmode.reports.summary_text import print_summary
 
@@ -153,7 +141,7 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
         print_graph_mode_summary(console, a)
         for b in a.break_even:
             if b.never:
-                console.print(escape(printable(f"  vs {b.baseline}: never — {b.reason}")))
+                console.print(escape(printable(f"  vs {b.baseline}: never — {break_even_reason(b.reason)}")))
     _print_detail(console, a)
 
 
@@ -251,4 +239,4 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")
         for s in a.cannot_compute:
-            console.print(f"  - {escape(printable(s))}")
+            console.print(f"  - {escape(printable(word(s)))}")

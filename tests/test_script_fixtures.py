@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from graphmode.analyzers.notes import note
 from graphmode.analyzers import analyze
 from graphmode.analyzers.iterations import find_iterations
 from graphmode.cli import app
@@ -80,7 +81,7 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
     res = runner.invoke(app, ["report", str(recording.path), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert data["schema_version"] == 1 and data["status"] == recording.meta["status"]
+    assert data["schema_version"] == 2 and data["status"] == recording.meta["status"]
     launched = recording.rows("SELECT count(DISTINCT graph_id) FROM gpu_spans WHERE pass_id = 0 AND graph_id <> 0")[0][0]
     assert sum(1 for g in data["graphs"] if g["status"] == "replayed") == launched  # one answer per replayed graph
     res = runner.invoke(app, ["view", str(recording.path), "-o", str(tmp_path / "r.html")])
@@ -190,7 +191,7 @@ def test_two_threads_keep_their_iterations_apart(name: str) -> None:
     a = analyze(t)
     if not both:
         assert all("structure was not recorded" in g.label for g in a.graphs)
-        assert any("detail run is missing" in c for c in a.cannot_compute)
+        assert note("no_detail_run") in a.cannot_compute
         return
     # each graph named by the line of its own capture (one `with torch.cuda.graph` per thread's width)
     captures = _marked_lines("two_threads.py", "CAPTURE")
@@ -341,7 +342,7 @@ def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_st
         a = analyze(t)
     (g,) = [g for g in a.graphs if g.status == "replayed"]
     assert g.eager is not None and g.eager.run == "timing" and g.eager.work is not None
-    assert any("were found as 206 in the measuring run and 207 in the detail run" in n for n in a.cannot_compute)
+    assert any(n.kind == "iterations_respread" and (n["measured"], n["detail"]) == (206, 207) for n in a.cannot_compute)
     own = truths[2]["eager_ns"]  # the timing run's own timer over its 200 steps
     assert g.eager.work.median == pytest.approx(own, rel=0.05)
     assert truths[0]["eager_ns"] > 1.3 * own  # what the measuring run's timer read: the period it would have kept
