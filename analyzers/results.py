@@ -250,10 +250,9 @@ class Pitfall:
 
     kind: str  # capture_failed | repeated_instantiation | never_paid_back | gaps_between_replays | graph_slower
     severity: str  # 'error' (something broke) or 'warning' (savings lost)
-    title: str
-    evidence: str  # one or two plain sentences with the measured numbers
+    # the measured numbers and names (durations in ns): reports.pitfall_words words its title, evidence and advice
+    facts: Note
     where: str  # user source 'file:line function', '' when not known
-    advice: str
     graph_id: int = 0  # 0: not about one graph (or all of them)
     cost_ns: float | None = None  # time the problem cost in this run, when measurable
 
@@ -409,12 +408,12 @@ class GraphResult:
     nodes: int
     eager: Period | None
     graph: Period | None
-    eager_basis: str  # how its eager iterations were found
+    eager_basis: Note | None  # how its eager iterations were found (None: not found)
     warmup_iterations: int  # eager iterations right before its capture, reported as warm-up
     cost: GraphCost | None
     break_even: BreakEven | None
     saved_in_run_ns: float | None  # steady replays x saved per replay
-    notes: tuple[str, ...]  # small samples, distortion, how eager was matched
+    notes: tuple[Note, ...]  # small samples, distortion, how eager was matched
 
 
 @dataclass(frozen=True)
@@ -519,7 +518,7 @@ class RegionPrediction:
     already runs as a graph, what it would cost launched eagerly)."""
 
     label: str
-    basis: str  # how the region's iterations were found
+    basis: Note  # how the region's iterations were found
     direction: str  # 'to_graph' (eager work, graph predicted) | 'to_eager' (graph work, eager predicted)
     mode: str  # the iterations' mode ('eager', 'eager_sync_each', 'graph')
     graph_id: int  # the graph measured in this trace that did this work (0: none)
@@ -545,7 +544,7 @@ class RegionPrediction:
     measured_replay_ns: float | None
     measured_break_even: int | None
     breakers: tuple[CaptureBreaker, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # PyTorch's own work around the capture (torch.cuda.graph: synchronize, empty_cache, its memory pool, Python),
     # as `graphmode calibrate` timed it; included in one_time. None: not a PyTorch program, or no such measurement
     framework: Estimate | None = None
@@ -566,6 +565,6 @@ class Prediction:
     model_cuda: int
     model_path: str
     model_match: str  # 'exact' | 'same_gpu' | 'other_gpu' | 'none'
-    model_note: str  # says when the model comes from another GPU or version
+    model_note: Note | None  # says when the model comes from another GPU or version
     regions: tuple[RegionPrediction, ...]
-    notes: tuple[str, ...]  # what the trace lacks for a better prediction
+    notes: tuple[Note, ...]  # what the trace lacks for a better prediction

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
+from graphmode.reports.notes import word
 
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "mixed": "CPU/GPU-bound in turn", "single": "one run",
                "unknown": "bound unknown"}
@@ -103,4 +104,4 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
                       + (f", saved {_ns(tot.saved_ns)}, net {_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
-            console.print(Text(f"  {graph_name(g)}: {printable(note)}"))
+            console.print(Text(f"  {graph_name(g)}: {printable(word(note))}"))

@@ -13,7 +13,8 @@ from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.analyzers.results import BreakEven, GraphCost, ModeMetrics, Stat, TraceAnalysis
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.reports.names import demangle, short_name
-from graphmode.reports.notes import break_even_reason
+from graphmode.analyzers.notes import Note
+from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.terminal import headline, human_ns
 
 BOUND_LABELS = {
@@ -47,8 +48,8 @@ def _stat(s: Stat | None) -> str:
     return "—" if s is None else f"{human_ns(s.median)} ({human_ns(s.p10)} – {human_ns(s.p90)})"
 
 
-def _flag(note: str | None) -> str:
-    return f" <span class='flag' title='too few iterations for a stable median'>{esc(note)}</span>" if note else ""
+def _flag(note: Note | None) -> str:
+    return f" <span class='flag' title='too few iterations for a stable median'>{esc(word(note))}</span>" if note else ""
 
 
 def _interval(b: BreakEven) -> str:
@@ -231,8 +232,8 @@ def graph_section(g: Any) -> str:
         rows.append(("built at", f"<code>{esc(g.site)}</code> ({esc(g.origin)})"))
     if g.units_per_replay and g.units_per_replay > 1:
         rows.append(("one replay", esc(f"does the work of {g.units_per_replay} eager iterations")))
-    if g.eager_basis:
-        rows.append(("eager iterations found by", esc(g.eager_basis)))
+    if g.eager_basis is not None:
+        rows.append(("eager iterations found by", esc(word(g.eager_basis))))
     if g.warmup_iterations:
         rows.append(("warm-up", esc(f"{g.warmup_iterations} eager iterations right before the capture, left out")))
     if g.cost is not None and g.status != "capture_failed":
@@ -250,7 +251,7 @@ def graph_section(g: Any) -> str:
         periods = ("<table class='periods'><tr><th></th>" + "".join(f"<th>{esc(m)}</th>" for m, _ in cells) + "</tr>"
                    + "".join(f"<tr><th>{esc(k)}</th>" + "".join(f"<td>{c.get(k, '—')}</td>" for _, c in cells) + "</tr>"
                              for k in keys) + "</table>")
-    notes = "".join(f"<li>{esc(n)}</li>" for n in g.notes)
+    notes = "".join(f"<li>{esc(word(n))}</li>" for n in g.notes)
     return (f"<section class='graph' id='gm-graph-{int(g.graph_id)}'><h3>{esc(graph_title(g.graph_id, g.label))}</h3>"
             f"<p class='verdict small'>{esc(graph_verdict(g))}</p>{table}{periods}"
             + (f"<ul class='notes'>{notes}</ul>" if notes else "") + "</section>")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmode.analyzers import TraceAnalysis, analyze, to_dict
+from graphmode.reports import pitfall_words
 from graphmode.reports.notes import word
 from graphmode.tracer.store import Trace
 
@@ -29,6 +30,8 @@ def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
     out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis, word)}
     out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
+    for d, p in zip(out["pitfalls"], analysis.pitfalls):  # its words, as the terminal and the page print them
+        d.update(title=pitfall_words.title(p), evidence=pitfall_words.evidence(p), advice=pitfall_words.advice(p))
     return out
 
 

@@ -2,8 +2,8 @@
 
 Every report (terminal, page, JSON, notebook, rank reports) words a note here, so they say the same
 sentence and a sentence is changed in one place. A template is a format string over the note's values,
-with three conversions of our own: `!h` a duration in ns as a person reads it (reports.units.human_ns),
-`!j` a tuple joined with ', ', `!s` a count's plural 's' ('' for 1); or a function of the note for a
+with conversions of our own: `!h` a duration in ns as a table reads it (reports.units.human_ns), `!t` as a
+sentence reads it (reports.units.short_ns), `!j` a tuple joined with ', ', `!s` a count's plural 's' ('' for 1); or a function of the note for a
 sentence whose parts depend on its values. tests/test_notes.py checks that every kind an analyzer
 emits has a template here.
 """
@@ -15,13 +15,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from graphmode.analyzers.notes import Note
-from graphmode.reports.units import human_ns
+from graphmode.reports.pitfall_words import EVIDENCE
+from graphmode.reports.units import human_ns, short_ns
 
 
 class _Formatter(string.Formatter):
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "h":
             return human_ns(value)
+        if conversion == "t":
+            return short_ns(value)
         if conversion == "j":
             return ", ".join(map(str, value))
         if conversion == "s":
@@ -105,6 +108,154 @@ def _unstamped(n: Note) -> str:
             f"keep the measuring run's period (the timing run stamps the script's lines on the main thread only): {which}")
 
 
+def _eager_kernel_sequence(n: Note) -> str:
+    units = _num(n, "units_per_replay")
+    return (fill("its sequence of {kernels} kernel{kernels!s} run eagerly", n.values)
+            + (f" (a replay runs it {units:.0f} times)" if units > 1 else ""))
+
+
+def _first_warmup_left_out(n: Note) -> str:
+    return (f"the first warm-up iteration ({_num(n, 'first_call_ns') / 1e6:.3g} ms) is left out: a first call pays "
+            "one-time set-up (libraries' handles, communicators, autotuning) that later calls do not")
+
+
+def _timed_untraced(n: Note) -> str:
+    work, traced, bound = _num(n, "work_ns"), _num(n, "traced_work_ns"), _num(n, "slowdown_bound")
+    name = "eager iterations" if n["mode"] == "eager" else "replays"
+    stamps = n.get("stamps_ns")
+    return (f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {short_ns(work)} each "
+            f"(median), where the traced measuring run read {short_ns(traced)} ({traced / work:.2f}x)"
+            + (f"; the timing run's own line stamps took about {short_ns(float(stamps))} of each "
+               f"({100 * float(stamps) / work:.1f}%, included)" if isinstance(stamps, (int, float)) else "")
+            + f"; the timing run itself has read such loops up to {1 + bound:.1f}x slower than "
+              "the program untraced (docs/benchmarks.md), which the break-even interval allows for")
+
+
+def _one_time_timed_untraced(n: Note) -> str:
+    windowed, measured, bound = _num(n, "windowed_ns"), _num(n, "measured_ns"), _num(n, "slowdown_bound")
+    ratio = f" ({measured / windowed:.2f}x)" if windowed > 0 else ""
+    statement = ""
+    starts, ends, lines = n["statement_starts"], n["statement_ends"], n["capture_lines"]
+    assert isinstance(starts, tuple) and isinstance(ends, tuple) and isinstance(lines, tuple)
+    call = n.get("statement_ns")
+    if isinstance(call, (int, float)):
+        many = _num(n, "statement_count") > 1
+        where = ", ".join(f"{a} to {b}" for a, b in zip(starts, ends))
+        statement = (f"; the statement{'s' if many else ''} around {'them' if many else 'it'} "
+                     f"(lines {where}), timed by the same run, add {short_ns(float(call))} outside the "
+                     "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
+                     "statement takes when it replays)")
+    what = ("PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, without CUPTI, "
+            "timed them" if not lines else
+            f"its capture through its instantiation (lines {lines[0]} to {lines[1]}) as the timing run, without CUPTI, timed it")
+    return (f"its one-time cost takes {what}: {short_ns(windowed)}, where the measuring run read {short_ns(measured)}"
+            f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
+            f"{1 + bound:.1f}x slow, which the break-even interval's lower end allows for")
+
+
+def _one_time_traced(n: Note) -> str:
+    return ("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
+            "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "
+            f"lower end allows for (a one-time cost up to {1 + _num(n, 'slowdown_bound'):.1f}x too high)")
+
+
+def _framework_share(n: Note) -> str:
+    framework, measured = _num(n, "framework_ns"), _num(n, "measured_ns")
+    return (f"{100 * framework / measured:.0f}% of its one-time cost ({short_ns(framework)} of "
+            f"{short_ns(measured)}, as the measuring run read it) is PyTorch's own work around the CUDA calls (its "
+            "cudagraph-tree recording or torch.cuda.graph block): every further capture (a new input shape, a "
+            "re-recording) adds its own")
+
+
+def _probe_cost(n: Note) -> str:
+    if n["measured"] == "torch_capture_work":
+        what = (f"torch.cuda.graph's own work around the process's {'first' if n['first'] else 'later'} capture "
+                f"({short_ns(_num(n, 'torch_work_ns'))}) was")
+    else:
+        what = "the first graph's extra was"
+    took = n.get("probe_ns")
+    cost = f" and took {short_ns(float(took))}" if isinstance(took, (int, float)) else ""
+    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(n["run"]), "an untraced run")
+    return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
+            f"in {where}{cost}, outside every timing")
+
+
+def _eager_period_scaled(n: Note) -> str:
+    run = {"measure": "measuring", "single": "single"}.get(str(n["run"]), str(n["run"]))
+    whose = "per-graph answer's" if n["per_graph"] else "loop's, as its per-iteration table reads it"
+    return (f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
+            f"scaled by {_num(n, 'scale'):.2f} to its median")
+
+
+def _node_api_build(n: Note) -> str:
+    return ("priced as built with the explicit node API (one cuGraphAdd*Node per node from Python, as `graphmode calibrate` "
+            "timed it)" + (", as the graph this trace built for the same work was" if n["as_traced"] else "")
+            + f": {short_ns(_num(n, 'build_ns'))} to build, where a stream capture of the same work would take "
+              f"{short_ns(_num(n, 'capture_ns'))}")
+
+
+def _torch_capture_ratio(n: Note) -> str:
+    return (f"the capture is the eager issue time ({short_ns(_num(n, 'issue_ns'))}) times {_num(n, 'ratio'):.2f}: what issuing "
+            "a step in capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch probe measured")
+
+
+def _first_graph_share(n: Note) -> str:
+    extra, one = _num(n, "extra_ns"), _num(n, "one_time_ns")
+    share = f"{short_ns(extra)} of the predicted one-time cost ({100 * extra / one:.0f}%)"
+    if n["in_this_process"]:
+        return (f"{share} is what the process's first graph costs over later ones, as measured so; a program that creates "
+                "a stream just before its first graph pays less (H200: ~250 us less, docs/metrics.md)")
+    return (f"{share} is what the process's {'first' if n['first'] else 'second'} graph costs over later ones, which depends "
+            "on what the process set up before it and on the graph, not only on the GPU (H200: 150-880 us for a first "
+            "graph, docs/metrics.md); the interval carries only the calibration probes' spread of it")
+
+
+def _spread_texts(n: Note, prefix: str, what: str) -> str:
+    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later' spreads."""
+    out = []
+    for key, label in (("first", f"a process's first {what}"), ("later", "a later one")):
+        s = n[f"{prefix}_{key}"]
+        assert isinstance(s, tuple)
+        if s:
+            out.append(f"{short_ns(float(s[0]))} [{short_ns(float(s[1]))}, {short_ns(float(s[2]))}] for {label}")  # type: ignore[arg-type]
+    return ", ".join(out)
+
+
+def _pytorch_spent(n: Note) -> str:
+    first, last = n.get("spent_first_ns"), n.get("spent_last_ns")
+    if not isinstance(first, (int, float)) or not isinstance(last, (int, float)):
+        return ""
+    span = short_ns(first) if first == last else f"{short_ns(first)} to {short_ns(last)}"
+    return (f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it "
+            "besides their CUDA calls (in the measured one-time costs)")
+
+
+def _pytorch_work_priced(n: Note) -> str:
+    trees = n["tree_first"]
+    tree_text = ("cudagraph trees (torch.compile) were timed too and price a program that records them: "
+                 + _spread_texts(n, "tree", "recording")) if trees else "cudagraph trees (torch.compile) do more around each recording"
+    return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
+            f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {n['gpu'] or 'this GPU'}: "
+            f"{_spread_texts(n, 'capture', 'PyTorch capture')} (median [p10, p90]); " + tree_text + _pytorch_spent(n))
+
+
+def _pytorch_work_unpriced(n: Note) -> str:
+    return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
+            "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
+            "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
+            "cudagraph-tree recording (docs/benchmarks.md)" + _pytorch_spent(n))
+
+
+def _cost_model_other_driver(n: Note) -> str:
+    return (f"the cost model was calibrated on this GPU ({n['gpu']}) with driver {n['model_driver']}, "
+            f"CUDA {n['model_cuda']}; this trace has driver {n['driver'] or '?'}, CUDA {n['cuda'] or '?'}")
+
+
+def _cost_model_other_gpu(n: Note) -> str:
+    return (f"no cost model for {n['gpu'] or 'this GPU'}: using the one calibrated on {n['model_gpu']} "
+            f"(driver {n['model_driver']}); run `graphmode calibrate` on this GPU for its own")
+
+
 Template = str | Callable[[Note], str]
 
 TEMPLATES: dict[str, Template] = {
@@ -172,6 +323,91 @@ TEMPLATES: dict[str, Template] = {
     "iterations_respread": ("graph {graph_id}: its {mode} iterations were found as {measured} in the measuring run and "
                             "{detail} in the detail run, in other stretches: they take the timing run's {periods} periods in "
                             "order (the timing run's distribution, not iteration by iteration)"),
+    # GraphResult: how a graph's eager iterations were found (eager_basis), and its notes (analyzers.per_graph)
+    "eager_kernel_sequence": _eager_kernel_sequence,
+    "step_segment": "its segment of the step (position {position} of {of})",
+    "only_eager_run_is_first_call": ("its only eager run is its first call (a warm-up before the capture), which pays one-time "
+                                     "set-up (compilation, autotuning, libraries' handles): no eager baseline, so no saving is "
+                                     "stated"),
+    "eager_from_warmups": ("the only eager runs of its work are {warmups} warm-up iteration{warmups!s} before the capture: "
+                           "the eager time comes from them"),
+    "first_warmup_left_out": _first_warmup_left_out,
+    "tiny_sample": "{mode} median from {iterations} iteration{iterations!s}: tiny sample",
+    "timed_untraced": _timed_untraced,
+    "traced_cpu_bound_eager": ("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up "
+                               "to {slowdown_bound:.0%} too long (measured, docs/benchmarks.md), which the break-even "
+                               "interval's upper end allows for"),
+    "traced_cpu_bound_replays": ("its replays are CPU-bound: the replay time may be up to {slowdown_bound:.0%} too long, "
+                                 "which the break-even interval's lower end allows for"),
+    "one_time_timed_untraced": _one_time_timed_untraced,
+    "one_time_traced": _one_time_traced,
+    "framework_share": _framework_share,
+    "never_replayed": "instantiated but never replayed: its one-time cost bought nothing in this run",
+    # a pitfall's facts (analyzers.pitfalls, torch_diagnostics): worded as its evidence (reports.pitfall_words also
+    # gives its title and advice)
+    **EVIDENCE,
+    # the prediction (analyzers.predict, regions, costmodel): RegionPrediction.notes, Prediction.notes, model_note
+    "event_pairing_inferred": ("the trace records no stream or event for cudaEventRecord, so cross-stream edges pair each "
+                               "waited event with a record by order and take the record's stream from its thread's last "
+                               "launch; enabling CUPTI's CUDA_EVENT activity (CUpti_ActivityCudaEvent2: correlationId, "
+                               "streamId, eventId) in the tracer would make them exact"),
+    "no_region": ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
+                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
+                  "between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), that recur at least "
+                  "{min_iterations} times with the same kernels; none did here. Mark the step with an "
+                  "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
+                  "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources"),
+    "probe_cost": _probe_cost,
+    "eager_period_scaled": _eager_period_scaled,
+    "iterations_left_out": ("{left_out} of {iterations} iterations launched different work and were left out of the per-node "
+                            "durations"),
+    "traced_eager_period": ("the eager period and the capture estimate come from a traced pass: they include the tracer's "
+                            "overhead, so the saving may be overstated"),
+    "eager_period_tiny_sample": "the eager period comes from {iterations} iteration(s): a tiny sample",
+    "traced_measured_one_time": ("the measured one-time cost comes from a traced pass: the tracer's callbacks slow capture and "
+                                 "instantiation"),
+    "node_api_unmeasured": ("the graph would be built with the node API, but the cost model has no node-API measurement (a "
+                            "calibration before graphmode timed one): priced as a capture"),
+    "node_api_build": _node_api_build,
+    "torch_capture_ratio": _torch_capture_ratio,
+    "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "
+                                        "graph's extra stands in"),
+    "first_graph_unmeasured": ("this would be the process's first graph, which costs more, but the model has no first-graph "
+                               "measurement"),
+    "second_graph_extra": "this would be the process's second graph, which still costs {extra_ns!t} more than later ones (included)",
+    "trees_unmeasured": ("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
+                         "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in"),
+    "first_graph_share": _first_graph_share,
+    "tree_call_host": ("a cudagraph tree's replay is a call into PyTorch: {call_ns!t} of host time per call as "
+                       "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)"),
+    "capture_breakers_assumed_fixed": ("the region as recorded would not capture: see the capture breakers; the figures assume "
+                                       "they are fixed"),
+    "node_types_unpriced": "{nodes} node(s) of other types (empty, child graph, ...) are not priced",
+    "graph_detail_eager_span": ("graph-detail trace: the eager GPU time is the replay's GPU span (parallel branches would run one "
+                                "after another)"),
+    "parallel_branches_unpriced": ("the graph has parallel branches: their eager twin would also need event record/wait calls, "
+                                   "not priced"),
+    "graph_one_time_unrecorded": "the trace recorded no one-time cost for this graph: no break-even",
+    "pytorch_work_priced": _pytorch_work_priced,
+    "pytorch_work_unpriced": _pytorch_work_unpriced,
+    "prediction_needs_traced_pass": "no traced pass: the eager work's kernels and streams are needed to predict a graph",
+    "regions_truncated": "{regions} regions: the first {limit} are predicted",
+    "lines_without_sources": "lines {lines}: the trace has no call source lines; record with `graphmode run --launch-sources`",
+    "lines_without_calls": "lines {lines}: no CUDA call was made from them",
+    "lines_ran_once": "lines {lines}: their work ran once; a prediction needs a repeated region",
+    "basis_graph_kernels": "inferred from the graph's kernel sequence",
+    "basis_nvtx_markers": "NVTX ranges",
+    "basis_synchronized": "inferred: the stretch between synchronizations that recurs most",
+    "basis_line": ("inferred: the kernels between two runs of line {line}, the stretch that recurs most (the loop does not "
+                   "synchronize each step)"),
+    "basis_runner_markers": "the runner's iteration markers",
+    "basis_iteration_table": "iteration table",
+    "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",
+    "basis_line_runs": "{runs} runs of calls from {file}:{first}-{last}",
+    "basis_graph_replays": "graph replays (no eager twin in the trace)",
+    "no_cost_model": "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs",
+    "cost_model_other_driver": _cost_model_other_driver,
+    "cost_model_other_gpu": _cost_model_other_gpu,
     "iterations_differ": ("graph {graph_id}: its {mode} iterations differ between the measuring and detail runs ({measured} "
                           "and {detail} iterations): they keep the measuring run's period"),
 }

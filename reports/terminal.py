@@ -20,6 +20,7 @@ from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.prediction import print_prediction
 from graphmode.reports.units import human_ns as human_ns  # re-exported: the reports still import it from here
 from graphmode.tracer.store import Trace
+from graphmode.reports import pitfall_words
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
@@ -125,7 +126,7 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
         from graphmode.reports.summary_text import print_summary
 
         for p in a.pitfalls:
-            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(p.title))}")
+            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(pitfall_words.title(p)))}")
         print_summary(console, a)
         if not a.graphs and a.break_even:
             print_graph_mode_summary(console, a)

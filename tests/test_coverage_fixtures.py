@@ -16,6 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from graphmode.reports.pitfall_words import advice, evidence, title
+from graphmode.analyzers.notes import note
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.tracer.store import Trace, load
@@ -226,7 +228,7 @@ def test_torch_compile_skips_names_each_cause() -> None:
     # mlp's only eager run is the warm-up inside its first call (compilation, autotuning): no baseline, no saving
     (g,) = [g for g in a.graphs if g.graph_id in set(graphed[0].graph_ids) and g.replays]
     assert g.eager is None and (g.break_even is None or g.break_even.saved_per_replay_ns is None), g
-    assert any("only eager run is its first call" in n for n in g.notes), g.notes
+    assert note("only_eager_run_is_first_call") in g.notes, g.notes
     # recorded with --launch-sources: the skipped function's call and the eager sum are among the lines with eager GPU work
     eager = {line_of(e.source, ex) for e in c.eager_lines if Path(e.source.split(":")[0]).name == ex}
     assert {marked(ex, "CALL: update_cache"), marked(ex, "eager: the sum of the cache")} <= eager
@@ -256,8 +258,8 @@ def test_torch_overwritten_output_is_diagnosed_with_both_lines() -> None:
     (p,) = [p for p in a.pitfalls if p.kind == "output_overwritten"]
     assert p.severity == "error" and a.pitfalls[0] is p
     assert line_of(p.where, ex) == marked(ex, "READ: overwritten output")
-    assert f"{ex}:{marked(ex, 'PRODUCED: the output')}" in p.evidence
-    assert "cudagraph_mark_step_begin" in p.advice and "clone" in p.advice
+    assert f"{ex}:{marked(ex, 'PRODUCED: the output')}" in evidence(p)
+    assert "cudagraph_mark_step_begin" in advice(p) and "clone" in advice(p)
 
 
 def test_graph_per_batch_size_budget() -> None:

@@ -74,3 +74,11 @@ def test_a_note_in_json_has_kind_values_and_text() -> None:
     d = note_dict(note("stamp_count_mismatch", count=2, lines=("a.py:1", "a.py:2")))
     assert json.loads(json.dumps(d)) == {"kind": "stamp_count_mismatch", "values": {"count": 2, "lines": ["a.py:1", "a.py:2"]},
                                          "text": word(note("stamp_count_mismatch", count=2, lines=("a.py:1", "a.py:2")))}
+
+
+def test_every_pitfall_has_a_title_evidence_and_advice() -> None:
+    from graphmode.reports.pitfall_words import ADVICE, EVIDENCE, TITLES
+
+    assert set(EVIDENCE) == set(TITLES) == set(ADVICE)
+    pitfall_kinds = {k for k, where in emitted_kinds().items() if where.startswith(("pitfalls.py", "torch_diagnostics.py"))}
+    assert pitfall_kinds and pitfall_kinds <= set(EVIDENCE), pitfall_kinds - set(EVIDENCE)
