@@ -34,7 +34,6 @@ from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice
 from graphmode.analyzers.critical_path import longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
-    BREAKER_ADVICE,
     EagerGraph,
     WindowActivity,
     capture_breakers,
@@ -264,15 +263,14 @@ def _around(value: float, spread: Spread | None) -> Spread:
 
 def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
     hits, trailing = capture_breakers(act)
-    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1), BREAKER_ADVICE[h.kind]) for h in hits]
+    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1)) for h in hits]
     # Stream-level findings are read from the representative iteration: once per iteration.
     if graph.uncaptured:
-        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured), BREAKER_ADVICE["uncaptured_stream"]))
+        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured)))
     for s in graph.unjoined_streams:
-        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0, BREAKER_ADVICE["unjoined_stream"]))
+        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0))
     if graph.external_waits:
-        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits),
-                                  BREAKER_ADVICE["external_event"]))
+        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits)))
     return out, trailing
 
 

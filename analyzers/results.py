@@ -508,8 +508,7 @@ class CaptureBreaker:
     api: str  # the call's name ('' for stream-level findings)
     where: str  # 'file:line function' from api_calls.source; '' when not recorded
     calls: int  # calls (or operations, streams, waits) found over the iterations looked at
-    per_iteration: float  # calls / iterations looked at
-    advice: str
+    per_iteration: float  # calls / iterations looked at (what to do: reports.pitfall_words.BREAKER_ADVICE[kind])
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
     for d, p in zip(out["pitfalls"], analysis.pitfalls):  # its words, as the terminal and the page print them
         d.update(title=pitfall_words.title(p), evidence=pitfall_words.evidence(p), advice=pitfall_words.advice(p))
+    for region in (out["prediction"] or {}).get("regions", []):  # what to do about each capture breaker
+        for b in region["breakers"]:
+            b["advice"] = pitfall_words.BREAKER_ADVICE[b["kind"]]
     return out
 
 

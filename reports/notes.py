@@ -405,6 +405,28 @@ TEMPLATES: dict[str, Template] = {
     "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",
     "basis_line_runs": "{runs} runs of calls from {file}:{first}-{last}",
     "basis_graph_replays": "graph replays (no eager twin in the trace)",
+    # graph use (analyzers.coverage, graph_budget)
+    "launch_sources_hint": ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
+                            "(a CPU callback per launch: it slows the run)"),
+    "no_eager_line_attributed": "no eager GPU work was attributed to a user line",
+    "phase_rule": ("'before the first graph' ends where the first capture, explicit build or instantiation starts; "
+                   "'building graphs' runs from there to the end of the last one; 'steady state' is the rest"),
+    "budget_empty_graphs": ("{graphs} empty graph{graphs!s} (no nodes), such as the one PyTorch's cudagraph trees capture to "
+                            "keep their memory pool alive"),
+    "budget_no_memory_samples": ("no memory samples in this trace (recorded before graphmode sampled graph memory, or not by "
+                                 "`graphmode run`)"),
+    "budget_device_memory": ("memory is the drop in free device memory over each graph's capture and instantiation: "
+                             "device-wide, so allocations by other threads meanwhile count too, and the driver allocates in "
+                             "2 MiB pages"),
+    "budget_framework_startup": ("the start-up of {graphs} graph{graphs!s} recorded by PyTorch's cudagraph trees includes "
+                                 "PyTorch's own work around the capture (GraphCost.framework_ns), as the one-time cost does"),
+    "startup_from_measuring_run": "start-up times are the measuring run's, as in the per-graph results",
+    "startup_partly_from_measuring_run": ("start-up times of {timed} of {graphs} graphs are the measuring run's, as in the "
+                                          "per-graph results; the others' come from the traced pass, whose callbacks slow "
+                                          "capture and instantiation"),
+    "startup_from_traced_pass": "start-up times come from the traced pass (tracer overhead included)",
+    "memory_sampling_inside": lambda n: (f"memory sampling took {_num(n, 'sampling_ns') / 1e3:,.1f} us inside recorded "
+                                         "capture and instantiate calls; their times include it"),
     "no_cost_model": "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs",
     "cost_model_other_driver": _cost_model_other_driver,
     "cost_model_other_gpu": _cost_model_other_gpu,

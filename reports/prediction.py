@@ -11,6 +11,7 @@ from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
 from graphmode.reports.names import cell, printable
 from graphmode.reports.notes import word
+from graphmode.reports.pitfall_words import BREAKER_ADVICE
 
 
 def _ns(ns: float | None) -> str:
@@ -128,7 +129,7 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
             what = f"{b.api} " if b.api else ""
             console.print(f"[bold yellow]would break the capture:[/bold yellow] {escape(cell(r.label))}: {escape(printable(what))}"
                           f"({b.kind}, {b.calls:,} over {r.iterations:,} iterations){escape(printable(where))}")
-            console.print(f"  what to do: {escape(printable(b.advice))}")
+            console.print(f"  what to do: {escape(printable(BREAKER_ADVICE[b.kind]))}")
         for n in r.notes:
             console.print(f"  note ({escape(cell(r.label))}): {escape(printable(word(n)))}")
     for n in p.notes:

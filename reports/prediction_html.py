@@ -8,6 +8,7 @@ import html
 from graphmode.analyzers.results import Prediction, RegionPrediction
 from graphmode.reports.prediction import graph_line, to_eager_rows, to_graph_rows
 from graphmode.reports.notes import word
+from graphmode.reports.pitfall_words import BREAKER_ADVICE
 
 
 def _table(regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -> str:
@@ -44,7 +45,7 @@ def prediction_html(p: Prediction | None) -> str:
         for b in r.breakers:
             where = f" at {b.where}" if b.where else ""
             items.append(f"<li><b>would break the capture:</b> {html.escape(r.label)}: {html.escape(b.api)} ({html.escape(b.kind)}, "
-                         f"{b.calls:,} over {r.iterations:,} iterations){html.escape(where)}. {html.escape(b.advice)}</li>")
+                         f"{b.calls:,} over {r.iterations:,} iterations){html.escape(where)}. {html.escape(BREAKER_ADVICE[b.kind])}</li>")
         items += [f"<li>{html.escape(r.label)}: {html.escape(word(n))}</li>" for n in r.notes]
     items += [f"<li>{html.escape(word(n))}</li>" for n in p.notes]
     if items:

@@ -18,6 +18,8 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from graphmode.analyzers.notes import note
+from graphmode.reports.notes import word, words
 from graphmode.reports.pitfall_words import advice, evidence
 
 from graphmode.analyzers import analyze
@@ -107,7 +109,7 @@ def test_coverage_without_graphs_or_launch_sources(tmp_path: Path) -> None:
     c = a.coverage
     assert c is not None and c.phases == () and c.ranges == ()
     assert (c.run.kernel_share, c.run.graph_kernels, c.run.eager_kernels, c.run.launch_call_share) == (0.0, 0, 1, 0.0)
-    assert c.eager_lines == () and "--launch-sources" in c.eager_lines_note
+    assert c.eager_lines == () and c.eager_lines_note is not None and "--launch-sources" in word(c.eager_lines_note)
     assert a.graph_budget is None and a.torch_graphs is None
 
 
@@ -208,7 +210,9 @@ def test_graph_budget_by_hand(tmp_path: Path) -> None:
     assert b.total_bytes == 65_536 + 32_768 and b.total_startup_ns == 2300
     assert [r.graph_id for r in b.rows] == [1, 2]  # most memory first
     # sampling inside recorded calls: 500 ns in graph 1's capture + 200 ns in its instantiation
-    assert any("0.7 us inside recorded capture and instantiate calls" in n for n in b.notes)
+    (inside,) = [n for n in b.notes if n.kind == "memory_sampling_inside"]
+    assert inside["sampling_ns"] == pytest.approx(700, abs=50)  # to the 0.1 us the report prints
+    assert "0.7 us inside recorded capture and instantiate calls" in word(inside)
 
 
 def test_overwritten_output_names_the_reading_and_the_producing_line(tmp_path: Path) -> None:
