@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Union
 
-# A note's value: a plain JSON-ready scalar or a tuple of them (ids, lines, names).
+# A note's value: a plain JSON-ready scalar, a tuple of them (ids, lines, names), or a tuple of such tuples
+# (the ranks of each group).
 NoteScalar = Union[int, float, str, bool, None]
-NoteValue = Union[NoteScalar, tuple[NoteScalar, ...]]
+NoteValue = Union[NoteScalar, tuple[Union[NoteScalar, tuple[NoteScalar, ...]], ...]]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Note:
     def __post_init__(self) -> None:
         frozen: dict[str, NoteValue] = {}
         for k, v in self.values.items():
-            frozen[k] = tuple(v) if isinstance(v, (list, tuple)) else v
+            frozen[k] = tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in v) if isinstance(v, (list, tuple)) else v
         object.__setattr__(self, "values", MappingProxyType(frozen))
 
     def __getitem__(self, key: str) -> NoteValue:

@@ -256,6 +256,100 @@ def _cost_model_other_gpu(n: Note) -> str:
             f"(driver {n['model_driver']}); run `graphmode calibrate` on this GPU for its own")
 
 
+def _rank_list(ranks: tuple[object, ...]) -> str:
+    values = sorted(int(str(r)) for r in ranks)
+    if len(values) > 8:
+        return ", ".join(map(str, values[:8])) + f" … ({len(values)} ranks)"
+    return ", ".join(map(str, values))
+
+
+def _tuple(n: Note, key: str) -> tuple[object, ...]:
+    v = n[key]
+    assert isinstance(v, tuple), (n.kind, key, v)
+    return v
+
+
+def _incomplete(n: Note) -> str:
+    cut = _tuple(n, "incomplete")
+    return f" (rank(s) {', '.join(map(str, cut))} did not complete: their traces may stop early)" if cut else ""
+
+
+def _per_rank(ranks: tuple[object, ...], counts: tuple[object, ...]) -> str:
+    return ", ".join(f"rank {r}: {int(str(c)):,}" for r, c in zip(ranks, counts))
+
+
+def _capture_mismatch(n: Note) -> str:
+    return (f"collective call {n['call']} ({n['op']}): rank(s) {_rank_list(_tuple(n, 'captured'))} captured it into a graph, "
+            f"rank(s) {_rank_list(_tuple(n, 'eager'))} launched it eagerly{_incomplete(n)}")
+
+
+def _collective_mismatch(n: Note) -> str:
+    text = "; ".join(f"rank(s) {_rank_list(rs)}: {op}" for op, rs in zip(_tuple(n, "ops"), _tuple(n, "ranks")))  # type: ignore[arg-type]
+    return f"from collective call {n['call']} on, the ranks call different collectives ({text}){_incomplete(n)}"
+
+
+def _clock(n: Note) -> str:
+    if n.kind == "clock_one_host":
+        text = ("all ranks ran on one host: CUPTI timestamps are that host's CLOCK_REALTIME, shared by its "
+                "processes, so no offset is applied")
+    elif n.kind == "clock_hosts_unaligned":
+        text = (f"host(s) {', '.join(map(str, _tuple(n, 'hosts')))} share no collective with {n['reference']}: their ranks keep "
+                "their own clock (CLOCK_REALTIME, as far apart as the hosts' clock synchronisation leaves them)")
+    else:
+        text = (f"{n['hosts']} hosts: each host's clock moved onto {n['reference']}'s by the median difference of the ends "
+                f"of the collectives both ran ({int(_num(n, 'anchors')):,} or more each)")
+    residual = n.get("residual_ns")
+    if isinstance(residual, (int, float)):
+        text += f"; after alignment the same collective ends within {residual:,.0f} ns (median) on all ranks"
+    elif not n["anchored"]:
+        text += "; no collective ran on every rank, so the agreement of the ranks' clocks cannot be measured"
+    return text
+
+
+def _collective_counts_differ(n: Note) -> str:
+    short = _tuple(n, "short_ranks")
+    text = (_per_rank(short[:8], _tuple(n, "short_counts")[:8]) + (f" … ({len(short)} ranks)" if len(short) > 8 else ""))
+    lossy = _tuple(n, "lossy_ranks")
+    return (f"{n['op']} ({'in ' + str(n['graph']) if n['graph'] else 'eager'}): recorded "
+            f"{int(_num(n, 'most')):,} times on some ranks but fewer on others ({text}); collectives are matched across ranks by "
+            "occurrence, so after the first one missing on a rank its waits, end skew and the clock alignment on it "
+            "pair different calls"
+            + (f" (rank(s) {', '.join(map(str, lossy))} lost records: CUPTI dropped some, or rows were left out "
+               "when the trace was read; see their warnings)" if lossy else ""))
+
+
+def _ranks_numbered(n: Note) -> str:
+    names = ", ".join(f"{f} as rank {r}" for f, r in zip(_tuple(n, "files"), _tuple(n, "ranks")))
+    return (f"{len(_tuple(n, 'files'))} trace(s) carry no rank (not recorded under a multi-process launcher): numbered in the "
+            f"order given ({names})")
+
+
+def _ranks_missing(n: Note) -> str:
+    return (f"ranks {', '.join(map(str, _tuple(n, 'ranks')))}{' …' if _num(n, 'missing') > 16 else ''} of {n['world_size']} "
+            "have no trace: figures across ranks cover the ranks present")
+
+
+SIZE_NOTE_TEXT = ("not recorded: CUPTI kernel records carry no kernel arguments, and NCCL's NVTX payload "
+                  "(count, datatype) is not read; the kernel name gives operation, reduction, type, algorithm and protocol")
+HANG_ADVICE = ("NCCL requires every rank of a communicator to capture a collective, or every rank to run it "
+               "eagerly, and a graph holding a collective to be launched by all of them: capture the same "
+               "code on every rank (same warm-up, same condition) and replay it the same number of times")
+# what to do about each kind of hang risk (analyzers.collectives.hang_risks)
+HANG_RISK_ADVICE = {
+    "capture_mismatch": HANG_ADVICE,
+    "collective_mismatch": "every rank of a communicator must call the same collectives in the same order",
+    "call_count_mismatch": "a collective one rank calls and another never does waits forever",
+    "replay_count_mismatch": HANG_ADVICE,
+}
+
+
+def straggler_evidence(rank: int, last_arrivals: int, collectives: int, median_lateness_ns: float | None) -> str:
+    """What the straggler (analyzers.collectives.find_straggler) did, from its numbers."""
+    return (f"rank {rank} started last in {last_arrivals:,} of {collectives:,} collectives ({100 * last_arrivals / collectives:.0f}%)"
+            + (f", a median {median_lateness_ns / 1e3:,.1f} us after the median rank" if median_lateness_ns is not None else "")
+            + "; the other ranks' collective kernels waited for it")
+
+
 Template = str | Callable[[Note], str]
 
 TEMPLATES: dict[str, Template] = {
@@ -430,6 +524,36 @@ TEMPLATES: dict[str, Template] = {
     "no_cost_model": "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs",
     "cost_model_other_driver": _cost_model_other_driver,
     "cost_model_other_gpu": _cost_model_other_gpu,
+    # a rank set (analyzers.ranks, collectives): warnings, cannot_compute, hang risks, the clock alignment
+    "trace_left_out": "left out: {error}",
+    "ranks_missing": _ranks_missing,
+    "rank_incomplete": "rank {rank} did not complete (status '{status}'): its figures cover what was recorded",
+    "ranks_share_gpu": "ranks {ranks!j} ran on the same GPU ({gpu_uuid} on {host}): they share its time",
+    "ranks_numbered": _ranks_numbered,
+    "collective_counts_differ": _collective_counts_differ,
+    "more_collective_counts_differ": ("… and {collectives} more collective(s) recorded a different number of times on "
+                                      "different ranks"),
+    "ranks_measuring_run_only": ("rank(s) {ranks!j} hold only the measuring run (no detail run): it records no kernel launch "
+                                 "calls and no graph topology, and a graph replay is one span, so their collectives inside "
+                                 "graphs are not seen and their eager collectives are ordered by kernel start; record with "
+                                 "`graphmode run` (both runs)"),
+    "no_collectives": ("no NCCL kernel in any rank's trace: no collectives, waits in collectives, straggler or clock check "
+                       "from them"),
+    "graph_collectives_untimed": ("collectives inside graphs are not timed in graph-detail traces (a graph launch is one "
+                                  "span): record with `--detail node` for their durations, waits and the alignment on them"),
+    "message_size_unrecorded": SIZE_NOTE_TEXT,
+    "collective_message_size": "message size of collectives: " + SIZE_NOTE_TEXT,
+    "rank_graph_savings_single_graph": ("per-graph savings and break-even come from the trace-level analysis: they are given "
+                                        "for a rank's graph only when it is the rank's one replayed graph"),
+    "capture_mismatch": _capture_mismatch,
+    "collective_mismatch": _collective_mismatch,
+    "call_count_mismatch": lambda n: (f"the ranks made different numbers of collective calls "
+                                      f"({_per_rank(_tuple(n, 'ranks'), _tuple(n, 'calls'))}){_incomplete(n)}"),
+    "replay_count_mismatch": lambda n: (f"{n['graph']} holds collectives and was replayed a different number of times "
+                                        f"({_per_rank(_tuple(n, 'ranks'), _tuple(n, 'replays'))}){_incomplete(n)}"),
+    "clock_one_host": _clock,
+    "clock_hosts_unaligned": _clock,
+    "clock_hosts_aligned": _clock,
     "iterations_differ": ("graph {graph_id}: its {mode} iterations differ between the measuring and detail runs ({measured} "
                           "and {detail} iterations): they keep the measuring run's period"),
 }
@@ -449,4 +573,8 @@ def words(notes: tuple[Note, ...]) -> list[str]:
 
 def note_dict(n: Note) -> dict[str, Any]:
     """A note as JSON: its kind and values for a program, its sentence for a person."""
-    return {"kind": n.kind, "values": {k: list(v) if isinstance(v, tuple) else v for k, v in n.values.items()}, "text": word(n)}
+    return {"kind": n.kind, "values": {k: _listed(v) for k, v in n.values.items()}, "text": word(n)}
+
+
+def _listed(v: Any) -> Any:
+    return [_listed(x) for x in v] if isinstance(v, tuple) else v

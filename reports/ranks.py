@@ -20,7 +20,7 @@ from graphmode.analyzers import to_dict
 from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
 from graphmode.reports.names import cell, full_names, printable
-from graphmode.reports.notes import word
+from graphmode.reports.notes import HANG_RISK_ADVICE, straggler_evidence, word
 from graphmode.reports.terminal import human_ns, short_source
 
 RANKS_SCHEMA_VERSION = 2  # 2: a rank's warnings and cannot_compute are notes {kind, values, text}
@@ -134,12 +134,12 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
     console.print(Text(printable(f"{a.source}  ranks: {len(a.ranks)}"), style="bold"))
     console.print(Text(printable(headline(a)), style="bold green"))
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(word(w)))}")
     if a.hang_risks:
         console.print("[bold red]Hang risks[/bold red]")
         for h in a.hang_risks:
-            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(printable(h.evidence))}")
-            console.print(f"  what to do: {escape(printable(h.advice))}")
+            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(printable(word(h.facts)))}")
+            console.print(f"  what to do: {escape(printable(HANG_RISK_ADVICE[h.kind]))}")
     console.print(_ranks_table(a))
     if a.graphs_across:
         console.print(_graphs_table(a))
@@ -150,7 +150,7 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
         console.print(Text("Collectives, waits, clocks and timelines: each rank's detail run; graph figures: its per-graph "
                            "results, timed by its measuring run."))
     al = a.alignment
-    console.print(Text(printable(f"Clocks ({al.method}): {al.note}.")))
+    console.print(Text(printable(f"Clocks ({al.method}): {word(al.note)}.")))
     moved = [o for o in al.offsets if o.offset_ns]
     if moved:
         console.print(Text("  offsets: " + ", ".join(f"{cell(o.host)} {human_ns(o.offset_ns)}" for o in
@@ -161,18 +161,25 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
     if al.clock_check_ns is not None:
         console.print(Text(f"  CUPTI clock vs CLOCK_REALTIME when tracing started: within {human_ns(al.clock_check_ns)} on every rank"))
     if a.straggler is not None:
-        console.print(Text(printable(f"Straggler: {a.straggler.evidence}.")))
+        s = a.straggler
+        console.print(Text(printable(f"Straggler: {straggler_evidence(s.rank, s.last_arrivals, s.collectives, s.median_lateness_ns)}.")))
     if a.cannot_compute:
         console.print("[bold]Not computed for these traces:[/bold]")
-        for s in a.cannot_compute:
-            console.print(Text(printable(f"  - {s}")))
+        for c in a.cannot_compute:
+            console.print(Text(printable(f"  - {word(c)}")))
 
 
 def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:
     from graphmode import __version__
 
-    return {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
-            **to_dict(a, word)}  # type: ignore[arg-type]
+    out = {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
+           **to_dict(a, word)}  # type: ignore[arg-type]
+    for h in out["hang_risks"]:  # the words a person reads beside the facts
+        h.update(evidence=h["facts"]["text"], advice=HANG_RISK_ADVICE[h["kind"]])
+    if a.straggler is not None:
+        s = a.straggler
+        out["straggler"]["evidence"] = straggler_evidence(s.rank, s.last_arrivals, s.collectives, s.median_lateness_ns)
+    return out
 
 
 def render_ranks_json(a: RankSetAnalysis) -> str:
