@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmode.analyzers.notes import note
-from graphmode.reports.notes import break_even_reason, word, words
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.break_even import bootstrap_medians, smallest_replays
 from graphmode.analyzers.critical_path import longest_path, node_durations
+from graphmode.analyzers.notes import note
+from graphmode.reports.notes import break_even_reason, word, words
 from synthetic import SyntheticTrace, basic_trace
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace

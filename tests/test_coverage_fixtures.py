@@ -16,10 +16,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from graphmode.reports.pitfall_words import advice, evidence, title
-from graphmode.analyzers.notes import note
 from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.notes import note
 from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.reports.pitfall_words import advice, evidence, title
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
 from tests.conftest import DATA, ROOT

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graphmode.analyzers.notes import note
 from graphmode.analyzers import analyze
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, Period, Stat, TraceAnalysis
 from graphmode.reports.html import render_html
 from graphmode.tracer.store import load

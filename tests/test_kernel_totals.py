@@ -6,10 +6,10 @@ from pathlib import Path
 
 from synthetic import SyntheticTrace
 
-from graphmode.analyzers.notes import note
-from graphmode.reports.notes import word
 from graphmode.analyzers.kernel_totals import kernel_totals
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.sample_size import TINY_SAMPLE, tiny_sample_note
+from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 
 

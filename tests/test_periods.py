@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmode.analyzers.notes import note
-from graphmode.reports.notes import word
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import break_even_series
 from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.results import trimmed_mean
 from graphmode.analyzers.script_graphs import primitive_root
+from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace
 from synthetic_script import ScriptTrace

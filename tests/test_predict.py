@@ -15,14 +15,14 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from graphmode.analyzers.notes import note
-from graphmode.reports.notes import word, words
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.costmodel import CostModel, ModelChoice, find_model
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.predict import predict
 from graphmode.analyzers.untraced import lines_to_time
 from graphmode.reports.json_report import load_schema, render_json
+from graphmode.reports.notes import word, words
 from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import load
 from synthetic import SyntheticTrace

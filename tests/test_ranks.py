@@ -19,10 +19,10 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from graphmode.analyzers.notes import note
-from graphmode.reports.notes import word, words
 from graphmode.analyzers.collectives import kernel_base, parse_nccl_kernel
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.ranks import analyze_ranks
+from graphmode.reports.notes import word, words
 from graphmode.reports.ranks import load_ranks_schema, print_ranks_report, ranks_report_dict, rank_run_note
 from graphmode.reports.ranks_export import export_ranks_parquet, export_ranks_perfetto
 from graphmode.tracer.ranks import RankInfo, detect_rank, rank_meta_at_stop, rank_tag, rank_trace_path

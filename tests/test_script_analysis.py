@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from graphmode.reports.pitfall_words import advice, evidence, title
-from graphmode.reports.notes import word, words
-from graphmode.analyzers.notes import note
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.cpu_profile import classify, summarise
-from graphmode.tracer.profile_store import from_session_json
-from graphmode.reports.json_report import load_schema, report_dict
-from graphmode.reports.terminal import print_report
 from graphmode.analyzers.inference import find_sequence
 from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import IterationTable
+from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.reports.notes import word, words
+from graphmode.reports.pitfall_words import advice, evidence, title
+from graphmode.reports.terminal import print_report
+from graphmode.tracer.profile_store import from_session_json
 from synthetic_script import SYNC_LINE, ScriptTrace, eager_then_graph
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from graphmode.analyzers.notes import note
 from graphmode.analyzers import analyze
 from graphmode.analyzers.iterations import find_iterations
+from graphmode.analyzers.notes import note
 from graphmode.cli import app
+from graphmode.reports.notes import word, words
 from graphmode.tracer.cupti_session import api_sparse
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
@@ -242,7 +243,7 @@ def test_torch_compile_records_a_graph_per_shape() -> None:
         if g.status == "replayed":  # the only eager run of each shape is torch.compile's warm-up call: its first
             # run of freshly compiled kernels, no baseline (a first call pays module loading and set-up)
             assert g.warmup_iterations == 1 and g.eager is None, g
-            assert any("only eager run is its first call" in n for n in g.notes), g.notes
+            assert note("only_eager_run_is_first_call") in g.notes, g.notes
     sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE source <> ''")]
     # Inductor's generated code is skipped: the nodes point at the user's function
     assert sources and all(Path(s.split(":")[0]).name == "torch_compile.py" for s in sources)
@@ -324,11 +325,12 @@ def test_cudagraph_tree_recordings_add_pytorchs_own_work_to_the_one_time_cost() 
         c = g.cost
         assert c is not None and c.framework_ns is not None and c.build_ns is not None and c.instantiate_ns is not None
         assert startup[g.graph_id].startup_ns == pytest.approx(c.build_ns + c.instantiate_ns + c.framework_ns)
-    assert any("PyTorch's own work around the capture" in n for n in a.graph_budget.notes)
+    assert any(n.kind == "budget_framework_startup" for n in a.graph_budget.notes)
+    assert any("PyTorch's own work around the capture" in n for n in words(a.graph_budget.notes))
     # the first recording's cost is mostly PyTorch's work (17.7 of 18.2 ms), and its note says so
     first = recorded[0]
     assert first.cost is not None and first.cost.framework_ns is not None
-    assert any(n.startswith(f"{100 * first.cost.framework_ns / first.cost.total_ns:.0f}% of its one-time cost") for n in first.notes)
+    assert any(n.startswith(f"{100 * first.cost.framework_ns / first.cost.total_ns:.0f}% of its one-time cost") for n in words(first.notes))
 
 
 def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_still_timed_untraced(tmp_path: Path) -> None:
@@ -396,7 +398,9 @@ def test_a_cudagraph_tree_recordings_one_time_cost_is_its_whole_call_timed_untra
     own = truths[2]["capture_block_ns"] + truths[2]["first_replay_ns"] - truths[2]["graph_ns"]
     assert c.total_ns == pytest.approx(own, rel=0.05)
     assert c.total_ns - c.call_ns < 0.9 * own  # the window alone falls short of the call
-    assert any("the statement around it (lines hf_compile_decode.py:92 to hf_compile_decode.py:93)" in n for n in g.notes), g.notes
+    (timed,) = [n for n in g.notes if n.kind == "one_time_timed_untraced"]
+    assert (timed["statement_starts"], timed["statement_ends"]) == (("hf_compile_decode.py:92",), ("hf_compile_decode.py:93",))
+    assert "the statement around it (lines hf_compile_decode.py:92 to hf_compile_decode.py:93)" in word(timed), g.notes
     # the tree's first capture (an empty graph for its memory pool, inside the function's first call, which also
     # compiled it: about 0.9 s) is not charged with that call: it keeps its window's cost
     (pool,) = [g for g in a.graphs if g.status == "never_replayed"]
@@ -417,7 +421,7 @@ def test_a_torch_cuda_graph_block_is_timed_by_the_timing_run(tmp_path: Path) -> 
     parts = sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns, c.first_launch_excess_ns, c.framework_ns,
                                    c.untraced_correction_ns))
     assert c.total_ns == pytest.approx(parts)
-    assert any("as the timing run, without CUPTI, timed them" in n for n in g.notes)
+    assert any("as the timing run, without CUPTI, timed them" in n for n in words(g.notes))
 
 
 def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_path: Path) -> None:
@@ -442,5 +446,7 @@ def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_p
     assert c.total_ns == pytest.approx(own, rel=0.03)
     assert c.total_ns == pytest.approx(sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns,
                                                                c.first_launch_excess_ns, c.untraced_correction_ns)))
-    assert any("its capture through its instantiation (lines cupy_chain.py:37 to cupy_chain.py:40)" in n for n in g.notes), g.notes
-    assert not any("where CUPTI slows a capture" in n for n in g.notes)
+    (timed,) = [n for n in g.notes if n.kind == "one_time_timed_untraced"]
+    assert timed["capture_lines"] == ("cupy_chain.py:37", "cupy_chain.py:40")
+    assert "its capture through its instantiation (lines cupy_chain.py:37 to cupy_chain.py:40)" in word(timed), g.notes
+    assert not any(n.kind == "one_time_traced" for n in g.notes)

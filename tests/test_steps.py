@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmode.analyzers.notes import note
 from graphmode.analyzers import analyze, to_dict
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.steps import instances, step_pattern
 from graphmode.tracer.store import load

@@ -21,6 +21,7 @@ import pytest
 from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import IterationTable, empty_table
 from graphmode.analyzers.untraced import line_timing, starting_lines, with_untraced
+from graphmode.reports.notes import word, words
 from graphmode.tracer.store import load
 from synthetic import SyntheticTrace
 
@@ -349,7 +350,8 @@ def test_an_eager_only_loop_is_timed_by_the_timing_run_which_also_measures_the_f
     assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
     assert r.first_graph_from == "this_process" and r.first_graph_extra is not None
     assert r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
-    assert any("(from the timing run)" in n for n in r.notes)
+    assert any(n.kind == "eager_period_scaled" and n["run"] == "timing" for n in r.notes)
+    assert any("(from the timing run)" in n for n in words(r.notes))
 
 
 def test_an_unsynchronized_cupy_loop_is_found_and_timed_against_the_programs_own_clock(tmp_path: Path) -> None:
