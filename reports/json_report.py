@@ -16,7 +16,7 @@ from graphmode.reports import pitfall_words
 from graphmode.reports.notes import word
 from graphmode.tracer.store import Trace
 
-REPORT_SCHEMA_VERSION = 2  # 2: notes (warnings, cannot_compute, break-even reasons) are {kind, values, text}
+REPORT_SCHEMA_VERSION = 2  # 2: the analysis's notes are {kind, values, text} (docs/metrics.md, Notes)
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 output_file_extension = "json"
 

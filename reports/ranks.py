@@ -23,7 +23,7 @@ from graphmode.reports.names import cell, full_names, printable
 from graphmode.reports.notes import HANG_RISK_ADVICE, straggler_evidence, word
 from graphmode.reports.terminal import human_ns, short_source
 
-RANKS_SCHEMA_VERSION = 2  # 2: a rank's warnings and cannot_compute are notes {kind, values, text}
+RANKS_SCHEMA_VERSION = 2  # 2: warnings, cannot_compute, the alignment's note, size notes and hang-risk facts are notes
 SCHEMA_PATH = Path(__file__).with_name("ranks.schema.json")
 MAX_RANK_ROWS = 64  # more ranks: the table shows the extremes and says how many it left out
 output_file_extension = "txt"
