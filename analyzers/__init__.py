@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphmode.analyzers.break_even import break_even, overhead_saved
@@ -30,6 +30,7 @@ from graphmode.analyzers.graph_use import graph_use_fields
 from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
 from graphmode.analyzers.predict import check_build, predict, uses_torch
@@ -81,8 +82,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST';
     `predict_build`: how the predicted graphs are made ('auto', 'capture' or 'node_api': analyzers.predict.predict).
     """
-    warnings: list[str] = []
-    cannot: list[str] = []
+    warnings: list[Note] = []
+    cannot: list[Note] = []
     timing = trace.pass_by_detail("timing")
     traced = trace.pass_by_detail("node", "graph")
     timing_id = timing.pass_id if timing else None
@@ -91,14 +92,14 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     status = str(trace.meta.get("status", "unknown"))
     reason = str(trace.meta.get("status_reason", "") or "")
     if status != "complete":
-        warnings.append(f"the run did not complete (status '{status}'{': ' + reason if reason else ''}): figures cover only what was recorded")
+        warnings.append(note("run_incomplete", status=status, reason=reason))
     for p in trace.passes:
         if p.status != "complete":
-            warnings.append(f"pass {p.pass_id} ({p.detail}) has status '{p.status}'")
+            warnings.append(note("pass_incomplete", pass_id=p.pass_id, detail=p.detail, status=p.status))
     warnings.extend(recording_problems(trace))
     dropped = max(int(trace.meta.get("dropped_records", 0) or 0), sum(p.dropped_records for p in trace.passes))
     if dropped:
-        warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
+        warnings.append(note("records_dropped", count=dropped))
 
     choice = cost_model if cost_model is not None else find_model(trace.meta)
     script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace, choice.model, uses_torch(trace))
@@ -115,13 +116,12 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         eager_modes = [m for m in modes if m.mode == "eager"]
         cannot.extend(script.notes)
         if not script.graphs:
-            cannot.append("no CUDA graph was built or replayed in this run: nothing to compare (graphmode answers what graphs buy)")
+            cannot.append(note("no_graph"))
         elif not any(g.status == "replayed" for g in script.graphs):
-            cannot.append("no graph was replayed: savings and break-even need replays")
+            cannot.append(note("no_graph_replayed"))
         for g in script.graphs:
             if g.status == "replayed" and g.eager is None and g.counterfactual is None:
-                cannot.append(f"graph {g.graph_id}: no eager run of its work was found (its kernel sequence never ran outside a graph), "
-                              "so what it saves is unknown")
+                cannot.append(note("graph_without_eager", graph_id=g.graph_id))
     else:
         wall_id: int | None  # the pass that gives wall times: timing if it has iterations, else traced
         if timing is not None and _has_iterations(trace, timing.pass_id):
@@ -129,13 +129,13 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         elif traced is not None:
             wall_id, wall_source = traced.pass_id, "traced"
             if timing is None:
-                cannot.append("no timing pass: wall times come from the traced pass and include the tracer's overhead; the tracer distortion cannot be measured")
+                cannot.append(note("no_timing_pass"))
             else:
-                cannot.append("the timing pass has no iteration markers: wall times come from the traced pass and include the tracer's overhead")
+                cannot.append(note("timing_pass_without_iterations", pass_id=timing.pass_id))
         else:
             wall_id, wall_source = timing_id, "timing"
         if traced is None:
-            cannot.append("no traced pass (graph or node detail): CPU time in CUDA API calls, GPU busy/idle time, kernel counts, per-kernel durations and critical paths need CUDA activity")
+            cannot.append(note("no_traced_pass"))
 
         # The traced pass's GPU spans are fetched and placed in iterations once, for the per-iteration GPU
         # metrics and the per-kernel comparison.
@@ -143,16 +143,16 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         modes = mode_metrics(trace, wall_id, traced_id, wall_source, spans) if wall_id is not None or traced_id is not None else []
         by_mode = {m.mode: m for m in modes}
         if not modes:
-            cannot.append("no iteration markers (markers.kind = 'iteration'): per-iteration metrics, overhead saved and break-even need the runner's iterations (record with `graphmode bench`)")
+            cannot.append(note("no_iteration_markers"))
         for m in modes:
             if m.iterations == 1:
-                cannot.append(f"{m.mode} has one iteration: its p10/p90 equal the median and give no spread")
+                cannot.append(note("one_iteration", mode=m.mode))
         graph = by_mode.get("graph")
         eager_modes = [by_mode[m] for m in ("eager", "eager_sync_each") if m in by_mode]
         if modes and graph is None:
-            cannot.append("no graph-mode iterations (zero steady replays): launch overhead saved and break-even need graph replays")
+            cannot.append(note("no_graph_iterations"))
         if modes and not eager_modes:
-            cannot.append("no eager iterations: launch overhead saved and break-even need an eager baseline")
+            cannot.append(note("no_eager_iterations"))
 
         # One-time costs: from the wall pass when it has them, so break-even compares like with like.
         cost_id = next((p for p in (wall_id, traced_id) if p is not None and has_cost_records(trace, p)), None)
@@ -164,11 +164,11 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
                 steady = steady_stat.median if steady_stat else None
             costs = graph_costs(trace, cost_id, steady)
             if cost_id != wall_id:
-                cannot.append(f"one-time graph costs come from pass {cost_id} (traced): the wall pass recorded none")
+                cannot.append(note("costs_from_traced_pass", pass_id=cost_id))
             if any(c.first_launch_ns is None for c in costs):
-                cannot.append("some graphs have no first_launch op marker: their first launch's excess is not included in the one-time cost")
+                cannot.append(note("first_launch_missing"))
         elif traced is not None or timing is not None:
-            cannot.append("no graph was built (no op markers or graph lifecycle events): no one-time graph cost")
+            cannot.append(note("no_graph_built"))
         costs = _on_traced_ids(trace, costs, traced_id)
         one_time = sum(c.total_ns for c in costs) if costs else None
         run_replays = (graph.iterations if graph else 0) + (1 if any(c.first_launch_ns is not None for c in costs) else 0)
@@ -176,8 +176,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         saved = [overhead_saved(e, graph) for e in eager_modes] if graph is not None else []
         breaks = [break_even(e, graph, one_time, run_replays) for e in eager_modes]
         for b in breaks:
-            if b.replays is None and not b.never and graph is not None:
-                cannot.append(f"break-even against {b.baseline}: {b.reason}")
+            if b.replays is None and not b.never and graph is not None and b.reason is not None:
+                cannot.append(Note("break_even_unknown", {**b.reason.values, "baseline": b.baseline, "reason": b.reason.kind}))
 
     kernels: list[KernelComparison] = []
     paths: list[CriticalPath] = []
@@ -187,12 +187,12 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
                 base = eager_modes[0].mode if eager_modes else "eager"
                 kernels, truncated = kernel_comparisons(trace, traced.pass_id, base, spans)
                 if truncated:
-                    cannot.append(f"more than {MAX_KERNELS} kernel names: the per-kernel table keeps the {MAX_KERNELS} with the most GPU time")
+                    cannot.append(note("kernel_table_truncated", limit=MAX_KERNELS))
             paths, notes = critical_paths(trace, traced.pass_id)
             cannot.extend(notes)
         else:
             if graph is not None:  # (a run without graph launches loses nothing to graph detail)
-                cannot.append("graph-detail trace: kernels inside a graph launch are recorded as one 'graph' span, so per-kernel eager-vs-graph durations and the critical path need a node-detail recording (`--detail node`)")
+                cannot.append(note("graph_detail_no_kernels"))
             if eager_modes:
                 kernels, _ = kernel_comparisons(trace, traced.pass_id, eager_modes[0].mode, spans)
 
@@ -203,7 +203,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     if source_pass is not None:
         lines, lines_truncated = source_lines(trace, source_pass)
         if lines_truncated:
-            cannot.append(f"more than {MAX_SOURCE_LINES} source lines launched GPU work: the table keeps the {MAX_SOURCE_LINES} with the most GPU time")
+            cannot.append(note("source_table_truncated", limit=MAX_SOURCE_LINES))
         if lines and kernels:
             by_name = kernel_sources(trace, source_pass)
             kernels = [dataclasses.replace(k, sources=by_name.get(k.name, ())) for k in kernels]
@@ -215,10 +215,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
                 ratio = m.traced_wall.median / m.wall.median
                 distortion.append(Distortion(m.mode, m.wall.median, m.traced_wall.median, m.traced_wall.median - m.wall.median, ratio))
                 if ratio > DISTORTION_WARNING_RATIO:
-                    warnings.append(
-                        f"the tracer slowed {m.mode} iterations by {100 * (ratio - 1):.0f}% (median {m.traced_wall.median / 1e3:.1f} us traced "
-                        f"vs {m.wall.median / 1e3:.1f} us untraced): CPU and GPU figures come from the slowed pass"
-                    )
+                    warnings.append(note("tracer_slowed", mode=m.mode, ratio=ratio, traced_ns=m.traced_wall.median,
+                                         untraced_ns=m.wall.median))
 
     result = TraceAnalysis(
         path=str(trace.path), workload=str(trace.meta.get("workload", "")), status=status, status_reason=reason,
@@ -235,7 +233,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         profile = cpu_profile_summary(trace, traced_id)
     except ValueError as e:  # a damaged profile costs the profile section, not the report
         profile = None
-        result = dataclasses.replace(result, warnings=(*result.warnings, f"the CPU profile is not shown: {e}"))
+        result = dataclasses.replace(result, warnings=(*result.warnings, note("cpu_profile_unreadable", error=str(e))))
     result = dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
     # The prediction compares itself with the graph measured above, so it comes after everything.
     for spec in predict_lines:
@@ -245,7 +243,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         prediction = predict(trace, result, choice, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
-                                     f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))
+                                     note("prediction_failed", error_type=type(e).__name__, error=str(e))))
         return dataclasses.replace(result, headline=headline_of(result))
     result = dataclasses.replace(result, prediction=prediction)
     return dataclasses.replace(result, headline=headline_of(result))
@@ -270,29 +268,31 @@ def _on_traced_ids(trace: Trace, costs: list[GraphCost], traced_id: int | None) 
     return out
 
 
-def recording_problems(trace: Trace) -> list[str]:
+def recording_problems(trace: Trace) -> list[Note]:
     """What went wrong while recording or reading the trace, as report warnings: errors the tracer hit
     (meta.callback_errors: e.g. a graph whose topology could not be read is missing from the topology
     tables), notes it recorded (meta.notes: a lost CPU profile, skipped inference), and what the loader
     left out (Trace.notes)."""
-    out: list[str] = []
+    out: list[Note] = []
     errors = trace.meta.get("callback_errors") or []
-    if isinstance(errors, list) and errors:
-        shown = "; ".join(str(e) for e in errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
-        out.append(f"the tracer hit {len(errors)} error(s) while recording, so some data is missing: {shown}")
+    if isinstance(errors, list) and errors:  # the first three, as the tracer wrote them
+        out.append(note("tracer_errors", count=len(errors), errors=tuple(str(e) for e in errors[:3])))
     notes = trace.meta.get("notes") or []
-    if isinstance(notes, list):
-        out.extend(f"while recording: {n}" for n in notes)
-    out.extend(f"reading the trace: {n}" for n in getattr(trace, "notes", ()))
+    if isinstance(notes, list):  # the tracer's own text (meta.notes), recorded in the trace
+        out.extend(note("recording_note", text=str(n)) for n in notes)
+    out.extend(note("reading_note", text=str(n)) for n in getattr(trace, "notes", ()))
     return out
 
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, word: Callable[[Note], str] | None = None) -> Any:
+    if isinstance(value, Note):
+        out = {"kind": value.kind, "values": {k: _plain(v) for k, v in value.values.items()}}
+        return {**out, "text": word(value)} if word is not None else out
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name != "series"}
+        return {f.name: _plain(getattr(value, f.name), word) for f in dataclasses.fields(value) if f.name != "series"}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, word) for v in value]
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if hasattr(value, "item"):  # numpy scalar
@@ -300,8 +300,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_dict(analysis: TraceAnalysis) -> dict[str, Any]:
-    """The analysis as JSON-ready builtins (per-iteration series left out; non-finite floats as null)."""
-    out = _plain(analysis)
+def to_dict(analysis: TraceAnalysis, word: Callable[[Note], str] | None = None) -> dict[str, Any]:
+    """The analysis as JSON-ready builtins (per-iteration series left out; non-finite floats as null). A note is
+    {"kind", "values"}, and its sentence under "text" when the caller gives `word` (reports.notes.word)."""
+    out = _plain(analysis, word)
     assert isinstance(out, dict)
     return out

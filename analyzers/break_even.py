@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.results import BreakEven, ModeMetrics, OverheadSaved, trimmed_mean
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -104,12 +105,12 @@ class _Outcome:
         if t_eager is not None and t_graph is not None and one_time_ns is not None and run_replays >= 1:
             self.speedup = run_replays * t_eager / (one_time_ns + run_replays * t_graph)
 
-    def unknown(self, reason: str, never: bool = False) -> BreakEven:
+    def unknown(self, reason: Note, never: bool = False) -> BreakEven:
         return BreakEven(**self.common, replays=None, never=never, reason=reason, interval_low=None,  # type: ignore[arg-type]
                          interval_high=None, interval_high_never=never, amortised_speedup=self.speedup)
 
     def result(self, replays: int, low: float, high: float) -> BreakEven:
-        return BreakEven(**self.common, replays=replays, never=False, reason="",  # type: ignore[arg-type]
+        return BreakEven(**self.common, replays=replays, never=False, reason=None,  # type: ignore[arg-type]
                          interval_low=int(low) if np.isfinite(low) else None,
                          interval_high=int(high) if np.isfinite(high) else None,
                          interval_high_never=not np.isfinite(high), amortised_speedup=self.speedup)
@@ -130,18 +131,14 @@ def break_even(
     saved, unknown = out.saved, out.unknown
 
     if t_eager is None:
-        return unknown(f"no {baseline.mode} iterations with a wall time")
+        return unknown(note("no_eager_wall_times", baseline=baseline.mode))
     if t_graph is None or graph is None or graph.series is None:
-        return unknown("no steady graph replays (graph-mode iterations) in the run: the replay time is unknown")
+        return unknown(note("no_steady_replays", baseline=baseline.mode))
     if one_time_ns is None:
-        return unknown("no one-time graph cost was recorded (no op markers or graph lifecycle events)")
+        return unknown(note("no_one_time_cost", baseline=baseline.mode))
     assert saved is not None and baseline.series is not None
     if saved <= 0:
-        return unknown(
-            f"a graph replay (median {t_graph / 1e3:.1f} us) is not faster than a {baseline.mode} iteration "
-            f"(median {t_eager / 1e3:.1f} us), so the one-time cost is never paid back",
-            never=True,
-        )
+        return unknown(note("replay_not_faster", baseline=baseline.mode, replay_ns=t_graph, eager_ns=t_eager), never=True)
     replays = smallest_replays(one_time_ns, saved)
     rng = np.random.default_rng(seed)
     boot_saved = bootstrap_medians(baseline.series.wall_ns, resamples, rng) - bootstrap_medians(graph.series.wall_ns, resamples, rng)
@@ -216,15 +213,14 @@ def break_even_series(
     saved, unknown = out.saved, out.unknown
 
     if t_eager is None:
-        return unknown(f"no {baseline} iterations of this graph's work were found")
+        return unknown(note("graph_no_eager_iterations", baseline=baseline))
     if t_graph is None:
-        return unknown("no steady replays of this graph: the replay time is unknown")
+        return unknown(note("graph_no_steady_replays", baseline=baseline))
     if one_time_ns is None:
-        return unknown("no one-time cost was recorded for this graph")
+        return unknown(note("graph_no_one_time_cost", baseline=baseline))
     assert saved is not None
     if saved <= 0:
-        return unknown(f"a replay ({t_graph / 1e3:,.1f} us) is not faster than the eager work it replaces "
-                       f"({t_eager / 1e3:,.1f} us), so the one-time cost is never paid back", never=True)
+        return unknown(note("graph_replay_not_faster", baseline=baseline, replay_ns=t_graph, eager_ns=t_eager), never=True)
     replays = smallest_replays(one_time_ns, saved)
     rng = np.random.default_rng(seed)
     boot_saved = rng.normal(te, se_e, resamples) * units_per_replay - rng.normal(tg, se_g, resamples)

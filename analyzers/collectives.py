@@ -27,17 +27,15 @@ from graphmode.analyzers.rank_results import (
     Spread,
     Straggler,
 )
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.results import Stat, stat_sql
 
 # NCCL's device kernels: ncclDevKernel_<Func>[_<RedOp>_<type>]_<ALGO>_<PROTO> (NCCL >= 2.19, plus
 # ncclDevKernel_Generic*), ncclKernel_<Func>_<ALGO>_<PROTO>_<RedOp>_<type> before. CUPTI records them
 # mangled (`_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorage...`) or demangled.
 NCCL_SQL = "regexp_matches(name, 'nccl(Dev)?Kernel_')"
-SIZE_NOTE = ("not recorded: CUPTI kernel records carry no kernel arguments, and NCCL's NVTX payload "
-             "(count, datatype) is not read; the kernel name gives operation, reduction, type, algorithm and protocol")
-HANG_ADVICE = ("NCCL requires every rank of a communicator to capture a collective, or every rank to run it "
-               "eagerly, and a graph holding a collective to be launched by all of them: capture the same "
-               "code on every rank (same warm-up, same condition) and replay it the same number of times")
+# not recorded: CUPTI kernel records carry no kernel arguments, and NCCL's NVTX payload (count, datatype) is not read
+SIZE_NOTE = note("message_size_unrecorded")
 OPS = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv", "AllToAll", "Generic")
 ALGOS = ("COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "NVLS", "RING", "TREE", "PAT")
 PROTOS = ("LL128", "LL", "SIMPLE")
@@ -139,9 +137,7 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
     anchors = int(con.execute("SELECT count(*) FROM (SELECT 1 FROM coll GROUP BY kernel, graph_key, seq "
                               "HAVING count(DISTINCT rank) = ?)", [n_ranks]).fetchone()[0])
     if len(hosts) <= 1:
-        method = "one host"
-        note = ("all ranks ran on one host: CUPTI timestamps are that host's CLOCK_REALTIME, shared by its "
-                "processes, so no offset is applied")
+        method, said = "one host", note("clock_one_host")
     else:
         rows = con.execute("""
             WITH g AS (SELECT kernel, graph_key, seq, host, quantile_disc(end_ns, 0.5) AS e FROM coll GROUP BY ALL),
@@ -154,12 +150,10 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
             offsets[h] = off
         if missing:
             method = "collective ends" if found else "unaligned"
-            note = (f"host(s) {', '.join(missing)} share no collective with {ref}: their ranks keep their own clock "
-                    "(CLOCK_REALTIME, as far apart as the hosts' clock synchronisation leaves them)")
+            said = note("clock_hosts_unaligned", hosts=tuple(missing), reference=ref)
         else:
             method = "collective ends"
-            note = (f"{len(hosts)} hosts: each host's clock moved onto {ref}'s by the median difference of the ends "
-                    f"of the collectives both ran ({min(n for _, n in found.values()):,} or more each)")
+            said = note("clock_hosts_aligned", hosts=len(hosts), reference=ref, anchors=min(n for _, n in found.values()))
     con.execute("CREATE OR REPLACE TEMP TABLE offs (host VARCHAR, off BIGINT)")
     con.executemany("INSERT INTO offs VALUES (?, ?)", [[h, o] for h, o in offsets.items()])
     con.execute("""CREATE OR REPLACE TEMP TABLE al AS
@@ -174,12 +168,10 @@ def align_clocks(con: Any, ranks: dict[int, str], clock_checks: dict[int, int]) 
                    SELECT g.* REPLACE (CASE WHEN t.at_max = 1 THEN g.last_rank ELSE -1 END AS last_rank)
                    FROM g JOIN t USING (kernel, graph_key, seq)""")
     residual = Stat.from_row(con.execute(f"SELECT {stat_sql('last_end - first_end')} FROM grp WHERE n = ?", [n_ranks]).fetchone())
-    if residual is not None:
-        note += f"; after alignment the same collective ends within {residual.median:,.0f} ns (median) on all ranks"
-    elif anchors == 0:
-        note += "; no collective ran on every rank, so the agreement of the ranks' clocks cannot be measured"
+    # after alignment: how far apart the same collective ends on all ranks (median), or that none ran on every rank
+    said = Note(said.kind, {**said.values, "residual_ns": residual.median if residual is not None else None, "anchored": anchors > 0})
     return ClockAlignment(method, tuple(hosts), ref, tuple(RankOffset(r, h, float(offsets[h])) for r, h in sorted(ranks.items())),
-                          anchors, residual, float(check) if check is not None else None, note)
+                          anchors, residual, float(check) if check is not None else None, said)
 
 
 # ---- waits, stragglers, per-kernel summaries -------------------------------------------------------
@@ -201,11 +193,7 @@ def find_straggler(con: Any, waits: tuple[RankWait, ...]) -> Straggler | None:
     if worst.last_arrivals == 0:
         return None
     late = con.execute("SELECT quantile_cont(last_start - med_start, 0.5) FROM grp WHERE last_rank = ?", [worst.rank]).fetchone()[0]
-    share = worst.last_arrivals / total
-    evidence = (f"rank {worst.rank} started last in {worst.last_arrivals:,} of {total:,} collectives ({100 * share:.0f}%)"
-                + (f", a median {float(late) / 1e3:,.1f} us after the median rank" if late is not None else "")
-                + "; the other ranks' collective kernels waited for it")
-    return Straggler(worst.rank, worst.last_arrivals, total, float(late) if late is not None else None, evidence)
+    return Straggler(worst.rank, worst.last_arrivals, total, float(late) if late is not None else None)
 
 
 def collective_summaries(con: Any, topology: dict[tuple[str, str], int]) -> tuple[CollectiveSummary, ...]:
@@ -247,42 +235,32 @@ def hang_risks(con: Any, replays: dict[str, dict[int, int]], statuses: dict[int,
     - call_count_mismatch: the ranks made different numbers of collective calls.
     """
     risks: list[HangRisk] = []
-    cut = [r for r, s in statuses.items() if s != "complete"]
-    caveat = (f" (rank(s) {', '.join(map(str, sorted(cut)))} did not complete: their traces may stop early)" if cut else "")
+    cut = tuple(sorted(r for r, s in statuses.items() if s != "complete"))  # their traces may stop early
     for pos, kernels, captured, eager in con.execute("""
             SELECT pos, list(DISTINCT kernel ORDER BY kernel), list(rank ORDER BY rank) FILTER (WHERE captured),
                    list(rank ORDER BY rank) FILTER (WHERE NOT captured)
             FROM calls GROUP BY pos HAVING count(DISTINCT captured) > 1 ORDER BY pos LIMIT ?""", [MAX_HANG_RISKS]).fetchall():
         op = " / ".join(parse_nccl_kernel(k).title for k in kernels)
         risks.append(HangRisk("capture_mismatch", int(pos), op, tuple(captured or ()), tuple(eager or ()),
-                              f"collective call {pos + 1} ({op}): rank(s) {_ranks(captured)} captured it into a graph, "
-                              f"rank(s) {_ranks(eager)} launched it eagerly{caveat}", HANG_ADVICE))
+                              note("capture_mismatch", call=int(pos) + 1, op=op, captured=tuple(int(r) for r in captured or ()),
+                                   eager=tuple(int(r) for r in eager or ()), incomplete=cut)))
     first = con.execute("""SELECT pos, list(DISTINCT kernel ORDER BY kernel) FROM calls GROUP BY pos
                            HAVING count(DISTINCT kernel) > 1 ORDER BY pos LIMIT 1""").fetchone()
     if first is not None:
         by_kernel = con.execute("SELECT kernel, list(rank ORDER BY rank) FROM calls WHERE pos = ? GROUP BY kernel ORDER BY kernel",
                                 [first[0]]).fetchall()
-        text = "; ".join(f"rank(s) {_ranks(rs)}: {parse_nccl_kernel(k).title}" for k, rs in by_kernel)
         risks.append(HangRisk("collective_mismatch", int(first[0]), " / ".join(parse_nccl_kernel(k).title for k in first[1]), (), (),
-                              f"from collective call {first[0] + 1} on, the ranks call different collectives ({text}){caveat}",
-                              "every rank of a communicator must call the same collectives in the same order"))
+                              note("collective_mismatch", call=int(first[0]) + 1,
+                                   ops=tuple(parse_nccl_kernel(k).title for k, _ in by_kernel),
+                                   ranks=tuple(tuple(int(r) for r in rs) for _, rs in by_kernel), incomplete=cut)))
     counts = dict(con.execute("SELECT rank, count(*) FROM calls GROUP BY rank").fetchall())
     if counts and len(set(counts.values())) > 1:
-        text = ", ".join(f"rank {r}: {n:,}" for r, n in sorted(counts.items()))
         risks.append(HangRisk("call_count_mismatch", -1, "", (), (),
-                              f"the ranks made different numbers of collective calls ({text}){caveat}",
-                              "a collective one rank calls and another never does waits forever"))
+                              note("call_count_mismatch", ranks=tuple(int(r) for r in sorted(counts)),
+                                   calls=tuple(int(counts[r]) for r in sorted(counts)), incomplete=cut)))
     for key, per_rank in sorted(replays.items()):
         if len(set(per_rank.values())) > 1:
-            text = ", ".join(f"rank {r}: {n:,}" for r, n in sorted(per_rank.items()))
             risks.append(HangRisk("replay_count_mismatch", -1, key, (), (),
-                                  f"{key} holds collectives and was replayed a different number of times ({text}){caveat}",
-                                  HANG_ADVICE))
+                                  note("replay_count_mismatch", graph=key, ranks=tuple(int(r) for r in sorted(per_rank)),
+                                       replays=tuple(int(per_rank[r]) for r in sorted(per_rank)), incomplete=cut)))
     return tuple(risks)
-
-
-def _ranks(ranks: Any) -> str:
-    values = sorted(int(r) for r in (ranks or ()))
-    if len(values) > 8:
-        return ", ".join(map(str, values[:8])) + f" … ({len(values)} ranks)"
-    return ", ".join(map(str, values))

@@ -27,6 +27,7 @@ import numpy as np
 
 from graphmode.tracer.errors import CostModelError as CostModelError  # its home is the error hierarchy
 from graphmode.tracer.version import bundled_data_dir
+from graphmode.analyzers.notes import Note, note
 
 FORMAT = "graphmode-costmodel"
 FORMAT_VERSION = 1
@@ -613,7 +614,7 @@ class ModelChoice:
 
     model: CostModel | None
     match: str  # 'exact' | 'same_gpu' | 'other_gpu' | 'none'
-    note: str  # one sentence for the report ('' for an exact match)
+    note: Note | None  # how the model's machine differs from the trace's (None for an exact match)
 
 
 def choose_model(meta: dict[str, Any], models: list[CostModel]) -> ModelChoice:
@@ -622,17 +623,16 @@ def choose_model(meta: dict[str, Any], models: list[CostModel]) -> ModelChoice:
     driver = str(meta.get("driver_version", ""))
     cuda = int(meta.get("cuda_driver_version", 0) or 0)
     if not models:
-        return ModelChoice(None, "none", "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs")
+        return ModelChoice(None, "none", note("no_cost_model"))
     for m in models:
         if m.key == (gpu, driver, cuda):
-            return ModelChoice(m, "exact", "")
+            return ModelChoice(m, "exact", None)
     for m in models:
         if m.gpu_name == gpu:
-            return ModelChoice(m, "same_gpu", f"the cost model was calibrated on this GPU ({gpu}) with driver {m.driver_version}, "
-                                              f"CUDA {m.cuda_driver_version}; this trace has driver {driver or '?'}, CUDA {cuda or '?'}")
+            return ModelChoice(m, "same_gpu", note("cost_model_other_driver", gpu=gpu, model_driver=m.driver_version,
+                                                   model_cuda=m.cuda_driver_version, driver=driver, cuda=cuda))
     m = models[0]
-    return ModelChoice(m, "other_gpu", f"no cost model for {gpu or 'this GPU'}: using the one calibrated on {m.gpu_name} "
-                                       f"(driver {m.driver_version}); run `graphmode calibrate` on this GPU for its own")
+    return ModelChoice(m, "other_gpu", note("cost_model_other_gpu", gpu=gpu, model_gpu=m.gpu_name, model_driver=m.driver_version))
 
 
 def find_model(meta: dict[str, Any], path: str | os.PathLike[str] | None = None) -> ModelChoice:

@@ -28,6 +28,7 @@ import numpy as np
 
 from graphmode.analyzers.break_even import replay_interval, replays_per_draw, smallest_replays
 from graphmode.analyzers.costmodel import CostModel, LaunchCost, Spread
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.critical_path import node_durations
 from graphmode.analyzers.results import BreakEven, Counterfactual, Estimate, GraphResult, LauncherPrice, Stat, StepResult
 from graphmode.tracer.store import Trace
@@ -148,9 +149,9 @@ def counterfactual(trace: Trace, structure_pass: int, g: GraphResult, model: Cos
     low = high = None
     high_never = False
     replays: int | None = None
-    reason = ""
+    reason: Note | None = None
     if one_time is None:
-        reason = "no one-time cost was recorded for this graph"
+        reason = note("graph_no_one_time_cost", baseline="eager")
     else:
         low, high, high_never = replay_interval(replays_per_draw(np.full(B, one_time), saved_draw))
         replays = None if never else smallest_replays(one_time, saved)
@@ -237,7 +238,8 @@ def with_predicted_steps(steps: tuple[StepResult, ...], graphs: tuple[GraphResul
                 high_never = True
         eager = s.graphed_ns + saved
         be = BreakEven(baseline="eager", eager_ns=eager, graph_ns=s.graphed_ns, one_time_ns=one, saved_per_replay_ns=saved,
-                       replays=replays, never=saved <= 0, reason="" if one is not None else "no one-time cost was recorded",
+                       replays=replays, never=saved <= 0,
+                       reason=None if one is not None else note("graph_no_one_time_cost", baseline="eager"),
                        interval_low=low, interval_high=high, interval_high_never=high_never, run_replays=s.graphed_steps,
                        amortised_speedup=None, bootstrap_resamples=0, bootstrap_seed=0, basis="predicted")
         segments = tuple(dataclasses.replace(seg, saved_ns=by_id[seg.graph_id].break_even.saved_per_replay_ns  # type: ignore[union-attr]

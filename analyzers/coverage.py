@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.coverage_results import CoverageSlice, EagerLine, GraphCoverage
 from graphmode.analyzers.results import SourceLine
 from graphmode.tracer.store import Trace
 
 MAX_RANGES = 20  # range names kept, longest total time first
 MAX_EAGER_LINES = 10
-LAUNCH_SOURCES_HINT = ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
-                       "(a CPU callback per launch: it slows the run)")
-PHASE_RULE = ("'before the first graph' ends where the first capture, explicit build or instantiation starts; "
-              "'building graphs' runs from there to the end of the last one; 'steady state' is the rest")
+LAUNCH_SOURCES_HINT = note("launch_sources_hint")  # the eager lines need `graphmode run --launch-sources`
+# 'before the first graph' ends where the first capture, explicit build or instantiation starts; 'building graphs' runs
+# from there to the end of the last one; 'steady state' is the rest
+PHASE_RULE = note("phase_rule")
 
 # Few numeric columns leave DuckDB, computed there (converting columns to numpy is most of the cost on a
 # 10M-event trace): `kernels` packs graph kernels (a kernel node span counts 1, a whole-graph span its graph's
@@ -243,15 +244,14 @@ def _ranges(trace: Trace, pass_id: int, work: _Work) -> tuple[CoverageSlice, ...
     return tuple(work.slice(name, "range", int(us[0]), total, count, us, ue) for total, name, us, ue, count in merged[:MAX_RANGES])
 
 
-def _eager_lines(lines: tuple[SourceLine, ...], eager_gpu_ns: float, launch_sources: bool) -> tuple[tuple[EagerLine, ...], str]:
+def _eager_lines(lines: tuple[SourceLine, ...], eager_gpu_ns: float, launch_sources: bool) -> tuple[tuple[EagerLine, ...], Note | None]:
     eager = [s for s in lines if s.kind == "eager launch"]
     if not eager:
-        note = ("no eager GPU work was attributed to a user line" if launch_sources else LAUNCH_SOURCES_HINT)
-        return (), note
+        return (), (note("no_eager_line_attributed") if launch_sources else LAUNCH_SOURCES_HINT)
     out = tuple(EagerLine(s.source, s.kernels, s.count, s.gpu_total_ns,
                           s.gpu_total_ns / eager_gpu_ns if s.gpu_total_ns is not None and eager_gpu_ns > 0 else None)
                 for s in eager[:MAX_EAGER_LINES])
-    return out, ""
+    return out, None
 
 
 def graph_coverage(trace: Trace, pass_id: int, source_lines: tuple[SourceLine, ...] = ()) -> GraphCoverage | None:
@@ -266,12 +266,12 @@ def graph_coverage(trace: Trace, pass_id: int, source_lines: tuple[SourceLine, .
     run = work.slice("whole run", "run", p.start_ns, float(p.end_ns - p.start_ns), 1, np.array([lo]), np.array([hi]))
     params = trace.meta.get("params") or {}
     launch_sources = bool(params.get("launch_sources")) if isinstance(params, dict) else False
-    lines, note = _eager_lines(source_lines, run.eager_gpu_ns, launch_sources)
+    lines, lines_note = _eager_lines(source_lines, run.eager_gpu_ns, launch_sources)
     if run.eager_kernels == 0 and not lines:
-        note = ""
+        lines_note = None
     return GraphCoverage(
         pass_id=pass_id, detail=p.detail, kernels_from_topology=work.kernels_from_topology,
         unknown_graph_launches=work.unknown_launches,
         run=run, phases=_phases(trace, pass_id, work, p.start_ns, p.end_ns), ranges=_ranges(trace, pass_id, work),
-        eager_lines=lines, eager_lines_note=note, phase_rule=PHASE_RULE,
+        eager_lines=lines, eager_lines_note=lines_note, phase_rule=PHASE_RULE,
     )

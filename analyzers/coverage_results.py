@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmode.analyzers.notes import Note
+
 
 @dataclass(frozen=True)
 class CoverageSlice:
@@ -59,8 +61,8 @@ class GraphCoverage:
     phases: tuple[CoverageSlice, ...]  # by the graph lifecycle (docs/metrics.md, "Graph coverage")
     ranges: tuple[CoverageSlice, ...]  # per NVTX / runner phase range name, longest first
     eager_lines: tuple[EagerLine, ...]  # lines with the most eager GPU time
-    eager_lines_note: str  # why there are no lines ('' when there are)
-    phase_rule: str  # the rule that cut the phases, in one sentence
+    eager_lines_note: Note | None  # why there are no lines (None when there are)
+    phase_rule: Note  # the rule that cut the phases
 
 
 @dataclass(frozen=True)
@@ -155,4 +157,4 @@ class GraphBudget:
     memory_source: str  # 'pytorch pools' | 'device free memory' | 'not sampled'
     never_replayed: int  # graphs with nodes that were never launched
     shared_pools: int  # pools holding more than one graph
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.results import CriticalPath, Stat
 from graphmode.tracer.store import Trace
 
@@ -60,9 +61,9 @@ def longest_path(weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple
     return dist, False
 
 
-def critical_paths(trace: Trace, pass_id: int) -> tuple[list[CriticalPath], list[str]]:
+def critical_paths(trace: Trace, pass_id: int) -> tuple[list[CriticalPath], list[Note]]:
     """Critical paths of the pass's graphs that have nodes; also statements of what was skipped."""
-    notes: list[str] = []
+    notes: list[Note] = []
     node_dur = node_durations(trace, pass_id)
     replay = trace.sql(_REPLAY_SQL, [pass_id])
     labels = dict(trace.rows("SELECT graph_id, label FROM graphs WHERE pass_id = ?", [pass_id]))
@@ -76,14 +77,14 @@ def critical_paths(trace: Trace, pass_id: int) -> tuple[list[CriticalPath], list
             continue
         weights = np.array([node_dur.get((graph_id, int(i)), 0.0) for i in ids])  # per node of the topology
         if not any((graph_id, int(i)) in node_dur for i in ids):
-            notes.append(f"graph {graph_id} ({labels.get(graph_id, '')}) has no measured node spans: no critical path")
+            notes.append(note("critical_path_no_spans", graph_id=graph_id, label=labels.get(graph_id, "")))
             continue
         src = np.searchsorted(ids, edges["from_node_id"].astype(np.int64))
         dst = np.searchsorted(ids, edges["to_node_id"].astype(np.int64))
         dist, acyclic = longest_path(weights, src, dst)
         depth, _ = longest_path(np.ones(ids.size), src, dst)
         if not acyclic:
-            notes.append(f"graph {graph_id} ({labels.get(graph_id, '')}) has a cycle in its recorded edges: no critical path")
+            notes.append(note("critical_path_cycle", graph_id=graph_id, label=labels.get(graph_id, "")))
             continue
         path = _backtrack(dist, weights, src, dst)
         serial = float(weights.sum())

@@ -52,18 +52,6 @@ BREAKER_RULES: tuple[tuple[str, str], ...] = (
     ("allocation", r"^(cudaMalloc(?!Async|FromPool)|cudaHostAlloc|cudaMallocHost|cudaHostRegister|cuMemAlloc(?!Async|FromPool)|cuMemHostAlloc|cuMemHostRegister)"),
     ("free", r"^(cudaFree(?!Async)|cudaFreeHost|cudaHostUnregister|cuMemFree(?!Async)|cuMemFreeHost|cuMemHostUnregister)"),
 )
-BREAKER_ADVICE = {
-    "sync": "a synchronization inside the region: stream capture forbids it (cudaErrorStreamCaptureUnsupported); move it after the captured region",
-    "query": "cudaStreamQuery/cudaEventQuery inside the region: not permitted while a stream captures",
-    "host_read": "a synchronous device-to-host copy: the host reads GPU data inside the region (e.g. .item(), .cpu()); a graph cannot contain it, keep it outside the captured region",
-    "blocking_copy": "a synchronous copy: not capturable; use the Async variant on the captured stream",
-    "blocking_memset": "a synchronous memset: not capturable; use the Async variant on the captured stream",
-    "allocation": "a device or pinned allocation inside the region: not permitted during capture; allocate before capturing (or cudaMallocAsync)",
-    "free": "a free inside the region: not permitted during capture; free after the graph's last replay (or cudaFreeAsync)",
-    "uncaptured_stream": "work launched on a stream that has not joined the capture: it would run eagerly, outside the graph; make the stream wait on an event recorded on the captured stream first",
-    "unjoined_stream": "a stream forked into the capture is not joined back into the origin stream before the end (cudaErrorStreamCaptureUnjoined); record an event on it and make the origin stream wait on it",
-    "external_event": "a wait on an event recorded before the region: inside a capture this dependency crosses the capture boundary (cudaErrorStreamCaptureIsolation); record the event inside the region",
-}
 
 
 @dataclass(frozen=True)

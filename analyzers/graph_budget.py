@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.coverage_results import GraphBudget, GraphBudgetRow, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.tracer.store import Trace
@@ -175,33 +176,28 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     sizes = [r.bytes for r in rows if r.bytes is not None]
     source = ("pytorch pools" if any(r.pool_bytes is not None for r in rows)
               else "device free memory" if any(r.device_bytes is not None for r in rows) else "not sampled")
-    notes = []
+    notes: list[Note] = []
     empty = sum(1 for r in rows if r.verdict == "empty graph")
     if empty:
-        notes.append(f"{empty} empty graph{'s' if empty > 1 else ''} (no nodes), such as the one PyTorch's cudagraph trees "
-                     "capture to keep their memory pool alive")
+        notes.append(note("budget_empty_graphs", graphs=empty))
     if source == "not sampled":
-        notes.append("no memory samples in this trace (recorded before graphmode sampled graph memory, or not by `graphmode run`)")
+        notes.append(note("budget_no_memory_samples"))
     elif source == "device free memory":
-        notes.append("memory is the drop in free device memory over each graph's capture and instantiation: device-wide, so "
-                     "allocations by other threads meanwhile count too, and the driver allocates in 2 MiB pages")
+        notes.append(note("budget_device_memory"))
     with_framework = sum(1 for r in rows if r.graph_id in timed and timed[r.graph_id].framework_ns is not None)
     if with_framework:
-        notes.append(f"the start-up of {with_framework} graph{'s' if with_framework != 1 else ''} recorded by PyTorch's cudagraph "
-                     "trees includes PyTorch's own work around the capture (GraphCost.framework_ns), as the one-time cost does")
+        notes.append(note("budget_framework_startup", graphs=with_framework))
     n_timed = sum(1 for r in rows if r.graph_id in timed)
     if n_timed == len(rows):
-        notes.append("start-up times are the measuring run's, as in the per-graph results")
+        notes.append(note("startup_from_measuring_run"))
     elif n_timed:
-        notes.append(f"start-up times of {n_timed} of {len(rows)} graphs are the measuring run's, as in the per-graph "
-                     "results; the others' come from the traced pass, whose callbacks slow capture and instantiation")
+        notes.append(note("startup_partly_from_measuring_run", timed=n_timed, graphs=len(rows)))
     else:
-        notes.append("start-up times come from the traced pass (tracer overhead included)")
+        notes.append(note("startup_from_traced_pass"))
     if s is not None and n_timed < len(rows):  # some start-up times are the traced pass's, which the sampling is inside
         inside = _sampling_inside(trace, pass_id, s)
         if inside > 0:
-            notes.append(f"memory sampling took {inside / 1e3:,.1f} us inside recorded capture and instantiate calls; "
-                         "their times include it")
+            notes.append(note("memory_sampling_inside", sampling_ns=inside))
     return GraphBudget(
         rows=tuple(rows[:MAX_ROWS]), graphs=len(rows), total_startup_ns=float(sum(r.startup_ns for r in rows)),
         total_bytes=int(sum(sizes)) if sizes else None, memory_source=source,

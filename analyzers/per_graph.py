@@ -17,6 +17,7 @@ from graphmode.analyzers.break_even import (
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
 from graphmode.analyzers.sample_size import tiny_sample_note
@@ -137,82 +138,57 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         units = units_of.get(gid, 1)
         eager = period_of(mine, "eager", run)
         warm = int(((mine.mode == "eager") & (mine.role == "warmup")).sum())
-        notes: list[str] = []
-        basis = ""
+        notes: list[Note] = []
+        basis: Note | None = None
         if g is not None and g.kernels and eager is not None or warm:
-            n = len(g.kernels) // units if g is not None else 0
-            basis = f"its sequence of {n} kernel{'s' if n != 1 else ''} run eagerly"
-            if units > 1:
-                basis += f" (a replay runs it {units} times)"
+            basis = note("eager_kernel_sequence", kernels=len(g.kernels) // units if g is not None else 0, units_per_replay=units)
         warmups = None
         if eager is None and warm and _only_first_call(mine):
-            notes.append("its only eager run is its first call (a warm-up before the capture), which pays one-time set-up "
-                         "(compilation, autotuning, libraries' handles): no eager baseline, so no saving is stated")
+            notes.append(note("only_eager_run_is_first_call"))
         elif eager is None and warm:
             warmups, first_call = _warmups_as_steady(mine)
             eager = period_of(warmups, "eager", run)
             if eager is not None:
-                notes.append(f"the only eager runs of its work are {warm} warm-up iteration{'s' if warm != 1 else ''} before "
-                             "the capture: the eager time comes from them")
+                notes.append(note("eager_from_warmups", warmups=warm))
                 if first_call is not None:
-                    notes.append(f"the first warm-up iteration ({first_call / 1e6:.3g} ms) is left out: a first call pays "
-                                 "one-time set-up (libraries' handles, communicators, autotuning) that later calls do not")
+                    notes.append(note("first_warmup_left_out", first_call_ns=first_call))
         graph = period_of(mine, "graph", run)
         cost = _cost(sg, g, gid, label, mine)
         for name, p in (("eager", eager), ("replay", graph)):
-            if p is not None and (note := tiny_sample_note(name, p.iterations)) is not None:
-                notes.append(note)
+            if p is not None and (tiny := tiny_sample_note(name, p.iterations)) is not None:
+                notes.append(tiny)
         inflation = graph_inflation = 0.0
         cpu_side = ("cpu", "mixed", "single")
-        for name, p in (("eager iterations", eager), ("replays", graph)):
+        for p in (eager, graph):
             if p is not None and p.run == "timing" and p.work is not None and p.traced_work is not None and p.work.median > 0:
                 stamps = (stamp_overhead or {}).get((gid, p.mode))
-                notes.append(f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {duration_text(p.work.median)} each "
-                             f"(median), where the traced measuring run read {duration_text(p.traced_work.median)} "
-                             f"({p.traced_work.median / p.work.median:.2f}x)"
-                             + (f"; the timing run's own line stamps took about {duration_text(stamps)} of each "
-                                f"({100 * stamps / p.work.median:.1f}%, included)" if stamps is not None else "")
-                             + f"; the timing run itself has read such loops up to {1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slower than "
-                               "the program untraced (docs/benchmarks.md), which the break-even interval allows for")
+                notes.append(note("timed_untraced", mode=p.mode, work_ns=p.work.median, traced_work_ns=p.traced_work.median,
+                                  stamps_ns=stamps, slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
                 if p is eager:
                     inflation = TIMING_RUN_SLOWDOWN_BOUND
                 else:
                     graph_inflation = TIMING_RUN_SLOWDOWN_BOUND
         if eager is not None and timing_traced and eager.bound in cpu_side and eager.run != "timing":
             inflation = CPU_BOUND_SLOWDOWN_BOUND
-            notes.append("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up to "
-                         f"{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long (measured, docs/benchmarks.md), which the break-even "
-                         "interval's upper end allows for")
+            notes.append(note("traced_cpu_bound_eager", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
         if graph is not None and timing_traced and graph.bound in cpu_side and graph.run != "timing":
             graph_inflation = CPU_BOUND_SLOWDOWN_BOUND
-            notes.append(f"its replays are CPU-bound: the replay time may be up to {100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}% too long, "
-                         "which the break-even interval's lower end allows for")
+            notes.append(note("traced_cpu_bound_replays", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
         one_time_inflation = 0.0
         # the measuring run's parts (the timing run's correction and statements are not of them)
         measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) if cost is not None else 0.0
         if cost is not None and cost.untraced_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation = TIMING_RUN_SLOWDOWN_BOUND
-            windowed = measured + cost.untraced_correction_ns
-            ratio = f" ({measured / windowed:.2f}x)" if windowed > 0 else ""
-            statement = ""
-            if cost.call_ns is not None:
-                where = ", ".join(f"{short_loc(a)} to {short_loc(b)}" for a, b in dict.fromkeys(cost.call_lines))
-                statement = (f"; the statement{'s' if len(cost.call_lines) > 1 else ''} around {'them' if len(cost.call_lines) > 1 else 'it'} "
-                             f"(lines {where}), timed by the same run, add {duration_text(cost.call_ns)} outside the "
-                             "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
-                             "statement takes when it replays)")
-            what = ("PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, without CUPTI, "
-                    "timed them" if not cost.capture_lines else
-                    f"its capture through its instantiation (lines {short_loc(cost.capture_lines[0])} to "
-                    f"{short_loc(cost.capture_lines[1])}) as the timing run, without CUPTI, timed it")
-            notes.append(f"its one-time cost takes {what}: {duration_text(windowed)}, where the measuring run read {duration_text(measured)}"
-                         f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
-                         f"{1 + TIMING_RUN_SLOWDOWN_BOUND:.1f}x slow, which the break-even interval's lower end allows for")
+            statements = tuple(dict.fromkeys(cost.call_lines)) if cost.call_ns is not None else ()
+            notes.append(note(
+                "one_time_timed_untraced", windowed_ns=measured + cost.untraced_correction_ns, measured_ns=measured,
+                capture_lines=tuple(short_loc(x) for x in cost.capture_lines[:2]),
+                statement_count=len(cost.call_lines), statement_starts=tuple(short_loc(a) for a, _ in statements),
+                statement_ends=tuple(short_loc(b) for _, b in statements), statement_ns=cost.call_ns,
+                slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = CAPTURE_SLOWDOWN_BOUND
-            notes.append("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
-                         "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "
-                         f"lower end allows for (a one-time cost up to {1 + CAPTURE_SLOWDOWN_BOUND:.1f}x too high)")
+            notes.append(note("one_time_traced", slowdown_bound=CAPTURE_SLOWDOWN_BOUND))
         be = None
         saved_in_run = None
         if graph is not None or eager is not None:
@@ -226,11 +202,9 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                   else "never_replayed" if gid in instantiated
                   else "capture_failed" if gid in (failed_captures or set()) else "never_instantiated")
         if cost is not None and cost.framework_ns is not None and measured > 0 and cost.framework_ns >= 0.5 * measured:
-            notes.append(f"{100 * cost.framework_ns / measured:.0f}% of its one-time cost ({duration_text(cost.framework_ns)} of "
-                         f"{duration_text(measured)}, as the measuring run read it) is PyTorch's own work around the CUDA calls (its cudagraph-tree recording or "
-                         "torch.cuda.graph block): every further capture (a new input shape, a re-recording) adds its own")
+            notes.append(note("framework_share", framework_ns=cost.framework_ns, measured_ns=measured))
         if status == "never_replayed":
-            notes.append("instantiated but never replayed: its one-time cost bought nothing in this run")
+            notes.append(note("never_replayed"))
         results.append(GraphResult(
             graph_id=gid, label=label, site=g.site if g is not None else "", origin=origin, status=status, replays=replays,
             units_per_replay=units, nodes=g.num_nodes if g is not None else 0, eager=eager, graph=graph, eager_basis=basis,
@@ -238,11 +212,6 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
     results.sort(key=lambda r: (-(r.saved_in_run_ns or 0.0) if r.saved_in_run_ns is not None and r.saved_in_run_ns > 0 else 0.0,
                                 -r.replays, r.graph_id))
     return tuple(results), _totals(results)
-
-
-def duration_text(ns: float) -> str:
-    """A duration for a note: '3.2 ms' or '850 us' (three significant digits)."""
-    return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
 
 
 def _warmups_as_steady(t: IterationTable) -> tuple[IterationTable, float | None]:

@@ -13,26 +13,18 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.break_even import smallest_replays
-from graphmode.analyzers.diagnostics_common import _us, _user_frame
+from graphmode.analyzers.diagnostics_common import _user_frame
 from graphmode.analyzers.inference import graph_replays
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import _split
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
 from graphmode.analyzers.script_graphs import script_graphs
 from graphmode.analyzers.torch_diagnostics import torch_pitfalls
 from graphmode.tracer.store import Trace
 
-# CUresult / cudaError_t values of a broken stream capture (identical in the driver and the runtime).
-CAPTURE_ERRORS: dict[int, str] = {
-    900: "stream capture unsupported: operation not permitted when stream is capturing",
-    901: "stream capture invalidated by an earlier error",
-    902: "stream capture merge: two independent captures merged",
-    903: "stream capture unmatched: capture did not begin on this stream",
-    904: "stream capture unjoined: a forked stream was not joined back",
-    905: "stream capture isolation: a dependency crosses the capture boundary",
-    906: "implicit stream capture: the legacy default stream was used during capture",
-    907: "captured event: an event recorded in the capture was queried or synchronised",
-    908: "stream capture wrong thread: another thread broke a global-mode capture",
-}
+# CUresult / cudaError_t values of a broken stream capture, 900-908 (identical in the driver and the runtime;
+# reports/pitfall_words.py names each)
+CAPTURE_ERROR_CODES = range(900, 909)
 INVALIDATED = 901
 # gaps between replays are reported once they eat this share of what replays could save
 GAP_SHARE_REPORTED = 0.5
@@ -44,26 +36,6 @@ def _source_column(trace: Trace) -> str:
     return "source" if n[0][0] else "''"
 
 
-def _capture_advice(code: int, name: str, category: str) -> str:
-    if code == 900 and (category == "sync" or "Synchronize" in name or "Query" in name):
-        return ("A host synchronisation inside the captured region: move .item(), .cpu(), .tolist(), printing a CUDA tensor, "
-                "torch.cuda.synchronize() or stream/event synchronize out of it (read results after the replay).")
-    if code == 900 and category == "memory":
-        return ("Memory allocated during capture: allocate the static inputs and outputs before capturing; warm the step up "
-                "eagerly first (torch.cuda.graph runs warm-up on a side stream so the caching allocator has its blocks).")
-    if code == 900 and category == "memcpy":
-        return "A blocking copy cannot be captured: use an async copy on the capturing stream (pinned host memory) or move it out."
-    advice = {
-        904: "Join every forked stream back: record an event on the side stream and make the capturing stream wait on it before ending capture.",
-        906: "Use a non-default stream for all captured work (torch.cuda.graph does; CuPy: `with stream:`), never the legacy default stream.",
-        907: "Do not query or synchronise an event recorded during capture; order work with stream waits on the event instead.",
-        908: ("Another thread made a CUDA call during a global-mode capture: capture in thread-local mode "
-              "(torch: capture_error_mode='thread_local', cudaStreamCaptureModeThreadLocal) or keep other threads off CUDA meanwhile."),
-    }.get(code)
-    if advice:
-        return advice
-    return ("Warm the step up eagerly before capturing (lazy initialisation such as cuBLAS handles, allocator growth or autotuning "
-            "must not happen during capture) and keep host synchronisations and allocations out of the captured region.")
 
 
 def _capture_failures(trace: Trace, pass_id: int | None, t0: int) -> list[Pitfall]:
@@ -77,9 +49,7 @@ def _capture_failures(trace: Trace, pass_id: int | None, t0: int) -> list[Pitfal
     user = _user_frame(trace)
     if not rows:
         if raised and "captur" in raised.lower():
-            return [Pitfall("capture_failed", "error", "A stream capture failed",
-                            f"The script raised {raised} (no failing CUDA call was recorded).", user,
-                            _capture_advice(0, "", ""))]
+            return [Pitfall("capture_failed", "error", note("capture_failed_unrecorded", raised=raised), user)]
         return []
     invalidated = sum(1 for r in rows if r[1] == INVALIDATED)
     culprits = [r for r in rows if r[1] != INVALIDATED] or rows[:1]
@@ -92,17 +62,12 @@ def _capture_failures(trace: Trace, pass_id: int | None, t0: int) -> list[Pitfal
         begin = trace.rows(
             f"SELECT start_ns, {_source_column(trace)} FROM api_calls WHERE pass_id = ? AND name LIKE '%BeginCapture%' "
             "AND start_ns <= ? ORDER BY start_ns DESC LIMIT 1", [pass_id, int(first[2])])
-        evidence = (f"{name} returned {code} ({CAPTURE_ERRORS[code]}) {len(calls)} time{'s' if len(calls) > 1 else ''}, "
-                    f"first {_us(int(first[2]) - t0)} into the run")
-        if begin:
-            evidence += f", inside the capture begun at {_us(int(begin[0][0]) - t0)}" + (f" by {begin[0][1]}" if begin[0][1] else "")
-        evidence += "."
-        if invalidated and code != INVALIDATED:
-            evidence += f" {invalidated} later call{'s' if invalidated > 1 else ''} returned 901 (capture invalidated)."
-        if raised:
-            evidence += f" The script raised {raised}" + (f" at {user}." if user else ".")
-        out.append(Pitfall("capture_failed", "error", f"Stream capture broken by {name}", evidence, source or user,
-                           _capture_advice(code, name, str(first[3]))))
+        facts = note("capture_failed", call=name, code=code, calls=len(calls), first_at_ns=int(first[2]) - t0,
+                     capture_begun_at_ns=int(begin[0][0]) - t0 if begin else None,
+                     capture_begun_by=str(begin[0][1] or "") if begin else "",
+                     invalidated=invalidated if code != INVALIDATED else 0, raised=raised, raised_at=user,
+                     category=str(first[3]))
+        out.append(Pitfall("capture_failed", "error", facts, source or user))
     return out
 
 
@@ -137,19 +102,11 @@ def _repeated_instantiation(trace: Trace, pass_id: int, t_run: float) -> list[Pi
         upload_cost = sum(float(r[2]) for r in uploads[1:])
         cost = build + inst_cost + upload_cost
         sources = Counter(str(r[3]) for r in inst[1:] if r[3])
-        names = ", ".join(key[:3]) + (" …" if len(key) > 3 else "")
-        evidence = (f"The same kernel sequence ({len(key)} kernel{'s' if len(key) != 1 else ''}: {names}) was instantiated "
-                    f"{len(inst)} times from {len(graphs)} graph{'s' if len(graphs) > 1 else ''} (ids {', '.join(map(str, graphs[:6]))}"
-                    f"{' …' if len(graphs) > 6 else ''}); the {len(inst) - 1} repeat{'s' if len(inst) > 2 else ''} cost {_us(cost)} "
-                    f"(capture/build {_us(build)} + instantiate {_us(inst_cost)} + upload {_us(upload_cost)})")
-        evidence += f", {100 * cost / t_run:.1f}% of the run." if t_run > 0 else "."
-        out.append(Pitfall(
-            "repeated_instantiation", "warning", f"Graph re-instantiated {len(inst) - 1} time{'s' if len(inst) > 2 else ''}",
-            evidence, sources.most_common(1)[0][0] if sources else "",
-            "Capture once and replay: keep the instantiated graph and copy new inputs into its static input buffers. For new "
-            "shapes, pad or bucket inputs to a few fixed shapes (torch.compile mode='reduce-overhead' re-records per shape); "
-            "to change kernel parameters, update the executable graph (cudaGraphExecUpdate) instead of instantiating again.",
-            graph_id=graphs[0], cost_ns=cost))
+        facts = note("repeated_instantiation", kernels=len(key), kernel_names=key[:3], instantiations=len(inst),
+                     graphs=len(graphs), graph_ids=tuple(graphs[:6]), cost_ns=cost, build_ns=build,
+                     instantiate_ns=inst_cost, upload_ns=upload_cost, run_ns=t_run)
+        out.append(Pitfall("repeated_instantiation", "warning", facts, sources.most_common(1)[0][0] if sources else "",
+                           graph_id=graphs[0], cost_ns=cost))
     return out
 
 
@@ -165,7 +122,7 @@ class _Subject:
     one_time_ns: float | None
     replays_done: int
     replays_needed: int | None  # None: never or unknown
-    basis: str  # where replays_needed comes from
+    basis: str  # where replays_needed comes from: 'graph_periods' (the graph's own) or 'analysis' (a bench trace's)
 
 
 def _subjects(trace: Trace, a: TraceAnalysis) -> list[_Subject]:
@@ -181,18 +138,14 @@ def _subjects(trace: Trace, a: TraceAnalysis) -> list[_Subject]:
                 continue
             out.append(_Subject(g.graph_id, b.eager_ns, b.graph_ns, g.eager.iterations if g.eager else 0,
                                 g.graph.iterations if g.graph else 0, b.one_time_ns, g.replays, b.replays,
-                                "this graph's own eager and replay periods"))
+                                "graph_periods"))
         return out
     b = a.primary_break_even()
     if b is None or b.eager_ns is None or b.graph_ns is None:
         return []
     base_mode, graph_mode = a.mode(b.baseline), a.mode("graph")
     return [_Subject(0, b.eager_ns, b.graph_ns, base_mode.iterations if base_mode else 0, graph_mode.iterations if graph_mode else 0,
-                     b.one_time_ns, b.run_replays, b.replays, "break-even from the analysis")]
-
-
-def _who(g: int) -> str:
-    return f"graph {g}" if g else "the graph"
+                     b.one_time_ns, b.run_replays, b.replays, "analysis")]
 
 
 def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
@@ -200,24 +153,14 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
     for s in subjects:
         saved = s.eager_ns - s.graph_ns
         if saved <= 0:
-            out.append(Pitfall(
-                "graph_slower", "warning", f"A replay of {_who(s.graph_id)} is slower than the eager work it replaced",
-                f"A replay takes {_us(s.graph_ns)} (median of {s.graph_n}) vs {_us(s.eager_ns)} (median of {s.eager_n}) per eager "
-                f"iteration: {_us(-saved)} slower, so the one-time cost of {_us(s.one_time_ns)} is never paid back.", "",
-                "Graphs remove launch overhead; this work is not launch-bound, or the graph does extra work (copies into static "
-                "buffers, memset nodes) or waits between replays (see the other diagnostics). Compare GPU busy time per iteration "
-                "and the per-kernel table (record with --detail node); keep this region eager if the graph brings nothing.",
-                graph_id=s.graph_id, cost_ns=-saved * s.replays_done))
+            facts = note("graph_slower", graph_id=s.graph_id, graph_ns=s.graph_ns, graph_n=s.graph_n, eager_ns=s.eager_ns,
+                         eager_n=s.eager_n, one_time_ns=s.one_time_ns)
+            out.append(Pitfall("graph_slower", "warning", facts, "", graph_id=s.graph_id, cost_ns=-saved * s.replays_done))
         elif s.replays_needed is not None and s.replays_done < s.replays_needed and s.one_time_ns is not None:
             loss = s.one_time_ns - s.replays_done * saved
-            out.append(Pitfall(
-                "never_paid_back", "warning", f"{_who(s.graph_id).capitalize()} was not replayed often enough to pay back its cost",
-                f"It was replayed {s.replays_done} times; saving {_us(saved)} per replay (eager {_us(s.eager_ns)} vs replay "
-                f"{_us(s.graph_ns)}, medians) it needs {s.replays_needed:,} replays to pay back its one-time cost of "
-                f"{_us(s.one_time_ns)} ({s.basis}): the run lost {_us(loss)} net.", "",
-                "Graph a region that runs many times (the training or decode loop, not a one-off call), capture it once and keep "
-                "replaying it; or leave it eager. Instantiate and upload early, off the critical path, so the one-time cost is hidden.",
-                graph_id=s.graph_id, cost_ns=loss))
+            facts = note("never_paid_back", graph_id=s.graph_id, replays=s.replays_done, eager_ns=s.eager_ns, graph_ns=s.graph_ns,
+                         replays_needed=s.replays_needed, one_time_ns=s.one_time_ns, basis=s.basis, lost_ns=loss)
+            out.append(Pitfall("never_paid_back", "warning", facts, "", graph_id=s.graph_id, cost_ns=loss))
     return out
 
 
@@ -258,11 +201,8 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
             potential = saved + idle_med
             if potential <= 0 or idle_med / potential < GAP_SHARE_REPORTED:
                 continue
-            share = f"a replay saves {_us(saved)} against eager; without the gaps it could save {_us(potential)}: the gaps eat {100 * idle_med / potential:.0f}% of it."
-        else:
-            if idle_med < busy_med:
-                continue
-            share = "there is no eager baseline to compare with; the GPU is idle longer than it works between replays."
+        elif idle_med < busy_med:
+            continue
         j = np.searchsorted(a0, s_start, side="right") - 1
         inside = (j >= 0) & (s_start < a1[np.maximum(j, 0)])
         with_sync = int(np.unique(j[inside]).size)
@@ -270,18 +210,13 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
         for name, source, dur in zip(s_name[inside], s_src[inside], s_dur[inside]):  # noqa: B905
             cited[(name, source)] += int(dur)
         calls = Counter(zip(s_name[inside], s_src[inside]))
-        top = [f"{n} ×{calls[(n, s)]}" + (f" at {s}" if s else "") for (n, s), _ in cited.most_common(3)]
-        evidence = (f"Between consecutive replays of graph {o.graph_id} the GPU had none of its work for a median {_us(idle_med)} "
-                    f"per replay (its GPU work: {_us(busy_med)}), over {a0.size} replay intervals; ")
-        evidence += (f"{with_sync} of them hold a synchronising call ({'; '.join(top)}); " if with_sync else
-                     "none holds a synchronising call, so it is host work; ")
-        out.append(Pitfall(
-            "gaps_between_replays", "warning", f"Synchronisation or host work between replays of graph {o.graph_id}",
-            evidence + share, cited.most_common(1)[0][0][1] if cited else "",
-            "Keep the GPU fed: do not synchronise after every replay (.item(), .cpu(), torch.cuda.synchronize(), blocking copies); "
-            "keep results on the GPU and read them every N steps, copy with non_blocking=True into pinned memory, and move host "
-            "work (data loading, logging) off the replay loop so the next replay is launched while the GPU works.",
-            graph_id=o.graph_id, cost_ns=float(idle.sum())))
+        top = cited.most_common(3)  # the synchronising calls that waited longest: name, count, source line
+        facts = note("gaps_between_replays", graph_id=o.graph_id, idle_ns=idle_med, busy_ns=busy_med, intervals=int(a0.size),
+                     with_sync=with_sync, sync_calls=tuple(str(n) for (n, _), _ in top),
+                     sync_counts=tuple(int(calls[key]) for key, _ in top), sync_sources=tuple(str(s or "") for (_, s), _ in top),
+                     saved_ns=saved, potential_ns=saved + idle_med if saved is not None else None)
+        out.append(Pitfall("gaps_between_replays", "warning", facts, cited.most_common(1)[0][0][1] if cited else "",
+                           graph_id=o.graph_id, cost_ns=float(idle.sum())))
     return out
 
 

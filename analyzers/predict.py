@@ -41,7 +41,6 @@ from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice
 from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
-    BREAKER_ADVICE,
     EagerGraph,
     WindowActivity,
     capture_breakers,
@@ -50,8 +49,8 @@ from graphmode.analyzers.eager_graph import (
     name_mask,
     window_activity,
 )
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
-from graphmode.analyzers.per_graph import duration_text
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.results import (
     CaptureBreaker,
@@ -69,11 +68,8 @@ MAX_WINDOWS = 1000  # iterations read per region for the graph and node duration
 _NODE_TYPE = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "host": "host",
               "event_record": "event", "wait_event": "event", "ext_semas_signal": "event", "ext_semas_wait": "event"}
 
-EVENT_GAP_NOTE = (
-    "the trace records no stream or event for cudaEventRecord, so cross-stream edges pair each waited event with a "
-    "record by order and take the record's stream from its thread's last launch; enabling CUPTI's CUDA_EVENT "
-    "activity (CUpti_ActivityCudaEvent2: correlationId, streamId, eventId) in the tracer would make them exact"
-)
+# the trace records no stream or event for cudaEventRecord: cross-stream edges pair records and waits by order
+EVENT_GAP_NOTE = note("event_pairing_inferred")
 
 
 # ---------------------------------------------------------------------------------------------- estimates
@@ -168,12 +164,7 @@ def _issue_time(act: WindowActivity, rows: np.ndarray, iterations: np.ndarray) -
 
 
 # Eager kernels ran, but no repeated region was found in them (analyzers.inference, docs/metrics.md).
-NO_REGION_NOTE = ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
-                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
-                  f"between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), that recur at least "
-                  f"{MIN_SYNC_ITERATIONS} times with the same kernels; none did here. Mark the step with an "
-                  "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
-                  "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources")
+NO_REGION_NOTE = note("no_region", min_iterations=MIN_SYNC_ITERATIONS)
 
 # The prediction says so when the first (or second) graph's extra is at least this share of the one-time cost.
 FIRST_GRAPH_SHARE_NOTE = 0.25
@@ -221,15 +212,13 @@ def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
         return {}
 
 
-def _probe_cost_note(p: dict[str, Any], what: str = "the first graph's extra was") -> str:
-    """What measuring the first-graph extra (`what`) cost the run that did it (meta.first_graph_probe: 'run',
-    'probe_ns')."""
+def _probe_cost_note(p: dict[str, Any], torch_work_ns: float | None = None, first: bool = True) -> Note:
+    """What measuring the first-graph extra (or, with `torch_work_ns`, torch.cuda.graph's own work around the process's
+    first or later capture) cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
     took = p.get("probe_ns")
-    cost = f" and took {duration_text(float(took))}" if isinstance(took, (int, float)) else ""
-    run = p.get("run")
-    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(run), "an untraced run")
-    return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
-            f"in {where}{cost}, outside every timing")
+    return note("probe_cost", measured="torch_capture_work" if torch_work_ns is not None else "first_graph_extra",
+                torch_work_ns=torch_work_ns, first=first, probe_ns=float(took) if isinstance(took, (int, float)) else None,
+                run=str(p.get("run")))
 
 
 # A measured first-graph extra stands for another graph's (the program's own, or a bench process's own where a twin
@@ -254,15 +243,14 @@ def _around(value: float, spread: Spread | None) -> Spread:
 
 def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
     hits, trailing = capture_breakers(act)
-    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1), BREAKER_ADVICE[h.kind]) for h in hits]
+    out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1)) for h in hits]
     # Stream-level findings are read from the representative iteration: once per iteration.
     if graph.uncaptured:
-        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured), BREAKER_ADVICE["uncaptured_stream"]))
+        out.append(CaptureBreaker("uncaptured_stream", "", "", graph.uncaptured, float(graph.uncaptured)))
     for s in graph.unjoined_streams:
-        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0, BREAKER_ADVICE["unjoined_stream"]))
+        out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0))
     if graph.external_waits:
-        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits),
-                                  BREAKER_ADVICE["external_event"]))
+        out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits)))
     return out, trailing
 
 
@@ -328,7 +316,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         return None  # no eager GPU work in these iterations: nothing to capture
     graph = iteration_graph(act, matched.rep)
     breakers, trailing = _breakers(act, graph, n_it)
-    notes: list[str] = []
+    notes: list[Note] = []
     rows = matched.rows
     dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
     busy = _busy(act, rows)
@@ -352,17 +340,13 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         wall = wall * scale
         t_e = float(np.median(wall))
         region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
-        run = {"measure": "measuring", "single": "single"}.get(script_eager[1], script_eager[1])
-        whose = "per-graph answer's" if region.graph_id else "loop's, as its per-iteration table reads it"
-        notes.append(f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
-                     f"scaled by {scale:.2f} to its median")
+        notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=script_eager[1], scale=scale))
     if rows.shape[0] < n_it:
-        notes.append(f"{n_it - rows.shape[0]} of {n_it} iterations launched different work and were left out of the per-node durations")
+        notes.append(note("iterations_left_out", left_out=n_it - int(rows.shape[0]), iterations=n_it))
     if region.wall_traced:
-        notes.append("the eager period and the capture estimate come from a traced pass: they include the tracer's overhead, "
-                     "so the saving may be overstated")
+        notes.append(note("traced_eager_period"))
     if wall.size < 5:
-        notes.append(f"the eager period comes from {wall.size} iteration(s): a tiny sample")
+        notes.append(note("eager_period_tiny_sample", iterations=int(wall.size)))
 
     # Critical path across streams with the model's per-node cost added to each node's eager duration. A
     # kernel's per-node cost mixes the calibration's short, ~5 us and wide kernels by its duration and its grid
@@ -403,7 +387,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     )
     measured = _measured(trace, analysis, region, wall_pass, t_e)
     if measured[0] is not None and region.wall_traced:
-        notes.append("the measured one-time cost comes from a traced pass: the tracer's callbacks slow capture and instantiation")
+        notes.append(note("traced_measured_one_time"))
     base = dict(label=region.label, basis=region.basis, direction="to_graph", mode=region.mode, graph_id=region.graph_id,
                 iterations=int(wall.size), synchronized=bool(synchronized), graph=pgraph, gpu_work_ns=float(np.median(busy)),
                 measured_one_time_ns=measured[0], measured_replay_ns=measured[1], measured_break_even=measured[2],
@@ -427,8 +411,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # operation from Python (the model's build_api, from the same graphs built so).
     api = method == "node_api"
     if api and "build_api" not in c:
-        notes.append("the graph would be built with the node API, but the cost model has no node-API measurement (a calibration "
-                     "before graphmode timed one): priced as a capture")
+        notes.append(note("node_api_unmeasured"))
         api = False
     issue_med = float(np.median(issue)) * region.correction
     z = rng.standard_normal(B)
@@ -437,9 +420,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if api:
         cap_point = c["build_api"].mean(gcounts)
         cap_draw = np.maximum(cap_point + c["build_api"].sd(gcounts) * z, 0.0)
-        notes.append("priced as built with the explicit node API (one cuGraphAdd*Node per node from Python, as `graphmode calibrate` "
-                     "timed it)" + (", as the graph this trace built for the same work was" if method_from_trace else "")
-                     + f": {duration_text(cap_point)} to build, where a stream capture of the same work would take {duration_text(captured)}")
+        notes.append(note("node_api_build", as_traced=method_from_trace, build_ns=cap_point, capture_ns=captured))
     else:
         cap_point = captured
         cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
@@ -449,8 +430,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if ratio is not None and issue_med * ratio.median > cap_point:
         cap_point = issue_med * ratio.median
         cap_draw = np.maximum(issue_med * _from_samples(rng, ratio, B), cap_draw)
-        notes.append(f"the capture is the eager issue time ({duration_text(issue_med)}) times {ratio.median:.2f}: what issuing a step in "
-                     "capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch probe measured")
+        notes.append(note("torch_capture_ratio", issue_ns=issue_med, ratio=ratio.median))
     inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)
@@ -481,13 +461,12 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
             extra_spread, extra_from = _around(probe, extra_spread), "this_process"
             notes.append(_probe_cost_note(trace.meta["first_graph_probe"]))
         elif first and api and not model.first_graph_api:
-            notes.append("the model has no first-graph measurement for a node-API build: a captured first graph's extra stands in")
+            notes.append(note("node_api_first_graph_unmeasured"))
     extra = _from_samples(rng, extra_spread, B) if extra_spread is not None else np.zeros(B)
     if first and extra_spread is None:
-        notes.append("this would be the process's first graph, which costs more, but the model has no first-graph measurement")
+        notes.append(note("first_graph_unmeasured"))
     if nth == 2 and extra_spread is not None:
-        notes.append(f"this would be the process's second graph, which still costs {duration_text(extra_spread.median)} more than "
-                     "later ones (included)")
+        notes.append(note("second_graph_extra", extra_ns=extra_spread.median))
     # A PyTorch program captures through torch.cuda.graph or cudagraph trees (where the trace shows it uses them),
     # which add their own work around the capture: the process's first costs far more than later ones
     # (docs/metrics.md). Its replays go through PyTorch too: torch.cuda.CUDAGraph.replay, or a tree's call.
@@ -498,24 +477,16 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
     if (fw_key := "first" if fw_first else "later") in in_process:
         fw_spread = _around(in_process[fw_key].median, fw_spread)
-        notes.append(_probe_cost_note(trace.meta["first_graph_probe"], f"torch.cuda.graph's own work around the process's "
-                                      f"{'first' if fw_first else 'later'} capture ({duration_text(fw_spread.median)}) was"))
+        notes.append(_probe_cost_note(trace.meta["first_graph_probe"], fw_spread.median, fw_first))
     if trees and not model.tree_capture:
-        notes.append("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
-                     "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in")
+        notes.append(note("trees_unmeasured"))
     fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)
     one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
                  + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
     one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw
     if extra_spread is not None and one_point > 0 and extra_spread.median >= FIRST_GRAPH_SHARE_NOTE * one_point:
-        share = f"{duration_text(extra_spread.median)} of the predicted one-time cost ({100 * extra_spread.median / one_point:.0f}%)"
-        if extra_from == "this_process":
-            notes.append(f"{share} is what the process's first graph costs over later ones, as measured so; a program that creates "
-                         "a stream just before its first graph pays less (H200: ~250 us less, docs/metrics.md)")
-        else:
-            notes.append(f"{share} is what the process's {'first' if first else 'second'} graph costs over later ones, which depends "
-                         "on what the process set up before it and on the graph, not only on the GPU (H200: 150-880 us for a first "
-                         "graph, docs/metrics.md); the interval carries only the calibration probes' spread of it")
+        notes.append(note("first_graph_share", extra_ns=extra_spread.median, one_time_ns=one_point,
+                          in_this_process=extra_from == "this_process", first=first))
 
     # Replay: GPU span = the critical path's eager durations + the model's overhead of the path's nodes, of the nodes
     # beside it and of the wide kernels there (which take SMs from the path), never less than the path itself.
@@ -540,14 +511,13 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         t_g_draw = np.maximum(host_draw, span_draw)
         t_g = max(host_point, span_point)
     if tree_call is not None:
-        notes.append(f"a cudagraph tree's replay is a call into PyTorch: {duration_text(tree_call.median)} of host time per call as "
-                     "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)")
+        notes.append(note("tree_call_host", call_ns=tree_call.median))
     saved_draw = t_e_draw - t_g_draw
     saved = t_e - t_g
     low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
     if breakers:
-        notes.append("the region as recorded would not capture: see the capture breakers; the figures assume they are fixed")
+        notes.append(note("capture_breakers_assumed_fixed"))
     return RegionPrediction(
         **base,  # type: ignore[arg-type]
         capture=_estimate(cap_draw, cap_point), instantiate=_estimate(inst, c["instantiate"].mean(gcounts)),
@@ -587,10 +557,10 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     types = [_NODE_TYPE.get(str(t), "") for t in nodes["node_type"]]
     counts = {k: float(types.count(k)) for k in ("kernel", "memcpy", "memset", "host", "event")}
     edges = int(trace.rows("SELECT count(*) FROM graph_edges WHERE pass_id = ? AND graph_id = ?", [traced_id, graph_id])[0][0])
-    notes = []
+    notes: list[Note] = []
     other = len(types) - int(sum(counts.values()))
     if other:
-        notes.append(f"{other} node(s) of other types (empty, child graph, ...) are not priced")
+        notes.append(note("node_types_unpriced", nodes=other))
     if traced_detail == "node":
         d = node_durations(trace, traced_id, graph_id)
         gpu_serial = float(sum(d.values()))
@@ -598,7 +568,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
         r = trace.rows("SELECT median(end_ns - start_ns) FROM gpu_spans WHERE pass_id = ? AND kind = 'graph' AND graph_id = ?",
                        [traced_id, graph_id])[0][0]
         gpu_serial = float(r) if r is not None else 0.0
-        notes.append("graph-detail trace: the eager GPU time is the replay's GPU span (parallel branches would run one after another)")
+        notes.append(note("graph_detail_eager_span"))
     tw = trace.sql("SELECT start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND mode = 'graph' AND graph_id = ? "
                    "ORDER BY start_ns", [traced_id, graph_id])
     sync_t = trace.sql("SELECT start_ns FROM api_calls WHERE pass_id = ? AND category = 'sync' ORDER BY start_ns", [traced_id])["start_ns"]
@@ -608,7 +578,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     label = str(trace.rows("SELECT coalesce(max(label), '') FROM graphs WHERE graph_id = ?", [graph_id])[0][0])
     cost = next((c.total_ns for c in analysis.graph_costs if c.graph_id == graph_id), None) if analysis is not None else None
     t_g = float(np.median(wall))
-    base = dict(label=f"graph {graph_id} {label}".strip(), basis="graph replays (no eager twin in the trace)", direction="to_eager",
+    base = dict(label=f"graph {graph_id} {label}".strip(), basis=note("basis_graph_replays"), direction="to_eager",
                 mode="graph", graph_id=graph_id, iterations=int(wall.size), synchronized=bool(synchronized), graph=None,
                 gpu_work_ns=gpu_serial, measured_one_time_ns=cost, measured_replay_ns=t_g, measured_break_even=None, breakers=())
     if model is None:
@@ -619,7 +589,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     c = model.costs
     ccounts = {**{k: counts[k] for k in ("kernel", "memcpy", "memset", "host")}, "record_calls": 0.0, "wait_calls": 0.0}
     if edges > len(types) - 1:
-        notes.append("the graph has parallel branches: their eager twin would also need event record/wait calls, not priced")
+        notes.append(note("parallel_branches_unpriced"))
     B = BOOTSTRAP_RESAMPLES
     rng = np.random.default_rng(seed)
     issue_point, issue_sd = c["eager_issue"].mean(ccounts), c["eager_issue"].sd(ccounts)
@@ -640,7 +610,7 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
         low, high, high_never = replay_interval(replays_per_draw(np.full(B, cost), saved_draw))
         be = None if never else smallest_replays(cost, saved)
     else:
-        notes.append("the trace recorded no one-time cost for this graph: no break-even")
+        notes.append(note("graph_one_time_unrecorded"))
     return RegionPrediction(
         **base,  # type: ignore[arg-type]
         capture=None, instantiate=None, upload=None, first_launch_excess=None, first_graph_extra=None,
@@ -674,7 +644,7 @@ def uses_trees(trace: Trace) -> bool:
 
 
 def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: CostModel | None = None,
-                 priced: bool = False) -> str | None:
+                 priced: bool = False) -> Note | None:
     """What the predicted one-time costs say of PyTorch's own work around a capture (synchronizations, emptying
     its cache, its memory pool's bookkeeping, Python): included from the cost model's torch.cuda.graph probe
     (`priced`), or left out where the model has none; with what this trace measured where it heard cudagraph-tree
@@ -684,35 +654,18 @@ def pytorch_note(analysis: TraceAnalysis | None, torch_program: bool, model: Cos
                    if g.cost is not None and g.cost.framework_ns is not None)
     if not spent and not torch_program:
         return None
-    measured = ""
-    if spent:
-        span = duration_text(spent[0]) if len(spent) == 1 else f"{duration_text(spent[0])} to {duration_text(spent[-1])}"
-        measured = (f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it "
-                    "besides their CUDA calls (in the measured one-time costs)")
+    spread = {"spent_first_ns": spent[0] if spent else None, "spent_last_ns": spent[-1] if spent else None}
     tc = model.torch_capture if model is not None else {}
     if priced and tc:
-        return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
-                f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {model.gpu_name if model else 'this GPU'}: "
-                f"{_spread_texts(tc, 'PyTorch capture')} (median [p10, p90]); " + _tree_text(model) + measured)
-    return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
-            "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
-            "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
-            "cudagraph-tree recording (docs/benchmarks.md)" + measured)
+        trees = model.tree_capture if model is not None else {}
+        return note("pytorch_work_priced", gpu=model.gpu_name if model else "", **spread,
+                    **_spreads(tc, "capture"), **_spreads(trees if trees.get("first") else {}, "tree"))
+    return note("pytorch_work_unpriced", **spread)
 
 
-def _spread_texts(table: dict[str, Spread], what: str) -> str:
-    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later'
-    spreads."""
-    return ", ".join(f"{duration_text(s.median)} [{duration_text(s.p10)}, {duration_text(s.p90)}] for {label}"
-                     for key, label in (("first", f"a process's first {what}"), ("later", "a later one")) if (s := table.get(key)))
-
-
-def _tree_text(model: CostModel | None) -> str:
-    """What the model says of cudagraph trees' own work, for the PyTorch note."""
-    tc = model.tree_capture if model is not None else {}
-    if not tc.get("first"):
-        return "cudagraph trees (torch.compile) do more around each recording"
-    return "cudagraph trees (torch.compile) were timed too and price a program that records them: " + _spread_texts(tc, "recording")
+def _spreads(table: dict[str, Spread], what: str) -> dict[str, tuple[float, ...]]:
+    """A model's 'first' and 'later' spreads as note values: '<what>_first': (median, p10, p90), () where missing."""
+    return {f"{what}_{key}": (s.median, s.p10, s.p90) if (s := table.get(key)) else () for key in ("first", "later")}
 
 
 BUILDS = ("auto", "capture", "node_api")
@@ -743,7 +696,7 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     check_build(build)
     choice = choice if choice is not None else find_model(trace.meta)
     model = choice.model
-    notes: list[str] = []
+    notes: list[Note] = []
     traced = trace.pass_by_detail("node", "graph")
     if analysis is not None and analysis.traced_pass_id is not None:
         # a script trace: the pass that recorded every call (the detail run), not the measuring run
@@ -756,15 +709,15 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
         if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
             notes.append(EVENT_GAP_NOTE)
         priced = any(r.framework is not None for r in regions)
-        if any(r.direction == "to_graph" for r in regions) and (note := pytorch_note(analysis, torch_program, model, priced)) is not None:
-            notes.append(note)
+        if any(r.direction == "to_graph" for r in regions) and (torch_note := pytorch_note(analysis, torch_program, model, priced)) is not None:
+            notes.append(torch_note)
         return Prediction(
             model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
             model_cuda=model.cuda_driver_version if model else 0, model_path=model.path if model else "",
             model_match=choice.match, model_note=choice.note, regions=tuple(regions), notes=tuple(notes))
 
     if traced is None:
-        notes.append("no traced pass: the eager work's kernels and streams are needed to predict a graph")
+        notes.append(note("prediction_needs_traced_pass"))
         return result([])
     timing_id = timing.pass_id if timing is not None and trace.rows(
         "SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [timing.pass_id])[0][0] else None
@@ -774,7 +727,7 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     regions += extra
     notes += line_notes
     if len(regions) > MAX_REGIONS:
-        notes.append(f"{len(regions)} regions: the first {MAX_REGIONS} are predicted")
+        notes.append(note("regions_truncated", regions=len(regions), limit=MAX_REGIONS))
         regions = regions[:MAX_REGIONS]
     trees = torch_program and uses_trees(trace)
     tree_starts = [w.start_ns for w in torch_windows(trace, traced.pass_id, True) if w.kind == "recording"] if trees else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmode.analyzers.notes import Note
 from graphmode.analyzers.results import Stat
 
 
@@ -104,7 +105,7 @@ class ClockAlignment:
     anchors: int  # collectives matched on every rank (same kernel, same occurrence)
     residual: Stat | None  # per matched collective: latest minus earliest end over the ranks, aligned
     clock_check_ns: float | None  # largest |CUPTI - CLOCK_REALTIME| over the ranks, when recorded
-    note: str
+    note: Note  # how they were aligned and how well they agree (reports.notes words it)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class CollectiveSummary:
     wait: Stat | None  # per call per rank, as RankWait
     end_skew: Stat | None  # per matched call: latest minus earliest aligned end
     size_bytes: int | None  # message size: None, the trace does not carry it (see size_note)
-    size_note: str
+    size_note: Note
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,7 @@ class HangRisk:
     op: str
     captured_ranks: tuple[int, ...]
     eager_ranks: tuple[int, ...]
-    evidence: str
-    advice: str
+    facts: Note  # what the ranks did (reports.notes words it as the evidence; the advice by kind)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,6 @@ class Straggler:
     last_arrivals: int
     collectives: int  # matched collectives
     median_lateness_ns: float | None  # its start minus the median start of the ranks, when it was last
-    evidence: str
 
 
 @dataclass(frozen=True)
@@ -178,8 +177,8 @@ class RankSummary:
     net_ns: float | None  # saved - one-time
     collective_calls: int  # NCCL kernel spans
     collective_gpu_ns: float
-    warnings: tuple[str, ...]
-    cannot_compute: tuple[str, ...]
+    warnings: tuple[Note, ...]  # its single-trace analysis's
+    cannot_compute: tuple[Note, ...]
     # the pass the collectives and spans come from (the traced pass: the detail run of a `graphmode run` trace)
     pass_id: int
     start_ns: int  # that pass's extent, on the rank's own clock
@@ -203,8 +202,8 @@ class RankSetAnalysis:
     alignment: ClockAlignment
     straggler: Straggler | None
     hang_risks: tuple[HangRisk, ...]
-    warnings: tuple[str, ...]
-    cannot_compute: tuple[str, ...]
+    warnings: tuple[Note, ...]
+    cannot_compute: tuple[Note, ...]
 
     def rank(self, r: int) -> RankSummary | None:
         return next((s for s in self.ranks if s.identity.rank == r), None)

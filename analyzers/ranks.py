@@ -33,7 +33,6 @@ import numpy as np
 from graphmode.analyzers import analyze
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
-    SIZE_NOTE,
     align_clocks,
     collective_summaries,
     find_straggler,
@@ -43,6 +42,7 @@ from graphmode.analyzers.collectives import (
     rank_waits,
     spread,
 )
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import (
     GraphAcrossRanks,
     RankGraph,
@@ -302,8 +302,8 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     con.execute("SET threads = 1")  # the tables are small; one thread keeps the memory flat
     _create_tables(con)
     ranks: dict[int, _Rank] = {}
-    warnings: list[str] = []
-    cannot: list[str] = []
+    warnings: list[Note] = []
+    cannot: list[Note] = []
     seen_world: dict[int, str] = {}
     for i, path in enumerate(paths):
         if progress is not None:
@@ -311,7 +311,7 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
         try:
             trace = load(path)
         except TraceError as e:
-            warnings.append(f"left out: {e}")
+            warnings.append(note("trace_left_out", error=str(e)))
             continue
         with trace:
             r = _read_rank(trace, UNNUMBERED + i, con)  # a trace without rank metadata: renumbered below
@@ -322,23 +322,22 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     if progress is not None:
         progress(len(paths), len(paths))
     if not ranks:
-        raise RankSetError(f"none of the {len(paths)} file(s) could be read: " + "; ".join(warnings))
+        raise RankSetError(f"none of the {len(paths)} file(s) could be read: " + "; ".join(str(w["error"]) for w in warnings))
     ranks = _renumber(ranks, con, warnings)
     world = next(iter(seen_world), None)
     missing = tuple(r for r in range(world) if r not in ranks) if world else ()
     if missing:
-        warnings.append(f"ranks {', '.join(map(str, missing[:16]))}{' …' if len(missing) > 16 else ''} of {world} have no trace: "
-                        "figures across ranks cover the ranks present")
+        warnings.append(note("ranks_missing", ranks=missing[:16], missing=len(missing), world_size=world))
     for r in ranks.values():
         if r.identity.status != "complete":
-            warnings.append(f"rank {r.identity.rank} did not complete (status '{r.identity.status}'): its figures cover what was recorded")
+            warnings.append(note("rank_incomplete", rank=r.identity.rank, status=r.identity.status))
     by_gpu: dict[tuple[str, str], list[int]] = {}
     for r in ranks.values():
         if r.identity.gpu_uuid:
             by_gpu.setdefault((r.identity.host, r.identity.gpu_uuid), []).append(r.identity.rank)
     for (host, uuid), rs in sorted(by_gpu.items()):
         if len(rs) > 1:
-            warnings.append(f"ranks {', '.join(map(str, sorted(rs)))} ran on the same GPU ({uuid} on {host}): they share its time")
+            warnings.append(note("ranks_share_gpu", ranks=tuple(sorted(rs)), gpu_uuid=uuid, host=host))
 
     hosts = {r.identity.rank: r.identity.host for r in ranks.values()}
     clock_checks = {r.identity.rank: r.identity.cupti_minus_realtime_ns for r in ranks.values()
@@ -357,19 +356,15 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     warnings.extend(_unequal_collectives(con, ranks, replays))
     measuring_only = sorted(r for r, x in ranks.items() if x.summary.run == MEASURING_RUN)
     if measuring_only:
-        cannot.append(f"rank(s) {', '.join(map(str, measuring_only[:16]))} hold only the measuring run (no detail run): it records no "
-                      "kernel launch calls and no graph topology, and a graph replay is one span, so their collectives inside graphs "
-                      "are not seen and their eager collectives are ordered by kernel start; record with `graphmode run` (both runs)")
+        cannot.append(note("ranks_measuring_run_only", ranks=tuple(measuring_only[:16])))
     if not collectives:
-        cannot.append("no NCCL kernel in any rank's trace: no collectives, waits in collectives, straggler or clock check from them")
+        cannot.append(note("no_collectives"))
     elif any(c.where == "graph" and c.calls is None for c in collectives):
-        cannot.append("collectives inside graphs are not timed in graph-detail traces (a graph launch is one span): "
-                      "record with `--detail node` for their durations, waits and the alignment on them")
+        cannot.append(note("graph_collectives_untimed"))
     if collectives:
-        cannot.append(f"message size of collectives: {SIZE_NOTE}")
+        cannot.append(note("collective_message_size"))
     if len(ranks) > 1 and not any(g.source == "per-graph results" for g in graphs) and graphs:
-        cannot.append("per-graph savings and break-even come from the trace-level analysis: they are given for a rank's graph "
-                      "only when it is the rank's one replayed graph")
+        cannot.append(note("rank_graph_savings_single_graph"))
     con.close()
     return RankSetAnalysis(
         source=source or (str(Path(paths[0]).parent) if paths else ""), world_size=world,
@@ -378,7 +373,7 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
         straggler=straggler, hang_risks=risks, warnings=tuple(warnings), cannot_compute=tuple(cannot))
 
 
-def _unequal_collectives(con: Any, ranks: dict[int, _Rank], replays: dict[str, dict[int, int]], shown: int = 3) -> list[str]:
+def _unequal_collectives(con: Any, ranks: dict[int, _Rank], replays: dict[str, dict[int, int]], shown: int = 3) -> list[Note]:
     """Collectives recorded a different number of times on different ranks although the ranks made the same
     calls: a graph replayed equally often everywhere, or a rank whose trace lost records. The k-th
     occurrence is matched across ranks, so one lost span pairs every later one with another call: waits,
@@ -398,19 +393,14 @@ def _unequal_collectives(con: Any, ranks: dict[int, _Rank], replays: dict[str, d
             found.append((str(kernel), str(graph_key), counts, most, short, lossy))
     out = []
     for kernel, graph_key, counts, most, short, lossy in found[:shown]:
-        text = ", ".join(f"rank {r}: {counts[r]:,}" for r in short[:8]) + (f" … ({len(short)} ranks)" if len(short) > 8 else "")
-        out.append(f"{parse_nccl_kernel(kernel).title} ({'in ' + graph_key if graph_key else 'eager'}): recorded "
-                   f"{most:,} times on some ranks but fewer on others ({text}); collectives are matched across ranks by "
-                   "occurrence, so after the first one missing on a rank its waits, end skew and the clock alignment on it "
-                   "pair different calls"
-                   + (f" (rank(s) {', '.join(map(str, lossy))} lost records: CUPTI dropped some, or rows were left out "
-                      "when the trace was read; see their warnings)" if lossy else ""))
+        out.append(note("collective_counts_differ", op=parse_nccl_kernel(kernel).title, graph=graph_key, most=most,
+                        short_ranks=tuple(short), short_counts=tuple(counts[r] for r in short), lossy_ranks=tuple(lossy)))
     if len(found) > shown:
-        out.append(f"… and {len(found) - shown} more collective(s) recorded a different number of times on different ranks")
+        out.append(note("more_collective_counts_differ", collectives=len(found) - shown))
     return out
 
 
-def _renumber(ranks: dict[int, _Rank], con: Any, warnings: list[str]) -> dict[int, _Rank]:
+def _renumber(ranks: dict[int, _Rank], con: Any, warnings: list[Note]) -> dict[int, _Rank]:
     """Traces without rank metadata take the ranks after the known ones, in the order given."""
     lacking = sorted(r for r in ranks if r >= UNNUMBERED)
     if not lacking:
@@ -424,7 +414,6 @@ def _renumber(ranks: dict[int, _Rank], con: Any, warnings: list[str]) -> dict[in
         ident = dataclasses.replace(r.identity, rank=new)
         ranks[new] = _Rank(ident, dataclasses.replace(r.summary, identity=ident),
                            [dataclasses.replace(g, rank=new) for g in r.graphs], r.lost_records)
-    names = ", ".join(f"{Path(ranks[n].identity.path).name} as rank {n}" for n in mapping.values())
-    warnings.append(f"{len(mapping)} trace(s) carry no rank (not recorded under a multi-process launcher): numbered in the "
-                    f"order given ({names})")
+    warnings.append(note("ranks_numbered", files=tuple(Path(ranks[n].identity.path).name for n in mapping.values()),
+                         ranks=tuple(mapping.values())))
     return dict(sorted(ranks.items()))

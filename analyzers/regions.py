@@ -17,19 +17,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.inference import LINE_SOURCE
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.untraced import short_loc
 from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
 MIN_NVTX_REPEATS = 3
-SYNC_BASIS = "inferred: the stretch between synchronizations that recurs most"  # a script's synchronized loop (graph 0)
+SYNC_BASIS = note("basis_synchronized")  # a script's synchronized loop (graph 0): the stretch between synchronizations
 
 
 @dataclass
 class Region:
     label: str
-    basis: str
+    basis: Note  # how its iterations were found (reports.notes words it)
     mode: str
     graph_id: int  # graph measured in the trace that did this work (0: none)
     starts: np.ndarray  # windows in the traced pass
@@ -67,19 +68,19 @@ def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
                      "ORDER BY start_ns", [pass_id])
 
 
-def _label(mode: str, graph_id: int, name: str) -> tuple[str, str]:
+def _label(mode: str, graph_id: int, name: str) -> tuple[str, Note]:
+    """A region's label (its name in every view) and its basis (how its iterations were found)."""
     if name == "inferred":
-        return (f"{mode} iterations doing graph {graph_id}'s work", "inferred from the graph's kernel sequence")
+        return (f"{mode} iterations doing graph {graph_id}'s work", note("basis_graph_kernels"))
     if name == "nvtx":
-        return (f"NVTX graphmode:{mode} ranges", "NVTX ranges")
+        return (f"NVTX graphmode:{mode} ranges", note("basis_nvtx_markers"))
     if name == "synchronized":
         return (f"{mode} iterations", SYNC_BASIS)
     if name.startswith(LINE_SOURCE):
-        return (f"{mode} iterations", f"inferred: the kernels between two runs of line {short_loc(name[len(LINE_SOURCE):])}, "
-                                      "the stretch that recurs most (the loop does not synchronize each step)")
+        return (f"{mode} iterations", note("basis_line", line=short_loc(name[len(LINE_SOURCE):])))
     if name == mode:
-        return (f"{mode} iterations", "the runner's iteration markers")
-    return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), "iteration table")
+        return (f"{mode} iterations", note("basis_runner_markers"))
+    return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), note("basis_iteration_table"))
 
 
 def marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[Region]:
@@ -137,7 +138,7 @@ def nvtx_regions(trace: Trace, traced_id: int) -> list[Region]:
         if int(keep.sum()) < MIN_NVTX_REPEATS:
             continue
         s, e = s[keep], e[keep]
-        out.append(Region(f"NVTX range '{name}'", f"{int(keep.sum())} NVTX ranges named '{name}'", "eager", 0, s, e, e - s,
+        out.append(Region(f"NVTX range '{name}'", note("basis_nvtx_ranges", ranges=int(keep.sum()), name=str(name)), "eager", 0, s, e, e - s,
                            int(s.min()), True, 1.0, False))
     return out
 
@@ -158,13 +159,13 @@ def parse_line_spec(spec: str) -> tuple[str, int, int]:
     return m.group("file"), a, b
 
 
-def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[list[Region], list[str]]:
+def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[list[Region], list[Note]]:
     """Regions from lines the user names ('file.py:12-30'), from the calls' source lines (recorded with
     --launch-sources). An iteration is a run of consecutive calls from those lines; a call from another
     line ends it (the loop's synchronize, say), and it lasts until the next run starts. If the lines
     make a single run, it is cut at each launch of the first kernel launched from them instead."""
     out: list[Region] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     calls = trace.sql("SELECT start_ns, end_ns, source FROM api_calls WHERE pass_id = ? AND source <> '' ORDER BY start_ns, end_ns DESC",
                       [traced_id])
     src = calls["source"].astype(str) if calls["source"].size else np.zeros(0, dtype=str)
@@ -173,13 +174,13 @@ def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[li
     for spec in specs:
         file, a, b = parse_line_spec(spec)
         if src.size == 0:
-            notes.append(f"lines {spec}: the trace has no call source lines; record with `graphmode run --launch-sources`")
+            notes.append(note("lines_without_sources", lines=spec))
             continue
         hit_u = np.array([p is not None and (p.group(1) == file or p.group(1).endswith("/" + file)) and a <= int(p.group(2)) <= b
                           for p in parsed], dtype=bool)
         inside = hit_u[inv]
         if not inside.any():
-            notes.append(f"lines {spec}: no CUDA call was made from them")
+            notes.append(note("lines_without_calls", lines=spec))
             continue
         t = calls["start_ns"].astype(np.int64)
         change = np.flatnonzero(np.diff(inside.astype(np.int8)) != 0) + 1
@@ -196,10 +197,10 @@ def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[li
                 np.zeros(0, dtype=bool)
             starts = launches["t"][first].astype(np.int64)
         if starts.size < 2:
-            notes.append(f"lines {spec}: their work ran once; a prediction needs a repeated region")
+            notes.append(note("lines_ran_once", lines=spec))
             continue
         last_end = int(calls["end_ns"][inside].max())
         ends = np.append(starts[1:], max(last_end, int(starts[-1])) + 1)
-        out.append(Region(f"lines {spec}", f"{starts.size} runs of calls from {file}:{a}-{b}", "eager", 0, starts, ends,
+        out.append(Region(f"lines {spec}", note("basis_line_runs", runs=int(starts.size), file=file, first=a, last=b), "eager", 0, starts, ends,
                            (ends - starts).astype(np.int64), int(starts.min()), True, 1.0, False))
     return out, notes

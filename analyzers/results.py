@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.coverage_results import GraphBudget, GraphCoverage, TorchGraphs
+from graphmode.analyzers.notes import Note
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ class BreakEven:
     saved_per_replay_ns: float | None  # eager_ns - graph_ns
     replays: int | None  # None: never (never=True) or not computable (never=False); see reason
     never: bool  # a replay is not faster than the baseline iteration: the graph never pays back
-    reason: str  # why replays is None; '' when it is a number
+    reason: Note | None  # why replays is None (a note, worded by reports.notes); None when it is a number
     interval_low: int | None  # 95% bootstrap interval of replays (2.5th percentile)
     interval_high: int | None  # 97.5th percentile; None with interval_high_never
     interval_high_never: bool  # more than 2.5% of resamples saved nothing: the upper end is "never"
@@ -273,10 +274,9 @@ class Pitfall:
 
     kind: str  # capture_failed | repeated_instantiation | never_paid_back | gaps_between_replays | graph_slower
     severity: str  # 'error' (something broke) or 'warning' (savings lost)
-    title: str
-    evidence: str  # one or two plain sentences with the measured numbers
+    # the measured numbers and names (durations in ns): reports.pitfall_words words its title, evidence and advice
+    facts: Note
     where: str  # user source 'file:line function', '' when not known
-    advice: str
     graph_id: int = 0  # 0: not about one graph (or all of them)
     cost_ns: float | None = None  # time the problem cost in this run, when measurable
 
@@ -360,8 +360,8 @@ class TraceAnalysis:
     kernels: tuple[KernelComparison, ...]
     critical_paths: tuple[CriticalPath, ...]
     distortion: tuple[Distortion, ...]
-    warnings: tuple[str, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
-    cannot_compute: tuple[str, ...]  # what cannot be computed for this trace, and why
+    warnings: tuple[Note, ...]  # data lost or distorted: dropped records, incomplete run, slow tracer
+    cannot_compute: tuple[Note, ...]  # what cannot be computed for this trace, and why
     pitfalls: tuple[Pitfall, ...] = ()  # diagnostics (analyzers.pitfalls), most severe first
     cpu_profile: CpuProfile | None = None  # the run's pyinstrument profile summarised, when it has one
     source_lines: tuple[SourceLine, ...] = ()  # GPU work per user source line (analyzers.sources), most GPU time first
@@ -433,12 +433,12 @@ class GraphResult:
     nodes: int
     eager: Period | None
     graph: Period | None
-    eager_basis: str  # how its eager iterations were found
+    eager_basis: Note | None  # how its eager iterations were found (None: not found)
     warmup_iterations: int  # eager iterations right before its capture, reported as warm-up
     cost: GraphCost | None
     break_even: BreakEven | None
     saved_in_run_ns: float | None  # steady replays x saved per replay
-    notes: tuple[str, ...]  # small samples, distortion, how eager was matched
+    notes: tuple[Note, ...]  # small samples, distortion, how eager was matched
     # no eager twin: what its kernels would cost launched eagerly, predicted (analyzers.counterfactual); its
     # break_even then has basis 'predicted'
     counterfactual: Counterfactual | None = None
@@ -567,8 +567,7 @@ class CaptureBreaker:
     api: str  # the call's name ('' for stream-level findings)
     where: str  # 'file:line function' from api_calls.source; '' when not recorded
     calls: int  # calls (or operations, streams, waits) found over the iterations looked at
-    per_iteration: float  # calls / iterations looked at
-    advice: str
+    per_iteration: float  # calls / iterations looked at (what to do: reports.pitfall_words.BREAKER_ADVICE[kind])
 
 
 @dataclass(frozen=True)
@@ -577,7 +576,7 @@ class RegionPrediction:
     already runs as a graph, what it would cost launched eagerly)."""
 
     label: str
-    basis: str  # how the region's iterations were found
+    basis: Note  # how the region's iterations were found
     direction: str  # 'to_graph' (eager work, graph predicted) | 'to_eager' (graph work, eager predicted)
     mode: str  # the iterations' mode ('eager', 'eager_sync_each', 'graph')
     graph_id: int  # the graph measured in this trace that did this work (0: none)
@@ -603,7 +602,7 @@ class RegionPrediction:
     measured_replay_ns: float | None
     measured_break_even: int | None
     breakers: tuple[CaptureBreaker, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # PyTorch's own work around the capture (torch.cuda.graph: synchronize, empty_cache, its memory pool, Python),
     # as `graphmode calibrate` timed it; included in one_time. None: not a PyTorch program, or no such measurement
     framework: Estimate | None = None
@@ -624,6 +623,6 @@ class Prediction:
     model_cuda: int
     model_path: str
     model_match: str  # 'exact' | 'same_gpu' | 'other_gpu' | 'none'
-    model_note: str  # says when the model comes from another GPU or version
+    model_note: Note | None  # says when the model comes from another GPU or version
     regions: tuple[RegionPrediction, ...]
-    notes: tuple[str, ...]  # what the trace lacks for a better prediction
+    notes: tuple[Note, ...]  # what the trace lacks for a better prediction

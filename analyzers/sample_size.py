@@ -6,6 +6,7 @@ twice before capturing it gives an 'eager median' of 2 iterations).
 
 from __future__ import annotations
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.results import ModeMetrics
 
 TINY_SAMPLE = 5  # fewer steady iterations than this: a tiny sample
@@ -15,12 +16,9 @@ def tiny_sample(iterations: int) -> bool:
     return 0 < iterations < TINY_SAMPLE
 
 
-def tiny_sample_note(mode: str, iterations: int) -> str | None:
-    """'eager median from 2 iterations: tiny sample', or None when the sample is large enough."""
+def tiny_sample_note(mode: str, iterations: int) -> Note | None:
+    """A 'tiny_sample' note (reports: 'eager median from 2 iterations: tiny sample'), or None when the sample is
+    large enough."""
     if not tiny_sample(iterations):
         return None
-    return f"{mode} median from {iterations} iteration{'s' if iterations != 1 else ''}: tiny sample"
-
-
-def tiny_sample_notes(modes: tuple[ModeMetrics, ...]) -> tuple[str, ...]:
-    return tuple(n for m in modes if (n := tiny_sample_note(m.mode, m.iterations)) is not None)
+    return note("tiny_sample", mode=mode, iterations=iterations)

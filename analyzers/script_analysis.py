@@ -17,6 +17,7 @@ from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_m
 from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations, script_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
 from graphmode.analyzers.stamps import has_stamps
 from graphmode.analyzers.steps import eager_step_rows, find_steps
@@ -37,7 +38,7 @@ class ScriptParts:
     break_even: tuple[BreakEven, ...]
     overhead_saved: tuple[OverheadSaved, ...]
     spans: PlacedGpuSpans | None  # the structure pass's GPU spans placed in the headline graph's iterations
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     steps: tuple[StepResult, ...] = ()
 
 
@@ -102,7 +103,7 @@ def analyze_script(trace: Trace, model: CostModel | None = None, torch_program: 
         steps = with_predicted_steps(steps, graphs)
     except Exception as e:  # a bug in the step model must not take the per-graph report with it
         steps = ()
-        notes.append(f"the step model failed ({type(e).__name__}: {e}); each graph is reported alone; please report it")
+        notes.append(note("step_model_failed", error_type=type(e).__name__, error=str(e)))
     multi = next((s for s in steps if len(s.graphs) > 1), None)
     if multi is not None:
         # the step's graphs first (in step order), then the rest as graph_results ordered them

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.timing_run import timing_run_one_time
 from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows
 from graphmode.tracer.lifecycle import lifecycle_calls
@@ -64,7 +65,7 @@ class ScriptGraphs:
     graphs: tuple[GraphStructure, ...]
     exec_to_graph: dict[int, int]  # timing-pass graph/exec id on GPU records -> structure graph id
     lifecycle: tuple[LifecycleCall, ...]  # timing pass, by start
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[Note, ...] = field(default_factory=tuple)
     structure_recorded: bool = True  # a pass recorded the graphs (CUPTI callbacks): names, topology, lines
     # (start, end) of each cudagraph-tree recording or torch.cuda.graph block in the timing pass (PyTorch's own
     # work around the capture)
@@ -190,7 +191,7 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
     s_id, t_id = structure.pass_id, timing.pass_id
     graphs = _structures(trace, s_id)
     known = [g for g in graphs if g.origin != "unknown"]
-    notes: list[str] = []
+    notes: list[Note] = []
     exec_to_graph: dict[int, int] = {}
     for g in graphs:
         exec_to_graph[g.graph_id] = g.graph_id
@@ -211,23 +212,18 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
             mine = [r for r in bare if r[0] == event]
             theirs = [int(g) for g, e in ref if e == event]
             if len(mine) != len(theirs) and (mine or theirs):
-                notes.append(f"the measuring run made {len(mine)} {event} call{'s' if len(mine) != 1 else ''} and the detail run "
-                             f"{len(theirs)}: the runs did not build the same graphs, so "
-                             + ("the extra ones are not attributed" if mine else "their one-time costs come from the detail run"))
+                notes.append(note("build_mismatch", event=event, measured_calls=len(mine), detail_calls=len(theirs)))
             for k, (ev, s, e, tid, corr) in enumerate(mine):
                 lifecycle.append(LifecycleCall(theirs[k] if k < len(theirs) else 0, ev, s, e, tid, corr))
         lifecycle.sort(key=lambda c: c.start_ns)
         launched = {int(r[0]) for r in trace.rows("SELECT DISTINCT graph_id FROM gpu_spans WHERE pass_id = ? AND graph_id <> 0", [t_id])}
         unknown = sorted(launched - set(exec_to_graph))
         if unknown and known:
-            notes.append(f"graph executable id{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown[:5]))} of the measuring "
-                         "run match no graph of the detail run: reported as graphs of unknown origin")
+            notes.append(note("unknown_executables", count=len(unknown), graph_ids=tuple(unknown[:5])))
     # a run made with callbacks recorded whatever graphs there were, none included (an eager-only script)
     recorded = _has_callbacks(trace, s_id) or bool((run_entry(trace, s_id).get("config") or {}).get("callbacks"))
     if not recorded:
-        notes.append("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
-                     "executable ids only, without their capture lines, topology or eager counterparts; record with `graphmode run`, "
-                     "which makes both runs")
+        notes.append(note("no_detail_run"))
     heard_windows = torch_windows(trace, t_id, callbacks_pass=s_id == t_id or _has_callbacks(trace, t_id))
     windows = tuple((w.start_ns, w.end_ns) for w in heard_windows)
     heard: tuple[TorchWindow, ...] = ()
@@ -236,8 +232,7 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
         heard = torch_windows(trace, timing.pass_id, callbacks_pass=False)
         if len(heard) != len(windows):
             if heard:
-                notes.append(f"the timing run heard {len(heard)} PyTorch capture window(s) and the measuring run {len(windows)}: "
-                             "the one-time costs keep the measuring run's")
+                notes.append(note("capture_windows_mismatch", timing_windows=len(heard), measured_windows=len(windows)))
             heard = ()
     untraced = tuple((w.start_ns, w.end_ns) for w in heard)
     calls: tuple[Any, ...] = ()

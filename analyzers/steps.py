@@ -36,6 +36,8 @@ from graphmode.analyzers.break_even import (
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
+from graphmode.analyzers.notes import note
+from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
 from graphmode.analyzers.script_graphs import ScriptGraphs
@@ -370,7 +372,7 @@ def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances,
     saved = be.saved_per_replay_ns if be is not None else None
     return dataclasses.replace(
         g, eager=eager, graph=graph, break_even=be,
-        eager_basis=f"its segment of the step (position {i + 1} of {len(pattern)})" if es is not None else "",
+        eager_basis=note("step_segment", position=i + 1, of=len(pattern)) if es is not None else None,
         saved_in_run_ns=saved * g.replays if saved is not None and graph is not None else None)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.stamps import line_stamps as _stamps
 from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.store import Trace
@@ -55,7 +56,7 @@ class LineTiming:
 
     timing_pass: int | None
     untraced: np.ndarray  # per row of the measuring table: untraced CPU period (ns), NaN where not matched
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # per row: what the timing run's own stamps cost inside that period (NaN unknown)
     stamp_ns: np.ndarray | None = None
 
@@ -174,7 +175,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     untraced = np.full(measure.size, np.nan)
     if not measure.size or not detail.size:
         return LineTiming(tp, untraced, ())
-    notes: list[str] = []
+    notes: list[Note] = []
     detail_stamps = _stamps(trace, detail.pass_id)
     # the anchor lines among those the timing run stamped (a trace recorded before anchors stamped the launching lines)
     loc, seq = starting_lines(trace, detail, detail_stamps, _asked_lines(trace, tp) if tp is not None else None)
@@ -186,9 +187,8 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
         if mine.any() and not loc[mine].astype(bool).any():
             unstamped.setdefault(gid, []).append("replays" if mode == "graph" else "eager iterations")
     if unstamped:
-        which = "; ".join(f"graph {g} ({' and '.join(w)})" for g, w in unstamped.items())
-        notes.append(f"CPU-bound iterations launched from another thread than the main one, or from code outside the script, "
-                     f"keep the measuring run's period (the timing run stamps the script's lines on the main thread only): {which}")
+        notes.append(note("unstamped_iterations", graph_ids=tuple(unstamped),
+                          what=tuple(" and ".join(w) for w in unstamped.values())))
     if tp is None:
         return LineTiming(tp, untraced, tuple(notes))
     lines = {str(x) for x in loc if x}
@@ -200,8 +200,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
                          if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})
     if mismatched:
-        notes.append(f"line{'s' if len(mismatched) > 1 else ''} {', '.join(short_loc(x) for x in mismatched[:3])} ran a different number "
-                     "of times in the timing run than in the detail run: the iterations they start keep the measuring run's period")
+        notes.append(note("stamp_count_mismatch", count=len(mismatched), lines=tuple(short_loc(x) for x in mismatched[:3])))
     # the detail run's untraced periods, row by row, and how many of the timing run's stamps each held
     d_untraced = np.full(detail.size, np.nan)
     d_stamps = np.full(detail.size, np.nan)
@@ -234,12 +233,10 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
             pick = have[np.round(np.linspace(0, have.size - 1, want.size)).astype(np.int64)]
             untraced[want] = d_untraced[pick]
             stamps[want] = d_stamps[pick]
-            notes.append(f"graph {gid}: its {mode} iterations were found as {m_rows.size} in the measuring run and {d_rows.size} in the "
-                         f"detail run, in other stretches: they take the timing run's {have.size} periods in order (the timing run's "
-                         "distribution, not iteration by iteration)")
+            notes.append(note("iterations_respread", graph_id=gid, mode=mode, measured=int(m_rows.size), detail=int(d_rows.size),
+                              periods=int(have.size)))
         else:
-            notes.append(f"graph {gid}: its {mode} iterations differ between the measuring and detail runs ({m_rows.size} and "
-                         f"{d_rows.size} iterations): they keep the measuring run's period")
+            notes.append(note("iterations_differ", graph_id=gid, mode=mode, measured=int(m_rows.size), detail=int(d_rows.size)))
     cost = run_entry(trace, tp).get("stamp_cost_ns")
     stamp_ns = stamps * float(cost) if isinstance(cost, (int, float)) else None
     return LineTiming(tp, untraced, tuple(notes), stamp_ns)

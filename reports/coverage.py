@@ -13,6 +13,7 @@ from rich.text import Text
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.reports.names import cell, printable, short_name, short_source
+from graphmode.reports.notes import word, words
 from graphmode.reports.units import human_bytes, human_ns
 
 MAX_RANGE_ROWS = 8
@@ -47,7 +48,7 @@ def _coverage_table(c: GraphCoverage) -> Table:
         t.add_row(Text(cell(name, 28)), human_ns(s.duration_ns), f"{pct(s.kernel_share)} of {s.graph_kernels + s.eager_kernels:,}",
                   f"{pct(s.gpu_time_share)} of {human_ns(s.graph_gpu_ns + s.eager_gpu_ns)}",
                   f"{s.graph_launch_calls:,}/{s.eager_launch_calls:,}", f"{s.captured_launch_calls:,}")
-    notes = [f"phases: {c.phase_rule}"] if c.phases else []
+    notes = [f"phases: {word(c.phase_rule)}"] if c.phases else []
     if c.ranges:
         notes.append("quoted names are NVTX or runner ranges")
     if c.kernels_from_topology:
@@ -69,8 +70,8 @@ def _eager_lines(console: Console, c: GraphCoverage) -> None:
             t.add_row(Text(_short(e.source)), Text(", ".join(short_name(k, 50) for k in e.kernels[:2])), f"{e.launches:,}",
                       human_ns(e.gpu_ns), pct(e.share_of_eager_gpu))
         console.print(t)
-    elif c.eager_lines_note:
-        console.print(Text(printable(f"Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {c.eager_lines_note}.")))
+    elif c.eager_lines_note is not None:
+        console.print(Text(printable(f"Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {word(c.eager_lines_note)}.")))
 
 
 def _torch(console: Console, tg: TorchGraphs) -> None:
@@ -110,7 +111,7 @@ def _budget(console: Console, b: GraphBudget) -> None:
     notes = ["start-up = capture or build + instantiate + upload"]
     if b.never_replayed:
         notes.append(f"{b.never_replayed} graph{'s were' if b.never_replayed != 1 else ' was'} never replayed")
-    notes += b.notes
+    notes += words(b.notes)
     if len(shown) < b.graphs:
         notes.append(f"{b.graphs - len(shown)} more graphs in the JSON report")
     t.caption = printable("; ".join(notes))

@@ -12,6 +12,7 @@ import html
 from graphmode.analyzers.coverage_results import CoverageSlice, GraphBudget, GraphCoverage, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.reports.coverage import MAX_BUDGET_ROWS, MAX_FUNCTION_ROWS, MAX_RANGE_ROWS, memory_basis, pct, plural
+from graphmode.reports.notes import word
 from graphmode.reports.units import human_bytes, human_ns
 
 GRAPH_COLOUR = "#2e7d32"
@@ -39,7 +40,7 @@ def _coverage(c: GraphCoverage) -> str:
         rows.append(_row(name, s))
     head = ("<tr><th>stretch</th><th>duration</th><th>kernels in graphs</th><th></th><th>GPU time in graphs</th>"
             "<th>launch calls graph / eager</th><th>captured calls</th></tr>")
-    notes = [f"Phases: {c.phase_rule}."] if c.phases else []
+    notes = [f"Phases: {word(c.phase_rule)}."] if c.phases else []
     if c.kernels_from_topology:
         notes.append("Graph-detail trace: kernels in graphs are the graph's kernel nodes × its launches.")
     if c.unknown_graph_launches:
@@ -52,8 +53,8 @@ def _coverage(c: GraphCoverage) -> str:
                         for e in c.eager_lines)
         out += ("<h3>Lines that launch the most eager GPU work</h3><table class='headline'><tr><th>line</th><th>kernels</th>"
                 f"<th>launches</th><th>GPU time</th><th>of eager GPU time</th></tr>{lines}</table>")
-    elif c.eager_lines_note:
-        out += f"<p class='hint'>Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {_e(c.eager_lines_note)}.</p>"
+    elif c.eager_lines_note is not None:
+        out += f"<p class='hint'>Eager remainder: {c.run.eager_kernels:,} kernels outside graphs; {_e(word(c.eager_lines_note))}.</p>"
     return out
 
 
@@ -96,7 +97,7 @@ def _budget(b: GraphBudget) -> str:
            f"<th>upload</th><th>replays</th><th>memory</th><th>verdict</th></tr>{rows}</table>")
     if b.graphs > MAX_BUDGET_ROWS:
         out += f"<p class='note'>Showing {MAX_BUDGET_ROWS} of {b.graphs} graphs (all are in the JSON report).</p>"
-    return out + "".join(f"<p class='hint'>{_e(n)}.</p>" for n in b.notes)
+    return out + "".join(f"<p class='hint'>{_e(word(n))}.</p>" for n in b.notes)
 
 
 def graph_use_html(a: TraceAnalysis) -> str:

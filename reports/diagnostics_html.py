@@ -19,6 +19,7 @@ from typing import Any
 
 from graphmode.analyzers.results import CpuProfile, Pitfall
 from graphmode.reports.diagnostics_text import CATEGORY_LABELS
+from graphmode.reports import pitfall_words
 from graphmode.reports.units import human_ns
 
 
@@ -30,8 +31,8 @@ def diagnostics_html(pitfalls: tuple[Pitfall, ...]) -> str:
     for p in pitfalls:
         where = f"<p class='where'>where: <code>{html.escape(p.where)}</code></p>" if p.where else ""
         items.append(
-            f"<div class='pitfall {html.escape(p.severity)}'><h3>{html.escape(p.severity)}: {html.escape(p.title)}</h3>"
-            f"<p>{html.escape(p.evidence)}</p>{where}<p class='advice'>What to do: {html.escape(p.advice)}</p></div>")
+            f"<div class='pitfall {html.escape(p.severity)}'><h3>{html.escape(p.severity)}: {html.escape(pitfall_words.title(p))}</h3>"
+            f"<p>{html.escape(pitfall_words.evidence(p))}</p>{where}<p class='advice'>What to do: {html.escape(pitfall_words.advice(p))}</p></div>")
     return "".join(items)
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from graphmode.analyzers.results import CpuProfile, Pitfall
 from graphmode.reports.names import NAME_WIDTH, cell, printable
+from graphmode.reports import pitfall_words
 from graphmode.reports.units import human_ns
 
 CATEGORY_LABELS = {
@@ -26,11 +27,11 @@ def print_pitfalls(console: Console, pitfalls: tuple[Pitfall, ...]) -> None:
     console.print("[bold]Diagnostics[/bold]")
     for p in pitfalls:
         colour = "red" if p.severity == "error" else "yellow"
-        console.print(f"[bold {colour}]{p.severity}:[/bold {colour}] [bold]{escape(printable(p.title))}[/bold]")
-        console.print(f"  {escape(printable(p.evidence))}")
+        console.print(f"[bold {colour}]{p.severity}:[/bold {colour}] [bold]{escape(printable(pitfall_words.title(p)))}[/bold]")
+        console.print(f"  {escape(printable(pitfall_words.evidence(p)))}")
         if p.where:
             console.print(f"  where: {escape(printable(p.where))}")
-        console.print(f"  what to do: {escape(printable(p.advice))}")
+        console.print(f"  what to do: {escape(printable(pitfall_words.advice(p)))}")
 
 
 def print_cpu_profile(console: Console, prof: CpuProfile | None) -> None:

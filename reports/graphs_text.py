@@ -11,6 +11,7 @@ from rich.text import Text
 from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
+from graphmode.reports.notes import word
 from graphmode.reports.units import human_ns
 
 # who would launch a graph's kernels eagerly (analyzers.counterfactual.framework_of), in words
@@ -106,7 +107,7 @@ def print_graph_table(console: Console, a: TraceAnalysis) -> None:
                       + (f", saved {human_ns(tot.saved_ns)}, net {human_ns(tot.net_ns)}" if tot.saved_ns is not None else ""))
     for g in a.graphs:
         for note in g.notes:
-            console.print(Text(f"  {graph_name(g)}: {printable(note)}"))
+            console.print(Text(f"  {graph_name(g)}: {printable(word(note))}"))
         if g.counterfactual is not None:
             console.print(Text(f"  {graph_name(g)}: {counterfactual_text(g)}"))
 

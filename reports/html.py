@@ -30,9 +30,10 @@ from graphmode.reports import html_charts
 from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
+from graphmode.reports.notes import word
+from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
 from graphmode.reports.prediction_html import measured_twin, prediction_html
-from graphmode.reports.steps_html import steps_html
 from graphmode.reports.timeline_data import (
     MAX_DRAWN_SPANS,
     Selection,
@@ -216,7 +217,7 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     body = f"<div class='two'><div>{headline_table(a)}</div><div>{time_split_html(a.modes, a)}</div></div>"
     for cls, items in (("warn", a.warnings), ("cannot", a.cannot_compute)):
         if items:
-            body += f"<ul class='{cls}'>" + "".join(f"<li>{html.escape(s)}</li>" for s in items) + "</ul>"
+            body += f"<ul class='{cls}'>" + "".join(f"<li>{html.escape(word(s))}</li>" for s in items) + "</ul>"
     parts.append(_section("Headline numbers", body, "gm-headline"))
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:

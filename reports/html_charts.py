@@ -18,6 +18,7 @@ from graphmode.analyzers.critical_path import longest_path, node_durations  # th
 from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics, RegionPrediction
 from graphmode.reports.html_sections import graph_title
 from graphmode.reports.names import short_name
+from graphmode.reports.notes import break_even_reason
 from graphmode.reports.units import human_ns
 from graphmode.tracer.store import Trace
 
@@ -192,7 +193,7 @@ def break_even_figure(b: BreakEven, predicted: RegionPrediction | None = None) -
                  "line": {"color": RUN_COLOUR, "width": 1.5, "dash": "dot"}, "name": f"this run: {b.run_replays:,} replays",
                  "hoverinfo": "skip"})
     title = (f"Break-even vs {b.baseline}: " + (f"{b.replays:,} replays" if b.replays is not None else
-                                                ("never (a replay is not faster)" if b.never else html.escape(b.reason))))
+                                                ("never (a replay is not faster)" if b.never else html.escape(break_even_reason(b.reason)))))
     if b.interval_low is not None:
         title += f" (95% interval {b.interval_low:,}–{'never' if b.interval_high_never else f'{b.interval_high:,}'})"
     title += f"; this run replayed {b.run_replays:,} times"

@@ -15,6 +15,8 @@ from graphmode.analyzers.results import BreakEven, GraphCost, ModeMetrics, Stat,
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.reports.headline import VERDICT_KIND
 from graphmode.reports.names import demangle, short_name
+from graphmode.analyzers.notes import Note
+from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.terminal import headline
 from graphmode.reports.units import human_ns
 
@@ -49,8 +51,8 @@ def _stat(s: Stat | None) -> str:
     return "—" if s is None else f"{human_ns(s.median)} ({human_ns(s.p10)} – {human_ns(s.p90)})"
 
 
-def _flag(note: str | None) -> str:
-    return f" <span class='flag' title='too few iterations for a stable median'>{esc(note)}</span>" if note else ""
+def _flag(note: Note | None) -> str:
+    return f" <span class='flag' title='too few iterations for a stable median'>{esc(word(note))}</span>" if note else ""
 
 
 def _interval(b: BreakEven) -> str:
@@ -121,7 +123,7 @@ def headline_rows(a: TraceAnalysis) -> list[tuple[str, str]]:
         if b.replays is not None:
             value = f"{b.replays:,} replays ({_interval(b)})"
         else:
-            value = "never: a replay is not faster" if b.never else b.reason
+            value = "never: a replay is not faster" if b.never else break_even_reason(b.reason)
         rows.append((esc(f"break-even vs {b.baseline}" + (", predicted (no eager twin ran)" if b.basis == "predicted" else "")),
                      esc(value)))
         rows.append(("replays in this run", esc(f"{b.run_replays:,}")))
@@ -221,7 +223,7 @@ def graph_verdict(g: Any) -> str:
         text += f" ({_interval(b)})" if _interval(b) else ""
         text += f"; this run replayed it {g.replays:,} times" + (", so it paid back." if g.replays >= b.replays else ", not enough to pay back.")
     else:
-        text += f"; break-even unknown: {b.reason}."
+        text += f"; break-even unknown: {break_even_reason(b.reason)}."
     return text
 
 
@@ -232,8 +234,8 @@ def graph_section(g: Any) -> str:
         rows.append(("built at", f"<code>{esc(g.site)}</code> ({esc(g.origin)})"))
     if g.units_per_replay and g.units_per_replay > 1:
         rows.append(("one replay", esc(f"does the work of {g.units_per_replay} eager iterations")))
-    if g.eager_basis:
-        rows.append(("eager iterations found by", esc(g.eager_basis)))
+    if g.eager_basis is not None:
+        rows.append(("eager iterations found by", esc(word(g.eager_basis))))
     if g.warmup_iterations:
         rows.append(("warm-up", esc(f"{g.warmup_iterations} eager iterations right before the capture, left out")))
     if g.cost is not None and g.status != "capture_failed":
@@ -241,7 +243,7 @@ def graph_section(g: Any) -> str:
     b = g.break_even
     if b is not None and g.status == "replayed":
         value = (f"{b.replays:,} replays ({_interval(b)})" if b.replays is not None
-                 else "never: a replay is not faster" if b.never else b.reason)
+                 else "never: a replay is not faster" if b.never else break_even_reason(b.reason))
         rows.append(("break-even", esc(value)))
     table = "<table class='headline'>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
     periods = ""
@@ -251,7 +253,7 @@ def graph_section(g: Any) -> str:
         periods = ("<table class='periods'><tr><th></th>" + "".join(f"<th>{esc(m)}</th>" for m, _ in cells) + "</tr>"
                    + "".join(f"<tr><th>{esc(k)}</th>" + "".join(f"<td>{c.get(k, '—')}</td>" for _, c in cells) + "</tr>"
                              for k in keys) + "</table>")
-    notes = "".join(f"<li>{esc(n)}</li>" for n in g.notes)
+    notes = "".join(f"<li>{esc(word(n))}</li>" for n in g.notes)
     return (f"<section class='graph' id='gm-graph-{int(g.graph_id)}'><h3>{esc(graph_title(g.graph_id, g.label))}</h3>"
             f"<p class='verdict small'>{esc(graph_verdict(g))}</p>{table}{periods}"
             + (f"<ul class='notes'>{notes}</ul>" if notes else "") + "</section>")

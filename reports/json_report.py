@@ -13,10 +13,12 @@ from typing import Any
 
 from graphmode.analyzers import TraceAnalysis, analyze, to_dict
 from graphmode.reports.headline import headline_dict
+from graphmode.reports import pitfall_words
+from graphmode.reports.notes import word
 from graphmode.tracer.store import Trace
 from graphmode.tracer.version import __version__
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2  # 2: the analysis's notes are {kind, values, text} (docs/metrics.md, Notes)
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 output_file_extension = "json"
 
@@ -24,8 +26,13 @@ output_file_extension = "json"
 def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     """The JSON report as builtins: schema_version, tool_version, then every field of the analysis."""
     analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
-    out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis)}
+    out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis, word)}
     out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
+    for d, p in zip(out["pitfalls"], analysis.pitfalls):  # its words, as the terminal and the page print them
+        d.update(title=pitfall_words.title(p), evidence=pitfall_words.evidence(p), advice=pitfall_words.advice(p))
+    for region in (out["prediction"] or {}).get("regions", []):  # what to do about each capture breaker
+        for b in region["breakers"]:
+            b["advice"] = pitfall_words.BREAKER_ADVICE[b["kind"]]
     return out
 
 

@@ -12,6 +12,8 @@ from rich.text import Text
 from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
 from graphmode.reports.names import cell, printable
+from graphmode.reports.notes import word
+from graphmode.reports.pitfall_words import BREAKER_ADVICE
 from graphmode.reports.units import human_ns
 
 
@@ -100,20 +102,20 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
     if not p.regions:  # nothing predicted: say why
         console.print("[bold]Prediction: no region to predict[/bold]")
         for n in p.notes:
-            console.print(f"  note: {escape(printable(n))}")
+            console.print(f"  note: {escape(printable(word(n)))}")
         return
     title = "Prediction: what a CUDA graph would cost and save"
     if p.model_gpu:
         title += f" (cost model: {p.model_gpu}, driver {p.model_driver})"
     console.print(f"[bold]{escape(printable(title))}[/bold]")
-    if p.model_note:
+    if p.model_note is not None:
         colour = "yellow" if p.model_match in ("other_gpu", "none") else "default"
-        console.print(f"  [{colour}]{escape(printable(p.model_note))}[/{colour}]")
+        console.print(f"  [{colour}]{escape(printable(word(p.model_note)))}[/{colour}]")
     to_graph = [r for r in p.regions if r.direction == "to_graph"]
     if to_graph:
         console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, to_graph_rows(to_graph)))
         for r in to_graph:
-            console.print(f"  {escape(cell(r.label))}: {escape(graph_line(r))} ({escape(printable(r.basis))})")
+            console.print(f"  {escape(cell(r.label))}: {escape(graph_line(r))} ({escape(printable(word(r.basis)))})")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
         console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager,
@@ -124,11 +126,11 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
             what = f"{b.api} " if b.api else ""
             console.print(f"[bold yellow]would break the capture:[/bold yellow] {escape(cell(r.label))}: {escape(printable(what))}"
                           f"({b.kind}, {b.calls:,} over {r.iterations:,} iterations){escape(printable(where))}")
-            console.print(f"  what to do: {escape(printable(b.advice))}")
+            console.print(f"  what to do: {escape(printable(BREAKER_ADVICE[b.kind]))}")
         for n in r.notes:
-            console.print(f"  note ({escape(cell(r.label))}): {escape(printable(n))}")
+            console.print(f"  note ({escape(cell(r.label))}): {escape(printable(word(n)))}")
     for n in p.notes:
-        console.print(f"  note: {escape(printable(n))}")
+        console.print(f"  note: {escape(printable(word(n)))}")
 
 
 def print_cost_model(console: Console, m: CostModel) -> None:

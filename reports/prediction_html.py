@@ -7,6 +7,8 @@ import html
 
 from graphmode.analyzers.results import Prediction, RegionPrediction
 from graphmode.reports.prediction import graph_line, to_eager_rows, to_graph_rows
+from graphmode.reports.notes import word
+from graphmode.reports.pitfall_words import BREAKER_ADVICE
 
 
 def _table(regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -> str:
@@ -22,17 +24,17 @@ def prediction_html(p: Prediction | None) -> str:
     if p is None or not (p.regions or p.notes):
         return ""
     if not p.regions:  # nothing predicted: why, and how to mark the step
-        return "".join(f"<p class='note'>{html.escape(n)}</p>" for n in p.notes)
+        return "".join(f"<p class='note'>{html.escape(word(n))}</p>" for n in p.notes)
     out = []
     model = f"cost model: {p.model_gpu}, driver {p.model_driver}" if p.model_gpu else "no cost model: measured rows only"
     out.append(f"<p class='hint'>What a CUDA graph would cost and save, predicted from the eager work ({html.escape(model)}); "
                "95% intervals in brackets.</p>")
-    if p.model_note:
-        out.append(f"<p class='note'>{html.escape(p.model_note)}</p>")
+    if p.model_note is not None:
+        out.append(f"<p class='note'>{html.escape(word(p.model_note))}</p>")
     to_graph = [r for r in p.regions if r.direction == "to_graph"]
     if to_graph:
         out.append(_table(to_graph, to_graph_rows(to_graph)))
-        out.append("<ul class='hint'>" + "".join(f"<li>{html.escape(r.label)}: {html.escape(graph_line(r))} ({html.escape(r.basis)})</li>"
+        out.append("<ul class='hint'>" + "".join(f"<li>{html.escape(r.label)}: {html.escape(graph_line(r))} ({html.escape(word(r.basis))})</li>"
                                                for r in to_graph) + "</ul>")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
@@ -43,9 +45,9 @@ def prediction_html(p: Prediction | None) -> str:
         for b in r.breakers:
             where = f" at {b.where}" if b.where else ""
             items.append(f"<li><b>would break the capture:</b> {html.escape(r.label)}: {html.escape(b.api)} ({html.escape(b.kind)}, "
-                         f"{b.calls:,} over {r.iterations:,} iterations){html.escape(where)}. {html.escape(b.advice)}</li>")
-        items += [f"<li>{html.escape(r.label)}: {html.escape(n)}</li>" for n in r.notes]
-    items += [f"<li>{html.escape(n)}</li>" for n in p.notes]
+                         f"{b.calls:,} over {r.iterations:,} iterations){html.escape(where)}. {html.escape(BREAKER_ADVICE[b.kind])}</li>")
+        items += [f"<li>{html.escape(r.label)}: {html.escape(word(n))}</li>" for n in r.notes]
+    items += [f"<li>{html.escape(word(n))}</li>" for n in p.notes]
     if items:
         out.append("<ul class='warn'>" + "".join(items) + "</ul>")
     return "".join(out)

@@ -22,10 +22,11 @@ from graphmode.analyzers.rank_results import RankSetAnalysis, Spread
 from graphmode.analyzers.results import Stat
 from graphmode.reports.names import short_source
 from graphmode.reports.names import cell, full_names, printable
+from graphmode.reports.notes import HANG_RISK_ADVICE, straggler_evidence, word
 from graphmode.reports.units import human_ns
 from graphmode.tracer.version import __version__
 
-RANKS_SCHEMA_VERSION = 1
+RANKS_SCHEMA_VERSION = 2  # 2: warnings, cannot_compute, the alignment's note, size notes and hang-risk facts are notes
 SCHEMA_PATH = Path(__file__).with_name("ranks.schema.json")
 MAX_RANK_ROWS = 64  # more ranks: the table shows the extremes and says how many it left out
 output_file_extension = "txt"
@@ -135,12 +136,12 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
     console.print(Text(printable(f"{a.source}  ranks: {len(a.ranks)}"), style="bold"))
     console.print(Text(printable(headline(a)), style="bold green"))
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(word(w)))}")
     if a.hang_risks:
         console.print("[bold red]Hang risks[/bold red]")
         for h in a.hang_risks:
-            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(printable(h.evidence))}")
-            console.print(f"  what to do: {escape(printable(h.advice))}")
+            console.print(f"[bold red]{escape(h.kind.replace('_', ' '))}:[/bold red] {escape(printable(word(h.facts)))}")
+            console.print(f"  what to do: {escape(printable(HANG_RISK_ADVICE[h.kind]))}")
     console.print(_ranks_table(a))
     if a.graphs_across:
         console.print(_graphs_table(a))
@@ -151,7 +152,7 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
         console.print(Text("Collectives, waits, clocks and timelines: each rank's detail run; graph figures: its per-graph "
                            "results, timed by its measuring run."))
     al = a.alignment
-    console.print(Text(printable(f"Clocks ({al.method}): {al.note}.")))
+    console.print(Text(printable(f"Clocks ({al.method}): {word(al.note)}.")))
     moved = [o for o in al.offsets if o.offset_ns]
     if moved:
         console.print(Text("  offsets: " + ", ".join(f"{cell(o.host)} {human_ns(o.offset_ns)}" for o in
@@ -162,16 +163,23 @@ def _print_ranks_report(a: RankSetAnalysis, console: Console) -> None:
     if al.clock_check_ns is not None:
         console.print(Text(f"  CUPTI clock vs CLOCK_REALTIME when tracing started: within {human_ns(al.clock_check_ns)} on every rank"))
     if a.straggler is not None:
-        console.print(Text(printable(f"Straggler: {a.straggler.evidence}.")))
+        s = a.straggler
+        console.print(Text(printable(f"Straggler: {straggler_evidence(s.rank, s.last_arrivals, s.collectives, s.median_lateness_ns)}.")))
     if a.cannot_compute:
         console.print("[bold]Not computed for these traces:[/bold]")
-        for s in a.cannot_compute:
-            console.print(Text(printable(f"  - {s}")))
+        for c in a.cannot_compute:
+            console.print(Text(printable(f"  - {word(c)}")))
 
 
 def ranks_report_dict(a: RankSetAnalysis) -> dict[str, Any]:
-    return {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
-            **to_dict(a)}  # type: ignore[arg-type]
+    out = {"schema_version": RANKS_SCHEMA_VERSION, "kind": "graphmode-ranks", "tool_version": __version__, "units": "ns",
+           **to_dict(a, word)}  # type: ignore[arg-type]
+    for h in out["hang_risks"]:  # the words a person reads beside the facts
+        h.update(evidence=h["facts"]["text"], advice=HANG_RISK_ADVICE[h["kind"]])
+    if a.straggler is not None:
+        s = a.straggler
+        out["straggler"]["evidence"] = straggler_evidence(s.rank, s.last_arrivals, s.collectives, s.median_lateness_ns)
+    return out
 
 
 def render_ranks_json(a: RankSetAnalysis) -> str:

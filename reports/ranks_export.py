@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.reports.notes import word
 from graphmode.reports.output import open_output
 from graphmode.reports.perfetto import nesting_tracks
 from graphmode.tracer.schema import TABLES
@@ -122,7 +123,7 @@ def export_ranks_perfetto(a: RankSetAnalysis, out: Path) -> int:
         with open_output(out) as w:
             w.write('{"displayTimeUnit":"ns","otherData":')
             w.write(json.dumps({"source": "graphmode", "ranks": len(a.ranks), "time_origin_ns": t0,
-                                "alignment": a.alignment.method, "note": a.alignment.note}))
+                                "alignment": a.alignment.method, "note": word(a.alignment.note)}))
             w.write(',"traceEvents":[\n')
             w.write(",\n".join(json.dumps(e) for e in meta_events))
             for f in files:

@@ -30,7 +30,9 @@ from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import verdict_kind
 from graphmode.reports.names import short_source
+from graphmode.reports.notes import HANG_RISK_ADVICE, word
 from graphmode.reports.ranks import _count, _spread, headline
+from graphmode.reports.units import human_ns
 from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import human_ns
@@ -234,10 +236,10 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
                 if any("synthetic" in s.identity.path for s in a.ranks) else "") + "</p>",
              f"<p class='headline verdict {verdict_kind(a)}' id='gm-verdict'>{html.escape(headline(a))}</p>"]
     for w in a.warnings:
-        parts.append(f"<p class='warn'>warning: {html.escape(w)}</p>")
+        parts.append(f"<p class='warn'>warning: {html.escape(word(w))}</p>")
     for h in a.hang_risks:
-        parts.append(f"<p class='risk'><b>hang risk · {html.escape(h.kind.replace('_', ' '))}</b>: {html.escape(h.evidence)}"
-                     f"<br>what to do: {html.escape(h.advice)}</p>")
+        parts.append(f"<p class='risk'><b>hang risk · {html.escape(h.kind.replace('_', ' '))}</b>: {html.escape(word(h.facts))}"
+                     f"<br>what to do: {html.escape(HANG_RISK_ADVICE[h.kind])}</p>")
     parts.append("<h2>Ranks</h2>" + _table(
         ["rank", "host", "GPU", "status", "graphs", "replays", "one-time", "saved", "net", "wait in collectives", "started last"],
         [[str(s.identity.rank), s.identity.host, s.identity.gpu_name, s.identity.status, str(s.graphs_built), f"{s.replays:,}",
@@ -250,7 +252,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
             [[g.key, short_source(g.site), str(g.ranks), _spread(g.one_time), _spread(g.saved_per_replay),
               _spread(g.break_even, _count), _spread(g.replay), str(g.collectives)] for g in a.graphs_across]))
     al = a.alignment
-    parts.append(f"<h2>Clocks</h2><p>{html.escape(al.method)}: {html.escape(al.note)}.</p>")
+    parts.append(f"<h2>Clocks</h2><p>{html.escape(al.method)}: {html.escape(word(al.note))}.</p>")
     t_ms = 1e6
     t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
     span = (max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks) - t0) / t_ms
@@ -287,7 +289,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     if note:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
     if a.cannot_compute:
-        parts.append("<h2>Not computed</h2><ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in a.cannot_compute) + "</ul>")
+        parts.append("<h2>Not computed</h2><ul>" + "".join(f"<li>{html.escape(word(c))}</li>" for c in a.cannot_compute) + "</ul>")
     return _page(f"graphmode · {len(a.ranks)} ranks", "".join(parts), plots, blob), len(drawn), note
 
 

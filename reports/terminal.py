@@ -15,10 +15,12 @@ from graphmode.reports.graphs_text import all_graphs_sentence, graph_name, print
 from graphmode.reports.graphs_text import interval as _interval
 from graphmode.reports.headline import sentence
 from graphmode.reports.names import cell, full_names, printable, short_name, short_source
+from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.prediction import print_prediction
 from graphmode.reports.summary_text import print_summary
 from graphmode.reports.units import human_ns
 from graphmode.tracer.store import Trace
+from graphmode.reports import pitfall_words
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
@@ -111,10 +113,10 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
     style = VERDICT_STYLE.get(a.headline.verdict, "bold") if a.headline is not None else "bold green"
     console.print(f"[{style}]{escape(printable(headline(a)))}[/{style}]")
     for w in a.warnings:
-        console.print(f"[bold red]warning:[/bold red] {escape(printable(w))}")
+        console.print(f"[bold red]warning:[/bold red] {escape(printable(word(w)))}")
     if not detail:
         for p in a.pitfalls:
-            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(p.title))}")
+            console.print(f"[bold]{escape(p.severity)}:[/bold] {escape(printable(pitfall_words.title(p)))}")
         print_summary(console, a)
         if not a.graphs and a.break_even:
             print_graph_mode_summary(console, a)
@@ -130,7 +132,7 @@ def _print_report(a: TraceAnalysis, console: Console, detail: bool) -> None:
         print_graph_mode_summary(console, a)
         for b in a.break_even:
             if b.never:
-                console.print(escape(printable(f"  vs {b.baseline}: never — {b.reason}")))
+                console.print(escape(printable(f"  vs {b.baseline}: never — {break_even_reason(b.reason)}")))
     _print_detail(console, a)
 
 
@@ -228,4 +230,4 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
     if a.cannot_compute:
         console.print("[bold]Not computed for this trace:[/bold]")
         for s in a.cannot_compute:
-            console.print(f"  - {escape(printable(s))}")
+            console.print(f"  - {escape(printable(word(s)))}")

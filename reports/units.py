@@ -30,3 +30,15 @@ def human_bytes(n: int | None) -> str:
 def window_ms(ns: int) -> str:
     """ns as the ms `--window` takes: to the µs, without trailing zeros."""
     return f"{ns / 1e6:.3f}".rstrip("0").rstrip(".")
+
+
+def short_ns(ns: float) -> str:
+    """A duration inside a sentence: '3.2 ms' or '850 us' (three significant digits)."""
+    return f"{ns / 1e6:.3g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} us"
+
+
+def diagnostic_us(ns: float | None) -> str:
+    """A duration in a diagnostic's evidence: '12.3 us' below 10 ms, else '12.3 ms'; '?' when unknown."""
+    if ns is None:
+        return "?"
+    return f"{ns / 1e3:,.1f} us" if abs(ns) < 1e7 else f"{ns / 1e6:,.1f} ms"

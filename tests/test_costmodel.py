@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphmode.analyzers.notes import note
+from graphmode.reports.notes import word
 from graphmode.analyzers.costmodel import (
     QUANTITIES,
     CostModelError,
@@ -161,10 +163,12 @@ def test_the_model_of_the_traces_gpu_is_chosen_and_another_gpus_is_said() -> Non
     meta = {"gpu_name": "SYNTHETIC GPU", "driver_version": "0.0", "cuda_driver_version": 0}
     assert choose_model(meta, [m]).match == "exact"
     c = choose_model({**meta, "driver_version": "999.1"}, [m])
-    assert c.match == "same_gpu" and "999.1" in c.note
+    assert c.match == "same_gpu" and c.note is not None and (c.note.kind, c.note["driver"]) == ("cost_model_other_driver", "999.1")
+    assert "this trace has driver 999.1" in word(c.note)
     c = choose_model({"gpu_name": "NVIDIA B200", "driver_version": "1", "cuda_driver_version": 13000}, [m])
-    assert c.match == "other_gpu" and c.model is m and "SYNTHETIC GPU" in c.note and "graphmode calibrate" in c.note
-    assert choose_model(meta, []).match == "none"
+    assert c.match == "other_gpu" and c.model is m and c.note is not None and c.note["model_gpu"] == "SYNTHETIC GPU"
+    assert "calibrated on SYNTHETIC GPU" in word(c.note) and "graphmode calibrate" in word(c.note)
+    assert choose_model(meta, []).match == "none" and choose_model(meta, []).note == note("no_cost_model")
 
 
 def test_find_model_reads_the_environment_and_the_user_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

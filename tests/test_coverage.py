@@ -18,6 +18,10 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from graphmode.analyzers.notes import note
+from graphmode.reports.notes import word, words
+from graphmode.reports.pitfall_words import advice, evidence
+
 from graphmode.analyzers import analyze
 from graphmode.analyzers.coverage_results import CudagraphSkip
 from graphmode.analyzers.torch_graphs import skip_reason, stack_frame
@@ -105,7 +109,7 @@ def test_coverage_without_graphs_or_launch_sources(tmp_path: Path) -> None:
     c = a.coverage
     assert c is not None and c.phases == () and c.ranges == ()
     assert (c.run.kernel_share, c.run.graph_kernels, c.run.eager_kernels, c.run.launch_call_share) == (0.0, 0, 1, 0.0)
-    assert c.eager_lines == () and "--launch-sources" in c.eager_lines_note
+    assert c.eager_lines == () and c.eager_lines_note is not None and "--launch-sources" in word(c.eager_lines_note)
     assert a.graph_budget is None and a.torch_graphs is None
 
 
@@ -188,7 +192,7 @@ def test_torch_decisions_by_hand(tmp_path: Path) -> None:
         "(0, 1)", (1, 2), 98_304, 65_536, 131_072)
     kinds = {p.kind: p for p in a.pitfalls}
     assert kinds["cudagraph_skipped"].where == "/home/u/train.py:12 update"
-    assert "mark_static_address" in kinds["cudagraph_skipped"].advice
+    assert "mark_static_address" in advice(kinds["cudagraph_skipped"])
     # two shapes recorded: the cost is both graphs' capture + instantiation: (1000 + 500) + (500 + 300)
     assert kinds["rerecorded_per_shape"].cost_ns == 2300 and kinds["rerecorded_per_shape"].where == "/home/u/train.py:20 <module>"
 
@@ -206,7 +210,9 @@ def test_graph_budget_by_hand(tmp_path: Path) -> None:
     assert b.total_bytes == 65_536 + 32_768 and b.total_startup_ns == 2300
     assert [r.graph_id for r in b.rows] == [1, 2]  # most memory first
     # sampling inside recorded calls: 500 ns in graph 1's capture + 200 ns in its instantiation
-    assert any("0.7 us inside recorded capture and instantiate calls" in n for n in b.notes)
+    (inside,) = [n for n in b.notes if n.kind == "memory_sampling_inside"]
+    assert inside["sampling_ns"] == pytest.approx(700, abs=50)  # to the 0.1 us the report prints
+    assert "0.7 us inside recorded capture and instantiate calls" in word(inside)
 
 
 def test_overwritten_output_names_the_reading_and_the_producing_line(tmp_path: Path) -> None:
@@ -217,7 +223,7 @@ def test_overwritten_output_names_the_reading_and_the_producing_line(tmp_path: P
     a = analyze(load(torch_trace(tmp_path / "overwritten.gmtrace", exception)))
     p = a.pitfalls[0]
     assert (p.kind, p.severity, p.where) == ("output_overwritten", "error", "/home/u/train.py:40 <module>")
-    assert "produced at /home/u/train.py:7 step" in p.evidence and "cudagraph_mark_step_begin" in p.advice
+    assert "produced at /home/u/train.py:7 step" in evidence(p) and "cudagraph_mark_step_begin" in advice(p)
 
 
 @pytest.mark.parametrize(("message", "reason"), [
@@ -236,11 +242,12 @@ def test_skip_reasons_follow_pytorchs_messages(message: str, reason: str) -> Non
 
 
 def test_a_synchronising_op_gets_the_host_sync_advice() -> None:
-    from graphmode.analyzers.torch_diagnostics import skip_advice
+    from graphmode.analyzers.torch_diagnostics import synchronising_op
+    from graphmode.reports.pitfall_words import skip_advice
 
     s = CudagraphSkip("incompatible_ops", "disabling cudagraphs due to incompatible op aten._local_scalar_dense.default",
                       "", "", "", 1, 0)
-    assert ".item()" in skip_advice(s)
+    assert synchronising_op(s) and ".item()" in skip_advice(s.reason, synchronising_op(s))
 
 
 def test_stack_frame_takes_the_innermost_user_frame() -> None:

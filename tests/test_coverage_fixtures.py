@@ -17,7 +17,9 @@ import jsonschema
 import pytest
 
 from graphmode.analyzers import TraceAnalysis, analyze
+from graphmode.analyzers.notes import note
 from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.reports.pitfall_words import advice, evidence, title
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
 from tests.conftest import DATA, ROOT
@@ -143,9 +145,9 @@ def test_cuda_python_capture_is_half_graphed() -> None:
             # --launch-sources: the eager remainder is attributed to the launch line of step()
             assert [line_of(e.source, "cuda_python_capture.py") for e in c.eager_lines][:1] == \
                 [marked("cuda_python_capture.py", "LINE: launch")]
-            assert c.eager_lines[0].launches == 200 * k and c.eager_lines_note == ""
+            assert c.eager_lines[0].launches == 200 * k and c.eager_lines_note is None
         else:
-            assert c.eager_lines == () and "--launch-sources" in c.eager_lines_note
+            assert c.eager_lines == () and c.eager_lines_note == note("launch_sources_hint")
 
 
 def test_cupy_graph_coverage() -> None:
@@ -228,7 +230,7 @@ def test_torch_compile_skips_names_each_cause() -> None:
     (g,) = [g for g in a.graphs if g.graph_id in set(graphed[0].graph_ids) and g.replays]
     assert g.eager is None and g.break_even is not None and g.break_even.basis == "predicted", g
     assert g.counterfactual is not None and g.counterfactual.framework == "inductor", g.counterfactual
-    assert any("only eager run is its first call" in n for n in g.notes), g.notes
+    assert note("only_eager_run_is_first_call") in g.notes, g.notes
     # recorded with --launch-sources: the skipped function's call and the eager sum are among the lines with eager GPU work
     eager = {line_of(e.source, ex) for e in c.eager_lines if Path(e.source.split(":")[0]).name == ex}
     assert {marked(ex, "CALL: update_cache"), marked(ex, "eager: the sum of the cache")} <= eager
@@ -258,8 +260,8 @@ def test_torch_overwritten_output_is_diagnosed_with_both_lines() -> None:
     (p,) = [p for p in a.pitfalls if p.kind == "output_overwritten"]
     assert p.severity == "error" and a.pitfalls[0] is p
     assert line_of(p.where, ex) == marked(ex, "READ: overwritten output")
-    assert f"{ex}:{marked(ex, 'PRODUCED: the output')}" in p.evidence
-    assert "cudagraph_mark_step_begin" in p.advice and "clone" in p.advice
+    assert f"{ex}:{marked(ex, 'PRODUCED: the output')}" in evidence(p)
+    assert "cudagraph_mark_step_begin" in advice(p) and "clone" in advice(p)
 
 
 def test_graph_per_batch_size_budget() -> None:
@@ -287,7 +289,7 @@ def test_graph_per_batch_size_budget() -> None:
     for r in b.rows:
         k = costs[r.graph_id]
         assert k.pass_id != t.passes[-1].pass_id and r.startup_ns == sum(x or 0.0 for x in (k.build_ns, k.instantiate_ns, k.upload_ns))
-    assert any("measuring run" in n for n in b.notes)
+    assert note("startup_from_measuring_run") in b.notes
 
 
 def test_jax_jit_command_buffers_are_graphs() -> None:

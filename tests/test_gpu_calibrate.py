@@ -133,7 +133,7 @@ def test_a_fresh_chain_recording_is_predicted_from_its_eager_part(model: CostMod
                            "--no-report"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with load(trace) as t:
-        a = analyze(t, ModelChoice(model, "exact", ""))
+        a = analyze(t, ModelChoice(model, "exact", None))
     assert a.prediction is not None
     r = next(r for r in a.prediction.regions if r.mode == "eager")
     be = a.primary_break_even()

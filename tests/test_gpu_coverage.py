@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from graphmode.reports.notes import word
+
 from tests.conftest import DATA, ROOT, needs_module
 
 pytestmark = pytest.mark.gpu
@@ -188,7 +190,7 @@ def test_crosscheck_against_the_programs_own_counts() -> None:
     rows.append(f"| graph_per_batch_size | graph memory in all | {a.graph_budget.total_bytes} | "
                 f"peak reserved {check['reserved_peak_bytes']} |")
     for note in a.graph_budget.notes:
-        rows.append(f"| graph_per_batch_size | note | {note} | |")
+        rows.append(f"| graph_per_batch_size | note | {word(note)} | |")
 
     a = analyze(load(COVERAGE / "jax_jit.gmtrace"))
     jax_check = _check(logs, "jax_jit")

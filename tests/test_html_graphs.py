@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from graphmode.analyzers import analyze
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, Period, Stat, TraceAnalysis
 from graphmode.reports.html import render_html
 from graphmode.tracer.store import load
@@ -40,17 +41,17 @@ def _cost(graph_id: int, total: float, instantiate: float | None) -> GraphCost:
 
 # SYNTHETIC: graph 1 saves 100 us per replay (150 eager, 50 graph), costs 5 ms, pays back after 50 replays
 # [45, 60]; it was replayed 80 times. Graph 2 was built (2 ms) and never replayed. Graph 3's capture failed.
-BE = BreakEven("eager", 150_000.0, 50_000.0, 5_000_000.0, 100_000.0, 50, False, "", 45, 60, False, 80, 2.0, 2000, 1)
+BE = BreakEven("eager", 150_000.0, 50_000.0, 5_000_000.0, 100_000.0, 50, False, None, 45, 60, False, 80, 2.0, 2000, 1)
 GRAPHS = (
     GraphResult(1, "graph 1 (captured at /home/u/train.py:23)", "/home/u/train.py:23 step", "capture", "replayed", 80, 1,
                 12, _period("eager", 2, 150_000.0, 150_000.0, 40_000.0, "cpu", 0.0),
                 _period("graph", 79, 50_000.0, 20_000.0, 45_000.0, "gpu", 0.9),
-                "kernel sequence of 12 kernels", 3, _cost(1, 5_000_000.0, 3_000_000.0), BE, 7_900_000.0,
-                ("eager median from 2 iterations: tiny sample",)),
-    GraphResult(2, "", "/home/u/train.py:40 evaluate", "capture", "never_replayed", 0, 1, 12, None, None, "", 0,
+                note("eager_kernel_sequence", kernels=12, units_per_replay=1), 3, _cost(1, 5_000_000.0, 3_000_000.0), BE,
+                7_900_000.0, (note("tiny_sample", mode="eager", iterations=2),)),
+    GraphResult(2, "", "/home/u/train.py:40 evaluate", "capture", "never_replayed", 0, 1, 12, None, None, None, 0,
                 _cost(2, 2_000_000.0, 1_500_000.0), None, None, ()),
     GraphResult(3, "graph 3 (captured at /home/u/train.py:60)", "/home/u/train.py:60 broken", "capture", "capture_failed", 0, 1,
-                3, None, None, "", 0, _cost(3, 700_000.0, None), None, None, ()),
+                3, None, None, None, 0, _cost(3, 700_000.0, None), None, None, ()),
 )
 TOTALS = GraphTotals(3, 1, 80, 2_700_000.0, 7_700_000.0, 8_000_000.0, 300_000.0)
 
@@ -83,7 +84,7 @@ def test_replayed_graph_section(page: str) -> None:
     assert "eager median from 2 iterations: tiny sample" in s  # flagged on the period and listed as a note
     assert "5.00 ms = build 2.00 ms + instantiate 3.00 ms" in s
     assert "break-even 50 replays (95% interval 45 – 60)" in s
-    assert "kernel sequence of 12 kernels" in s and "3 eager iterations right before the capture" in s
+    assert "its sequence of 12 kernels run eagerly" in s and "3 eager iterations right before the capture" in s
     assert "replayed, 80 replays in the run" in s
     assert "graph 1 (graph 1" not in s
 

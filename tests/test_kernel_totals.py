@@ -7,7 +7,9 @@ from pathlib import Path
 from synthetic import SyntheticTrace
 
 from graphmode.analyzers.kernel_totals import kernel_totals
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.sample_size import TINY_SAMPLE, tiny_sample_note
+from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 
 
@@ -43,6 +45,7 @@ def test_graph_detail_pass_has_no_graph_side() -> None:
 
 def test_tiny_sample_threshold() -> None:
     assert TINY_SAMPLE == 5
-    assert tiny_sample_note("eager", 2) == "eager median from 2 iterations: tiny sample"
-    assert tiny_sample_note("eager", 1) == "eager median from 1 iteration: tiny sample"
+    assert tiny_sample_note("eager", 2) == note("tiny_sample", mode="eager", iterations=2)
+    assert word(note("tiny_sample", mode="eager", iterations=2)) == "eager median from 2 iterations: tiny sample"
+    assert word(note("tiny_sample", mode="eager", iterations=1)) == "eager median from 1 iteration: tiny sample"
     assert tiny_sample_note("graph", 5) is None and tiny_sample_note("graph", 0) is None

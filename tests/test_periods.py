@@ -11,9 +11,11 @@ import pytest
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import break_even_series
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.results import trimmed_mean
 from graphmode.analyzers.script_graphs import primitive_root
+from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace
 from synthetic_script import ScriptTrace
@@ -53,7 +55,7 @@ def test_gpu_bound_loops_take_the_gpu_cadence(tmp_path: Path) -> None:
     # saved 1010 - 505 = 505 >= 200: pays back after 1 replay. GPU-bound periods are not widened.
     assert g.cost is not None and g.cost.total_ns == 200 and g.break_even is not None
     assert (g.break_even.replays, g.break_even.interval_low, g.break_even.interval_high) == (1, 1, 1)
-    assert not any("CPU-bound" in n for n in g.notes)
+    assert not {n.kind for n in g.notes} & {"timed_untraced", "traced_cpu_bound_eager", "traced_cpu_bound_replays"}
 
 
 def test_other_gpu_work_between_iterations_is_not_the_graphs(tmp_path: Path) -> None:
@@ -97,7 +99,8 @@ def test_an_unrolled_graph_is_compared_with_its_body(tmp_path: Path) -> None:
     assert g.eager.bound == "cpu" and g.eager.work.trimmed_mean == 1000
     # a replay (period 1000) does the work of 4 eager iterations (4000): saves 3000; one-time 200: 1 replay
     assert g.break_even is not None and g.break_even.eager_ns == 4000 and g.break_even.saved_per_replay_ns == 3000
-    assert g.break_even.replays == 1 and "a replay runs it 4 times" in g.eager_basis
+    assert g.break_even.replays == 1 and g.eager_basis is not None and g.eager_basis["units_per_replay"] == 4
+    assert word(g.eager_basis).endswith("run eagerly (a replay runs it 4 times)")
 
 
 def test_trimmed_mean_and_its_standard_error() -> None:
@@ -262,7 +265,8 @@ def test_a_loop_that_does_not_synchronize_is_cut_at_its_call_lines_runs(tmp_path
         assert set(it.source.tolist()) == {"line t.py:10"}
         [r] = predict(trace, None, None).regions
     assert (r.direction, r.mode, r.iterations) == ("to_graph", "eager", 6)
-    assert "between two runs of line t.py:10" in r.basis and "does not synchronize" in r.basis
+    assert r.basis == note("basis_line", line="t.py:10")
+    assert "between two runs of line t.py:10" in word(r.basis) and "does not synchronize" in word(r.basis)
     assert r.graph is not None and (r.graph.nodes, r.graph.edges, r.graph.kernels) == (3, 2, 3)
 
 

@@ -20,7 +20,9 @@ import pytest
 from rich.console import Console
 
 from graphmode.analyzers.collectives import kernel_base, parse_nccl_kernel
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.ranks import analyze_ranks
+from graphmode.reports.notes import word, words
 from graphmode.reports.ranks import load_ranks_schema, print_ranks_report, ranks_report_dict, rank_run_note
 from graphmode.reports.ranks_export import export_ranks_parquet, export_ranks_perfetto
 from graphmode.tracer.ranks import RankInfo, detect_rank, rank_meta_at_stop, rank_tag, rank_trace_path
@@ -184,15 +186,18 @@ def test_capture_on_one_rank_and_eager_on_another_is_a_hang_risk(tmp_path: Path)
     # program order: rank 0 = eager, eager, captured (graph #1); rank 1 = eager x 2 then eager x 3 (its replays)
     risk = kinds["capture_mismatch"]
     assert (risk.position, risk.captured_ranks, risk.eager_ranks) == (2, (0,), (1,))
-    assert "AllReduce Sum f32 RING/LL" in risk.op and "captured it into a graph" in risk.evidence
-    assert "rank 0: 3, rank 1: 5" in kinds["call_count_mismatch"].evidence
-    assert not [w for w in a.warnings if "fewer on others" in w]  # different calls: a hang risk, not lost records
+    assert "AllReduce Sum f32 RING/LL" in risk.op and (risk.facts["captured"], risk.facts["eager"]) == ((0,), (1,))
+    assert "captured it into a graph" in word(risk.facts)
+    calls = kinds["call_count_mismatch"].facts
+    assert (calls["ranks"], calls["calls"]) == ((0, 1), (3, 5)) and "rank 0: 3, rank 1: 5" in word(calls)
+    assert not [w for w in a.warnings if w.kind == "collective_counts_differ"]  # different calls: a hang risk, not lost records
 
 
 def test_replays_of_a_graph_with_collectives_must_agree(tmp_path: Path) -> None:
     a = analyze_ranks(_two_ranks(tmp_path, replays=2))
     (risk,) = [h for h in a.hang_risks if h.kind == "replay_count_mismatch"]
-    assert risk.op == "graph #1" and "rank 0: 3, rank 1: 2" in risk.evidence
+    assert risk.op == "graph #1" and (risk.facts["ranks"], risk.facts["replays"]) == ((0, 1), (3, 2))
+    assert "rank 0: 3, rank 1: 2" in word(risk.facts)
 
 
 def test_one_job_only(tmp_path: Path) -> None:
@@ -229,16 +234,18 @@ def test_traces_that_are_not_one_jobs_ranks_are_refused_saying_what_differs(tmp_
 
 def test_missing_ranks_and_traces_without_rank_metadata(tmp_path: Path) -> None:
     a = analyze_ranks(job(tmp_path / "a", [RankPlan(0, 4), RankPlan(2, 4)]))
-    assert a.missing_ranks == (1, 3) and any("ranks 1, 3 of 4 have no trace" in w for w in a.warnings)
+    assert a.missing_ranks == (1, 3) and note("ranks_missing", ranks=(1, 3), missing=2, world_size=4) in a.warnings
+    assert "ranks 1, 3 of 4 have no trace" in words(a.warnings)[0]
     b = analyze_ranks(job(tmp_path / "b", [RankPlan(0, 2, with_rank_meta=False), RankPlan(1, 2, with_rank_meta=False, graph_late=2_000)]))
     assert [s.identity.rank for s in b.ranks] == [0, 1] and all(s.identity.numbered_by_order for s in b.ranks)
     assert b.straggler is not None and b.straggler.rank == 1  # the renumbered ranks keep their collectives
-    assert any("carry no rank" in w for w in b.warnings)
+    assert any(w.kind == "ranks_numbered" and w["ranks"] == (0, 1) for w in b.warnings)
 
 
 def test_two_ranks_on_one_gpu_are_flagged(tmp_path: Path) -> None:
     a = analyze_ranks(job(tmp_path, [RankPlan(0, 2, gpu_uuid="GPU-same"), RankPlan(1, 2, gpu_uuid="GPU-same")]))
-    assert any("ranks 0, 1 ran on the same GPU (GPU-same" in w for w in a.warnings)
+    assert any(w.kind == "ranks_share_gpu" and (w["ranks"], w["gpu_uuid"]) == ((0, 1), "GPU-same") for w in a.warnings)
+    assert any("ranks 0, 1 ran on the same GPU (GPU-same" in w for w in words(a.warnings))
 
 
 # ---- reports ---------------------------------------------------------------------------------------------
@@ -380,7 +387,8 @@ def test_a_rank_with_only_its_measuring_run_is_said(tmp_path: Path) -> None:
     assert [(s.pass_id, s.run) for s in a.ranks] == [(1, "detail"), (0, "measure")]
     # rank 1's measuring run shows its 2 eager all-reduces (kernels without launch calls), not the in-graph ones
     assert [s.collective_calls for s in a.ranks] == [5, 2]
-    assert any(c.startswith("rank(s) 1 hold only the measuring run") for c in a.cannot_compute)
+    assert note("ranks_measuring_run_only", ranks=(1,)) in a.cannot_compute
+    assert any(c.startswith("rank(s) 1 hold only the measuring run") for c in words(a.cannot_compute))
 
 
 def test_collectives_missing_on_one_rank_are_said(tmp_path: Path) -> None:
@@ -390,10 +398,12 @@ def test_collectives_missing_on_one_rank_are_said(tmp_path: Path) -> None:
     with duckdb.connect(str(paths[1])) as con:
         con.execute(f"UPDATE gpu_spans SET end_ns = start_ns - 1 WHERE name = '{AR}' AND graph_id = 1 AND start_ns = 30_000 + 2_700")
     a = analyze_ranks(paths)
-    (w,) = [w for w in a.warnings if "fewer on others" in w]
+    (n,) = [w for w in a.warnings if w.kind == "collective_counts_differ"]
+    assert (n["graph"], n["most"], n["short_ranks"], n["short_counts"], n["lossy_ranks"]) == ("graph #1", 3, (1,), (2,), (1,))
+    w = word(n)
     assert w.startswith("AllReduce Sum f32 RING/LL (in graph #1): recorded 3 times on some ranks but fewer on others (rank 1: 2)")
     assert "rank(s) 1 lost records" in w
-    assert any("left out" in x for x in a.rank(1).warnings)  # type: ignore[union-attr]
+    assert any(x.kind == "reading_note" and "left out" in str(x["text"]) for x in a.rank(1).warnings)  # type: ignore[union-attr]
 
 
 def test_a_damaged_rank_file_is_left_out_and_said(tmp_path: Path) -> None:
@@ -401,7 +411,8 @@ def test_a_damaged_rank_file_is_left_out_and_said(tmp_path: Path) -> None:
     paths[1].write_bytes(paths[1].read_bytes()[:5000])  # truncated, as by a full disk
     a = analyze_ranks(paths)
     assert [s.identity.rank for s in a.ranks] == [0, 2] and a.missing_ranks == (1,)
-    assert any(w.startswith("left out: ") and "train.rank1.gmtrace" in w for w in a.warnings)
+    assert any(w.kind == "trace_left_out" and "train.rank1.gmtrace" in str(w["error"]) for w in a.warnings)
+    assert any(w.startswith("left out: ") and "train.rank1.gmtrace" in w for w in words(a.warnings))
 
 
 def test_the_merge_benchmark_recovers_the_injected_clock_offsets(tmp_path: Path) -> None:

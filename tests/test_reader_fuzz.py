@@ -194,7 +194,7 @@ def test_every_reader_command_gives_a_result_or_one_clear_line(case: str, tmp_pa
             continue
         if command == "report-json":
             doc = json.loads(output[output.index("{"):])
-            assert doc["schema_version"] == 1
+            assert doc["schema_version"] == 2
         elif command == "perfetto":
             assert produced is not None and read_perfetto(produced).problems == [], (case, command)
         elif command == "parquet":

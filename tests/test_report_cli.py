@@ -48,8 +48,15 @@ def test_report_json_validates_and_is_versioned(basic_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
-    assert doc["schema_version"] == REPORT_SCHEMA_VERSION == 1
+    assert doc["schema_version"] == REPORT_SCHEMA_VERSION == 2
     assert doc["break_even"][0]["replays"] == 11 and doc["graph_costs"][0]["total_ns"] == 6500
+    # a note: its kind and numbers for a program, the terminal's sentence for a person
+    (slowed,) = [w for w in doc["warnings"] if w["kind"] == "tracer_slowed" and w["values"]["mode"] == "eager"]
+    assert (slowed["values"]["traced_ns"], slowed["values"]["untraced_ns"]) == (2000, 1100)
+    assert slowed["text"] == ("the tracer slowed eager iterations by 82% (median 2.0 us traced vs 1.1 us untraced): "
+                              "CPU and GPU figures come from the slowed pass")
+    text = CliRunner().invoke(app, ["report", str(basic_path), "--detail"], env={"COLUMNS": "400"}).output
+    assert all(n["text"] in text for n in doc["warnings"] + doc["cannot_compute"])
 
 
 def test_report_to_a_file(basic_path: Path, tmp_path: Path) -> None:

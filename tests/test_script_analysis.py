@@ -15,12 +15,15 @@ from rich.console import Console
 
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.cpu_profile import classify, summarise
-from graphmode.tracer.profile_store import from_session_json
-from graphmode.reports.json_report import load_schema, report_dict
-from graphmode.reports.terminal import print_report
 from graphmode.analyzers.inference import find_sequence
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.periods import IterationTable
+from graphmode.reports.json_report import load_schema, report_dict
+from graphmode.reports.notes import word, words
+from graphmode.reports.pitfall_words import advice, evidence, title
+from graphmode.reports.terminal import print_report
+from graphmode.tracer.profile_store import from_session_json
 from synthetic_script import SYNC_LINE, ScriptTrace, eager_then_graph
 from graphmode.tracer.store import load
 from graphmode.tracer.validate import validate_trace
@@ -77,7 +80,8 @@ def test_eager_and_graph_iterations_and_their_periods(tmp_path: Path) -> None:
     assert g.eager is not None and g.graph is not None and g.eager.work is not None and g.graph.work is not None
     # the baseline leaves out the first warm-up (a first call pays set-up): one period, 1500, remains
     assert (g.eager.iterations, g.eager.work.trimmed_mean, g.eager.bound) == (1, 1500.0, "cpu")
-    assert any("first warm-up iteration (0.0015 ms) is left out" in n for n in g.notes), g.notes
+    assert note("first_warmup_left_out", first_call_ns=1500.0) in g.notes, g.notes
+    assert "first warm-up iteration (0.0015 ms) is left out" in words(g.notes)[g.notes.index(note("first_warmup_left_out", first_call_ns=1500.0))]
     assert (g.graph.iterations, g.graph.work.trimmed_mean, g.graph.bound) == (1, 1000.0, "cpu")
     # one-time: capture 500 + instantiate 400 + upload 100, plus the first launch's excess: it cost span 170 +
     # call 20 = 190; the steady replays 190 and 180 + 20 = 200, median 195: excess -5 (noise, not clamped).
@@ -86,8 +90,8 @@ def test_eager_and_graph_iterations_and_their_periods(tmp_path: Path) -> None:
     assert (g.cost.first_launch_ns, g.cost.steady_replay_ns, g.cost.first_launch_excess_ns) == (190, 195, -5)
     assert g.cost.total_ns == 995
     assert g.break_even is not None and g.break_even.replays == 2 and g.break_even.run_replays == 3
-    assert any("tiny sample" in n for n in g.notes)  # one steady replay period
-    assert g.warmup_iterations == 3 and any("warm-up" in n for n in g.notes)
+    assert note("tiny_sample", mode="replay", iterations=1) in g.notes  # one steady replay period
+    assert g.warmup_iterations == 3 and note("eager_from_warmups", warmups=3) in g.notes
     # saved in the run: 500 per steady replay with a period (one) ; net of the one-time cost
     assert a.totals is not None and a.totals.saved_ns == 500 and a.totals.net_ns == 500 - 995
 
@@ -156,9 +160,10 @@ def test_the_timing_runs_capture_window_replaces_the_measuring_runs(tmp_path: Pa
     (g,) = a.graphs
     assert g.cost is not None and g.cost.framework_ns == 1500 and g.cost.untraced_correction_ns == -700
     assert g.cost.total_ns == 1795 and g.break_even is not None and g.break_even.replays == 4
-    assert any("as the timing run, without CUPTI, timed them: 1.79 us, where the measuring run read 2.5 us (1.39x)" in n
-               for n in g.notes), g.notes
-    assert not any("where CUPTI slows a capture" in n for n in g.notes)
+    (timed_note,) = [n for n in g.notes if n.kind == "one_time_timed_untraced"]
+    assert (timed_note["windowed_ns"], timed_note["measured_ns"]) == (1795, 2495)  # 2495 measured less 700 untraced
+    assert "as the timing run, without CUPTI, timed them: 1.79 us, where the measuring run read 2.5 us (1.39x)" in word(timed_note)
+    assert not any(n.kind == "one_time_traced" for n in g.notes)
     out = Console(record=True, width=200)
     print_report(a, console=out)
     assert "untraced (timing run) correction" in out.export_text()
@@ -172,7 +177,7 @@ def test_the_timing_runs_capture_window_replaces_the_measuring_runs(tmp_path: Pa
     a = _analyze(eager_then_graph(tmp_path / "other.gmtrace", **GAPS, extra=other))
     (g,) = a.graphs
     assert g.cost is not None and g.cost.untraced_correction_ns is None and g.cost.total_ns == 2495
-    assert any("the timing run heard 2 PyTorch capture window(s) and the measuring run 1" in n for n in a.cannot_compute)
+    assert note("capture_windows_mismatch", timing_windows=2, measured_windows=1) in a.cannot_compute
 
 
 def test_nvtx_ranges_take_precedence(tmp_path: Path) -> None:
@@ -206,10 +211,11 @@ def test_sync_between_replays_eats_the_saving(tmp_path: Path) -> None:
     # intervals [7000, 8000) and [8000, 9000): the graph's GPU work covers 170 of each, 830 idle.
     # A replay saves 500; back to back it could save 500 + 830 = 1330: the gaps eat 830/1330 = 62%.
     assert p.graph_id == 1 and p.cost_ns == 2 * 830
-    assert "median 0.8 us" in p.evidence and "its GPU work: 0.2 us" in p.evidence and "over 2 replay intervals" in p.evidence
-    assert "2 of them hold a synchronising call (cudaStreamSynchronize ×2 at train.py:30 step)" in p.evidence
-    assert "eat 62%" in p.evidence
-    assert p.where == SYNC_LINE and "synchronise" in p.advice
+    assert "median 0.8 us" in evidence(p) and "its GPU work: 0.2 us" in evidence(p) and "over 2 replay intervals" in evidence(p)
+    assert "2 of them hold a synchronising call (cudaStreamSynchronize ×2 at train.py:30 step)" in evidence(p)
+    assert "eat 62%" in evidence(p)
+    assert p.facts["with_sync"] == 2 and p.facts["sync_calls"] == ("cudaStreamSynchronize",) and p.facts["sync_counts"] == (2,)
+    assert p.where == SYNC_LINE and "synchronise" in advice(p)
 
 
 def test_graph_not_replayed_enough(tmp_path: Path) -> None:
@@ -223,8 +229,8 @@ def test_graph_not_replayed_enough(tmp_path: Path) -> None:
     assert [p.kind for p in a.pitfalls] == ["never_paid_back"]
     p = a.pitfalls[0]
     assert p.cost_ns == 600 and p.graph_id == 1
-    assert "replayed 3 times" in p.evidence and "needs 4 replays" in p.evidence and "3.6 us" in p.evidence
-    assert "this graph's own eager and replay periods" in p.evidence and "lost 0.6 us net" in p.evidence
+    assert "replayed 3 times" in evidence(p) and "needs 4 replays" in evidence(p) and "3.6 us" in evidence(p)
+    assert "this graph's own eager and replay periods" in evidence(p) and "lost 0.6 us net" in evidence(p)
 
 
 def test_graph_slower_than_eager(tmp_path: Path) -> None:
@@ -237,7 +243,7 @@ def test_graph_slower_than_eager(tmp_path: Path) -> None:
     assert [p.kind for p in a.pitfalls] == ["graph_slower"]
     p = a.pitfalls[0]
     assert p.cost_ns == 1500
-    assert "takes 2.0 us (median of 1) vs 1.5 us (median of 1)" in p.evidence and "0.5 us slower" in p.evidence
+    assert "takes 2.0 us (median of 1) vs 1.5 us (median of 1)" in evidence(p) and "0.5 us slower" in evidence(p)
 
 
 def _failed_capture(path: Path, message: str) -> Path:
@@ -257,15 +263,15 @@ def test_failed_capture_names_the_call_and_the_line(tmp_path: Path) -> None:
     a = _analyze(_failed_capture(tmp_path / "broken.gmtrace", "CUDA error: operation not permitted when stream is capturing"))
     assert [p.kind for p in a.pitfalls] == ["capture_failed"]
     p = a.pitfalls[0]
-    assert p.severity == "error" and p.title == "Stream capture broken by cudaStreamSynchronize"
+    assert p.severity == "error" and title(p) == "Stream capture broken by cudaStreamSynchronize"
     assert p.where == "model.py:12 capture_step"
     # times from the pass start (1000): the failing call at 40 ns, the capture begun at 0
-    assert "cudaStreamSynchronize returned 900 (stream capture unsupported" in p.evidence
-    assert "inside the capture begun at 0.0 us by model.py:10 capture_step" in p.evidence
-    assert "1 later call returned 901" in p.evidence
+    assert "cudaStreamSynchronize returned 900 (stream capture unsupported" in evidence(p)
+    assert "inside the capture begun at 0.0 us by model.py:10 capture_step" in evidence(p)
+    assert "1 later call returned 901" in evidence(p)
     # the exception's innermost user frame, not torch's
-    assert "RuntimeError: CUDA error: operation not permitted when stream is capturing at model.py:12 capture_step" in p.evidence
-    assert ".item()" in p.advice
+    assert "RuntimeError: CUDA error: operation not permitted when stream is capturing at model.py:12 capture_step" in evidence(p)
+    assert ".item()" in advice(p)
 
 
 def test_capture_failure_from_the_exception_alone(tmp_path: Path) -> None:
@@ -290,8 +296,9 @@ def test_repeated_instantiation_counts_and_costs_the_repeats(tmp_path: Path) -> 
     p = a.pitfalls[0]
     # repeats: captures of graphs 2 and 3 (250 + 200) + instantiations 2 and 3 (300 + 300) + the second upload (50)
     assert p.cost_ns == 450 + 600 + 50
-    assert "instantiated 3 times from 3 graphs (ids 1, 2, 3)" in p.evidence and "the 2 repeats cost 1.1 us" in p.evidence
-    assert "35.5% of the run" in p.evidence  # 1100 / (3200 - 100)
+    assert "instantiated 3 times from 3 graphs (ids 1, 2, 3)" in evidence(p) and "the 2 repeats cost 1.1 us" in evidence(p)
+    assert "35.5% of the run" in evidence(p)  # 1100 / (3200 - 100)
+    assert (p.facts["instantiations"], p.facts["graph_ids"], p.facts["cost_ns"], p.facts["run_ns"]) == (3, (1, 2, 3), 1100, 3100)
     assert p.where == line
 
 

@@ -18,8 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmode.analyzers import analyze
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.cli import app
+from graphmode.reports.notes import word, words
 from graphmode.tracer.cupti_session import api_sparse
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
@@ -80,7 +82,7 @@ def test_every_recording_reports_and_renders(recording: Trace, tmp_path: Path) -
     res = runner.invoke(app, ["report", str(recording.path), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert data["schema_version"] == 1 and data["status"] == recording.meta["status"]
+    assert data["schema_version"] == 2 and data["status"] == recording.meta["status"]
     launched = recording.rows("SELECT count(DISTINCT graph_id) FROM gpu_spans WHERE pass_id = 0 AND graph_id <> 0")[0][0]
     assert sum(1 for g in data["graphs"] if g["status"] == "replayed") == launched  # one answer per replayed graph
     res = runner.invoke(app, ["view", str(recording.path), "-o", str(tmp_path / "r.html")])
@@ -190,7 +192,7 @@ def test_two_threads_keep_their_iterations_apart(name: str) -> None:
     a = analyze(t)
     if not both:
         assert all("structure was not recorded" in g.label for g in a.graphs)
-        assert any("detail run is missing" in c for c in a.cannot_compute)
+        assert note("no_detail_run") in a.cannot_compute
         return
     # each graph named by the line of its own capture (one `with torch.cuda.graph` per thread's width)
     captures = _marked_lines("two_threads.py", "CAPTURE")
@@ -241,7 +243,7 @@ def test_torch_compile_records_a_graph_per_shape() -> None:
         if g.status == "replayed":  # the only eager run of each shape is torch.compile's warm-up call: its first
             # run of freshly compiled kernels, no baseline (a first call pays module loading and set-up)
             assert g.warmup_iterations == 1 and g.eager is None, g
-            assert any("only eager run is its first call" in n for n in g.notes), g.notes
+            assert note("only_eager_run_is_first_call") in g.notes, g.notes
     sources = [s for (s,) in t.rows("SELECT DISTINCT source FROM graph_nodes WHERE source <> ''")]
     # Inductor's generated code is skipped: the nodes point at the user's function
     assert sources and all(Path(s.split(":")[0]).name == "torch_compile.py" for s in sources)
@@ -323,11 +325,12 @@ def test_cudagraph_tree_recordings_add_pytorchs_own_work_to_the_one_time_cost() 
         c = g.cost
         assert c is not None and c.framework_ns is not None and c.build_ns is not None and c.instantiate_ns is not None
         assert startup[g.graph_id].startup_ns == pytest.approx(c.build_ns + c.instantiate_ns + c.framework_ns)
-    assert any("PyTorch's own work around the capture" in n for n in a.graph_budget.notes)
+    assert any(n.kind == "budget_framework_startup" for n in a.graph_budget.notes)
+    assert any("PyTorch's own work around the capture" in n for n in words(a.graph_budget.notes))
     # the first recording's cost is mostly PyTorch's work (17.7 of 18.2 ms), and its note says so
     first = recorded[0]
     assert first.cost is not None and first.cost.framework_ns is not None
-    assert any(n.startswith(f"{100 * first.cost.framework_ns / first.cost.total_ns:.0f}% of its one-time cost") for n in first.notes)
+    assert any(n.startswith(f"{100 * first.cost.framework_ns / first.cost.total_ns:.0f}% of its one-time cost") for n in words(first.notes))
 
 
 def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_still_timed_untraced(tmp_path: Path) -> None:
@@ -341,7 +344,7 @@ def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_st
         a = analyze(t)
     (g,) = [g for g in a.graphs if g.status == "replayed"]
     assert g.eager is not None and g.eager.run == "timing" and g.eager.work is not None
-    assert any("were found as 206 in the measuring run and 207 in the detail run" in n for n in a.cannot_compute)
+    assert any(n.kind == "iterations_respread" and (n["measured"], n["detail"]) == (206, 207) for n in a.cannot_compute)
     own = truths[2]["eager_ns"]  # the timing run's own timer over its 200 steps
     assert g.eager.work.median == pytest.approx(own, rel=0.05)
     assert truths[0]["eager_ns"] > 1.3 * own  # what the measuring run's timer read: the period it would have kept
@@ -395,7 +398,9 @@ def test_a_cudagraph_tree_recordings_one_time_cost_is_its_whole_call_timed_untra
     own = truths[2]["capture_block_ns"] + truths[2]["first_replay_ns"] - truths[2]["graph_ns"]
     assert c.total_ns == pytest.approx(own, rel=0.05)
     assert c.total_ns - c.call_ns < 0.9 * own  # the window alone falls short of the call
-    assert any("the statement around it (lines hf_compile_decode.py:92 to hf_compile_decode.py:93)" in n for n in g.notes), g.notes
+    (timed,) = [n for n in g.notes if n.kind == "one_time_timed_untraced"]
+    assert (timed["statement_starts"], timed["statement_ends"]) == (("hf_compile_decode.py:92",), ("hf_compile_decode.py:93",))
+    assert "the statement around it (lines hf_compile_decode.py:92 to hf_compile_decode.py:93)" in word(timed), g.notes
     # the tree's first capture (an empty graph for its memory pool, inside the function's first call, which also
     # compiled it: about 0.9 s) is not charged with that call: it keeps its window's cost
     (pool,) = [g for g in a.graphs if g.status == "never_replayed"]
@@ -416,7 +421,7 @@ def test_a_torch_cuda_graph_block_is_timed_by_the_timing_run(tmp_path: Path) -> 
     parts = sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns, c.first_launch_excess_ns, c.framework_ns,
                                    c.untraced_correction_ns))
     assert c.total_ns == pytest.approx(parts)
-    assert any("as the timing run, without CUPTI, timed them" in n for n in g.notes)
+    assert any("as the timing run, without CUPTI, timed them" in n for n in words(g.notes))
 
 
 def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_path: Path) -> None:
@@ -441,5 +446,7 @@ def test_a_cupy_capture_is_timed_by_the_timing_run_between_two_line_stamps(tmp_p
     assert c.total_ns == pytest.approx(own, rel=0.03)
     assert c.total_ns == pytest.approx(sum(x or 0.0 for x in (c.build_ns, c.instantiate_ns, c.upload_ns,
                                                                c.first_launch_excess_ns, c.untraced_correction_ns)))
-    assert any("its capture through its instantiation (lines cupy_chain.py:37 to cupy_chain.py:40)" in n for n in g.notes), g.notes
-    assert not any("where CUPTI slows a capture" in n for n in g.notes)
+    (timed,) = [n for n in g.notes if n.kind == "one_time_timed_untraced"]
+    assert timed["capture_lines"] == ("cupy_chain.py:37", "cupy_chain.py:40")
+    assert "its capture through its instantiation (lines cupy_chain.py:37 to cupy_chain.py:40)" in word(timed), g.notes
+    assert not any(n.kind == "one_time_traced" for n in g.notes)

@@ -18,8 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import IterationTable, empty_table
 from graphmode.analyzers.untraced import line_timing, starting_lines, with_untraced
+from graphmode.reports.notes import word, words
 from graphmode.tracer.store import load
 from synthetic import SyntheticTrace
 
@@ -101,7 +103,7 @@ def test_a_line_run_a_different_number_of_times_is_not_matched(tmp_path: Path) -
     with load(path) as trace:
         lt = line_timing(trace, measure, detail)
     assert np.isnan(lt.untraced).all()
-    assert len(lt.notes) == 1 and "t.py:5" in lt.notes[0] and "different number of times" in lt.notes[0]
+    assert lt.notes == (note("stamp_count_mismatch", count=1, lines=("t.py:5",)),)
     assert with_untraced(measure, lt) is measure
 
 
@@ -114,8 +116,8 @@ def test_runs_whose_iterations_differ_keep_the_measured_period(tmp_path: Path) -
                      stretch=[0, 0, 1, 1])
     with load(path) as trace:
         lt = line_timing(trace, measure, detail)
-    assert np.isnan(lt.untraced).all() and any("differ between the measuring and detail runs (4 and 4 iterations)" in n
-                                               for n in lt.notes)
+    assert np.isnan(lt.untraced).all()
+    assert any(n.kind == "iterations_differ" and (n["measured"], n["detail"]) == (4, 4) for n in lt.notes)
 
 
 def test_iterations_cut_differently_take_the_timing_runs_periods_in_order(tmp_path: Path) -> None:
@@ -143,7 +145,7 @@ def test_iterations_cut_differently_take_the_timing_runs_periods_in_order(tmp_pa
     rows = [i for i in range(n) if np.isfinite(m_period[i])]
     assert list(lt.untraced[rows]) == list(d[pick]) and np.isnan(lt.untraced[[9, 20]]).all()
     assert sorted(lt.untraced[rows]) == [60.0] * 17 + [90.0] * 2
-    assert any("found as 21 in the measuring run and 21 in the detail run" in x and "20 periods in order" in x for x in lt.notes)
+    assert any(x.kind == "iterations_respread" and (x["measured"], x["detail"], x["periods"]) == (21, 21, 20) for x in lt.notes)
 
 
 def test_gpu_bound_rows_and_partly_timed_modes_are_left_alone(tmp_path: Path) -> None:
@@ -303,14 +305,15 @@ def test_a_cpu_bound_eager_loop_is_timed_by_the_timing_run() -> None:
     assert (g.eager.run, g.eager.bound, g.graph.run, g.graph.bound) == ("timing", "cpu", "measure", "gpu")
     assert abs(g.eager.work.median - cadence) <= 0.02 * cadence
     assert g.eager.traced_work.median > g.eager.work.median  # the measuring run was slower: CUPTI's cost
-    assert not any("may be up to" in n for n in g.notes)  # no tracer allowance on a period timed untraced
-    assert any("timed by the timing run, without CUPTI" in n for n in g.notes)
+    kinds = {n.kind for n in g.notes}
+    assert not kinds & {"traced_cpu_bound_eager", "traced_cpu_bound_replays"}  # no tracer allowance on a period timed untraced
+    assert "timed_untraced" in kinds
     b = g.break_even
     assert b is not None and b.eager_ns == g.eager.work.trimmed_mean
     # the one-time cost comes from the measuring run (CUPTI slows captures): the lower end allows it 1.5x too high
     from graphmode.analyzers.break_even import CAPTURE_SLOWDOWN_BOUND, smallest_replays
 
-    assert g.cost is not None and b.graph_ns is not None and any("where CUPTI slows a capture" in n for n in g.notes)
+    assert g.cost is not None and b.graph_ns is not None and note("one_time_traced", slowdown_bound=CAPTURE_SLOWDOWN_BOUND) in g.notes
     assert b.interval_low == min(b.replays, smallest_replays(g.cost.total_ns / (1 + CAPTURE_SLOWDOWN_BOUND), b.eager_ns - b.graph_ns))
 
 
@@ -347,7 +350,8 @@ def test_an_eager_only_loop_is_timed_by_the_timing_run_which_also_measures_the_f
     assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
     assert r.first_graph_from == "this_process" and r.first_graph_extra is not None
     assert r.first_graph_extra.ns == pytest.approx(probe["extra_ns"])
-    assert any("(from the timing run)" in n for n in r.notes)
+    assert any(n.kind == "eager_period_scaled" and n["run"] == "timing" for n in r.notes)
+    assert any("(from the timing run)" in n for n in words(r.notes))
 
 
 def test_an_unsynchronized_cupy_loop_is_found_and_timed_against_the_programs_own_clock(tmp_path: Path) -> None:
@@ -377,7 +381,7 @@ def test_an_unsynchronized_cupy_loop_is_found_and_timed_against_the_programs_own
     assert eager is not None and eager.wall is not None and eager.wall_source == "timing" and eager.iterations >= 65
     assert eager.wall.median == pytest.approx(truths[2]["eager_ns"], rel=0.1)
     [r] = [r for r in a.prediction.regions if r.direction == "to_graph"]
-    assert "between two runs of line cupy_chain.py:37," in r.basis and r.graph is not None and r.graph.kernels == 32
+    assert r.basis == note("basis_line", line="cupy_chain.py:37") and r.graph is not None and r.graph.kernels == 32
     assert r.iterations == 70 and not r.synchronized
     assert r.eager_period is not None and r.eager_period.ns == pytest.approx(eager.wall.median)
 
@@ -410,8 +414,8 @@ def test_loops_on_other_threads_keep_the_measured_period_and_say_why() -> None:
     assert len([g for g in a.graphs if g.status == "replayed"]) == 2
     for g in a.graphs:
         assert g.eager is not None and g.eager.run == "measure"
-        assert any("may be up to" in n for n in g.notes)
-    assert any("another thread than the main one" in n for n in a.cannot_compute)
+        assert {n.kind for n in g.notes} & {"traced_cpu_bound_eager", "traced_cpu_bound_replays"}
+    assert any(n.kind == "unstamped_iterations" for n in a.cannot_compute)
 
 
 @pytest.mark.parametrize("available", [True, False])

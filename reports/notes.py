@@ -1,0 +1,580 @@
+"""The words of the analyzers' notes: one template per note kind (analyzers.notes.Note), and `word(note)`.
+
+Every report (terminal, page, JSON, notebook, rank reports) words a note here, so they say the same
+sentence and a sentence is changed in one place. A template is a format string over the note's values,
+with conversions of our own: `!h` a duration in ns as a table reads it (reports.units.human_ns), `!t` as a
+sentence reads it (reports.units.short_ns), `!j` a tuple joined with ', ', `!s` a count's plural 's' ('' for 1); or a function of the note for a
+sentence whose parts depend on its values. tests/test_notes.py checks that every kind an analyzer
+emits has a template here.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from graphmode.analyzers.notes import Note
+from graphmode.reports.pitfall_words import EVIDENCE
+from graphmode.reports.units import human_ns, short_ns
+
+
+class _Formatter(string.Formatter):
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "h":
+            return human_ns(value)
+        if conversion == "t":
+            return short_ns(value)
+        if conversion == "j":
+            return ", ".join(map(str, value))
+        if conversion == "s":
+            return "" if value == 1 else "s"
+        return super().convert_field(value, conversion)
+
+
+_FORMAT = _Formatter()
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """A template's sentence for these values (the conversions above)."""
+    return _FORMAT.vformat(template, (), dict(values))
+
+
+def _num(n: Note, key: str) -> float:
+    value = n[key]
+    assert isinstance(value, (int, float)), (n.kind, key, value)
+    return float(value)
+
+
+def _run_incomplete(n: Note) -> str:
+    reason = f": {n['reason']}" if n["reason"] else ""
+    return f"the run did not complete (status '{n['status']}'{reason}): figures cover only what was recorded"
+
+
+def _tracer_errors(n: Note) -> str:
+    errors = n["errors"]
+    assert isinstance(errors, tuple)
+    more = int(_num(n, "count")) - len(errors)
+    shown = "; ".join(map(str, errors)) + (f"; and {more} more" if more > 0 else "")
+    return f"the tracer hit {n['count']} error(s) while recording, so some data is missing: {shown}"
+
+
+def _tracer_slowed(n: Note) -> str:
+    ratio, traced, untraced = _num(n, "ratio"), _num(n, "traced_ns"), _num(n, "untraced_ns")
+    return (f"the tracer slowed {n['mode']} iterations by {100 * (ratio - 1):.0f}% (median {traced / 1e3:.1f} us traced "
+            f"vs {untraced / 1e3:.1f} us untraced): CPU and GPU figures come from the slowed pass")
+
+
+def _break_even_unknown(n: Note) -> str:
+    return f"break-even against {n['baseline']}: {word(Note(str(n['reason']), n.values))}"
+
+
+def break_even_reason(reason: Note | None) -> str:
+    """Why a break-even is not a number (BreakEven.reason), or '' when it is."""
+    return "" if reason is None else word(reason)
+
+
+def _replay_not_faster(n: Note) -> str:
+    replay, eager = _num(n, "replay_ns"), _num(n, "eager_ns")
+    return (f"a graph replay (median {replay / 1e3:.1f} us) is not faster than a {n['baseline']} iteration "
+            f"(median {eager / 1e3:.1f} us), so the one-time cost is never paid back")
+
+
+def _graph_replay_not_faster(n: Note) -> str:
+    replay, eager = _num(n, "replay_ns"), _num(n, "eager_ns")
+    return (f"a replay ({replay / 1e3:,.1f} us) is not faster than the eager work it replaces "
+            f"({eager / 1e3:,.1f} us), so the one-time cost is never paid back")
+
+
+def _build_mismatch(n: Note) -> str:
+    mine = int(_num(n, "measured_calls"))
+    tail = "the extra ones are not attributed" if mine else "their one-time costs come from the detail run"
+    return (f"the measuring run made {mine} {n['event']} call{'s' if mine != 1 else ''} and the detail run "
+            f"{n['detail_calls']}: the runs did not build the same graphs, so {tail}")
+
+
+def _unknown_executables(n: Note) -> str:
+    ids = n["graph_ids"]
+    assert isinstance(ids, tuple)
+    return (f"graph executable id{'s' if n['count'] != 1 else ''} {', '.join(map(str, ids))} of the measuring "
+            "run match no graph of the detail run: reported as graphs of unknown origin")
+
+
+def _unstamped(n: Note) -> str:
+    graphs, what = n["graph_ids"], n["what"]
+    assert isinstance(graphs, tuple) and isinstance(what, tuple)
+    which = "; ".join(f"graph {g} ({w})" for g, w in zip(graphs, what))
+    return ("CPU-bound iterations launched from another thread than the main one, or from code outside the script, "
+            f"keep the measuring run's period (the timing run stamps the script's lines on the main thread only): {which}")
+
+
+def _eager_kernel_sequence(n: Note) -> str:
+    units = _num(n, "units_per_replay")
+    return (fill("its sequence of {kernels} kernel{kernels!s} run eagerly", n.values)
+            + (f" (a replay runs it {units:.0f} times)" if units > 1 else ""))
+
+
+def _first_warmup_left_out(n: Note) -> str:
+    return (f"the first warm-up iteration ({_num(n, 'first_call_ns') / 1e6:.3g} ms) is left out: a first call pays "
+            "one-time set-up (libraries' handles, communicators, autotuning) that later calls do not")
+
+
+def _timed_untraced(n: Note) -> str:
+    work, traced, bound = _num(n, "work_ns"), _num(n, "traced_work_ns"), _num(n, "slowdown_bound")
+    name = "eager iterations" if n["mode"] == "eager" else "replays"
+    stamps = n.get("stamps_ns")
+    return (f"its {name} are CPU-bound and timed by the timing run, without CUPTI: {short_ns(work)} each "
+            f"(median), where the traced measuring run read {short_ns(traced)} ({traced / work:.2f}x)"
+            + (f"; the timing run's own line stamps took about {short_ns(float(stamps))} of each "
+               f"({100 * float(stamps) / work:.1f}%, included)" if isinstance(stamps, (int, float)) else "")
+            + f"; the timing run itself has read such loops up to {1 + bound:.1f}x slower than "
+              "the program untraced (docs/benchmarks.md), which the break-even interval allows for")
+
+
+def _one_time_timed_untraced(n: Note) -> str:
+    windowed, measured, bound = _num(n, "windowed_ns"), _num(n, "measured_ns"), _num(n, "slowdown_bound")
+    ratio = f" ({measured / windowed:.2f}x)" if windowed > 0 else ""
+    statement = ""
+    starts, ends, lines = n["statement_starts"], n["statement_ends"], n["capture_lines"]
+    assert isinstance(starts, tuple) and isinstance(ends, tuple) and isinstance(lines, tuple)
+    call = n.get("statement_ns")
+    if isinstance(call, (int, float)):
+        many = _num(n, "statement_count") > 1
+        where = ", ".join(f"{a} to {b}" for a, b in zip(starts, ends))
+        statement = (f"; the statement{'s' if many else ''} around {'them' if many else 'it'} "
+                     f"(lines {where}), timed by the same run, add {short_ns(float(call))} outside the "
+                     "window (Dynamo's guards, PyTorch's dispatch and bookkeeping around a recording, less what the "
+                     "statement takes when it replays)")
+    what = ("PyTorch's capture windows (recording or torch.cuda.graph block) as the timing run, without CUPTI, "
+            "timed them" if not lines else
+            f"its capture through its instantiation (lines {lines[0]} to {lines[1]}) as the timing run, without CUPTI, timed it")
+    return (f"its one-time cost takes {what}: {short_ns(windowed)}, where the measuring run read {short_ns(measured)}"
+            f"{ratio}{statement}; the parts listed are the measuring run's; the timing run itself has read loops up to "
+            f"{1 + bound:.1f}x slow, which the break-even interval's lower end allows for")
+
+
+def _one_time_traced(n: Note) -> str:
+    return ("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
+            "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "
+            f"lower end allows for (a one-time cost up to {1 + _num(n, 'slowdown_bound'):.1f}x too high)")
+
+
+def _framework_share(n: Note) -> str:
+    framework, measured = _num(n, "framework_ns"), _num(n, "measured_ns")
+    return (f"{100 * framework / measured:.0f}% of its one-time cost ({short_ns(framework)} of "
+            f"{short_ns(measured)}, as the measuring run read it) is PyTorch's own work around the CUDA calls (its "
+            "cudagraph-tree recording or torch.cuda.graph block): every further capture (a new input shape, a "
+            "re-recording) adds its own")
+
+
+def _probe_cost(n: Note) -> str:
+    if n["measured"] == "torch_capture_work":
+        what = (f"torch.cuda.graph's own work around the process's {'first' if n['first'] else 'later'} capture "
+                f"({short_ns(_num(n, 'torch_work_ns'))}) was")
+    else:
+        what = "the first graph's extra was"
+    took = n.get("probe_ns")
+    cost = f" and took {short_ns(float(took))}" if isinstance(took, (int, float)) else ""
+    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(n["run"]), "an untraced run")
+    return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
+            f"in {where}{cost}, outside every timing")
+
+
+def _eager_period_scaled(n: Note) -> str:
+    run = {"measure": "measuring", "single": "single"}.get(str(n["run"]), str(n["run"]))
+    whose = "per-graph answer's" if n["per_graph"] else "loop's, as its per-iteration table reads it"
+    return (f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
+            f"scaled by {_num(n, 'scale'):.2f} to its median")
+
+
+def _node_api_build(n: Note) -> str:
+    return ("priced as built with the explicit node API (one cuGraphAdd*Node per node from Python, as `graphmode calibrate` "
+            "timed it)" + (", as the graph this trace built for the same work was" if n["as_traced"] else "")
+            + f": {short_ns(_num(n, 'build_ns'))} to build, where a stream capture of the same work would take "
+              f"{short_ns(_num(n, 'capture_ns'))}")
+
+
+def _torch_capture_ratio(n: Note) -> str:
+    return (f"the capture is the eager issue time ({short_ns(_num(n, 'issue_ns'))}) times {_num(n, 'ratio'):.2f}: what issuing "
+            "a step in capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch probe measured")
+
+
+def _first_graph_share(n: Note) -> str:
+    extra, one = _num(n, "extra_ns"), _num(n, "one_time_ns")
+    share = f"{short_ns(extra)} of the predicted one-time cost ({100 * extra / one:.0f}%)"
+    if n["in_this_process"]:
+        return (f"{share} is what the process's first graph costs over later ones, as measured so; a program that creates "
+                "a stream just before its first graph pays less (H200: ~250 us less, docs/metrics.md)")
+    return (f"{share} is what the process's {'first' if n['first'] else 'second'} graph costs over later ones, which depends "
+            "on what the process set up before it and on the graph, not only on the GPU (H200: 150-880 us for a first "
+            "graph, docs/metrics.md); the interval carries only the calibration probes' spread of it")
+
+
+def _spread_texts(n: Note, prefix: str, what: str) -> str:
+    """'median [p10, p90] for a process's first <what>, ... for a later one' of a model's 'first' and 'later' spreads."""
+    out = []
+    for key, label in (("first", f"a process's first {what}"), ("later", "a later one")):
+        s = n[f"{prefix}_{key}"]
+        assert isinstance(s, tuple)
+        if s:
+            out.append(f"{short_ns(float(s[0]))} [{short_ns(float(s[1]))}, {short_ns(float(s[2]))}] for {label}")  # type: ignore[arg-type]
+    return ", ".join(out)
+
+
+def _pytorch_spent(n: Note) -> str:
+    first, last = n.get("spent_first_ns"), n.get("spent_last_ns")
+    if not isinstance(first, (int, float)) or not isinstance(last, (int, float)):
+        return ""
+    span = short_ns(first) if first == last else f"{short_ns(first)} to {short_ns(last)}"
+    return (f"; this run's PyTorch captures (cudagraph-tree recordings, torch.cuda.graph blocks) spent {span} each on it "
+            "besides their CUDA calls (in the measured one-time costs)")
+
+
+def _pytorch_work_priced(n: Note) -> str:
+    trees = n["tree_first"]
+    tree_text = ("cudagraph trees (torch.compile) were timed too and price a program that records them: "
+                 + _spread_texts(n, "tree", "recording")) if trees else "cudagraph trees (torch.compile) do more around each recording"
+    return ("PyTorch's own work around a capture (synchronize, emptying its cache, its memory pool's bookkeeping, Python) is in "
+            f"the predicted one-time costs as `graphmode calibrate` timed torch.cuda.graph on {n['gpu'] or 'this GPU'}: "
+            f"{_spread_texts(n, 'capture', 'PyTorch capture')} (median [p10, p90]); " + tree_text + _pytorch_spent(n))
+
+
+def _pytorch_work_unpriced(n: Note) -> str:
+    return ("a PyTorch program: capturing through torch.cuda.graph or torch.compile adds PyTorch's own work around the capture "
+            "(synchronizations, emptying the cache, memory-pool bookkeeping), which the predicted one-time costs leave out: the cost "
+            "model has no PyTorch measurement (run `graphmode calibrate` where PyTorch is installed); on the H200, 2.3 to 17.7 ms a "
+            "cudagraph-tree recording (docs/benchmarks.md)" + _pytorch_spent(n))
+
+
+def _cost_model_other_driver(n: Note) -> str:
+    return (f"the cost model was calibrated on this GPU ({n['gpu']}) with driver {n['model_driver']}, "
+            f"CUDA {n['model_cuda']}; this trace has driver {n['driver'] or '?'}, CUDA {n['cuda'] or '?'}")
+
+
+def _cost_model_other_gpu(n: Note) -> str:
+    return (f"no cost model for {n['gpu'] or 'this GPU'}: using the one calibrated on {n['model_gpu']} "
+            f"(driver {n['model_driver']}); run `graphmode calibrate` on this GPU for its own")
+
+
+def _rank_list(ranks: tuple[object, ...]) -> str:
+    values = sorted(int(str(r)) for r in ranks)
+    if len(values) > 8:
+        return ", ".join(map(str, values[:8])) + f" … ({len(values)} ranks)"
+    return ", ".join(map(str, values))
+
+
+def _tuple(n: Note, key: str) -> tuple[object, ...]:
+    v = n[key]
+    assert isinstance(v, tuple), (n.kind, key, v)
+    return v
+
+
+def _incomplete(n: Note) -> str:
+    cut = _tuple(n, "incomplete")
+    return f" (rank(s) {', '.join(map(str, cut))} did not complete: their traces may stop early)" if cut else ""
+
+
+def _per_rank(ranks: tuple[object, ...], counts: tuple[object, ...]) -> str:
+    return ", ".join(f"rank {r}: {int(str(c)):,}" for r, c in zip(ranks, counts))
+
+
+def _capture_mismatch(n: Note) -> str:
+    return (f"collective call {n['call']} ({n['op']}): rank(s) {_rank_list(_tuple(n, 'captured'))} captured it into a graph, "
+            f"rank(s) {_rank_list(_tuple(n, 'eager'))} launched it eagerly{_incomplete(n)}")
+
+
+def _collective_mismatch(n: Note) -> str:
+    text = "; ".join(f"rank(s) {_rank_list(rs)}: {op}" for op, rs in zip(_tuple(n, "ops"), _tuple(n, "ranks")))  # type: ignore[arg-type]
+    return f"from collective call {n['call']} on, the ranks call different collectives ({text}){_incomplete(n)}"
+
+
+def _clock(n: Note) -> str:
+    if n.kind == "clock_one_host":
+        text = ("all ranks ran on one host: CUPTI timestamps are that host's CLOCK_REALTIME, shared by its "
+                "processes, so no offset is applied")
+    elif n.kind == "clock_hosts_unaligned":
+        text = (f"host(s) {', '.join(map(str, _tuple(n, 'hosts')))} share no collective with {n['reference']}: their ranks keep "
+                "their own clock (CLOCK_REALTIME, as far apart as the hosts' clock synchronisation leaves them)")
+    else:
+        text = (f"{n['hosts']} hosts: each host's clock moved onto {n['reference']}'s by the median difference of the ends "
+                f"of the collectives both ran ({int(_num(n, 'anchors')):,} or more each)")
+    residual = n.get("residual_ns")
+    if isinstance(residual, (int, float)):
+        text += f"; after alignment the same collective ends within {residual:,.0f} ns (median) on all ranks"
+    elif not n["anchored"]:
+        text += "; no collective ran on every rank, so the agreement of the ranks' clocks cannot be measured"
+    return text
+
+
+def _collective_counts_differ(n: Note) -> str:
+    short = _tuple(n, "short_ranks")
+    text = (_per_rank(short[:8], _tuple(n, "short_counts")[:8]) + (f" … ({len(short)} ranks)" if len(short) > 8 else ""))
+    lossy = _tuple(n, "lossy_ranks")
+    return (f"{n['op']} ({'in ' + str(n['graph']) if n['graph'] else 'eager'}): recorded "
+            f"{int(_num(n, 'most')):,} times on some ranks but fewer on others ({text}); collectives are matched across ranks by "
+            "occurrence, so after the first one missing on a rank its waits, end skew and the clock alignment on it "
+            "pair different calls"
+            + (f" (rank(s) {', '.join(map(str, lossy))} lost records: CUPTI dropped some, or rows were left out "
+               "when the trace was read; see their warnings)" if lossy else ""))
+
+
+def _ranks_numbered(n: Note) -> str:
+    names = ", ".join(f"{f} as rank {r}" for f, r in zip(_tuple(n, "files"), _tuple(n, "ranks")))
+    return (f"{len(_tuple(n, 'files'))} trace(s) carry no rank (not recorded under a multi-process launcher): numbered in the "
+            f"order given ({names})")
+
+
+def _ranks_missing(n: Note) -> str:
+    return (f"ranks {', '.join(map(str, _tuple(n, 'ranks')))}{' …' if _num(n, 'missing') > 16 else ''} of {n['world_size']} "
+            "have no trace: figures across ranks cover the ranks present")
+
+
+SIZE_NOTE_TEXT = ("not recorded: CUPTI kernel records carry no kernel arguments, and NCCL's NVTX payload "
+                  "(count, datatype) is not read; the kernel name gives operation, reduction, type, algorithm and protocol")
+HANG_ADVICE = ("NCCL requires every rank of a communicator to capture a collective, or every rank to run it "
+               "eagerly, and a graph holding a collective to be launched by all of them: capture the same "
+               "code on every rank (same warm-up, same condition) and replay it the same number of times")
+# what to do about each kind of hang risk (analyzers.collectives.hang_risks)
+HANG_RISK_ADVICE = {
+    "capture_mismatch": HANG_ADVICE,
+    "collective_mismatch": "every rank of a communicator must call the same collectives in the same order",
+    "call_count_mismatch": "a collective one rank calls and another never does waits forever",
+    "replay_count_mismatch": HANG_ADVICE,
+}
+
+
+def straggler_evidence(rank: int, last_arrivals: int, collectives: int, median_lateness_ns: float | None) -> str:
+    """What the straggler (analyzers.collectives.find_straggler) did, from its numbers."""
+    return (f"rank {rank} started last in {last_arrivals:,} of {collectives:,} collectives ({100 * last_arrivals / collectives:.0f}%)"
+            + (f", a median {median_lateness_ns / 1e3:,.1f} us after the median rank" if median_lateness_ns is not None else "")
+            + "; the other ranks' collective kernels waited for it")
+
+
+Template = str | Callable[[Note], str]
+
+TEMPLATES: dict[str, Template] = {
+    # TraceAnalysis.warnings: data lost or distorted
+    "run_incomplete": _run_incomplete,
+    "pass_incomplete": "pass {pass_id} ({detail}) has status '{status}'",
+    "tracer_errors": _tracer_errors,
+    "recording_note": "while recording: {text}",
+    "reading_note": "reading the trace: {text}",
+    "records_dropped": "{count:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount",
+    "tracer_slowed": _tracer_slowed,
+    "cpu_profile_unreadable": "the CPU profile is not shown: {error}",
+    # TraceAnalysis.cannot_compute: what the trace does not allow, and why
+    "no_graph": "no CUDA graph was built or replayed in this run: nothing to compare (graphmode answers what graphs buy)",
+    "no_graph_replayed": "no graph was replayed: savings and break-even need replays",
+    "graph_without_eager": ("graph {graph_id}: no eager run of its work was found (its kernel sequence never ran outside a graph), "
+                            "so what it saves is unknown"),
+    "no_timing_pass": ("no timing pass: wall times come from the traced pass and include the tracer's overhead; "
+                       "the tracer distortion cannot be measured"),
+    "timing_pass_without_iterations": ("the timing pass has no iteration markers: wall times come from the traced pass and "
+                                       "include the tracer's overhead"),
+    "no_traced_pass": ("no traced pass (graph or node detail): CPU time in CUDA API calls, GPU busy/idle time, kernel counts, "
+                       "per-kernel durations and critical paths need CUDA activity"),
+    "no_iteration_markers": ("no iteration markers (markers.kind = 'iteration'): per-iteration metrics, overhead saved and "
+                             "break-even need the runner's iterations (record with `graphmode bench`)"),
+    "one_iteration": "{mode} has one iteration: its p10/p90 equal the median and give no spread",
+    "no_graph_iterations": ("no graph-mode iterations (zero steady replays): launch overhead saved and break-even need "
+                            "graph replays"),
+    "no_eager_iterations": "no eager iterations: launch overhead saved and break-even need an eager baseline",
+    "costs_from_traced_pass": "one-time graph costs come from pass {pass_id} (traced): the wall pass recorded none",
+    "first_launch_missing": ("some graphs have no first_launch op marker: their first launch's excess is not included in "
+                             "the one-time cost"),
+    "no_graph_built": "no graph was built (no op markers or graph lifecycle events): no one-time graph cost",
+    "break_even_unknown": _break_even_unknown,
+    # BreakEven.reason: why a break-even is not a number (analyzers.break_even)
+    "no_eager_wall_times": "no {baseline} iterations with a wall time",
+    "no_steady_replays": "no steady graph replays (graph-mode iterations) in the run: the replay time is unknown",
+    "no_one_time_cost": "no one-time graph cost was recorded (no op markers or graph lifecycle events)",
+    "replay_not_faster": _replay_not_faster,
+    "graph_no_eager_iterations": "no {baseline} iterations of this graph's work were found",
+    "graph_no_steady_replays": "no steady replays of this graph: the replay time is unknown",
+    "graph_no_one_time_cost": "no one-time cost was recorded for this graph",
+    "graph_replay_not_faster": _graph_replay_not_faster,
+    "kernel_table_truncated": "more than {limit} kernel names: the per-kernel table keeps the {limit} with the most GPU time",
+    "graph_detail_no_kernels": ("graph-detail trace: kernels inside a graph launch are recorded as one 'graph' span, so "
+                                "per-kernel eager-vs-graph durations and the critical path need a node-detail recording "
+                                "(`--detail node`)"),
+    "source_table_truncated": ("more than {limit} source lines launched GPU work: the table keeps the {limit} with the most "
+                               "GPU time"),
+    "prediction_failed": "the graph prediction failed ({error_type}: {error}); please report it",
+    "critical_path_no_spans": "graph {graph_id} ({label}) has no measured node spans: no critical path",
+    "critical_path_cycle": "graph {graph_id} ({label}) has a cycle in its recorded edges: no critical path",
+    # a script trace (analyzers.script_analysis, script_graphs, untraced)
+    "step_model_failed": "the step model failed ({error_type}: {error}); each graph is reported alone; please report it",
+    "build_mismatch": _build_mismatch,
+    "unknown_executables": _unknown_executables,
+    "no_detail_run": ("this trace holds no run that recorded the graphs (the detail run is missing): graphs are known by their "
+                      "executable ids only, without their capture lines, topology or eager counterparts; record with "
+                      "`graphmode run`, which makes both runs"),
+    "capture_windows_mismatch": ("the timing run heard {timing_windows} PyTorch capture window(s) and the measuring run "
+                                 "{measured_windows}: the one-time costs keep the measuring run's"),
+    "unstamped_iterations": _unstamped,
+    "stamp_count_mismatch": ("line{count!s} {lines!j} ran a different number of times in the timing run than in the detail "
+                             "run: the iterations they start keep the measuring run's period"),
+    "iterations_respread": ("graph {graph_id}: its {mode} iterations were found as {measured} in the measuring run and "
+                            "{detail} in the detail run, in other stretches: they take the timing run's {periods} periods in "
+                            "order (the timing run's distribution, not iteration by iteration)"),
+    # GraphResult: how a graph's eager iterations were found (eager_basis), and its notes (analyzers.per_graph)
+    "eager_kernel_sequence": _eager_kernel_sequence,
+    "step_segment": "its segment of the step (position {position} of {of})",
+    "only_eager_run_is_first_call": ("its only eager run is its first call (a warm-up before the capture), which pays one-time "
+                                     "set-up (compilation, autotuning, libraries' handles): no eager baseline, so no saving is "
+                                     "stated"),
+    "eager_from_warmups": ("the only eager runs of its work are {warmups} warm-up iteration{warmups!s} before the capture: "
+                           "the eager time comes from them"),
+    "first_warmup_left_out": _first_warmup_left_out,
+    "tiny_sample": "{mode} median from {iterations} iteration{iterations!s}: tiny sample",
+    "timed_untraced": _timed_untraced,
+    "traced_cpu_bound_eager": ("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up "
+                               "to {slowdown_bound:.0%} too long (measured, docs/benchmarks.md), which the break-even "
+                               "interval's upper end allows for"),
+    "traced_cpu_bound_replays": ("its replays are CPU-bound: the replay time may be up to {slowdown_bound:.0%} too long, "
+                                 "which the break-even interval's lower end allows for"),
+    "one_time_timed_untraced": _one_time_timed_untraced,
+    "one_time_traced": _one_time_traced,
+    "framework_share": _framework_share,
+    "never_replayed": "instantiated but never replayed: its one-time cost bought nothing in this run",
+    # a pitfall's facts (analyzers.pitfalls, torch_diagnostics): worded as its evidence (reports.pitfall_words also
+    # gives its title and advice)
+    **EVIDENCE,
+    # the prediction (analyzers.predict, regions, costmodel): RegionPrediction.notes, Prediction.notes, model_note
+    "event_pairing_inferred": ("the trace records no stream or event for cudaEventRecord, so cross-stream edges pair each "
+                               "waited event with a record by order and take the record's stream from its thread's last "
+                               "launch; enabling CUPTI's CUDA_EVENT activity (CUpti_ActivityCudaEvent2: correlationId, "
+                               "streamId, eventId) in the tracer would make them exact"),
+    "no_region": ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
+                  "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
+                  "between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), that recur at least "
+                  "{min_iterations} times with the same kernels; none did here. Mark the step with an "
+                  "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
+                  "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources"),
+    "probe_cost": _probe_cost,
+    "eager_period_scaled": _eager_period_scaled,
+    "iterations_left_out": ("{left_out} of {iterations} iterations launched different work and were left out of the per-node "
+                            "durations"),
+    "traced_eager_period": ("the eager period and the capture estimate come from a traced pass: they include the tracer's "
+                            "overhead, so the saving may be overstated"),
+    "eager_period_tiny_sample": "the eager period comes from {iterations} iteration(s): a tiny sample",
+    "traced_measured_one_time": ("the measured one-time cost comes from a traced pass: the tracer's callbacks slow capture and "
+                                 "instantiation"),
+    "node_api_unmeasured": ("the graph would be built with the node API, but the cost model has no node-API measurement (a "
+                            "calibration before graphmode timed one): priced as a capture"),
+    "node_api_build": _node_api_build,
+    "torch_capture_ratio": _torch_capture_ratio,
+    "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "
+                                        "graph's extra stands in"),
+    "first_graph_unmeasured": ("this would be the process's first graph, which costs more, but the model has no first-graph "
+                               "measurement"),
+    "second_graph_extra": "this would be the process's second graph, which still costs {extra_ns!t} more than later ones (included)",
+    "trees_unmeasured": ("the program records cudagraph trees (torch.compile), which do more around a capture and per call than "
+                         "torch.cuda.graph; the cost model has no cudagraph-tree measurement: torch.cuda.graph's stands in"),
+    "first_graph_share": _first_graph_share,
+    "tree_call_host": ("a cudagraph tree's replay is a call into PyTorch: {call_ns!t} of host time per call as "
+                       "`graphmode calibrate` timed a small MLP's (more with more inputs and outputs)"),
+    "capture_breakers_assumed_fixed": ("the region as recorded would not capture: see the capture breakers; the figures assume "
+                                       "they are fixed"),
+    "node_types_unpriced": "{nodes} node(s) of other types (empty, child graph, ...) are not priced",
+    "graph_detail_eager_span": ("graph-detail trace: the eager GPU time is the replay's GPU span (parallel branches would run one "
+                                "after another)"),
+    "parallel_branches_unpriced": ("the graph has parallel branches: their eager twin would also need event record/wait calls, "
+                                   "not priced"),
+    "graph_one_time_unrecorded": "the trace recorded no one-time cost for this graph: no break-even",
+    "pytorch_work_priced": _pytorch_work_priced,
+    "pytorch_work_unpriced": _pytorch_work_unpriced,
+    "prediction_needs_traced_pass": "no traced pass: the eager work's kernels and streams are needed to predict a graph",
+    "regions_truncated": "{regions} regions: the first {limit} are predicted",
+    "lines_without_sources": "lines {lines}: the trace has no call source lines; record with `graphmode run --launch-sources`",
+    "lines_without_calls": "lines {lines}: no CUDA call was made from them",
+    "lines_ran_once": "lines {lines}: their work ran once; a prediction needs a repeated region",
+    "basis_graph_kernels": "inferred from the graph's kernel sequence",
+    "basis_nvtx_markers": "NVTX ranges",
+    "basis_synchronized": "inferred: the stretch between synchronizations that recurs most",
+    "basis_line": ("inferred: the kernels between two runs of line {line}, the stretch that recurs most (the loop does not "
+                   "synchronize each step)"),
+    "basis_runner_markers": "the runner's iteration markers",
+    "basis_iteration_table": "iteration table",
+    "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",
+    "basis_line_runs": "{runs} runs of calls from {file}:{first}-{last}",
+    "basis_graph_replays": "graph replays (no eager twin in the trace)",
+    # graph use (analyzers.coverage, graph_budget)
+    "launch_sources_hint": ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
+                            "(a CPU callback per launch: it slows the run)"),
+    "no_eager_line_attributed": "no eager GPU work was attributed to a user line",
+    "phase_rule": ("'before the first graph' ends where the first capture, explicit build or instantiation starts; "
+                   "'building graphs' runs from there to the end of the last one; 'steady state' is the rest"),
+    "budget_empty_graphs": ("{graphs} empty graph{graphs!s} (no nodes), such as the one PyTorch's cudagraph trees capture to "
+                            "keep their memory pool alive"),
+    "budget_no_memory_samples": ("no memory samples in this trace (recorded before graphmode sampled graph memory, or not by "
+                                 "`graphmode run`)"),
+    "budget_device_memory": ("memory is the drop in free device memory over each graph's capture and instantiation: "
+                             "device-wide, so allocations by other threads meanwhile count too, and the driver allocates in "
+                             "2 MiB pages"),
+    "budget_framework_startup": ("the start-up of {graphs} graph{graphs!s} recorded by PyTorch's cudagraph trees includes "
+                                 "PyTorch's own work around the capture (GraphCost.framework_ns), as the one-time cost does"),
+    "startup_from_measuring_run": "start-up times are the measuring run's, as in the per-graph results",
+    "startup_partly_from_measuring_run": ("start-up times of {timed} of {graphs} graphs are the measuring run's, as in the "
+                                          "per-graph results; the others' come from the traced pass, whose callbacks slow "
+                                          "capture and instantiation"),
+    "startup_from_traced_pass": "start-up times come from the traced pass (tracer overhead included)",
+    "memory_sampling_inside": lambda n: (f"memory sampling took {_num(n, 'sampling_ns') / 1e3:,.1f} us inside recorded "
+                                         "capture and instantiate calls; their times include it"),
+    "no_cost_model": "no cost model is installed: run `graphmode calibrate` on the GPU to predict graph costs",
+    "cost_model_other_driver": _cost_model_other_driver,
+    "cost_model_other_gpu": _cost_model_other_gpu,
+    # a rank set (analyzers.ranks, collectives): warnings, cannot_compute, hang risks, the clock alignment
+    "trace_left_out": "left out: {error}",
+    "ranks_missing": _ranks_missing,
+    "rank_incomplete": "rank {rank} did not complete (status '{status}'): its figures cover what was recorded",
+    "ranks_share_gpu": "ranks {ranks!j} ran on the same GPU ({gpu_uuid} on {host}): they share its time",
+    "ranks_numbered": _ranks_numbered,
+    "collective_counts_differ": _collective_counts_differ,
+    "more_collective_counts_differ": ("… and {collectives} more collective(s) recorded a different number of times on "
+                                      "different ranks"),
+    "ranks_measuring_run_only": ("rank(s) {ranks!j} hold only the measuring run (no detail run): it records no kernel launch "
+                                 "calls and no graph topology, and a graph replay is one span, so their collectives inside "
+                                 "graphs are not seen and their eager collectives are ordered by kernel start; record with "
+                                 "`graphmode run` (both runs)"),
+    "no_collectives": ("no NCCL kernel in any rank's trace: no collectives, waits in collectives, straggler or clock check "
+                       "from them"),
+    "graph_collectives_untimed": ("collectives inside graphs are not timed in graph-detail traces (a graph launch is one "
+                                  "span): record with `--detail node` for their durations, waits and the alignment on them"),
+    "message_size_unrecorded": SIZE_NOTE_TEXT,
+    "collective_message_size": "message size of collectives: " + SIZE_NOTE_TEXT,
+    "rank_graph_savings_single_graph": ("per-graph savings and break-even come from the trace-level analysis: they are given "
+                                        "for a rank's graph only when it is the rank's one replayed graph"),
+    "capture_mismatch": _capture_mismatch,
+    "collective_mismatch": _collective_mismatch,
+    "call_count_mismatch": lambda n: (f"the ranks made different numbers of collective calls "
+                                      f"({_per_rank(_tuple(n, 'ranks'), _tuple(n, 'calls'))}){_incomplete(n)}"),
+    "replay_count_mismatch": lambda n: (f"{n['graph']} holds collectives and was replayed a different number of times "
+                                        f"({_per_rank(_tuple(n, 'ranks'), _tuple(n, 'replays'))}){_incomplete(n)}"),
+    "clock_one_host": _clock,
+    "clock_hosts_unaligned": _clock,
+    "clock_hosts_aligned": _clock,
+    "iterations_differ": ("graph {graph_id}: its {mode} iterations differ between the measuring and detail runs ({measured} "
+                          "and {detail} iterations): they keep the measuring run's period"),
+}
+
+
+def word(n: Note) -> str:
+    """The sentence a person reads for a note."""
+    template = TEMPLATES.get(n.kind)
+    if template is None:
+        raise KeyError(f"no wording for note kind {n.kind!r}: add it to reports.notes.TEMPLATES")
+    return template(n) if callable(template) else fill(template, n.values)
+
+
+def words(notes: tuple[Note, ...]) -> list[str]:
+    return [word(n) for n in notes]
+
+
+def note_dict(n: Note) -> dict[str, Any]:
+    """A note as JSON: its kind and values for a program, its sentence for a person."""
+    return {"kind": n.kind, "values": {k: _listed(v) for k, v in n.values.items()}, "text": word(n)}
+
+
+def _listed(v: Any) -> Any:
+    return [_listed(x) for x in v] if isinstance(v, tuple) else v
