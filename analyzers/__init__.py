@@ -32,6 +32,7 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
+from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.predict import check_build, predict
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
@@ -64,27 +65,27 @@ __all__ = [
 ]
 
 
-def _has_runner_iterations(trace: Trace) -> bool:
-    """Whether a runner (graphmode bench, graphmode.compare) marked the iterations: not a script trace."""
-    return bool(trace.rows("SELECT count(*) FROM markers WHERE kind = 'iteration' AND name <> 'inferred'")[0][0])
-
-
 def _has_iterations(trace: Trace, pass_id: int) -> bool:
     return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
 
-def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
+def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
             predict_build: str = "auto") -> TraceAnalysis:
     """Computes every metric that the trace allows; says in `cannot_compute` what it does not, and why.
+
+    `source`: the command's Run (analyzers.run.build_run), whose derived parts (script graphs, iterations, line
+    stamps) the page's data then reuses; a Trace gets a Run of its own.
 
     `cost_model`: the model for the graph prediction (default: the installed one for the trace's GPU,
     analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST';
     `predict_build`: how the predicted graphs are made ('auto', 'capture' or 'node_api': analyzers.predict.predict).
     """
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
     warnings: list[str] = []
     cannot: list[str] = []
-    timing = trace.pass_by_detail("timing")
-    traced = trace.pass_by_detail("node", "graph")
+    timing = run.timing
+    traced = run.traced
     timing_id = timing.pass_id if timing else None
     traced_id = traced.pass_id if traced else None
 
@@ -100,7 +101,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     if dropped:
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
 
-    script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace)
+    script = None if run.runner or traced is None else analyze_script(run)
     if script is not None:
         # A user's script: periods and one-time costs from the measuring run, the rest from the run that
         # recorded the graphs (analyzers.script_analysis); one answer per graph.
@@ -235,13 +236,13 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     except ValueError as e:  # a damaged profile costs the profile section, not the report
         profile = None
         result = dataclasses.replace(result, warnings=(*result.warnings, f"the CPU profile is not shown: {e}"))
-    result = dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
+    result = dataclasses.replace(result, pitfalls=find_pitfalls(run, result), cpu_profile=profile)
     # The prediction compares itself with the graph measured above, so it comes after everything.
     for spec in predict_lines:
         parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
     check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
     try:
-        prediction = predict(trace, result, cost_model, predict_lines, build=predict_build)
+        prediction = predict(run, result, cost_model, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
                                      f"the graph prediction failed ({type(e).__name__}: {e}); please report it"))

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphmode.analyzers.periods import IterationTable, empty_table
+from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations
 from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
+from graphmode.analyzers.run import Run, build_run
 from graphmode.tracer.store import Trace
 
 MODES = ("eager", "eager_sync_each", "graph")
@@ -264,17 +265,16 @@ def iterations_of(table: IterationTable, wall: np.ndarray | None = None) -> _Ite
     return _Iterations(modes, number, w, start, end, table.thread_id[order].astype(np.int64))
 
 
-def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
+def find_iterations(source: Trace | Run, pass_id: int | None = None) -> IterationTable:
     """The iterations of a pass, with their periods: the runner's markers in bench traces, those
     inferred from the recorded work in script traces (analyzers.inference, analyzers.periods).
 
     `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
     measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
+    Given the command's Run, a script's iterations are those it already derived.
     """
-    from graphmode.analyzers.periods import runner_iterations
-    from graphmode.analyzers.script_analysis import table_for
-    from graphmode.analyzers.script_graphs import script_graphs
-
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
     if pass_id is None:
         runner = trace.rows("SELECT pass_id FROM markers WHERE kind = 'iteration' AND name <> 'inferred' ORDER BY pass_id LIMIT 1")
         if runner:
@@ -282,10 +282,10 @@ def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
     if pass_id is not None and trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND "
                                           "name <> 'inferred'", [pass_id])[0][0]:
         return runner_iterations(trace, pass_id)
-    sg = script_graphs(trace, timing_pass=pass_id)
+    sg = run.script_graphs(timing_pass=pass_id)
     if sg is None:
         return empty_table(pass_id if pass_id is not None else 0)
-    return table_for(trace, sg)[0]
+    return run.iterations(sg)[0]
 
 
 def _iterations(trace: Trace, pass_id: int) -> _Iterations:

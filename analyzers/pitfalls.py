@@ -1,6 +1,6 @@
 """Diagnostics: the problems people hit with CUDA Graphs, each with its evidence, source line and advice.
 
-`find_pitfalls(trace, analysis)` reads the traced pass; the rules and thresholds are in
+`find_pitfalls(run, analysis)` reads the traced pass; the rules and thresholds are in
 docs/metrics.md ("Diagnostics"). Graph-level loops only: every per-event step is SQL or numpy.
 """
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from graphmode.analyzers.break_even import smallest_replays
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
+from graphmode.analyzers.run import Run
 from graphmode.analyzers.torch_diagnostics import torch_pitfalls
 from graphmode.tracer.store import Trace
 
@@ -232,13 +233,13 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
     return out
 
 
-def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
+def _gaps_between_replays(run: Run, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
     """Replays of a graph in a row (analyzers.periods: one stretch), and the GPU idle time between them."""
     from graphmode.analyzers.inference import graph_replays
     from graphmode.analyzers.periods import _split
-    from graphmode.analyzers.script_graphs import script_graphs
 
-    sg = script_graphs(trace) if a.graphs else script_graphs(trace, timing_pass=a.traced_pass_id)
+    trace = run.trace
+    sg = run.script_graphs() if a.graphs else run.script_graphs(timing_pass=a.traced_pass_id)
     if sg is None:
         return []
     pid = sg.timing_pass
@@ -300,12 +301,9 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     return out
 
 
-def find_pitfalls(trace: Trace, analysis: TraceAnalysis | None = None) -> tuple[Pitfall, ...]:
-    """Every diagnostic the trace supports, errors first. `analysis` saves recomputing analyze(trace)."""
-    if analysis is None:
-        from graphmode.analyzers import analyze
-
-        return analyze(trace).pitfalls
+def find_pitfalls(run: Run, analysis: TraceAnalysis) -> tuple[Pitfall, ...]:
+    """Every diagnostic the run supports, errors first, from its analysis's metrics (break-even, medians)."""
+    trace = run.trace
     pid = analysis.traced_pass_id
     p = next((x for x in trace.passes if x.pass_id == pid), None)
     t0 = p.start_ns if p is not None else 0
@@ -315,6 +313,6 @@ def find_pitfalls(trace: Trace, analysis: TraceAnalysis | None = None) -> tuple[
         found += _repeated_instantiation(trace, pid, run_ns)
         subjects = _subjects(trace, analysis)
         found += _payback_and_speed(subjects)
-        found += _gaps_between_replays(trace, analysis, subjects)
+        found += _gaps_between_replays(run, analysis, subjects)
     found += torch_pitfalls(trace, analysis)  # PyTorch graph mode (analyzers/torch_diagnostics.py)
     return tuple(sorted(found, key=lambda x: x.severity != "error"))

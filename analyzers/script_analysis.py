@@ -10,15 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.break_even import overhead_saved
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, has_stamps, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
 from graphmode.analyzers.per_graph import graph_results
-from graphmode.analyzers.periods import IterationTable, script_iterations
+from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
-from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
+from graphmode.analyzers.run import Run
 from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
-from graphmode.tracer.store import Trace
 
 
 @dataclass(frozen=True)
@@ -38,17 +36,6 @@ class ScriptParts:
     steps: tuple[StepResult, ...] = ()
 
 
-def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
-    """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
-    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations),
-    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations)."""
-    eager = eager_occurrences(trace, sg)
-    if not eager and not any(g.kernels for g in sg.graphs):
-        eager = sync_iterations(trace, sg) or line_iterations(trace, sg)
-    units = {o.graph_id: o.units for o in eager}
-    return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
-
-
 def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     """The steady eager iterations and replays of one graph, with a period (warm-ups if no steady eager)."""
     mine = (t.graph_id == graph_id) & np.isfinite(t.work)
@@ -58,23 +45,26 @@ def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     return t.select(steady & np.isin(t.mode, ("eager", "graph")))
 
 
-def analyze_script(trace: Trace) -> ScriptParts | None:
-    sg = script_graphs(trace)
+def analyze_script(run: Run) -> ScriptParts | None:
+    """A script trace's per-graph results and its headline's modes, from the run's script graphs and iterations
+    (derived once on the Run, which the diagnostics and the page then read again)."""
+    trace = run.trace
+    sg = run.script_graphs()
     if sg is None:
         return None
     notes = list(sg.notes)
     timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
-    table, units = table_for(trace, sg)
+    table, units = run.iterations(sg)
     detail: IterationTable | None = None
     overhead: dict[tuple[int, str], float] = {}
     if sg.structure_pass != sg.timing_pass:
-        detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
-        detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
+        detail_sg = run.script_graphs(timing_pass=sg.structure_pass)
+        detail = run.iterations(detail_sg)[0] if detail_sg is not None else None
     else:
         detail = table
-    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or has_stamps(trace, sg.structure_pass)):
+    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or run.has_stamps(sg.structure_pass)):
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
-        lt = line_timing(trace, table, detail)
+        lt = line_timing(trace, table, detail, run.line_stamps)
         table = with_untraced(table, lt)
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
@@ -85,8 +75,8 @@ def analyze_script(trace: Trace) -> ScriptParts | None:
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
                                    stamp_overhead=overhead)
     try:
-        lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
-        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+        lines = eager_step_rows(trace, detail, table, run.line_stamps) if detail is not None and detail is not table else None
+        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines, run.line_stamps)
     except Exception as e:  # a bug in the step model must not take the per-graph report with it
         steps = ()
         notes.append(f"the step model failed ({type(e).__name__}: {e}); each graph is reported alone; please report it")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ import numpy as np
 from graphmode.analyzers.inference import has_stamps
 from graphmode.analyzers.inference import line_stamps as _stamps
 from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.run import StampsOf, build_run
 from graphmode.analyzers.script_graphs import TorchWindow, compile_windows, run_entry, torch_windows
 from graphmode.tracer.store import Trace
 
@@ -169,14 +171,16 @@ def _by_line(s: dict[str, np.ndarray], lines: set[str]) -> tuple[dict[tuple[Thre
     return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}, who
 
 
-def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -> LineTiming:
-    """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none)."""
+def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable, stamps_of: StampsOf | None = None) -> LineTiming:
+    """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none). `stamps_of`: reads a
+    pass's line stamps (default: from the trace; the Run's, read once)."""
+    read = stamps_of or partial(_stamps, trace)
     tp = timing_pass_id(trace)
     untraced = np.full(measure.size, np.nan)
     if not measure.size or not detail.size:
         return LineTiming(tp, untraced, ())
     notes: list[str] = []
-    detail_stamps = _stamps(trace, detail.pass_id)
+    detail_stamps = read(detail.pass_id)
     # the anchor lines among those the timing run stamped (a trace recorded before anchors stamped the launching lines)
     loc, seq = starting_lines(trace, detail, detail_stamps, _asked_lines(trace, tp) if tp is not None else None)
     thread = detail.thread_id
@@ -196,7 +200,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     asked = _asked_lines(trace, tp)
     if asked is not None:  # lines the timing run was not asked to stamp (GPU-bound iterations') are not compared
         lines &= asked
-    timed, _ = _by_line(_stamps(trace, tp), lines)
+    timed, _ = _by_line(read(tp), lines)
     traced, order = _by_line(detail_stamps, lines)
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
                          if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})
@@ -334,23 +338,21 @@ def lines_to_time(trace: Trace) -> list[str]:
     each graph and mode that is CPU-bound in the measuring run, the two lines around each of PyTorch's capture
     windows (`call_lines`) and around each other capture through its instantiation (`capture_lines`). Empty when
     there are none, or when the detail run has no line stamps (Python < 3.12)."""
-    from graphmode.analyzers.script_analysis import table_for
-    from graphmode.analyzers.script_graphs import script_graphs
-
-    sg = script_graphs(trace)
+    run = build_run(trace)
+    sg = run.script_graphs()
     if sg is None or sg.structure_pass == sg.timing_pass:
         return []
-    if not has_stamps(trace, sg.structure_pass):
+    if not run.has_stamps(sg.structure_pass):
         return []
-    stamps = _stamps(trace, sg.structure_pass)
+    stamps = run.line_stamps(sg.structure_pass)
     windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
     around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
                     | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
-    measure = table_for(trace, sg)[0]
-    detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+    measure = run.iterations(sg)[0]
+    detail_sg = run.script_graphs(timing_pass=sg.structure_pass)
     if detail_sg is None:
         return around
-    detail = table_for(trace, detail_sg)[0]
+    detail = run.iterations(detail_sg)[0]
     cpu = ~measure.gpu_bound & np.isfinite(measure.period)
     groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
     if not groups:
@@ -406,12 +408,13 @@ def call_lines(stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...]) 
     return out
 
 
-def timing_run_one_time(trace: Trace, detail_pass: int, timing_pass: int,
-                        timing_windows: tuple[TorchWindow, ...]) -> tuple[tuple[RecordingCall | None, ...], dict[int, CaptureSpan]]:
+def timing_run_one_time(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple[TorchWindow, ...],
+                        stamps_of: StampsOf | None = None) -> tuple[tuple[RecordingCall | None, ...], dict[int, CaptureSpan]]:
     """What the timing run gives the one-time costs: the statements around PyTorch's capture windows
     (`recording_calls`) and the captures made outside PyTorch (`capture_spans`), each run's stamps and the detail
     run's windows read once for both."""
-    d_stamps, t_stamps = _stamps(trace, detail_pass), _stamps(trace, timing_pass)
+    read = stamps_of or partial(_stamps, trace)
+    d_stamps, t_stamps = read(detail_pass), read(timing_pass)
     d_windows = torch_windows(trace, detail_pass, callbacks_pass=True)
     calls = recording_calls(trace, detail_pass, timing_pass, timing_windows, d_stamps, t_stamps, d_windows) if timing_windows else ()
     return calls, capture_spans(trace, detail_pass, d_stamps, t_stamps, d_windows)
