@@ -27,9 +27,9 @@ class Comparison:
         return bool(self.outputs_match and be is not None and be.replays is not None and be.replays <= be.run_replays)
 
     def _repr_html_(self) -> str:  # Jupyter
-        from graphmode.reports.notebook import analysis_html
+        from graphmode.views import notebook_html
 
-        return analysis_html(self.analysis)
+        return notebook_html(self.analysis)
 
 
 def comparison(analysis: TraceAnalysis, meta_verified: dict[str, bool], notes: dict[str, str], path: Path) -> Comparison:

@@ -30,7 +30,7 @@ from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.reports.html_sections import verdict_kind
 from graphmode.reports.ranks import headline
 from graphmode.reports.terminal import human_ns, short_source
-from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
+from graphmode.analyzers.timeline import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.tracer.store import TraceError, load
 

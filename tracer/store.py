@@ -486,10 +486,9 @@ class Trace:
 
         if self.closed:
             return f"<pre>{html.escape(repr(self))}: reopen it with graphmode.load to see its report</pre>"
-        from graphmode.analyzers import analyze
-        from graphmode.reports.notebook import analysis_html
+        from graphmode.views import notebook_html
 
-        return analysis_html(analyze(self), trace=self)
+        return notebook_html(trace=self)
 
 
 _DAMAGED = "the file is damaged or truncated"
