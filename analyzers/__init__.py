@@ -32,6 +32,7 @@ from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
+from graphmode.analyzers.steps import runner_step
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.predict import check_build, predict
 from graphmode.analyzers.regions import parse_line_spec
@@ -50,6 +51,7 @@ from graphmode.analyzers.results import (
     RegionPrediction,
     SourceLine,
     Stat,
+    StepResult,
     TraceAnalysis,
 )
 from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
@@ -102,6 +104,7 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         warnings.append(f"{dropped:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount")
 
     script = None if run.runner or traced is None else analyze_script(run)
+    runner_steps: tuple[StepResult, ...] = ()
     if script is not None:
         # A user's script: periods and one-time costs from the measuring run, the rest from the run that
         # recorded the graphs (analyzers.script_analysis); one answer per graph.
@@ -178,6 +181,9 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         for b in breaks:
             if b.replays is None and not b.never and graph is not None:
                 cannot.append(f"break-even against {b.baseline}: {b.reason}")
+        # the run model's one step: the runner's graph against the primary baseline's iterations (analyzers.steps)
+        step = runner_step(eager_modes[0], graph, breaks[0], costs) if graph is not None and eager_modes else None
+        runner_steps = (step,) if step is not None else ()
 
     kernels: list[KernelComparison] = []
     paths: list[CriticalPath] = []
@@ -227,7 +233,7 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
         graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
-        steps=script.steps if script is not None else (),
+        steps=script.steps if script is not None else runner_steps,
     )
     result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -39,7 +39,17 @@ from graphmode.analyzers.break_even import (
 )
 from graphmode.analyzers.inference import line_stamps
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
+from graphmode.analyzers.results import (
+    BreakEven,
+    GraphCost,
+    GraphResult,
+    ModeMetrics,
+    Period,
+    Stat,
+    StepResult,
+    StepSegment,
+    trimmed_mean,
+)
 from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
@@ -431,3 +441,24 @@ def eager_step_rows(trace: Trace, detail: IterationTable, t: IterationTable,
         return chosen, period, timed
 
     return rows
+
+
+def runner_step(eager: ModeMetrics, graph: ModeMetrics, b: BreakEven, costs: Sequence[GraphCost]) -> StepResult | None:
+    """A runner trace (`graphmode bench`, `graphmode.compare`) in the run model: its one graph's replays against the
+    eager iterations of the break-even's baseline are one step of one graph, whose figures are the break-even's
+    (medians: the headline's), so a bench and a script trace state their steps alike. None unless the run built
+    exactly one graph."""
+    ids = sorted({c.graph_id for c in costs})
+    if len(ids) != 1:
+        return None
+    saved = b.saved_per_replay_ns
+    e = eager.wall if eager.wall is not None else eager.traced_wall
+    w = graph.wall if graph.wall is not None else graph.traced_wall
+    return StepResult(
+        step_id=1, label=f"step of graph {ids[0]}", graphs=(ids[0],), eager=e, graphed=w, eager_steps=eager.iterations,
+        graphed_steps=graph.iterations, eager_ns=b.eager_ns, graphed_ns=b.graph_ns, saved_ns=saved,
+        one_time_ns=b.one_time_ns, one_time_basis="graphs", one_time_statement="", break_even=b,
+        basis="measured" if b.eager_ns is not None else "none", period_source=graph.wall_source,
+        segments=(StepSegment(0, "graph", ids[0], e, w, saved),), graphs_saved_ns=saved,
+        remainder_saved_ns=0.0 if saved is not None else None, invariant_residual_ns=0.0 if saved is not None else None,
+        saved_in_run_ns=saved * b.run_replays if saved is not None else None)

@@ -142,3 +142,29 @@ def test_the_check_sees_a_query() -> None:
     """The ast check above finds what it looks for (so its silence means something)."""
     tree = ast.parse("from graphmode.analyzers import analyze\ndef f(trace):\n    trace.rows('SELECT 1')\n    return analyze(trace)\n")
     assert _imports_analyze(tree) == [1] and [n for n, _ in _calls(tree)] == ["rows", "analyze"]
+
+
+@pytest.mark.parametrize("name", ["chain-graph", "chain-node", "dag-graph", "dag-node"])
+def test_a_bench_trace_is_a_run_with_one_step(name: str) -> None:
+    """A runner trace's graph and eager iterations are the run model's one step (analyzers.steps.runner_step): the
+    same figures the headline states, in the structure a script trace's steps have; the JSON still validates."""
+    import jsonschema
+
+    from graphmode.analyzers import analyze
+    from graphmode.reports.json_report import load_schema, report_dict
+
+    with load(ROOT / "tests" / "data" / f"{name}.gmtrace") as trace:
+        a = analyze(trace)
+    (step,) = a.steps
+    h, b = a.headline, a.primary_break_even()
+    assert h is not None and b is not None and h.subject == "graph_mode"
+    assert step.graphs == tuple({c.graph_id for c in a.graph_costs}) and step.basis == "measured"
+    assert (step.eager_ns, step.graphed_ns, step.saved_ns, step.one_time_ns) == (h.eager_ns, h.graphed_ns, h.saved_ns, h.one_time_ns)
+    assert step.break_even == b and (b.replays, b.interval_low, b.interval_high) == (h.break_even, h.interval_low, h.interval_high)
+    assert step.graphed_steps == a.mode("graph").iterations and step.eager_steps == a.mode(b.baseline).iterations  # type: ignore[union-attr]
+    assert step.saved_ns is not None and step.saved_in_run_ns == step.saved_ns * b.run_replays
+    (segment,) = step.segments
+    assert segment.kind == "graph" and segment.graph_id == step.graphs[0] and segment.saved_ns == step.saved_ns
+    doc = report_dict(a)
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    assert doc["steps"][0]["break_even"]["replays"] == doc["headline"]["break_even"]
