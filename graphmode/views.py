@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from graphmode.analyzers.rank_results import RankSetAnalysis
     from graphmode.analyzers.results import TraceAnalysis
     from graphmode.analyzers.run import Run
     from graphmode.analyzers.timeline import Selection
     from graphmode.reports.html import HtmlSummary
+    from graphmode.reports.ranks_html import RanksHtmlSummary
     from graphmode.tracer.store import Trace
 
 
@@ -52,6 +54,22 @@ def write_page(source: Trace | Run, out: Path, analysis: TraceAnalysis | None = 
     a = analysis if analysis is not None else analyze(run)
     chosen = options.get("iterations") is not None or options.get("window_ms") is not None
     return write_html(a, page_data(run, a, **options), out, chosen=chosen)
+
+
+def ranks_page(a: RankSetAnalysis) -> tuple[str, int, str]:
+    """The rank page of a rank set's analysis (reports.ranks_html), with what it draws read from the rank traces."""
+    from graphmode.analyzers.rank_page import rank_page_data
+    from graphmode.reports.ranks_html import render_ranks_html
+
+    return render_ranks_html(a, rank_page_data(a))
+
+
+def write_ranks_page(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:
+    """ranks_page() written to `out`."""
+    from graphmode.analyzers.rank_page import rank_page_data
+    from graphmode.reports.ranks_html import write_ranks_html
+
+    return write_ranks_html(a, rank_page_data(a), out)
 
 
 def report_and_page(trace: Trace, report: bool, page: Path | None, console: Console | None = None) -> TraceAnalysis:

@@ -16,7 +16,7 @@ from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.ranks import analyze_ranks
 from graphmode.views import write_page
 from graphmode.reports.html_sections import VERDICT_KINDS, verdict_kind
-from graphmode.reports.ranks_html import render_ranks_html
+from graphmode.views import ranks_page
 from graphmode.tracer.store import load
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -99,7 +99,7 @@ def test_multi_rank_verdict_marks_a_job_that_lost_time_net() -> None:
     kinds = {}
     for job in ("allreduce_graph", "ddp_graph"):
         a = analyze_ranks(sorted((DATA / "ranks" / job).glob("*.gmtrace")))
-        page, _, _ = render_ranks_html(a)
+        page, _, _ = ranks_page(a)
         kinds[job] = _verdict_class(page)
         nets = [s.net_ns for s in a.ranks]
         assert all(n is not None for n in nets)

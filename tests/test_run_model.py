@@ -31,8 +31,8 @@ from graphmode.tracer.store import load
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ROOT / "tests" / "data" / "scripts" / "steps"
 REPORTS = ROOT / "reports"
-# Exports and `graphmode info` read the trace itself (docs/design.md); the rank page still does (see its module doc).
-READS_THE_TRACE = {"perfetto.py", "parquet.py", "ranks_export.py", "info.py", "ranks_html.py"}
+# Exports and `graphmode info` read the trace itself (docs/design.md).
+READS_THE_TRACE = {"perfetto.py", "parquet.py", "ranks_export.py", "info.py"}
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,8 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[Any]:
         counts["analyze"] += 1
         return real_analyze(*args, **kwargs)
 
-    def script_graphs(trace: Any, timing_pass: int | None = None) -> Any:
-        sg = real_graphs(trace, timing_pass=timing_pass)
+    def script_graphs(trace: Any, timing_pass: int | None = None, **kwargs: Any) -> Any:
+        sg = real_graphs(trace, timing_pass=timing_pass, **kwargs)
         counts[("script_graphs", sg.timing_pass if sg is not None else None)] += 1
         return sg
 
