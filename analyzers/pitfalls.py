@@ -235,7 +235,6 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
 
 def _gaps_between_replays(run: Run, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
     """Replays of a graph in a row (analyzers.periods: one stretch), and the GPU idle time between them."""
-    from graphmode.analyzers.inference import graph_replays
     from graphmode.analyzers.periods import _split
 
     trace = run.trace
@@ -257,7 +256,7 @@ def _gaps_between_replays(run: Run, a: TraceAnalysis, subjects: list[_Subject]) 
     # others and the eager work of the step (analyzers.steps), not host work that starves it
     in_steps = {g for st in a.steps if len(st.graphs) > 1 for g in st.graphs}
     out = []
-    for o in graph_replays(trace, sg):  # per graph and stream
+    for o in run.replays(sg):  # per graph and stream
         if o.gpu_start.size < 2 or (o.launch < 0).any() or o.graph_id in in_steps:
             continue
         stretch = _split(o, breaks)

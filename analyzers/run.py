@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.inference import (
+    Occurrences,
     eager_occurrences,
     graph_replays,
     has_stamps,
@@ -65,11 +66,19 @@ class Run:
         out: ScriptGraphs | None = self._cache[key]
         return out
 
+    def replays(self, sg: ScriptGraphs) -> list[Occurrences]:
+        """analyzers.inference.graph_replays of the pass `sg` is mapped onto, derived once per pass."""
+        key = ("replays", sg.timing_pass, id(sg))
+        if key not in self._cache:
+            self._cache[key] = graph_replays(self.trace, sg)
+        out: list[Occurrences] = self._cache[key]
+        return out
+
     def iterations(self, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
         """table_for(trace, sg): the timing pass's iterations and the units per replay, derived once per pass."""
         key = ("iterations", sg.timing_pass, id(sg))
         if key not in self._cache:
-            self._cache[key] = table_for(self.trace, sg)
+            self._cache[key] = table_for(self.trace, sg, self.replays(sg))
         out: tuple[IterationTable, dict[int, int]] = self._cache[key]
         return out
 
@@ -96,12 +105,14 @@ def build_run(trace: Trace) -> Run:
                trace.pass_by_detail("stamps"), runner)
 
 
-def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
+def table_for(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences] | None = None) -> tuple[IterationTable, dict[int, int]]:
     """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
     built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations),
-    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations)."""
+    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations).
+    `replays`: the pass's graph_replays where already derived."""
     eager = eager_occurrences(trace, sg)
     if not eager and not any(g.kernels for g in sg.graphs):
         eager = sync_iterations(trace, sg) or line_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
-    return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
+    replays = graph_replays(trace, sg) if replays is None else replays
+    return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass)), units
