@@ -1,8 +1,13 @@
 """Analyzers: pure functions of a Trace that return plain data (no GPU, no printing, no plotting).
 
-Entry points (stable names; the reports call them):
+Entry points (stable names; the front door, graphmode/cli.py and graphmode/views.py, calls them once per command):
 
-- `analyze(trace) -> TraceAnalysis`: every metric of docs/metrics.md for one trace.
+- `analyzers.run.build_run(trace) -> Run`: the run model (passes by role; a script's graphs, iterations and line
+  stamps derived once and kept), which every analyzer below reads.
+- `analyze(run_or_trace) -> TraceAnalysis`: every metric of docs/metrics.md for one trace; the views (terminal,
+  JSON, page) render it and do not analyze again.
+- `analyzers.page.page_data(run, analysis) -> PageData`: what the page draws beyond the metrics (timelines,
+  kernel table, topologies), read from the same run.
 - `to_dict(analysis) -> dict`: the same as JSON-ready builtins (what `graphmode report --json` writes
   under reports/report.schema.json, without the per-iteration series).
 - `analyzers.ranks.analyze_ranks(paths) -> RankSetAnalysis`: the traces of a multi-process run's ranks as one
