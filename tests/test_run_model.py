@@ -168,3 +168,26 @@ def test_a_bench_trace_is_a_run_with_one_step(name: str) -> None:
     doc = report_dict(a)
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
     assert doc["steps"][0]["break_even"]["replays"] == doc["headline"]["break_even"]
+
+
+def test_each_pass_line_stamps_are_read_once(mobilenet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The untraced timing, the one-time costs and the step model read the stamps through the Run (3 reads a pass
+    before it)."""
+    import graphmode.analyzers.inference as inference
+    import graphmode.analyzers.steps as steps
+    import graphmode.analyzers.untraced as untraced
+    from graphmode.analyzers import analyze
+
+    reads: Counter[int] = Counter()
+    real = inference.line_stamps
+
+    def line_stamps(trace: Any, pass_id: int) -> Any:
+        reads[pass_id] += 1
+        return real(trace, pass_id)
+
+    for module, name in ((inference, "line_stamps"), (steps, "line_stamps"), (untraced, "_stamps"), (run_module, "line_stamps")):
+        monkeypatch.setattr(module, name, line_stamps)
+    with load(mobilenet) as trace:
+        stamped = {p.pass_id for p in trace.passes if p.detail in ("graph", "stamps") and p.name != "measure"}
+        a = analyze(build_run(trace))
+    assert a.steps and dict(reads) == {p: 1 for p in stamped} and len(stamped) == 2  # the detail and the timing run
