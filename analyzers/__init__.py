@@ -1,8 +1,13 @@
 """Analyzers: pure functions of a Trace that return plain data (no GPU, no printing, no plotting).
 
-Entry points (stable names; the reports call them):
+Entry points (stable names; the front door, graphmode/cli.py and graphmode/views.py, calls them once per command):
 
-- `analyze(trace) -> TraceAnalysis`: every metric of docs/metrics.md for one trace.
+- `analyzers.run.build_run(trace) -> Run`: the run model (passes by role; a script's graphs, iterations and line
+  stamps derived once and kept), which every analyzer below reads.
+- `analyze(run_or_trace) -> TraceAnalysis`: every metric of docs/metrics.md for one trace; the views (terminal,
+  JSON, page) render it and do not analyze again.
+- `analyzers.page.page_data(run, analysis) -> PageData`: what the page draws beyond the metrics (timelines,
+  kernel table, topologies), read from the same run.
 - `to_dict(analysis) -> dict`: the same as JSON-ready builtins (what `graphmode report --json` writes
   under reports/report.schema.json, without the per-iteration series).
 - `analyzers.ranks.analyze_ranks(paths) -> RankSetAnalysis`: the traces of a multi-process run's ranks as one
@@ -34,6 +39,8 @@ from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.pitfalls import find_pitfalls
 from graphmode.analyzers.script_analysis import analyze_script
 from graphmode.analyzers.predict import check_build, predict, uses_torch
+from graphmode.analyzers.run import Run, build_run
+from graphmode.analyzers.steps import runner_step
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
@@ -50,6 +57,7 @@ from graphmode.analyzers.results import (
     RegionPrediction,
     SourceLine,
     Stat,
+    StepResult,
     TraceAnalysis,
 )
 from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
@@ -65,27 +73,27 @@ __all__ = [
 ]
 
 
-def _has_runner_iterations(trace: Trace) -> bool:
-    """Whether a runner (graphmode bench, graphmode.compare) marked the iterations: not a script trace."""
-    return bool(trace.rows("SELECT count(*) FROM markers WHERE kind = 'iteration' AND name <> 'inferred'")[0][0])
-
-
 def _has_iterations(trace: Trace, pass_id: int) -> bool:
     return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
 
-def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
+def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
             predict_build: str = "auto") -> TraceAnalysis:
     """Computes every metric that the trace allows; says in `cannot_compute` what it does not, and why.
+
+    `source`: the command's Run (analyzers.run.build_run), whose derived parts (script graphs, iterations, line
+    stamps) the page's data then reuses; a Trace gets a Run of its own.
 
     `cost_model`: the model for the graph prediction (default: the installed one for the trace's GPU,
     analyzers.costmodel.find_model); `predict_lines`: extra regions to predict, as 'file.py:FIRST-LAST';
     `predict_build`: how the predicted graphs are made ('auto', 'capture' or 'node_api': analyzers.predict.predict).
     """
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
     warnings: list[Note] = []
     cannot: list[Note] = []
-    timing = trace.pass_by_detail("timing")
-    traced = trace.pass_by_detail("node", "graph")
+    timing = run.timing
+    traced = run.traced
     timing_id = timing.pass_id if timing else None
     traced_id = traced.pass_id if traced else None
 
@@ -102,7 +110,8 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         warnings.append(note("records_dropped", count=dropped))
 
     choice = cost_model if cost_model is not None else find_model(trace.meta)
-    script = None if _has_runner_iterations(trace) or traced is None else analyze_script(trace, choice.model, uses_torch(trace))
+    script = None if run.runner or traced is None else analyze_script(run, choice.model, uses_torch(trace))
+    runner_steps: tuple[StepResult, ...] = ()
     if script is not None:
         # A user's script: periods and one-time costs from the measuring run, the rest from the run that
         # recorded the graphs (analyzers.script_analysis); one answer per graph.
@@ -178,6 +187,9 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         for b in breaks:
             if b.replays is None and not b.never and graph is not None and b.reason is not None:
                 cannot.append(Note("break_even_unknown", {**b.reason.values, "baseline": b.baseline, "reason": b.reason.kind}))
+        # the run model's one step: the runner's graph against the primary baseline's iterations (analyzers.steps)
+        step = runner_step(eager_modes[0], graph, breaks[0], costs) if graph is not None and eager_modes else None
+        runner_steps = (step,) if step is not None else ()
 
     kernels: list[KernelComparison] = []
     paths: list[CriticalPath] = []
@@ -225,7 +237,7 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
         graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
-        steps=script.steps if script is not None else (),
+        steps=script.steps if script is not None else runner_steps,
     )
     result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
@@ -234,13 +246,13 @@ def analyze(trace: Trace, cost_model: ModelChoice | None = None, predict_lines: 
     except ValueError as e:  # a damaged profile costs the profile section, not the report
         profile = None
         result = dataclasses.replace(result, warnings=(*result.warnings, note("cpu_profile_unreadable", error=str(e))))
-    result = dataclasses.replace(result, pitfalls=find_pitfalls(trace, result), cpu_profile=profile)
+    result = dataclasses.replace(result, pitfalls=find_pitfalls(run, result), cpu_profile=profile)
     # The prediction compares itself with the graph measured above, so it comes after everything.
     for spec in predict_lines:
         parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
     check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
     try:
-        prediction = predict(trace, result, choice, predict_lines, build=predict_build)
+        prediction = predict(run, result, choice, predict_lines, build=predict_build)
     except Exception as e:  # a bug in the prediction must not take the measured report with it
         result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
                                      note("prediction_failed", error_type=type(e).__name__, error=str(e))))

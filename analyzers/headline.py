@@ -102,8 +102,11 @@ def headline_of(a: TraceAnalysis) -> Headline:
     b = a.primary_break_even()
     if a.mode("graph") is not None and b is not None:
         saved = a.primary_overhead_saved()
-        one = sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None
-        source = next((m.wall_source for m in a.modes if m.mode == "graph"), "")
+        # a runner trace's one step (analyzers.steps.runner_step) holds its one-time cost and period source; an
+        # analysis built by hand may have none
+        step = next((s for s in a.steps if s.break_even == b), None)
+        one = step.one_time_ns if step is not None else (sum(c.total_ns for c in a.graph_costs) if a.graph_costs else None)
+        source = step.period_source if step is not None else next((m.wall_source for m in a.modes if m.mode == "graph"), "")
         h = _from_break_even("graph_mode", None, (), b, b.run_replays, one, source,
                              per_kernel=saved.wall_per_kernel_ns if saved is not None else None,
                              saved=saved.wall_ns if saved is not None else None)

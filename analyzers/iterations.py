@@ -15,6 +15,7 @@ import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import IterationSeries, ModeMetrics, Stat
+from graphmode.analyzers.run import Run, build_run
 from graphmode.tracer.store import Trace
 
 MODES = ("eager", "eager_sync_each", "graph")

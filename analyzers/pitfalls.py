@@ -1,6 +1,6 @@
 """Diagnostics: the problems people hit with CUDA Graphs, each with its evidence, source line and advice.
 
-`find_pitfalls(trace, analysis)` reads the traced pass; the rules and thresholds are in
+`find_pitfalls(run, analysis)` reads the traced pass; the rules and thresholds are in
 docs/metrics.md ("Diagnostics"). Graph-level loops only: every per-event step is SQL or numpy.
 """
 
@@ -18,7 +18,7 @@ from graphmode.analyzers.inference import graph_replays
 from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import _split
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
-from graphmode.analyzers.script_graphs import script_graphs
+from graphmode.analyzers.run import Run
 from graphmode.analyzers.torch_diagnostics import torch_pitfalls
 from graphmode.tracer.store import Trace
 
@@ -164,9 +164,10 @@ def _payback_and_speed(subjects: list[_Subject]) -> list[Pitfall]:
     return out
 
 
-def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
+def _gaps_between_replays(run: Run, a: TraceAnalysis, subjects: list[_Subject]) -> list[Pitfall]:
     """Replays of a graph in a row (analyzers.periods: one stretch), and the GPU idle time between them."""
-    sg = script_graphs(trace) if a.graphs else script_graphs(trace, timing_pass=a.traced_pass_id)
+    trace = run.trace
+    sg = run.script_graphs() if a.graphs else run.script_graphs(timing_pass=a.traced_pass_id)
     if sg is None:
         return []
     pid = sg.timing_pass
@@ -184,7 +185,7 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     # others and the eager work of the step (analyzers.steps), not host work that starves it
     in_steps = {g for st in a.steps if len(st.graphs) > 1 for g in st.graphs}
     out = []
-    for o in graph_replays(trace, sg):  # per graph and stream
+    for o in run.replays(sg):  # per graph and stream
         if o.gpu_start.size < 2 or (o.launch < 0).any() or o.graph_id in in_steps:
             continue
         stretch = _split(o, breaks)
@@ -220,9 +221,9 @@ def _gaps_between_replays(trace: Trace, a: TraceAnalysis, subjects: list[_Subjec
     return out
 
 
-def find_pitfalls(trace: Trace, analysis: TraceAnalysis) -> tuple[Pitfall, ...]:
-    """Every diagnostic the trace supports, errors first, given the trace's analysis (analyze() calls this; the
-    pitfalls of a trace are analyze(trace).pitfalls)."""
+def find_pitfalls(run: Run, analysis: TraceAnalysis) -> tuple[Pitfall, ...]:
+    """Every diagnostic the run supports, errors first, from its analysis's metrics (break-even, medians)."""
+    trace = run.trace
     pid = analysis.traced_pass_id
     p = next((x for x in trace.passes if x.pass_id == pid), None)
     t0 = p.start_ns if p is not None else 0
@@ -232,6 +233,6 @@ def find_pitfalls(trace: Trace, analysis: TraceAnalysis) -> tuple[Pitfall, ...]:
         found += _repeated_instantiation(trace, pid, run_ns)
         subjects = _subjects(trace, analysis)
         found += _payback_and_speed(subjects)
-        found += _gaps_between_replays(trace, analysis, subjects)
+        found += _gaps_between_replays(run, analysis, subjects)
     found += torch_pitfalls(trace, analysis)  # PyTorch graph mode (analyzers/torch_diagnostics.py)
     return tuple(sorted(found, key=lambda x: x.severity != "error"))

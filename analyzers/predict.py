@@ -51,6 +51,7 @@ from graphmode.analyzers.eager_graph import (
 )
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
+from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.results import (
     CaptureBreaker,
@@ -685,15 +686,17 @@ def _built_by_api(trace: Trace, region: Region, traced_id: int) -> bool:
     return region.runner and bool(trace.rows("SELECT count(*) FROM graphs WHERE pass_id = ? AND origin = 'explicit'", [traced_id])[0][0])
 
 
-def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
+def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: ModelChoice | None = None,
             lines: Sequence[str] = (), seed: int = BOOTSTRAP_SEED, build: str = "auto") -> Prediction:
     """Graph predictions for every repeated region of the trace (module doc). `analysis`, when given,
-    supplies the measured graph of each region for comparison; `choice` the cost model (default: the
+    supplies the measured graph of each region for comparison (and `source` the command's Run, whose iterations it reads); `choice` the cost model (default: the
     installed model for the trace's GPU, analyzers.costmodel.find_model); `lines` user-named regions. `build`: how
     the predicted graphs are made, 'capture' (stream capture of the eager work), 'node_api' (the explicit node API),
     or 'auto': the node API for a region whose graph this trace built so, else a capture (a PyTorch program always
     captures)."""
     check_build(build)
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
     choice = choice if choice is not None else find_model(trace.meta)
     model = choice.model
     notes: list[Note] = []
@@ -722,7 +725,7 @@ def predict(trace: Trace, analysis: TraceAnalysis | None = None, choice: ModelCh
     timing_id = timing.pass_id if timing is not None and trace.rows(
         "SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [timing.pass_id])[0][0] else None
     wall_pass = timing_id if timing_id is not None else traced.pass_id
-    regions = marker_regions(trace, traced.pass_id, timing_id) + nvtx_regions(trace, traced.pass_id)
+    regions = marker_regions(run, traced.pass_id, timing_id) + nvtx_regions(trace, traced.pass_id)
     extra, line_notes = line_regions(trace, traced.pass_id, lines) if lines else ([], [])
     regions += extra
     notes += line_notes

@@ -19,6 +19,7 @@ import numpy as np
 from graphmode.analyzers.inference import LINE_SOURCE
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.script_analysis import find_iterations
+from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.untraced import short_loc
 from graphmode.tracer.store import Trace
 
@@ -43,11 +44,12 @@ class Region:
     loop: bool = False  # a script that built no graph: its loop's steps, inferred (analyzers.inference), the headline's
 
 
-def _iteration_windows(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
+def _iteration_windows(run: Run, pass_id: int) -> dict[str, np.ndarray]:
     """Iterations of a pass as columns mode, graph_id, name, start_ns, end_ns (steady ones only when the
     iteration table (analyzers.script_analysis.find_iterations) says which are warm-ups)."""
+    trace = run.trace
     try:
-        t = find_iterations(trace, pass_id)
+        t = find_iterations(run, pass_id)
         role, mode, gid = np.asarray(t.role), np.asarray(t.mode).astype(str), np.asarray(t.graph_id)
         steady = role == "steady"
         # a graph whose only eager runs are warm-ups (torch.compile's one call before recording): those
@@ -83,9 +85,11 @@ def _label(mode: str, graph_id: int, name: str) -> tuple[str, Note]:
     return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), note("basis_iteration_table"))
 
 
-def marker_regions(trace: Trace, traced_id: int, timing_id: int | None) -> list[Region]:
-    tr = _iteration_windows(trace, traced_id)
-    wl = _iteration_windows(trace, timing_id) if timing_id is not None else None
+def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -> list[Region]:
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
+    tr = _iteration_windows(run, traced_id)
+    wl = _iteration_windows(run, timing_id) if timing_id is not None else None
     out: list[Region] = []
     if tr["mode"].size == 0:
         return out

@@ -13,9 +13,7 @@ from typing import Literal
 import numpy as np
 
 from graphmode.analyzers.predict import uses_torch, uses_trees
-from graphmode.analyzers.script_analysis import table_for
-from graphmode.analyzers.script_graphs import script_graphs
-from graphmode.analyzers.stamps import has_stamps, line_stamps
+from graphmode.analyzers.run import build_run
 from graphmode.analyzers.timing_run import call_lines, capture_lines
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.untraced import chosen_lines, starting_lines
@@ -97,20 +95,21 @@ def lines_to_time(trace: Trace) -> list[str]:
     each graph and mode that is CPU-bound in the measuring run, the two lines around each of PyTorch's capture
     windows (`call_lines`) and around each other capture through its instantiation (`capture_lines`). Empty when
     there are none, or when the detail run has no line stamps (Python < 3.12)."""
-    sg = script_graphs(trace)
+    run = build_run(trace)
+    sg = run.script_graphs()
     if sg is None or sg.structure_pass == sg.timing_pass:
         return []
-    if not has_stamps(trace, sg.structure_pass):
+    if not run.has_stamps(sg.structure_pass):
         return []
-    stamps = line_stamps(trace, sg.structure_pass)
+    stamps = run.line_stamps(sg.structure_pass)
     windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
     around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
                     | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
-    measure = table_for(trace, sg)[0]
-    detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
+    measure = run.iterations(sg)[0]
+    detail_sg = run.script_graphs(timing_pass=sg.structure_pass)
     if detail_sg is None:
         return around
-    detail = table_for(trace, detail_sg)[0]
+    detail = run.iterations(detail_sg)[0]
     cpu = ~measure.gpu_bound & np.isfinite(measure.period)
     groups = {(int(g), str(m)) for g, m in zip(measure.graph_id[cpu], measure.mode[cpu])}
     if not groups:

@@ -12,14 +12,12 @@ import numpy as np
 from graphmode.analyzers.break_even import overhead_saved
 from graphmode.analyzers.costmodel import CostModel
 from graphmode.analyzers.counterfactual import with_counterfactuals, with_predicted_steps
-from graphmode.analyzers.inference import eager_occurrences, graph_replays, line_iterations, nvtx_ranges, sync_iterations
 from graphmode.analyzers.iterations import PlacedGpuSpans, iterations_of, mode_metrics, place_gpu_spans
-from graphmode.analyzers.per_graph import graph_results
-from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations, script_iterations
-from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.notes import Note, note
-from graphmode.analyzers.script_graphs import ScriptGraphs, script_graphs
-from graphmode.analyzers.stamps import has_stamps
+from graphmode.analyzers.per_graph import graph_results
+from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations
+from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
+from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
@@ -42,17 +40,6 @@ class ScriptParts:
     steps: tuple[StepResult, ...] = ()
 
 
-def table_for(trace: Trace, sg: ScriptGraphs) -> tuple[IterationTable, dict[int, int]]:
-    """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
-    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations),
-    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations)."""
-    eager = eager_occurrences(trace, sg)
-    if not eager and not any(g.kernels for g in sg.graphs):
-        eager = sync_iterations(trace, sg) or line_iterations(trace, sg)
-    units = {o.graph_id: o.units for o in eager}
-    return script_iterations(trace, sg, graph_replays(trace, sg), eager, nvtx_ranges(trace, sg.timing_pass)), units
-
-
 def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     """The steady eager iterations and replays of one graph, with a period (warm-ups if no steady eager)."""
     mine = (t.graph_id == graph_id) & np.isfinite(t.work)
@@ -62,24 +49,27 @@ def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     return t.select(steady & np.isin(t.mode, ("eager", "graph")))
 
 
-def analyze_script(trace: Trace, model: CostModel | None = None, torch_program: bool = False) -> ScriptParts | None:
-    """`model`: the cost model whose launch costs price the graphs with no eager twin (analyzers.counterfactual)."""
-    sg = script_graphs(trace)
+def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool = False) -> ScriptParts | None:
+    """A script trace's per-graph results and its headline's modes, from the run's script graphs and iterations
+    (derived once on the Run, which the diagnostics and the page then read again). `model`: the cost model whose launch
+    costs price the graphs with no eager twin (analyzers.counterfactual)."""
+    trace = run.trace
+    sg = run.script_graphs()
     if sg is None:
         return None
     notes = list(sg.notes)
     timing = next(p for p in trace.passes if p.pass_id == sg.timing_pass)
-    table, units = table_for(trace, sg)
+    table, units = run.iterations(sg)
     detail: IterationTable | None = None
     overhead: dict[tuple[int, str], float] = {}
     if sg.structure_pass != sg.timing_pass:
-        detail_sg = script_graphs(trace, timing_pass=sg.structure_pass)
-        detail = table_for(trace, detail_sg)[0] if detail_sg is not None else None
+        detail_sg = run.script_graphs(timing_pass=sg.structure_pass)
+        detail = run.iterations(detail_sg)[0] if detail_sg is not None else None
     else:
         detail = table
-    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or has_stamps(trace, sg.structure_pass)):
+    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or run.has_stamps(sg.structure_pass)):
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
-        lt = line_timing(trace, table, detail)
+        lt = line_timing(trace, table, detail, run.line_stamps)
         table = with_untraced(table, lt)
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
@@ -92,8 +82,8 @@ def analyze_script(trace: Trace, model: CostModel | None = None, torch_program: 
     # graphs with no eager twin: their saving predicted, before the steps read their break-evens
     graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program)
     try:
-        lines = eager_step_rows(trace, detail, table) if detail is not None and detail is not table else None
-        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines)
+        lines = eager_step_rows(trace, detail, table, run.line_stamps) if detail is not None and detail is not table else None
+        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines, run.line_stamps)
         # A multi-graph step's graphs are measured as its segments (their results rebuilt): where the step had an
         # eager twin, a graph without its own states no saving, measured or predicted; otherwise each is priced again
         # on its segment, then the step.
@@ -187,13 +177,16 @@ def _own_gpu(m: ModeMetrics, rows: IterationTable) -> ModeMetrics:
     return dataclasses.replace(m, gpu_busy=Stat.of(busy), gpu_idle=Stat.of(idle), gpu_gap=None)
 
 
-def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
+def find_iterations(source: Trace | Run, pass_id: int | None = None) -> IterationTable:
     """The iterations of a pass, with their periods: the runner's markers in bench traces, those
     inferred from the recorded work in script traces (analyzers.inference, analyzers.periods).
 
     `pass_id` defaults to the pass that times the run: the timing pass of a bench trace, the
     measuring run of a script trace. Graph ids are those of the pass that recorded the structure.
+    Given the command's Run, a script's iterations are those it already derived.
     """
+    run = source if isinstance(source, Run) else build_run(source)
+    trace = run.trace
     if pass_id is None:
         runner = trace.rows("SELECT pass_id FROM markers WHERE kind = 'iteration' AND name <> 'inferred' ORDER BY pass_id LIMIT 1")
         if runner:
@@ -201,7 +194,7 @@ def find_iterations(trace: Trace, pass_id: int | None = None) -> IterationTable:
     if pass_id is not None and trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration' AND "
                                           "name <> 'inferred'", [pass_id])[0][0]:
         return runner_iterations(trace, pass_id)
-    sg = script_graphs(trace, timing_pass=pass_id)
+    sg = run.script_graphs(timing_pass=pass_id)
     if sg is None:
         return empty_table(pass_id if pass_id is not None else 0)
-    return table_for(trace, sg)[0]
+    return run.iterations(sg)[0]

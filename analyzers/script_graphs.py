@@ -20,6 +20,7 @@ its own structure and timing pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,9 +181,10 @@ def _bare_lifecycle(trace: Trace, pass_id: int) -> list[tuple[str, int, int, int
     return out
 
 
-def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs | None:
+def script_graphs(trace: Trace, timing_pass: int | None = None,
+                  stamps_of: Callable[[int], dict[str, np.ndarray]] | None = None) -> ScriptGraphs | None:
     """The graphs of a script trace mapped onto its timing pass (default: the measuring run; None
-    without a traced pass)."""
+    without a traced pass). `stamps_of`: reads a pass's line stamps (default: from the trace)."""
     structure, timing = choose_passes(trace)
     if timing_pass is not None:
         timing = next((p for p in trace.passes if p.pass_id == timing_pass), None)
@@ -238,7 +240,7 @@ def script_graphs(trace: Trace, timing_pass: int | None = None) -> ScriptGraphs 
     calls: tuple[Any, ...] = ()
     spans: dict[int, Any] = {}
     if timing is not None and s_id != t_id:
-        calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard)
+        calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard, stamps_of=stamps_of)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
                         tuple(w.kind for w in heard_windows), calls, spans)
 

@@ -3,6 +3,8 @@ Below every reader (analyzers.inference, analyzers.untraced, analyzers.timing_ru
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from graphmode.tracer.store import Trace
@@ -21,3 +23,7 @@ def line_stamps(trace: Trace, pass_id: int) -> dict[str, np.ndarray]:
                   "FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [pass_id])
     return {"thread_id": s["thread_id"].astype(np.int64), "thread_name": s["thread_name"].astype(str), "loc": s["loc"].astype(str),
             "ts_ns": s["ts_ns"].astype(np.int64), "seq": s["seq"].astype(np.int64), "top": s["top"].astype(bool)}
+
+
+# reads a pass's line stamps (by pass id): the trace's (line_stamps) or the command's Run's, read once (analyzers.run)
+StampsOf = Callable[[int], dict[str, np.ndarray]]

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -39,7 +40,18 @@ from graphmode.analyzers.break_even import (
 from graphmode.analyzers.notes import note
 from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.results import BreakEven, GraphResult, Period, Stat, StepResult, StepSegment, trimmed_mean
+from graphmode.analyzers.results import (
+    BreakEven,
+    GraphCost,
+    GraphResult,
+    ModeMetrics,
+    Period,
+    Stat,
+    StepResult,
+    StepSegment,
+    trimmed_mean,
+)
+from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
@@ -170,7 +182,8 @@ def _sub(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
 
-def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...]) -> tuple[str, float] | None:
+def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
+                       stamps_of: StampsOf | None = None) -> tuple[str, float] | None:
     """('file:line', untraced ns) of the one statement that made all the step's graphs, warm-ups included (a
     `make_graphed_callables` call: it runs its callables on sample inputs, throws the results away, then captures),
     as the timing run timed it from its stamp of that line to the next stamp it made. Found from the detail run,
@@ -186,7 +199,8 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...])
     if not ev or ev[0][0] is None or int(ev[0][2]) != len(set(pattern)) or ev[0][3] != ev[0][4]:
         return None
     r0, r1, thread = int(ev[0][0]), int(ev[0][1]), int(ev[0][3])
-    d, t = line_stamps(trace, sg.structure_pass), line_stamps(trace, tp)
+    read = stamps_of or partial(line_stamps, trace)
+    d, t = read(sg.structure_pass), read(tp)
     mine = np.flatnonzero(d["thread_id"] == thread)
     if not mine.size or not t["ts_ns"].size:
         return None
@@ -235,7 +249,7 @@ def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager
 
 def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,
                step_line_rows: Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None] | None = None,
-               ) -> tuple[tuple[StepResult, ...], tuple[GraphResult, ...]]:
+               stamps_of: StampsOf | None = None) -> tuple[tuple[StepResult, ...], tuple[GraphResult, ...]]:
     """The run's recurring steps that replay graphs, and the per-graph results with the graphs of a multi-graph
     step measured as its segments. `t`: the timing pass's iteration table (untraced periods applied); `graphs`:
     analyzers.per_graph's results; `run`: the timing pass's name; `step_line_rows(graph)`: rows of `t` where that
@@ -260,7 +274,7 @@ def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[
             found = step_line_rows(pattern[0])
             if found is not None and int(np.isfinite(found[1]).sum()) >= MIN_STEPS:
                 e_steps = found[1], found[2]
-        step, graphs = _multi_graph_step(trace, sg, pattern, g_inst, e_inst, e_steps, by_id, graphs, run)
+        step, graphs = _multi_graph_step(trace, sg, pattern, g_inst, e_inst, e_steps, by_id, graphs, run, stamps_of)
         steps.append(step)
     in_steps = set(pattern or ())
     for g in graphs:  # a graph replayed once per step: its own step
@@ -290,7 +304,7 @@ def _one_graph_step(step_id: int, g: GraphResult, run: str) -> StepResult:
 def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], g_inst: StepInstances,
                       e_inst: StepInstances | None, e_steps: tuple[np.ndarray, bool] | None,
                       by_id: dict[int, GraphResult], graphs: tuple[GraphResult, ...],
-                      run: str) -> tuple[StepResult, tuple[GraphResult, ...]]:
+                      run: str, stamps_of: StampsOf | None = None) -> tuple[StepResult, tuple[GraphResult, ...]]:
     m = len(pattern)
     segments: list[StepSegment] = []
     for i in range(m):
@@ -315,7 +329,7 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         and rest_saved is not None else None
 
     costs = [by_id[g].cost for g in dict.fromkeys(pattern) if g in by_id]
-    statement = graphing_statement(trace, sg, pattern)
+    statement = graphing_statement(trace, sg, pattern, stamps_of)
     excess = float(sum((c.first_launch_excess_ns or 0.0) for c in costs if c is not None))
     if statement is not None:
         one_time: float | None = statement[1] + excess
@@ -376,8 +390,8 @@ def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances,
         saved_in_run_ns=saved * g.replays if saved is not None and graph is not None else None)
 
 
-def eager_step_rows(trace: Trace, detail: IterationTable,
-                    t: IterationTable) -> Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None]:
+def eager_step_rows(trace: Trace, detail: IterationTable, t: IterationTable,
+                    stamps_of: StampsOf | None = None) -> Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None]:
     """`find_steps`'s step_line_rows: for a graph, (the rows of `t`, the timing pass's table, of its steady eager twin
     that started at an execution of the line that starts its replays; their periods; whether those are untraced).
 
@@ -389,10 +403,11 @@ def eager_step_rows(trace: Trace, detail: IterationTable,
     when asked (find_steps asks once, where a step has no eager twin), not for every script."""
 
     def rows(graph_id: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
-        loc, seq = starting_lines(trace, detail)
+        read = stamps_of or partial(line_stamps, trace)
+        d_stamps = read(detail.pass_id)
+        loc, seq = starting_lines(trace, detail, d_stamps)
         tp = timing_pass_id(trace)
-        stamps = line_stamps(trace, tp) if tp is not None else None
-        d_stamps = line_stamps(trace, detail.pass_id)
+        stamps = read(tp) if tp is not None else None
         dg = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "graph"))
         de = np.flatnonzero((detail.graph_id == graph_id) & (detail.mode == "eager") & (detail.role == "steady"))
         if not dg.size or not de.size:
@@ -424,3 +439,24 @@ def eager_step_rows(trace: Trace, detail: IterationTable,
         return chosen, period, timed
 
     return rows
+
+
+def runner_step(eager: ModeMetrics, graph: ModeMetrics, b: BreakEven, costs: Sequence[GraphCost]) -> StepResult | None:
+    """A runner trace (`graphmode bench`, `graphmode.compare`) in the run model: its one graph's replays against the
+    eager iterations of the break-even's baseline are one step of one graph, whose figures are the break-even's
+    (medians: the headline's), so a bench and a script trace state their steps alike. None unless the run built
+    exactly one graph."""
+    ids = sorted({c.graph_id for c in costs})
+    if len(ids) != 1:
+        return None
+    saved = b.saved_per_replay_ns
+    e = eager.wall if eager.wall is not None else eager.traced_wall
+    w = graph.wall if graph.wall is not None else graph.traced_wall
+    return StepResult(
+        step_id=1, label=f"step of graph {ids[0]}", graphs=(ids[0],), eager=e, graphed=w, eager_steps=eager.iterations,
+        graphed_steps=graph.iterations, eager_ns=b.eager_ns, graphed_ns=b.graph_ns, saved_ns=saved,
+        one_time_ns=b.one_time_ns, one_time_basis="graphs", one_time_statement="", break_even=b,
+        basis="measured" if b.eager_ns is not None else "none", period_source=graph.wall_source,
+        segments=(StepSegment(0, "graph", ids[0], e, w, saved),), graphs_saved_ns=saved,
+        remainder_saved_ns=0.0 if saved is not None else None, invariant_residual_ns=0.0 if saved is not None else None,
+        saved_in_run_ns=saved * b.run_replays if saved is not None else None)

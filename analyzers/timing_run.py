@@ -6,9 +6,11 @@ ScriptGraphs; the CPU-bound periods of the timing run are analyzers.untraced's."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from graphmode.analyzers.stamps import StampsOf
 from graphmode.analyzers.stamps import line_stamps as _stamps
 from graphmode.analyzers.torch_windows import TorchWindow, compile_windows, torch_windows
 from graphmode.tracer.store import Trace
@@ -60,12 +62,13 @@ def call_lines(stamps: dict[str, np.ndarray], windows: tuple[TorchWindow, ...]) 
     return out
 
 
-def timing_run_one_time(trace: Trace, detail_pass: int, timing_pass: int,
-                        timing_windows: tuple[TorchWindow, ...]) -> tuple[tuple[RecordingCall | None, ...], dict[int, CaptureSpan]]:
+def timing_run_one_time(trace: Trace, detail_pass: int, timing_pass: int, timing_windows: tuple[TorchWindow, ...],
+                        stamps_of: StampsOf | None = None) -> tuple[tuple[RecordingCall | None, ...], dict[int, CaptureSpan]]:
     """What the timing run gives the one-time costs: the statements around PyTorch's capture windows
     (`recording_calls`) and the captures made outside PyTorch (`capture_spans`), each run's stamps and the detail
     run's windows read once for both."""
-    d_stamps, t_stamps = _stamps(trace, detail_pass), _stamps(trace, timing_pass)
+    read = stamps_of or partial(_stamps, trace)
+    d_stamps, t_stamps = read(detail_pass), read(timing_pass)
     d_windows = torch_windows(trace, detail_pass, callbacks_pass=True)
     calls = recording_calls(trace, detail_pass, timing_pass, timing_windows, d_stamps, t_stamps, d_windows) if timing_windows else ()
     return calls, capture_spans(trace, detail_pass, d_stamps, t_stamps, d_windows)

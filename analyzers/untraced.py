@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.notes import Note, note
+from graphmode.analyzers.stamps import StampsOf
 from graphmode.analyzers.stamps import line_stamps as _stamps
 from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.store import Trace
@@ -169,14 +171,16 @@ def _by_line(s: dict[str, np.ndarray], lines: set[str]) -> tuple[dict[tuple[Thre
     return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}, who
 
 
-def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -> LineTiming:
-    """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none)."""
+def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable, stamps_of: StampsOf | None = None) -> LineTiming:
+    """Untraced CPU periods for the measuring run's rows (NaN where the timing run gives none). `stamps_of`: reads a
+    pass's line stamps (default: from the trace; the Run's, read once)."""
+    read = stamps_of or partial(_stamps, trace)
     tp = timing_pass_id(trace)
     untraced = np.full(measure.size, np.nan)
     if not measure.size or not detail.size:
         return LineTiming(tp, untraced, ())
     notes: list[Note] = []
-    detail_stamps = _stamps(trace, detail.pass_id)
+    detail_stamps = read(detail.pass_id)
     # the anchor lines among those the timing run stamped (a trace recorded before anchors stamped the launching lines)
     loc, seq = starting_lines(trace, detail, detail_stamps, _asked_lines(trace, tp) if tp is not None else None)
     thread = detail.thread_id
@@ -195,7 +199,7 @@ def line_timing(trace: Trace, measure: IterationTable, detail: IterationTable) -
     asked = _asked_lines(trace, tp)
     if asked is not None:  # lines the timing run was not asked to stamp (GPU-bound iterations') are not compared
         lines &= asked
-    timed, _ = _by_line(_stamps(trace, tp), lines)
+    timed, _ = _by_line(read(tp), lines)
     traced, order = _by_line(detail_stamps, lines)
     mismatched = sorted({lc for key in traced.keys() | timed.keys() for lc in [key[1]]
                          if traced.get(key, np.zeros(0)).size != timed.get(key, np.zeros(0)).size})

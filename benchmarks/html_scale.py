@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import Chromium, find_chromium  # noqa: E402
 from synthetic_timeline import write_synthetic_trace  # noqa: E402
 
-from graphmode.reports.html import write_html  # noqa: E402
+from graphmode.views import write_page  # noqa: E402
 from graphmode.tracer.store import load  # noqa: E402
 
 KERNELS_PER_ITERATION = 100
@@ -108,7 +108,7 @@ def main() -> None:
         html_path = Path(tmp) / "scale.html"
         with load(trace_path) as trace:
             t = time.perf_counter()
-            summary = write_html(trace, html_path)
+            summary = write_page(trace, html_path)
             view_s = time.perf_counter() - t
         trace_mb = trace_path.stat().st_size / 1e6
         print(f"machine: {os.cpu_count()} CPUs; Chromium headless, software rendering")

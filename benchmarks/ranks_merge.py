@@ -187,9 +187,9 @@ def measure(paths: list[Path], one_rank: bool, view: Path | None = None) -> None
     started = time.perf_counter()
     if view is not None:
         from graphmode.analyzers.ranks import analyze_ranks
-        from graphmode.reports.ranks_html import write_ranks_html
+        from graphmode.views import write_ranks_page
 
-        summary = write_ranks_html(analyze_ranks(paths), view)
+        summary = write_ranks_page(analyze_ranks(paths), view)
         text = ""
         extra = {"html_bytes": summary.bytes, "ranks_drawn": summary.ranks_drawn, "note": summary.note}
     elif one_rank:

@@ -67,9 +67,9 @@ class TraceHandle:
         print_report(self.analysis)
 
     def _repr_html_(self) -> str:
-        from graphmode.reports.notebook import analysis_html
+        from graphmode.views import notebook_html
 
-        return analysis_html(self.analysis)
+        return notebook_html(self.analysis)
 
 
 @contextmanager

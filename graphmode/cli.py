@@ -239,9 +239,10 @@ def bench(
     if trace.meta.get("status") != "complete":
         _fail(f"run did not complete: {trace.meta.get('status_reason')}; trace in {path}", 1)
     if report:
+        from graphmode.analyzers import analyze
         from graphmode.reports.terminal import print_report
 
-        print_report(trace, detail=False)
+        print_report(analyze(trace), detail=False)
 
 
 def bundled_recording() -> Path:
@@ -264,9 +265,10 @@ def demo(
             f"(driver {trace.meta.get('driver_version')}) at {trace.meta.get('started_at')}.",
             fg="yellow",
         )
+        from graphmode.analyzers import analyze
         from graphmode.reports.terminal import print_report
 
-        print_report(trace, detail=False)
+        print_report(analyze(trace), detail=False)
         return
     bench("chain", out=out)
 
@@ -328,11 +330,13 @@ def report(
     trace = _load(trace_file)
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import find_model
+    from graphmode.analyzers.run import build_run
     from graphmode.tracer.errors import CostModelError
 
+    run = build_run(trace)  # once: the analysis and the page's data read the same run
     try:
         choice = find_model(trace.meta, cost_model) if cost_model is not None else None
-        analysis = analyze(trace, choice, predict_lines or (), predict_build.replace("-", "_"))
+        analysis = analyze(run, choice, predict_lines or (), predict_build.replace("-", "_"))
     except (CostModelError, ValueError) as e:
         _fail(str(e))
     if out is None:
@@ -348,9 +352,9 @@ def report(
     try:
         size = ""
         if fmt == "html":
-            from graphmode.reports.html import write_html
+            from graphmode.views import write_page
 
-            size = f" ({write_html(trace, out, analysis=analysis).bytes / 1e6:.1f} MB)"
+            size = f" ({write_page(run, out, analysis).bytes / 1e6:.1f} MB)"
         elif fmt == "json":
             from graphmode.reports.json_report import render_json
             from graphmode.reports.output import write_output
@@ -418,10 +422,10 @@ def view(
     path = out or trace_file.with_suffix(".html")
     _check_output(path, [trace_file])
     trace = _load(trace_file)
-    from graphmode.reports.html import write_html
+    from graphmode.views import write_page
 
     try:
-        summary = write_html(trace, path, iterations=its, window_ms=win)
+        summary = write_page(trace, path, iterations=its, window_ms=win)
     except ValueError as e:
         _fail(str(e))
     except OSError as e:
@@ -528,18 +532,11 @@ def run(
         if note:
             _say(f"graphmode: {note}", err=True, fg="yellow")
     trace = _load(path)
-    from graphmode.analyzers import analyze
+    from graphmode.views import report_and_page
 
-    analysis = analyze(trace)  # once: the terminal and the page render the same analysis
-    if report:
-        from graphmode.reports.terminal import print_report
-
-        print_report(analysis, detail=False)
-    if not no_html:
-        from graphmode.reports.html import write_html
-
-        page = html or path.with_suffix(".html")
-        write_html(trace, page, analysis=analysis)
+    page = None if no_html else (html or path.with_suffix(".html"))
+    report_and_page(trace, report, page)
+    if page is not None:
         _say(f"graphmode: interactive report in {page}", err=True)
     raise typer.Exit(code)
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import dataclasses
 
 from graphmode.analyzers import comparison as _comparison
-from graphmode.reports.notebook import analysis_html
+from graphmode.views import notebook_html
 
 
 class Comparison(_comparison.Comparison):
     """analyzers.comparison.Comparison, rendered inline in Jupyter."""
 
     def _repr_html_(self) -> str:
-        return analysis_html(self.analysis)
+        return notebook_html(self.analysis)
 
 
 def renderable(c: _comparison.Comparison) -> Comparison:

@@ -17,10 +17,9 @@ class Trace(store.Trace):
         if self.closed:
             return f"<pre>{html.escape(repr(self))}: reopen it with graphmode.load to see its report</pre>"
         # lazy: `graphmode.load` costs what the store costs; the analysis and the page load when Jupyter asks
-        from graphmode.analyzers import analyze
-        from graphmode.reports.notebook import analysis_html
+        from graphmode.views import notebook_html
 
-        return analysis_html(analyze(self), trace=self)
+        return notebook_html(trace=self)
 
 
 def load(path: str | os.PathLike[str]) -> Trace:

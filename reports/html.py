@@ -24,8 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from graphmode.analyzers import TraceAnalysis, analyze
-from graphmode.analyzers.kernel_totals import kernel_totals
+from graphmode.analyzers.page import MAX_TOPOLOGIES, PageData
+from graphmode.analyzers.results import TraceAnalysis
+from graphmode.analyzers.timeline import TimelineView
 from graphmode.reports import html_charts
 from graphmode.reports.coverage_html import graph_use_html
 from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_html
@@ -33,25 +34,13 @@ from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.notes import word
 from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
-from graphmode.reports.prediction_html import measured_twin, prediction_html
-from graphmode.reports.timeline_data import (
-    MAX_DRAWN_SPANS,
-    Selection,
-    activity_extent,
-    drop_empty_lanes,
-    iteration_views,
-    lanes_of,
-    load_view,
-    select_spans,
-    traced_pass,
-)
+from graphmode.analyzers.timeline import Selection
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
+from graphmode.tracer.store import PassInfo
+from graphmode.reports.prediction_html import measured_twin, prediction_html
 from graphmode.reports.units import window_ms
-from graphmode.tracer.profile_store import read_profile
-from graphmode.tracer.store import PassInfo, Trace
 
 output_file_extension = "html"
-MAX_TOPOLOGIES = 8
 PREDICTION_TITLE = "Prediction: what a CUDA graph would cost and save"
 ACTIVITY_MARGIN = 0.03  # the whole-run view opens on the CUDA activity plus this share on each side
 
@@ -102,15 +91,13 @@ class _Page:
         return f"<div id='{div}' class='plot'><p class='hint'>(chart: drawn once plotly.js has started)</p></div>"
 
 
-def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, lanes: list[Any], chosen: bool) -> str:
+def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineView, active: tuple[int, int] | None,
+               chosen: bool) -> str:
     """The whole-run section; `chosen`: the user picked what it draws (--window, --iterations), not the page limit."""
     origin = tp.start_ns
-    full = load_view(trace, tp.pass_id, lanes, selection.intervals, origin,
-                     f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans")
     # The whole pass is the view's full extent even where the page holds part of it: the stretches it leaves
     # out are drawn hatched and labelled, not left blank as if the GPU had been idle.
     extent = (0, max(1, tp.end_ns - origin))
-    active = activity_extent(trace, tp)
     initial = extent if not selection.note else full.extent_ns
     if active is not None and not selection.note:
         a, b = active[0] - origin, active[1] - origin
@@ -139,8 +126,7 @@ def _whole_run(trace: Trace, page: _Page, tp: PassInfo, selection: Selection, la
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
 
 
-def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> str:
-    views = drop_empty_lanes(iteration_views(trace, tp.pass_id, lanes))
+def _iterations(page: _Page, views: tuple[TimelineView, ...]) -> str:
     if not views:
         return ""
     longest = max(v.extent_ns[1] for v in views)
@@ -161,22 +147,20 @@ def _iterations(trace: Trace, page: _Page, tp: PassInfo, lanes: list[Any]) -> st
     return _section("One iteration of each mode, same scale", body, "gm-iterations")
 
 
-def _topologies(trace: Trace, page: _Page, a: TraceAnalysis, tp: PassInfo) -> str:
+def _topologies(page: _Page, a: TraceAnalysis, data: PageData) -> str:
     graphs = tuple(getattr(a, "graphs", ()) or ())
     paths = {cp.graph_id: cp for cp in a.critical_paths}
-    rows = trace.rows("SELECT graph_id, label, num_nodes, EXISTS (SELECT 1 FROM gpu_spans s WHERE s.pass_id = g.pass_id "
-                      "AND s.graph_id = g.graph_id) FROM graphs g WHERE pass_id = ? ORDER BY graph_id", [tp.pass_id])
     status = {int(g.graph_id): str(g.status) for g in graphs}
     items: list[str] = []
     notes: list[str] = []
-    for gid, label, nodes, ran in rows:
-        gid = int(gid)
+    for topo in data.topologies:
+        gid, label, nodes, ran = topo.graph_id, topo.label, topo.num_nodes, topo.ran
         never = status.get(gid) == "never_replayed" or (not graphs and not ran)
         note = "never replayed in this run" if never else ""
         if len(items) >= MAX_TOPOLOGIES:
             notes.append(f"{graph_title(gid, label)}: not drawn (the page shows {MAX_TOPOLOGIES} topologies)")
             continue
-        fig = html_charts.topology_figure(trace, tp.pass_id, gid, paths.get(gid), str(label), note)
+        fig = html_charts.topology_figure(gid, topo.nodes, paths.get(gid), str(label), note) if topo.nodes is not None else None
         if fig is None:
             why = "no topology recorded" if not nodes else f"{int(nodes):,} nodes, too many to draw"
             notes.append(f"{graph_title(gid, label)}: {why}" + (f"; {note}" if note else ""))
@@ -192,14 +176,13 @@ def _topologies(trace: Trace, page: _Page, a: TraceAnalysis, tp: PassInfo) -> st
     return _section("Graph topology", hint + extra + "".join(items), "gm-topology")
 
 
-def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
-                window_ms: tuple[float, float] | None = None, max_spans: int = MAX_DRAWN_SPANS,
-                analysis: TraceAnalysis | None = None) -> tuple[str, Selection | None]:
-    """The page as a string, and what part of the run its whole-run timeline draws (None: no traced pass)."""
-    a = analysis if analysis is not None else analyze(trace)
+def render_html(a: TraceAnalysis, data: PageData, *, chosen: bool = False) -> tuple[str, Selection | None]:
+    """The page of an analysis and what its run's page data (analyzers.page.page_data) holds, as a string, and what
+    part of the run its whole-run timeline draws (None: no traced pass). `chosen`: the user picked that part
+    (--iterations, --window), not the page's limit."""
     page = _Page()
-    meta = trace.meta
-    title = f"graphmode · {trace.path.name}"
+    meta = data.meta
+    title = f"graphmode · {data.trace_name}"
     sub = " · ".join(html.escape(str(v)) for v in (meta.get("workload", ""), meta.get("gpu_name", ""),
                                                       meta.get("started_at", ""), f"status {meta.get('status', '?')}") if v)
     if meta.get("workload") == "synthetic":
@@ -231,18 +214,16 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     if graph_use:
         parts.append(_section("How much ran as graphs, and what the graphs hold", graph_use, "gm-graph-use"))
 
-    selection: Selection | None = None
-    tp = traced_pass(trace)
-    if tp is not None:
-        lanes = lanes_of(trace, tp.pass_id)
-        parts.append(_iterations(trace, page, tp, lanes))
-        selection = select_spans(trace, tp, iterations=iterations, window_ms=window_ms, max_spans=max_spans)
-        parts.append(_whole_run(trace, page, tp, selection, lanes, chosen=iterations is not None or window_ms is not None))
-        if tp.detail in ("graph", "node"):
-            table = kernel_table_html(kernel_totals(trace, tp.pass_id, tp.detail))
+    selection = data.selection
+    tp = data.traced
+    if tp is not None and selection is not None and data.full_view is not None:
+        parts.append(_iterations(page, data.iteration_views))
+        parts.append(_whole_run(page, tp, selection, data.full_view, data.activity, chosen=chosen))
+        if data.kernel_totals is not None:
+            table = kernel_table_html(data.kernel_totals)
             if table:
                 parts.append(_section("Kernels, eager vs graph", table, "gm-kernel-table"))
-        parts.append(_topologies(trace, page, a, tp))
+        parts.append(_topologies(page, a, data))
     else:
         parts.append(_section("Timeline", "<p class='note'>The trace has no pass; nothing to draw.</p>"))
 
@@ -258,19 +239,10 @@ def render_html(trace: Trace, *, iterations: tuple[int, int] | None = None,
     chart = page.chart("gm-iteration-times", html_charts.iteration_time_figure(a.modes))
     if chart:
         parts.append(_section("Iteration times", chart))
-    profile = cpu_profile_html(a.cpu_profile, _profile_session(trace) if a.cpu_profile is not None else None)
+    profile = cpu_profile_html(a.cpu_profile, data.profile_session if a.cpu_profile is not None else None)
     if profile:
         parts.append(_section("CPU profile", profile, "gm-profile-section"))
     return _page(title, "".join(parts), {"plots": page.plots}, page.blob), selection
-
-
-def _profile_session(trace: Trace) -> Any:
-    """The run's pyinstrument Session (tracer.profile_store), for pyinstrument's own page; None if unreadable."""
-    try:
-        stored = read_profile(trace)
-    except ValueError:
-        return None
-    return stored.session() if stored is not None else None
 
 
 def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
@@ -290,8 +262,9 @@ def _page(title: str, body: str, data: dict[str, Any], blob: BlobWriter) -> str:
     )
 
 
-def write_html(trace: Trace, out: Path, **options: Any) -> HtmlSummary:
-    text, sel = render_html(trace, **options)
+def write_html(a: TraceAnalysis, data: PageData, out: Path, *, chosen: bool = False) -> HtmlSummary:
+    """The page (render_html) written to `out`."""
+    text, sel = render_html(a, data, chosen=chosen)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return HtmlSummary(out, out.stat().st_size, sel.drawn if sel else 0, sel.total if sel else 0,

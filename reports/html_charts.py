@@ -1,7 +1,7 @@
 """Plotly figure specs for the report's charts: graph topology, break-even, iteration times.
 
-Numbers come from `analyzers.analyze` (TraceAnalysis); the topology figure also reads the graph's
-nodes and edges and the per-node medians that the critical-path analyzer uses. Every user string
+Numbers come from `analyzers.analyze` (TraceAnalysis); the topology figure also draws the graph's
+nodes and edges and the per-node medians that the critical-path analyzer uses (analyzers.page.NodeTable). Every user string
 (kernel names, graph labels, source lines) is HTML-escaped: plotly renders its text as HTML. Every
 colour a chart uses has a legend entry (node types get one entry each, drawn from an empty trace).
 """
@@ -14,15 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers.critical_path import longest_path, node_durations  # the critical path's own node durations
+from graphmode.analyzers.critical_path import longest_path
+from graphmode.analyzers.page import MAX_TOPOLOGY_NODES, NodeTable
 from graphmode.analyzers.results import BreakEven, CriticalPath, ModeMetrics, RegionPrediction
 from graphmode.reports.html_sections import graph_title
 from graphmode.reports.names import short_name
 from graphmode.reports.notes import break_even_reason
 from graphmode.reports.units import human_ns
-from graphmode.tracer.store import Trace
 
-MAX_TOPOLOGY_NODES = 3000
 MAX_NODE_LABELS = 60  # beyond this many nodes, names only on hover
 # plotly measures every tick label it draws, and a page's layout with it: a 100-level chain with a tick per
 # level took 0.4-0.7 s to draw in one task, the same chart with ticks every 10 levels 0.05-0.15 s.
@@ -51,18 +50,15 @@ def _legend_swatch(name: str, colour: str, symbol: str = "circle") -> dict[str, 
             "marker": {"color": colour, "size": 10, "symbol": symbol}, "hoverinfo": "skip", "showlegend": True}
 
 
-def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPath | None, label: str = "",
+def topology_figure(graph_id: int, table: NodeTable, path: CriticalPath | None, label: str = "",
                     note: str = "") -> dict[str, Any] | None:
     """Nodes placed by dependency level (left to right), edges, critical path in red; None if too big."""
-    nodes = trace.sql("SELECT node_id, node_index, node_type, name, source FROM graph_nodes WHERE pass_id = ? AND graph_id = ? "
-                      "ORDER BY node_id", [pass_id, graph_id])
-    ids = nodes["node_id"].astype(np.int64)
+    nodes = {"node_index": table.node_index, "node_type": table.node_type, "name": table.name, "source": table.source}
+    ids = table.node_id.astype(np.int64)
     if ids.size == 0 or ids.size > MAX_TOPOLOGY_NODES:
         return None
-    edges = trace.sql("SELECT from_node_id, to_node_id FROM graph_edges WHERE pass_id = ? AND graph_id = ?",
-                      [pass_id, graph_id])
-    src = np.searchsorted(ids, edges["from_node_id"].astype(np.int64))
-    dst = np.searchsorted(ids, edges["to_node_id"].astype(np.int64))
+    src = np.searchsorted(ids, table.from_node_id)
+    dst = np.searchsorted(ids, table.to_node_id)
     level, acyclic = longest_path(np.ones(ids.size), src, dst)
     level = level - 1 if acyclic else np.zeros(ids.size)
     # Row within a level: order of appearance, centred on 0.
@@ -70,7 +66,7 @@ def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPat
     for lv in np.unique(level):
         members = np.flatnonzero(level == lv)
         row[members] = np.arange(members.size) - (members.size - 1) / 2
-    medians = {n: d for (_, n), d in node_durations(trace, pass_id, graph_id).items()}
+    medians = table.median_ns
     dur = np.array([medians.get(int(i), np.nan) for i in ids])
     measured = bool(np.isfinite(dur).any())
     on_path = np.isin(ids, np.array(path.path_node_ids if path else (), np.int64))
@@ -101,7 +97,7 @@ def topology_figure(trace: Trace, pass_id: int, graph_id: int, path: CriticalPat
     types = [str(t) for t in nodes["node_type"]]
     text = [html.escape(nm if len(nm) <= 22 else nm[:21] + "…") for nm in names] if n <= MAX_NODE_LABELS else None
     title = html.escape(graph_title(graph_id, label or (path.label if path else "")))
-    title += f" · {n} nodes, {int(edges['from_node_id'].size)} edges"
+    title += f" · {n} nodes, {int(table.from_node_id.size)} edges"
     if path is not None:
         title += f" · critical path {human_ns(path.critical_path_ns)} of {human_ns(path.serial_ns)} serial"
         if path.measured_span is not None:

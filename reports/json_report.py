@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graphmode.analyzers import TraceAnalysis, analyze, to_dict
-from graphmode.reports.headline import headline_dict
+from graphmode.analyzers import TraceAnalysis, to_dict
 from graphmode.reports import pitfall_words
+from graphmode.reports.headline import headline_dict
 from graphmode.reports.notes import word
-from graphmode.tracer.store import Trace
 from graphmode.tracer.version import __version__
 
 REPORT_SCHEMA_VERSION = 2  # 2: the analysis's notes are {kind, values, text} (docs/metrics.md, Notes)
@@ -23,9 +22,8 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 output_file_extension = "json"
 
 
-def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
+def report_dict(analysis: TraceAnalysis) -> dict[str, Any]:
     """The JSON report as builtins: schema_version, tool_version, then every field of the analysis."""
-    analysis = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
     out = {"schema_version": REPORT_SCHEMA_VERSION, "tool_version": __version__, "units": "ns", **to_dict(analysis, word)}
     out["headline"] = headline_dict(analysis)  # with its sentence, as the terminal and the page word it
     for d, p in zip(out["pitfalls"], analysis.pitfalls):  # its words, as the terminal and the page print them
@@ -36,8 +34,8 @@ def report_dict(trace_or_analysis: Trace | TraceAnalysis) -> dict[str, Any]:
     return out
 
 
-def render_json(trace_or_analysis: Trace | TraceAnalysis) -> str:
-    return json.dumps(report_dict(trace_or_analysis), indent=2, allow_nan=False) + "\n"
+def render_json(analysis: TraceAnalysis) -> str:
+    return json.dumps(report_dict(analysis), indent=2, allow_nan=False) + "\n"
 
 
 def load_schema() -> dict[str, Any]:

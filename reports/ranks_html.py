@@ -9,7 +9,8 @@ The page: the headline and hang risks, the ranks and graphs tables, GPU activity
 the job's one time axis (a heatmap: ranks x time bins, bounded whatever the number of ranks),
 the spans of up to MAX_TIMELINE_RANKS ranks stacked on that axis, and one replay of each of those
 ranks' graph aligned on the job's clock, so that a collective ending at the same moment on every rank is
-seen ending at the same x. Rank traces are read one at a time, and only what is drawn is kept.
+seen ending at the same x. What it draws from the rank traces (read one at a time, only what is drawn kept)
+comes from analyzers.rank_page.
 Trace strings reach the page escaped (html.escape) and inside one JSON block that no string can close.
 """
 
@@ -26,22 +27,18 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.collectives import NCCL_SQL
+from graphmode.analyzers.rank_page import HEAT_BINS, RankPageData
 from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import verdict_kind
+from graphmode.analyzers.timeline import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.names import short_source
 from graphmode.reports.notes import HANG_RISK_ADVICE, word
 from graphmode.reports.ranks import _count, _spread, headline
-from graphmode.reports.units import human_ns
-from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import human_ns
-from graphmode.tracer.store import TraceError, load
 
 output_file_extension = "html"
-HEAT_BINS = 400
-MAX_TIMELINE_RANKS = 16
-MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
 LANE_PX = 30  # height of one rank's lane in the timelines: its label and its bars fit without overlapping
 LABEL_PX = 20  # rank labels at least this far apart
 MAX_HEAT_PX = 960  # the heatmap's rows together; more ranks than fit at LANE_PX share it
@@ -68,15 +65,6 @@ def _safe_json(value: Any) -> str:
     text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=lambda o: o.item())
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
-def _category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
-    cat: np.ndarray = kind.astype(object).copy()
-    uniq, inv = np.unique(name.astype(str), return_inverse=True)
-    # once per distinct name
-    nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]
-    cat[nccl] = "NCCL collective"
-    return cat
 
 
 def _timeline(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], lanes: list[str], title: str,
@@ -127,108 +115,16 @@ def _rank_label(a: RankSetAnalysis, rank: int) -> str:
     return f"rank {rank}" + (f" · {host}" if host and len(a.alignment.hosts) > 1 else "")
 
 
-def _replay_choice(a: RankSetAnalysis) -> tuple[str, int] | None:
-    """The graph shown replay by replay (the first holding collectives, else the most replayed) and which
-    replay: the middle one of the fewest any rank did."""
-    candidates = [g for g in a.graphs_across if g.replays is not None and g.replays.min > 0]
-    if not candidates:
-        return None
-    g = next((c for c in candidates if c.collectives), max(candidates, key=lambda c: c.replays.median if c.replays else 0))
-    assert g.replays is not None
-    return g.key, int(g.replays.min) // 2
-
-
-def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list[Any], str]:
-    """One pass over the rank traces: heatmap rows for every rank, spans of the ranks drawn, one replay each."""
-    t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
-    t1 = max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks)
-    bin_ns = max((t1 - t0) / HEAT_BINS, 1.0)
-    drawn = _drawn_ranks(a)
-    per_rank_budget = MAX_TIMELINE_SPANS // max(len(drawn), 1)
-    choice = _replay_choice(a)
-    heat = np.zeros((len(a.ranks), HEAT_BINS))
-    timeline: list[Any] = []
-    replay: list[Any] = []
-    notes: list[str] = []
-    windowed: list[tuple[int, int]] = []  # (rank, its spans): drawn as a window of per_rank_budget spans
-    graph_ids = {(g.rank, g.key): g.graph_id for g in a.graphs}
-    for row, s in enumerate(a.ranks):
-        r, off = s.identity.rank, int(a.offset_of(s.identity.rank))
-        try:
-            trace = load(s.identity.path)
-        except TraceError as e:
-            notes.append(f"rank {r} not drawn: {e}")
-            continue
-        with trace:
-            pid = s.pass_id
-            b = trace.sql(f"""SELECT CAST(floor((start_ns + {off} - {t0}) / {bin_ns}) AS INTEGER) AS b,
-                                     sum(end_ns - start_ns) AS busy FROM gpu_spans WHERE pass_id = ? GROUP BY 1""", [pid])
-            ok = (b["b"] >= 0) & (b["b"] < HEAT_BINS)
-            np.add.at(heat[row], b["b"][ok].astype(np.int64), b["busy"][ok].astype(np.float64))
-            if r in drawn:
-                n = int(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ?", [pid])[0][0])
-                where, params = "pass_id = ?", [pid]
-                if n > per_rank_budget:  # a window of the run, centred on its middle
-                    mid = (s.start_ns + s.end_ns) // 2
-                    cut = trace.rows("""SELECT start_ns FROM gpu_spans WHERE pass_id = ? AND start_ns >= ?
-                                        ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, mid, per_rank_budget - 1])
-                    hi = int(cut[0][0]) if cut else s.end_ns
-                    where, params = "pass_id = ? AND start_ns >= ? AND start_ns <= ?", [pid, mid, hi]
-                    windowed.append((r, n))
-                sp = trace.sql(f"SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE {where} ORDER BY start_ns", params)
-                timeline.append((drawn.index(r), sp["start_ns"] + off - t0, sp["end_ns"] + off - t0,
-                                 _category(sp["kind"], sp["name"]), sp["name"]))
-            if choice is not None and r in drawn and (r, choice[0]) in graph_ids:
-                launch = trace.rows("""SELECT correlation_id FROM graph_events WHERE pass_id = ? AND graph_id = ? AND event = 'launch'
-                                       ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, graph_ids[(r, choice[0])], choice[1]])
-                if launch:
-                    sp = trace.sql(f"""SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE pass_id = ? AND correlation_id = ?
-                                       AND graph_id <> 0 ORDER BY start_ns""", [pid, int(launch[0][0])])
-                    replay.append((row, sp["start_ns"] + off, sp["end_ns"] + off, _category(sp["kind"], sp["name"]), sp["name"]))
-    if windowed:
-        notes.append(f"{len(windowed)} of the {len(drawn)} ranks drawn span by span have more than {per_rank_budget:,} spans "
-                     f"(up to {max(n for _, n in windowed):,}): each is drawn from the middle of its run, {per_rank_budget:,} spans; "
-                     "the heatmap above covers every span of every rank")
-    if len(drawn) < len(a.ranks):
-        notes.insert(0, f"spans drawn for {len(drawn)} of {len(a.ranks)} ranks: {_ranges(drawn)} (the first, the straggler, the last)")
-    heat /= bin_ns
-    return np.minimum(heat, 1.0), drawn, timeline, replay, "; ".join(notes)
-
-
-def _ranges(ranks: list[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'"""
-    out: list[str] = []
-    for r in sorted(ranks):
-        if out and out[-1].split("-")[-1] == str(r - 1):
-            out[-1] = out[-1].split("-")[0] + f"-{r}"
-        else:
-            out.append(str(r))
-    return ", ".join(out)
-
-
-def _drawn_ranks(a: RankSetAnalysis) -> list[int]:
-    ranks = [s.identity.rank for s in a.ranks]
-    if len(ranks) <= MAX_TIMELINE_RANKS:
-        return ranks
-    keep = set(ranks[: MAX_TIMELINE_RANKS // 2])
-    if a.straggler is not None:
-        keep.add(a.straggler.rank)
-    for r in ranks[::-1]:
-        if len(keep) >= MAX_TIMELINE_RANKS:
-            break
-        keep.add(r)
-    return sorted(keep)
-
-
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
-    """The page, how many ranks' spans it draws, and a note on what it left out."""
-    heat, drawn, timeline, replay, note = _collect(a)
+def render_ranks_html(a: RankSetAnalysis, data: RankPageData) -> tuple[str, int, str]:
+    """The page of a rank set's analysis and what its traces hold to draw (analyzers.rank_page.rank_page_data), how
+    many ranks' spans it draws, and a note on what it left out."""
+    heat, drawn, timeline, replay, note = data.heat, data.drawn, data.timeline, data.replay, data.note
     waits = {w.rank: w for w in a.waits}
     plots: list[dict[str, Any]] = []
     parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"
@@ -278,7 +174,7 @@ def render_ranks_html(a: RankSetAnalysis) -> tuple[str, int, str]:
     if replay:
         ref = min(float(row[1].min()) for row in replay if row[1].size)
         rows = [(float(i), st - ref, en - ref, cat, names) for i, (_, st, en, cat, names) in enumerate(replay)]
-        choice = _replay_choice(a)
+        choice = data.replay_choice
         lanes = [_rank_label(a, a.ranks[row[0]].identity.rank) for row in replay]
         title = f"{choice[0] if choice else ''}, replay {choice[1] if choice else ''} of each rank, on the job's clock"
         spec = _timeline(rows, lanes, title, "the start of the earliest rank's replay", blob)
@@ -334,8 +230,8 @@ def _page(title: str, body: str, plots: list[dict[str, Any]], blob: BlobWriter) 
             f"<script>{charts}</script><script>{timeline_js}</script><script>{script}</script></body></html>")
 
 
-def write_ranks_html(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:
-    text, drawn, note = render_ranks_html(a)
+def write_ranks_html(a: RankSetAnalysis, data: RankPageData, out: Path) -> RanksHtmlSummary:
+    text, drawn, note = render_ranks_html(a, data)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return RanksHtmlSummary(out, out.stat().st_size, drawn, note)

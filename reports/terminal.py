@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis, analyze
+from graphmode.analyzers import BreakEven, ModeMetrics, SourceLine, Stat, TraceAnalysis
 from graphmode.reports.coverage import print_graph_use
 from graphmode.reports.diagnostics_text import print_cpu_profile, print_pitfalls
 from graphmode.reports.graphs_text import all_graphs_sentence, graph_name, print_graph_table
@@ -17,10 +17,9 @@ from graphmode.reports.headline import sentence
 from graphmode.reports.names import cell, full_names, printable, short_name, short_source
 from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.prediction import print_prediction
+from graphmode.reports import pitfall_words
 from graphmode.reports.summary_text import print_summary
 from graphmode.reports.units import human_ns
-from graphmode.tracer.store import Trace
-from graphmode.reports import pitfall_words
 
 output_file_extension = "txt"
 MAX_KERNEL_ROWS = 20
@@ -92,14 +91,12 @@ VERDICT_STYLE = {"pays_back": "bold green", "not_yet": "bold yellow", "never": "
                  "no_graph": "bold"}
 
 
-def print_report(trace_or_analysis: Trace | TraceAnalysis, console: Console | None = None,
-                 detail: bool = True, whole_names: bool = False) -> TraceAnalysis:
-    """Prints the report (headline, then per graph, per mode); returns the analysis it printed. `detail=False`: the
+def print_report(a: TraceAnalysis, console: Console | None = None, detail: bool = True, whole_names: bool = False) -> TraceAnalysis:
+    """Prints the report of an analysis (headline, then per graph, per mode); returns the analysis it printed. `detail=False`: the
     headline, warnings, the steps-and-graphs summary (reports.summary_text) and, for an eager-only run, its
     prediction; the rest is one option away. Names in tables are shortened to reports.names.NAME_WIDTH
     characters unless `whole_names` (`report --full-names`)."""
     console = console or Console()
-    a = trace_or_analysis if isinstance(trace_or_analysis, TraceAnalysis) else analyze(trace_or_analysis)
     with full_names(whole_names):
         _print_report(a, console, detail)
     return a

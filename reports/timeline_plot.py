@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.reports.names import demangle, short_name
-from graphmode.reports.timeline_data import FIELDS, TEXT_FIELDS, TimelineView
+from graphmode.analyzers.timeline import FIELDS, TEXT_FIELDS, TimelineView
 
 # One colour per (source, label) across the page, every one distinct (tests check it): API categories,
 # GPU span kinds, marker kinds. Colour-blind-safe hues first (Okabe-Ito), then Tableau's.

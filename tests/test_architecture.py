@@ -27,6 +27,8 @@ ALLOWED_LOCAL: dict[tuple[str, str], str] = {
     ("graphmode.ranks_cli", "*"): "the rank commands of the CLI, lazy for the same reason as graphmode.cli",
     ("graphmode.api", "*"): "reaching `graphmode.trace` loads this module alone: the API loads the GPU stack, the "
                             "analyzers and the reports when one of its functions is called",
+    ("graphmode.views", "*"): "the views a command or a notebook object renders: `graphmode.load` and `graphmode.compare`'s "
+                              "objects reach them only when Jupyter asks them to render, and load nothing until then",
     ("graphmode.notebook", "*"): "`graphmode.load` costs what the trace store costs: a loaded trace imports the "
                                  "analyzers and the notebook renderer only when Jupyter asks it to render itself",
     # `python -m graphmode.tracer.calibrate --probe` runs this module in fresh processes: a bare probe process loads

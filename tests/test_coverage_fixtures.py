@@ -306,10 +306,10 @@ def test_jax_jit_command_buffers_are_graphs() -> None:
 
 
 def test_the_page_shows_coverage_pytorchs_decisions_and_the_budget() -> None:
-    from graphmode.reports.html import render_html
+    from graphmode.views import html_page
 
     t, a = _recording("graph_per_batch_size")
-    page, _ = render_html(t, analysis=a)
+    page, _ = html_page(t, a)
     start = page.index("<section id='gm-graph-use'>")
     section = page[start:page.index("</section>", start)]
     text = re.sub(r"<[^>]+>", " ", section)

@@ -132,9 +132,8 @@ def test_broken_capture_diagnosed(tmp_path: Path) -> None:
     failed = t.rows("SELECT name, return_code FROM api_calls WHERE return_code IN (900, 901, 904, 905, 906, 907, 908)")
     assert failed, "the capture error code should be on the failing API call"
     from graphmode.analyzers import analyze
-    from graphmode.analyzers.pitfalls import find_pitfalls
 
-    kinds = {p.kind for p in find_pitfalls(t, analyze(t))}
+    kinds = {p.kind for p in analyze(t).pitfalls}
     assert any("capture" in k for k in kinds), kinds
 
 

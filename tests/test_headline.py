@@ -37,11 +37,11 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("path", RECORDINGS + PACKED, ids=lambda p: str(p.relative_to(DATA)))
 def test_the_headline_is_one_verdict_in_terminal_json_and_page(path: Path, tmp_path: Path) -> None:
-    from graphmode.reports.html import render_html
+    from graphmode.views import html_page
 
     with load(_open(path, tmp_path)) as t:
         a = analyze(t)
-        page, _ = render_html(t, analysis=a)
+        page, _ = html_page(t, a)
     h = a.headline
     assert h is not None and h.verdict in VERDICTS
     d = report_dict(a)["headline"]

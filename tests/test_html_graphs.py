@@ -16,7 +16,7 @@ import pytest
 from graphmode.analyzers import analyze
 from graphmode.analyzers.notes import note
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, Period, Stat, TraceAnalysis
-from graphmode.reports.html import render_html
+from graphmode.views import html_page
 from graphmode.tracer.store import load
 
 TRACE = Path(__file__).parent / "data" / "scripts" / "torch_cudagraph.gmtrace"
@@ -59,7 +59,7 @@ TOTALS = GraphTotals(3, 1, 80, 2_700_000.0, 7_700_000.0, 8_000_000.0, 300_000.0)
 @pytest.fixture(scope="module")
 def page() -> str:
     with load(TRACE) as trace:
-        text, _ = render_html(trace, analysis=WithGraphs(analyze(trace), GRAPHS, TOTALS))  # type: ignore[arg-type]
+        text, _ = html_page(trace, WithGraphs(analyze(trace), GRAPHS, TOTALS))  # type: ignore[arg-type]
     return text
 
 
@@ -107,6 +107,6 @@ def test_totals_line(page: str) -> None:
 def test_without_per_graph_results_the_page_is_todays() -> None:
     with load(TRACE) as trace:
         a = analyze(trace)
-        text, _ = render_html(trace, analysis=WithGraphs(a, (), None))  # type: ignore[arg-type]
+        text, _ = html_page(trace, WithGraphs(a, (), None))  # type: ignore[arg-type]
     assert "<section class='graph'" not in text and "<h2>Per graph</h2>" not in text
     assert "id='gm-iter-0'" in text and "id='gm-verdict'" in text

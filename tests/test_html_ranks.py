@@ -11,7 +11,8 @@ import pytest
 from browser import Chromium, find_chromium
 
 from graphmode.analyzers.ranks import analyze_ranks
-from graphmode.reports.ranks_html import LABEL_PX, LANE_PX, write_ranks_html
+from graphmode.reports.ranks_html import LABEL_PX, LANE_PX
+from graphmode.views import write_ranks_page
 
 RANKS = Path(__file__).resolve().parent / "data" / "ranks"
 JOBS = sorted(p.name for p in RANKS.iterdir() if p.is_dir() and any(p.glob("*.gmtrace")))
@@ -32,7 +33,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("ranks")
     out = {}
     for job in JOBS:
-        out[job] = write_ranks_html(analyze_ranks(sorted((RANKS / job).glob("*.gmtrace"))), folder / f"{job}.html").path
+        out[job] = write_ranks_page(analyze_ranks(sorted((RANKS / job).glob("*.gmtrace"))), folder / f"{job}.html").path
     return out
 
 

@@ -16,7 +16,7 @@ import pytest
 from browser import Chromium, find_chromium
 from synthetic_timeline import write_synthetic_trace
 
-from graphmode.reports.html import write_html
+from graphmode.views import write_page
 from graphmode.reports.html_plotly import plotly_bundle, stepped_bundle, trace_types
 from graphmode.tracer.store import load
 
@@ -76,7 +76,7 @@ def test_installed_plotly_starts_in_steps() -> None:
 @pytest.mark.parametrize("fixture", ["scripts/torch_cudagraph.gmtrace", "dag-node.gmtrace"])
 def test_real_recording_page_has_no_long_task_while_scrolled(browser: Chromium, tmp_path: Path, fixture: str) -> None:
     with load(DATA / fixture) as trace:
-        write_html(trace, tmp_path / "page.html")
+        write_page(trace, tmp_path / "page.html")
     tasks, marks = tasks_after_first_paint(browser, tmp_path / "page.html")
     assert "gm-chart-gm-break-even" in marks  # the charts were drawn while the tasks were watched
     _check(tasks, marks)
@@ -87,7 +87,7 @@ def test_synthetic_large_page_has_no_long_task_while_scrolled(browser: Chromium,
     305,014 spans in the page: decoding them at once was one 0.27 s task, its 100-level topology another 0.5 s."""
     counts = write_synthetic_trace(tmp_path / "t.gmtrace", iterations=1000, kernels_per_iteration=100, jitter_seed=13)
     with load(tmp_path / "t.gmtrace") as trace:
-        summary = write_html(trace, tmp_path / "page.html")
+        summary = write_page(trace, tmp_path / "page.html")
     assert summary.note == "" and summary.spans_drawn == summary.spans_total == 305_014
     tasks, marks = tasks_after_first_paint(browser, tmp_path / "page.html")
     assert browser.evaluate("window.graphmode.kernelSpansDrawn") == counts.kernels == 200_000
@@ -101,13 +101,13 @@ def test_notebook_frame_draws_its_charts(tmp_path: Path) -> None:
     import time
 
     from graphmode.analyzers import analyze
-    from graphmode.reports.notebook import analysis_html
+    from graphmode.views import notebook_html
 
     if find_chromium() is None:
         pytest.skip("no Chromium (Debian: apt-get install chromium)")
     with load(DATA / "dag-node.gmtrace") as trace:
         a = analyze(trace)
-    (tmp_path / "cell.html").write_text("<!DOCTYPE html><html><body>" + analysis_html(a) + "</body></html>", encoding="utf-8")
+    (tmp_path / "cell.html").write_text("<!DOCTYPE html><html><body>" + notebook_html(a) + "</body></html>", encoding="utf-8")
     with Chromium() as b:
         b.navigate(tmp_path / "cell.html")
         deadline, at = time.monotonic() + 60, None

@@ -14,9 +14,9 @@ from browser import Chromium, find_chromium
 from graphmode.analyzers import TraceAnalysis, analyze
 from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.ranks import analyze_ranks
-from graphmode.reports.html import write_html
+from graphmode.views import write_page
 from graphmode.reports.html_sections import VERDICT_KINDS, verdict_kind
-from graphmode.reports.ranks_html import render_ranks_html
+from graphmode.views import ranks_page
 from graphmode.tracer.store import load
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -39,7 +39,7 @@ def test_paying_back_and_failed_capture_verdicts_look_different(tmp_path: Path) 
     with Chromium() as browser:
         for fixture, kind in (("dag-node.gmtrace", "paid-back"), ("scripts/broken_capture.gmtrace", "no-graph")):
             with load(DATA / fixture) as trace:
-                page = write_html(trace, tmp_path / f"{kind}.html").path
+                page = write_page(trace, tmp_path / f"{kind}.html").path
             browser.open(page)
             shown[kind] = browser.evaluate("(() => { const v = document.getElementById('gm-verdict'), s = getComputedStyle(v);"
                                            " return [Array.from(v.classList), s.backgroundColor, s.borderLeftColor]; })()")
@@ -104,7 +104,7 @@ def test_multi_rank_verdict_marks_a_job_that_lost_time_net() -> None:
     kinds = {}
     for job in ("allreduce_graph", "ddp_graph"):
         a = analyze_ranks(sorted((DATA / "ranks" / job).glob("*.gmtrace")))
-        page, _, _ = render_ranks_html(a)
+        page, _, _ = ranks_page(a)
         kinds[job] = _verdict_class(page)
         nets = [s.net_ns for s in a.ranks]
         assert all(n is not None for n in nets)

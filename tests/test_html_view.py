@@ -24,7 +24,7 @@ from synthetic_timeline import write_synthetic_trace
 from typer.testing import CliRunner
 
 from graphmode.cli import app
-from graphmode.reports.html import render_html, write_html
+from graphmode.views import html_page, write_page
 from graphmode.reports.timeline_plot import COLOURS
 from graphmode.analyzers import analyze
 from graphmode.tracer.store import load
@@ -56,7 +56,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def page(fixture: Path) -> Path:
         if fixture not in pages:
             with load(fixture) as trace:
-                write_html(trace, folder / f"{fixture.parent.name}-{fixture.stem}.html")
+                write_page(trace, folder / f"{fixture.parent.name}-{fixture.stem}.html")
             pages[fixture] = folder / f"{fixture.parent.name}-{fixture.stem}.html"
         return pages[fixture]
     return page
@@ -137,7 +137,7 @@ def _check_reset(browser: Chromium, data: dict[str, Any]) -> None:
 def test_small_trace_draws_every_span_without_errors(browser: Chromium, tmp_path: Path) -> None:
     counts = write_synthetic_trace(tmp_path / "t.gmtrace", iterations=5, kernels_per_iteration=6)
     with load(tmp_path / "t.gmtrace") as trace:
-        summary = write_html(trace, tmp_path / "t.html")
+        summary = write_page(trace, tmp_path / "t.html")
     state = _open(browser, tmp_path / "t.html")
     assert browser.errors == [] and browser.dialogs == [], (browser.errors, browser.dialogs)
     assert summary.note == ""
@@ -167,7 +167,7 @@ def test_small_trace_draws_every_span_without_errors(browser: Chromium, tmp_path
 def test_hover_links_launch_and_kernel(browser: Chromium, tmp_path: Path) -> None:
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=3, kernels_per_iteration=4, kernel_name="axpy_kernel")
     with load(tmp_path / "t.gmtrace") as trace:
-        write_html(trace, tmp_path / "t.html")
+        write_page(trace, tmp_path / "t.html")
     _open(browser, tmp_path / "t.html")
     div = "gm-timeline-full"
     _hover_along(browser, div, "api", "kernel_launch", 2)
@@ -191,7 +191,7 @@ def test_hover_links_launch_and_kernel(browser: Chromium, tmp_path: Path) -> Non
 def test_search_greys_out_the_rest_and_filters_the_kernel_table(browser: Chromium, tmp_path: Path) -> None:
     counts = write_synthetic_trace(tmp_path / "t.gmtrace", iterations=4, kernels_per_iteration=5, kernel_name="axpy_kernel")
     with load(tmp_path / "t.gmtrace") as trace:
-        write_html(trace, tmp_path / "t.html")
+        write_page(trace, tmp_path / "t.html")
     _open(browser, tmp_path / "t.html")
     assert _js(browser, "search('AXPY')") == counts.kernels == 40  # case-insensitive, eager kernels and graph nodes
     assert _js(browser, "search('cudaGraphLaunch')") == 4 + 1  # 4 replays and the first launch
@@ -209,7 +209,7 @@ def test_search_greys_out_the_rest_and_filters_the_kernel_table(browser: Chromiu
 def test_user_strings_are_escaped(browser: Chromium, tmp_path: Path) -> None:
     write_synthetic_trace(tmp_path / "x.gmtrace", kernel_name=XSS_KERNEL, nvtx_message=XSS_NVTX)
     with load(tmp_path / "x.gmtrace") as trace:
-        write_html(trace, tmp_path / "x.html")
+        write_page(trace, tmp_path / "x.html")
     text = (tmp_path / "x.html").read_text()
     assert XSS_KERNEL not in text and XSS_NVTX not in text
     _open(browser, tmp_path / "x.html")
@@ -230,7 +230,7 @@ def test_user_strings_are_escaped(browser: Chromium, tmp_path: Path) -> None:
 def test_bounded_page_says_what_it_left_out(browser: Chromium, tmp_path: Path) -> None:
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
     with load(tmp_path / "t.gmtrace") as trace:
-        summary = write_html(trace, tmp_path / "t.html", max_spans=100)
+        summary = write_page(trace, tmp_path / "t.html", max_spans=100)
         # Kernels in the iterations the page chose, counted with SQL over the iteration markers.
         n = int(summary.note.split("iterations 0:")[1].split(" ")[0])
         expected = trace.rows(
@@ -251,7 +251,7 @@ def test_spans_left_out_are_hatched_and_labelled(browser: Chromium, tmp_path: Pa
     iterations of each mode; the rest of each mode is hatched with its span count and the --window to see it."""
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
     with load(tmp_path / "t.gmtrace") as trace:
-        summary = write_html(trace, tmp_path / "t.html", max_spans=100)
+        summary = write_page(trace, tmp_path / "t.html", max_spans=100)
     full = next(p for p in _page_data(tmp_path / "t.html")["plots"] if p["div"] == "gm-timeline-full")
     gaps = full["left_out"]
     assert gaps and sum(g["spans"] for g in gaps) == summary.spans_total - summary.spans_drawn
@@ -285,7 +285,7 @@ def test_spans_left_out_are_hatched_and_labelled(browser: Chromium, tmp_path: Pa
     # the window a label names holds the spans it counts: a page of that window draws them all
     a, b = map(float, re.search(r"--window ([\d.]+):([\d.]+)", gaps[0]["label"]).groups())  # type: ignore[union-attr]
     with load(tmp_path / "t.gmtrace") as trace:
-        window = write_html(trace, tmp_path / "w.html", window_ms=(a, b))
+        window = write_page(trace, tmp_path / "w.html", window_ms=(a, b))
     assert window.spans_drawn >= gaps[0]["spans"]
 
 
@@ -296,7 +296,7 @@ def test_deep_zoom_ticks_count_from_an_offset(browser: Chromium, tmp_path: Path)
     at 14 s into a run '14334770 µs'); zoomed out they are absolute again."""
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=20, kernels_per_iteration=10)
     with load(tmp_path / "t.gmtrace") as trace:
-        write_html(trace, tmp_path / "t.html")
+        write_page(trace, tmp_path / "t.html")
     _open(browser, tmp_path / "t.html")
     div = "gm-timeline-full"
     _js(browser, f"setRange('{div}', 1200000, 1205000)")
@@ -315,7 +315,7 @@ def test_details_lead_with_duration_lane_and_correlation_and_fold_a_long_name(br
     long_name = "k" + "_a" * 1500
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=3, kernels_per_iteration=4, kernel_name=long_name)
     with load(tmp_path / "t.gmtrace") as trace:
-        write_html(trace, tmp_path / "t.html")
+        write_page(trace, tmp_path / "t.html")
     _open(browser, tmp_path / "t.html")
     _js(browser, "showSpan('gm-timeline-full', 'gpu', 'kernel', 1)")
     box = browser.evaluate("""(() => { const box = document.getElementById('gm-timeline-full-details');
@@ -382,7 +382,7 @@ def test_view_cli_in_process_and_as_subprocess(tmp_path: Path) -> None:
 def test_recording_page_in_a_browser(browser: Chromium, rendered: Any, fixture: Path) -> None:
     page = rendered(fixture)
     with load(fixture) as trace:
-        from graphmode.reports.timeline_data import traced_pass
+        from graphmode.analyzers.timeline import traced_pass
 
         pass_id = traced_pass(trace).pass_id  # type: ignore[union-attr]  # the pass the page draws
         kernels = trace.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'kernel' AND pass_id = ?", [pass_id])[0][0]
@@ -475,7 +475,7 @@ def test_eager_only_trace_leads_with_its_prediction(tmp_path: Path, fixture: str
         (tmp_path / path.stem).write_bytes(lzma.decompress(path.read_bytes()))
         path = tmp_path / path.stem
     with load(path) as trace:
-        page, _ = render_html(trace)
+        page, _ = html_page(trace)
     text = page.split("<script")[0]
     order = [text.index(f"id='{i}'") for i in ("gm-prediction", "gm-verdict", "gm-headline")]
     assert order == sorted(order), order  # the prediction first, then the verdict (no comparison) and the numbers
@@ -536,11 +536,14 @@ def test_every_span_kind_has_its_own_colour_and_words() -> None:
 def test_a_long_chain_has_a_tick_every_few_levels(tmp_path: Path) -> None:
     """SYNTHETIC: a 100-kernel chain has 100 dependency levels; a tick per level made plotly measure 100 tick
     labels (0.4-0.7 s in one task): at most MAX_LEVEL_TICKS ticks, on round numbers of levels."""
+    from graphmode.analyzers.page import graph_nodes
     from graphmode.reports.html_charts import MAX_LEVEL_TICKS, topology_figure
 
     write_synthetic_trace(tmp_path / "t.gmtrace", iterations=2, kernels_per_iteration=100)
     with load(tmp_path / "t.gmtrace") as trace:
-        figure = topology_figure(trace, 1, 1, None)
+        nodes = graph_nodes(trace, 1, 1)
+        assert nodes is not None
+        figure = topology_figure(1, nodes, None)
     assert figure is not None
     axis = figure["layout"]["xaxis"]
     assert axis["tick0"] == 0 and axis["dtick"] == 5 and 100 / axis["dtick"] <= MAX_LEVEL_TICKS

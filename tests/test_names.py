@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from typer.testing import CliRunner
 
+from graphmode.analyzers import analyze
 from graphmode.cli import app
 from graphmode.reports.names import NAME_WIDTH, cell, demangle, full_names, printable, short_name, shorten
 from graphmode.reports.terminal import print_report
@@ -48,7 +49,7 @@ def test_local_names_demangle() -> None:
 
 def test_terminal_report_prints_demangled_names() -> None:
     console = Console(record=True, width=250, file=io.StringIO())
-    print_report(load(SCRIPTS / "torch_cudagraph.gmtrace"), console=console)
+    print_report(analyze(load(SCRIPTS / "torch_cudagraph.gmtrace")), console=console)
     text = console.export_text()
     # 'at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char*, 3ul>>' (86 characters):
     # its first 30 and last 29 around the '…'
@@ -141,6 +142,6 @@ def test_the_short_report_escapes_an_injected_file_name(tmp_path: Path) -> None:
             con.execute(f"UPDATE {table} SET source = ? WHERE source <> ''", ["/x/tr\x1bain.py:42 step"])
     console = Console(record=True, width=120, file=io.StringIO())
     with load(path) as trace:
-        print_report(trace, console=console, detail=False)
+        print_report(analyze(trace), console=console, detail=False)
     text = console.export_text()
     assert _unprintable(text) == [] and "captured at tr\\x1bain.py:42" in text

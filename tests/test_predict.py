@@ -544,14 +544,14 @@ def test_the_page_draws_the_prediction_beside_the_measured_break_even() -> None:
     import json
     import re
 
-    from graphmode.reports.html import render_html
+    from graphmode.views import html_page
 
     trace = load(DATA / "chain-graph.gmtrace")
     a = analyze(trace, MODEL)
     assert a.prediction is not None
     r = next(r for r in a.prediction.regions if r.mode == "eager")
     assert r.one_time is not None and r.replay_period is not None and r.break_even is not None
-    page, _ = render_html(trace, analysis=a)
+    page, _ = html_page(trace, a)
     # the prediction section, with the figures of the analysis
     start = page.index("<section id='gm-prediction'>")
     text = re.sub(r"<[^>]+>", " ", page[start:page.index("</section>", start)])

@@ -307,11 +307,11 @@ def test_cli_report_view_export_on_a_rank_set(tmp_path: Path) -> None:
 @pytest.mark.skipif(__import__("browser").find_chromium() is None, reason="no Chromium (Debian: apt-get install chromium)")
 def test_ranks_page_draws_in_a_real_browser_and_escapes_trace_strings(tmp_path: Path) -> None:
     from browser import Chromium
-    from graphmode.reports.ranks_html import write_ranks_html
+    from graphmode.views import write_ranks_page
 
     hostile = "<img src=x onerror=alert(1)>"
     paths = job(tmp_path, [RankPlan(0, 2, host=hostile), RankPlan(1, 2, host="hostB", clock_offset=1_000_000, graph_late=2_000)])
-    summary = write_ranks_html(analyze_ranks(paths), tmp_path / "job.html")
+    summary = write_ranks_page(analyze_ranks(paths), tmp_path / "job.html")
     assert summary.ranks_drawn == 2 and summary.note == ""
     with Chromium() as b:
         state = b.open(tmp_path / "job.html")

@@ -51,10 +51,10 @@ def test_recordings_are_small() -> None:
 
 
 def test_the_page_of_a_real_job_stacks_the_ranks_and_aligns_one_replay() -> None:
-    from graphmode.reports.ranks_html import render_ranks_html
+    from graphmode.views import ranks_page
 
     a = analyze_ranks(_job("allreduce_graph"))
-    page, drawn, note = render_ranks_html(a)
+    page, drawn, note = ranks_page(a)
     assert drawn == 2, note
     data = json.loads(page.split("id='gm-data'>")[1].split("</script>")[0])
     plots = {p["div"]: p.get("figure") or p["timeline"] for p in data["plots"]}

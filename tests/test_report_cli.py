@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from graphmode.analyzers import analyze
 from graphmode.cli import app
 from graphmode.reports.json_report import REPORT_SCHEMA_VERSION, load_schema
 from graphmode.reports.terminal import headline, print_report
@@ -99,7 +100,7 @@ def test_print_report_for_bench_and_one_mode_statements(tmp_path: Path) -> None:
     path = t.write(tmp_path / "graph_only.gmtrace")
     console = Console(record=True, width=120)
     with load(path) as trace:
-        analysis = print_report(trace, console)
+        analysis = print_report(analyze(trace), console)
     text = console.export_text()
     assert "No eager-vs-graph comparison in this trace (no eager baseline)" in text
     assert "no eager iterations" in text and "no traced pass" in text

@@ -352,7 +352,7 @@ def test_classify_frames() -> None:
 
 
 def test_reports_carry_diagnostics_and_profile(tmp_path: Path, session: dict) -> None:
-    from graphmode.reports.html import render_html
+    from graphmode.views import html_page
 
     path = _failed_capture(tmp_path / "broken.gmtrace", "<script>alert(1)</script> while capturing")
     import duckdb
@@ -372,7 +372,7 @@ def test_reports_carry_diagnostics_and_profile(tmp_path: Path, session: dict) ->
         print_report(a, console)
         text = console.export_text()
         assert "Diagnostics" in text and "Stream capture broken by cudaStreamSynchronize" in text and "CPU profile" in text
-        page, _ = render_html(trace, analysis=a)
+        page, _ = html_page(trace, a)
     assert "<h2>Diagnostics</h2>" in page and "<h2>CPU profile</h2>" in page
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<iframe class='pyinstrument'" in page and 'srcdoc="&lt;!DOCTYPE html&gt;' in page
@@ -389,7 +389,7 @@ def test_real_recordings_have_no_false_pitfalls(path: Path) -> None:
 def test_inference_finds_the_bench_iterations_of_real_recordings(path: Path) -> None:
     """The runner marked its iterations; inference from the recorded work alone (as for a script) must find
     one iteration starting inside each of them, and every graph launch."""
-    from graphmode.analyzers.script_analysis import table_for
+    from graphmode.analyzers.run import table_for
     from graphmode.analyzers.script_graphs import script_graphs
 
     with load(path) as trace:

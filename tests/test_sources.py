@@ -19,7 +19,7 @@ from rich.console import Console
 
 from graphmode.analyzers import analyze, to_dict
 from graphmode.analyzers.sources import kernel_sources, source_lines
-from graphmode.reports.html import render_html, write_html
+from graphmode.views import html_page, write_page
 from graphmode.reports.terminal import print_report
 from tests.conftest import DATA, ROOT
 from tests.synthetic import SyntheticTrace
@@ -44,7 +44,7 @@ def _short(source: str) -> str:
 
 def _terminal(trace_path: Path) -> str:
     out = io.StringIO()
-    print_report(load(trace_path), Console(file=out, width=200, color_system=None))
+    print_report(analyze(load(trace_path)), Console(file=out, width=200, color_system=None))
     return out.getvalue()
 
 
@@ -103,7 +103,7 @@ def _page_data(page: str) -> dict[str, Any]:
 
 
 def test_html_span_hover_carries_the_node_lines() -> None:
-    page, _ = render_html(load(SCRIPTS / "cuda_python_capture.gmtrace"))
+    page, _ = html_page(load(SCRIPTS / "cuda_python_capture.gmtrace"))
     data = _page_data(page)
     texts = [s for p in data["plots"] if p["hover"] for g in p["hover"]["groups"] if g["source"] == "gpu"
              for s in g["text_fields"].get("source", [])]
@@ -111,7 +111,7 @@ def test_html_span_hover_carries_the_node_lines() -> None:
 
 
 def test_html_topology_hover_carries_the_node_lines() -> None:
-    data = _page_data(render_html(load(SCRIPTS / "torch_cudagraph.gmtrace"))[0])
+    data = _page_data(html_page(load(SCRIPTS / "torch_cudagraph.gmtrace"))[0])
     (topo,) = [p for p in data["plots"] if p["div"].startswith("gm-topo")]
     hover = [t for tr in topo["figure"]["data"] for t in tr.get("text", [])]
     kernel_lines = {_short(h.split("<br>")[-1]) for h in hover if "node" in h and ".py:" in h}
@@ -183,7 +183,7 @@ def test_synthetic_eager_sources_in_terminal_and_html(tmp_path: Path) -> None:
     text = _terminal(path)
     table = text[text.index("Where the GPU work comes from"):]
     assert "train.py:10 step" in table and "eager launch" in table and "model.py:20 body" in table
-    page, _ = render_html(load(path))
+    page, _ = html_page(load(path))
     data = _page_data(page)
     hover = {s for p in data["plots"] if p["hover"] for g in p["hover"]["groups"]
              for s in g["text_fields"].get("source", [])}
@@ -197,7 +197,7 @@ def test_hostile_source_is_escaped(tmp_path: Path) -> None:
     path = synthetic_sources(tmp_path / "synthetic.gmtrace", hostile=HOSTILE)
     text = _terminal(path)
     assert "[bold red]x.py:7" in text  # rich printed it as text, not as markup
-    page, _ = render_html(load(path))
+    page, _ = html_page(load(path))
     assert "<img src=x" not in page and "</script><img" not in page
     data = _page_data(page)
     assert any(HOSTILE in json.dumps(p["hover"]) for p in data["plots"] if p["hover"])
@@ -207,7 +207,7 @@ def test_hostile_source_is_escaped(tmp_path: Path) -> None:
 def test_hover_box_shows_the_source_line_in_a_browser(tmp_path: Path) -> None:
     path = synthetic_sources(tmp_path / "synthetic.gmtrace", hostile=HOSTILE)
     with load(path) as trace:
-        write_html(trace, tmp_path / "s.html")
+        write_page(trace, tmp_path / "s.html")
 
     def hover(source: str, label: str, row: int) -> str:
         # the page's details box for span `row` (start order) of the group drawn as (source, label)
@@ -233,6 +233,6 @@ def test_json_report_with_source_lines_follows_the_schema(which: str, tmp_path: 
     from graphmode.reports.json_report import load_schema, render_json
 
     path = synthetic_sources(tmp_path / "s.gmtrace") if which == "synthetic" else SCRIPTS / f"{which}.gmtrace"
-    doc = json.loads(render_json(load(path)))
+    doc = json.loads(render_json(analyze(load(path))))
     jsonschema.Draft202012Validator(load_schema()).validate(doc)
     assert doc["source_lines"] and all(k["sources"] for k in doc["kernels"] if k["name"] != "D")

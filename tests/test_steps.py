@@ -255,7 +255,7 @@ def test_a_failing_step_model_costs_the_steps_not_the_report(monkeypatch: pytest
 def test_the_page_shows_the_step_and_the_totals_add_up(mobilenet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The page's steps table is the analysis's step, and the run's totals count the step's one-time cost once:
     saved less one-time is the net the headline states."""
-    from graphmode.reports.html import render_html
+    from graphmode.views import html_page
 
     (step,) = [s for s in mobilenet.steps if len(s.graphs) > 1]
     t = mobilenet.totals
@@ -264,6 +264,6 @@ def test_the_page_shows_the_step_and_the_totals_add_up(mobilenet, tmp_path: Path
     assert mobilenet.headline.net_ns == pytest.approx(t.net_ns)
     path = _unpacked(tmp_path, "mgc_mobilenet.gmtrace")
     with load(path) as trace:
-        page, _ = render_html(trace, analysis=mobilenet)
+        page, _ = html_page(trace, mobilenet)
     section = page.split("id='gm-steps'")[1].split("</section>")[0]
     assert "step 1" in section and "graph 1" in section and "graph 4" in section and "eager work between" in section

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import Chromium  # noqa: E402
 
-from graphmode.reports.html import write_html  # noqa: E402
+from graphmode.views import write_page  # noqa: E402
 from graphmode.tracer.store import load  # noqa: E402
 
 RECORDING = ROOT / "tests" / "data" / "dag-node.gmtrace"
@@ -51,7 +51,7 @@ def page_shots() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "dag.html"
         with load(RECORDING) as trace:
-            write_html(trace, page)
+            write_page(trace, page)
         with Chromium(width=1400, height=1000) as browser:
             browser.open(page)
             browser.evaluate("window.graphmode.loadCharts()")

@@ -1,6 +1,7 @@
 """What the HTML timelines draw: lanes, and the spans of a part of a run as sorted columns.
 
-Reads the trace with SQL and returns numpy columns; draws nothing and computes no metric. The page's
+Reads the trace with SQL and returns numpy columns; draws nothing and computes no metric (analyzers.page gathers
+it for the page's renderer, reports.html, which does not read the trace). The page's
 renderer (assets/timeline.js) draws at the level of detail the zoom needs, so a page can carry every
 span of a run of a million kernels; `select_spans` still bounds what goes into one page (`max_spans`)
 and says what it left out and how to see it.
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from graphmode.analyzers.run import Run
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.tracer.store import PassInfo, Trace
 
@@ -146,15 +148,17 @@ def activity_extent(trace: Trace, pass_info: PassInfo) -> tuple[int, int] | None
     return None if lo is None else (int(lo), int(hi))
 
 
-def iteration_markers(trace: Trace, pass_id: int) -> dict[str, dict[str, np.ndarray]]:
+def iteration_markers(run: Run, pass_id: int) -> dict[str, dict[str, np.ndarray]]:
     """mode -> columns iteration, start_ns, end_ns of the pass's iterations, by iteration: the runner's
-    markers, or in a script trace the steady iterations of the headline's graph (analyzers.iterations)."""
+    markers, or in a script trace the steady iterations of the headline's graph (analyzers.iterations, from the
+    iterations the Run already derived)."""
+    trace = run.trace
     cols = trace.sql(
         "SELECT mode, iteration, start_ns, end_ns FROM markers WHERE pass_id = ? AND kind = 'iteration' AND name <> 'inferred' "
         "ORDER BY mode, iteration", [pass_id])
     out: dict[str, dict[str, np.ndarray]] = {}
     if not cols["mode"].size:
-        it = find_iterations(trace, pass_id)
+        it = find_iterations(run, pass_id)
         steady = it.select(np.isin(it.role, ("steady", "warmup")))
         if steady.size:
             # the graph with the most replays, and its eager iterations
@@ -186,6 +190,7 @@ def _sorted_starts(trace: Trace, pass_id: int) -> np.ndarray:
 def select_spans(
     trace: Trace,
     pass_info: PassInfo,
+    its: dict[str, dict[str, np.ndarray]],
     *,
     iterations: tuple[int, int] | None = None,
     window_ms: tuple[float, float] | None = None,
@@ -197,7 +202,6 @@ def select_spans(
     pass_ms = (pass_info.end_ns - pass_info.start_ns) / 1e6
     how = (f"Pick other spans with `graphmode view {trace.path.name} --iterations A:B` (iteration numbers of each mode) "
            f"or `--window START_MS:END_MS` (ms from the start of the pass, which lasts {pass_ms:,.1f} ms).")
-    its = iteration_markers(trace, pid)
     if window_ms is not None:
         a = pass_info.start_ns + int(window_ms[0] * 1e6)
         b = pass_info.start_ns + int(window_ms[1] * 1e6)
@@ -366,10 +370,12 @@ def load_view(trace: Trace, pass_id: int, lanes: list[Lane], intervals: list[tup
         fields={f: np.asarray(cols[f]).astype(np.int64) for f in FIELDS}, text_codes=codes, text_tables=tables)
 
 
-def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], iteration: int | None = None) -> list[TimelineView]:
-    """One view per mode of the same iteration number (the middle one by default), each starting at 0."""
+def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], its: dict[str, dict[str, np.ndarray]],
+                    iteration: int | None = None) -> list[TimelineView]:
+    """One view per mode of the same iteration number (the middle one by default), each starting at 0; `its`: the
+    pass's iteration_markers."""
     views = []
-    for mode, cols in iteration_markers(trace, pass_id).items():
+    for mode, cols in its.items():
         i = len(cols["iteration"]) // 2 if iteration is None else min(iteration, len(cols["iteration"]) - 1)
         s, e = int(cols["start_ns"][i]), int(cols["end_ns"][i])
         it = int(cols["iteration"][i])

@@ -1,0 +1,139 @@
+"""What the rank page (reports.ranks_html) draws from the ranks' traces beyond their analysis, read one rank trace
+at a time and only what is drawn kept: GPU activity of every rank in time bins (the heatmap), the spans of up to
+MAX_TIMELINE_RANKS ranks, and one replay of each of those ranks' graph on the job's clock.
+
+`rank_page_data(a)` is called by the command that writes the page, beside `analyze_ranks`; the page renders the
+two and does not read the traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphmode.analyzers.rank_results import RankSetAnalysis
+from graphmode.tracer.store import TraceError, load
+
+HEAT_BINS = 400
+MAX_TIMELINE_RANKS = 16
+MAX_TIMELINE_SPANS = 60_000  # over all ranks drawn; more: each rank keeps a window around its middle replay
+
+
+@dataclass(frozen=True, eq=False)
+class RankPageData:
+    heat: np.ndarray  # ranks x HEAT_BINS: the share of each bin the rank's GPU was busy (at most 1)
+    drawn: list[int]  # the ranks whose spans are drawn
+    timeline: list[Any]  # per drawn rank: (lane, start, end, category, name), ns from the job's first traced moment
+    replay: list[Any]  # per drawn rank with the chosen replay: (row, start, end, category, name), ns on the job's clock
+    note: str  # what was left out
+    replay_choice: tuple[str, int] | None  # the graph (key) shown replay by replay, and which replay
+
+
+def rank_page_data(a: RankSetAnalysis) -> RankPageData:
+    """What the rank page draws (module doc)."""
+    heat, drawn, timeline, replay, note = _collect(a)
+    return RankPageData(heat, drawn, timeline, replay, note, replay_choice(a))
+
+
+def span_category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
+    cat: np.ndarray = kind.astype(object).copy()
+    uniq, inv = np.unique(name.astype(str), return_inverse=True)
+    # once per distinct name
+    nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]
+    cat[nccl] = "NCCL collective"
+    return cat
+
+
+def replay_choice(a: RankSetAnalysis) -> tuple[str, int] | None:
+    """The graph shown replay by replay (the first holding collectives, else the most replayed) and which
+    replay: the middle one of the fewest any rank did."""
+    candidates = [g for g in a.graphs_across if g.replays is not None and g.replays.min > 0]
+    if not candidates:
+        return None
+    g = next((c for c in candidates if c.collectives), max(candidates, key=lambda c: c.replays.median if c.replays else 0))
+    assert g.replays is not None
+    return g.key, int(g.replays.min) // 2
+
+
+def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list[Any], str]:
+    """One pass over the rank traces: heatmap rows for every rank, spans of the ranks drawn, one replay each."""
+    t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
+    t1 = max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks)
+    bin_ns = max((t1 - t0) / HEAT_BINS, 1.0)
+    drawn = _drawn_ranks(a)
+    per_rank_budget = MAX_TIMELINE_SPANS // max(len(drawn), 1)
+    choice = replay_choice(a)
+    heat = np.zeros((len(a.ranks), HEAT_BINS))
+    timeline: list[Any] = []
+    replay: list[Any] = []
+    notes: list[str] = []
+    windowed: list[tuple[int, int]] = []  # (rank, its spans): drawn as a window of per_rank_budget spans
+    graph_ids = {(g.rank, g.key): g.graph_id for g in a.graphs}
+    for row, s in enumerate(a.ranks):
+        r, off = s.identity.rank, int(a.offset_of(s.identity.rank))
+        try:
+            trace = load(s.identity.path)
+        except TraceError as e:
+            notes.append(f"rank {r} not drawn: {e}")
+            continue
+        with trace:
+            pid = s.pass_id
+            b = trace.sql(f"""SELECT CAST(floor((start_ns + {off} - {t0}) / {bin_ns}) AS INTEGER) AS b,
+                                     sum(end_ns - start_ns) AS busy FROM gpu_spans WHERE pass_id = ? GROUP BY 1""", [pid])
+            ok = (b["b"] >= 0) & (b["b"] < HEAT_BINS)
+            np.add.at(heat[row], b["b"][ok].astype(np.int64), b["busy"][ok].astype(np.float64))
+            if r in drawn:
+                n = int(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ?", [pid])[0][0])
+                where, params = "pass_id = ?", [pid]
+                if n > per_rank_budget:  # a window of the run, centred on its middle
+                    mid = (s.start_ns + s.end_ns) // 2
+                    cut = trace.rows("""SELECT start_ns FROM gpu_spans WHERE pass_id = ? AND start_ns >= ?
+                                        ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, mid, per_rank_budget - 1])
+                    hi = int(cut[0][0]) if cut else s.end_ns
+                    where, params = "pass_id = ? AND start_ns >= ? AND start_ns <= ?", [pid, mid, hi]
+                    windowed.append((r, n))
+                sp = trace.sql(f"SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE {where} ORDER BY start_ns", params)
+                timeline.append((drawn.index(r), sp["start_ns"] + off - t0, sp["end_ns"] + off - t0,
+                                 span_category(sp["kind"], sp["name"]), sp["name"]))
+            if choice is not None and r in drawn and (r, choice[0]) in graph_ids:
+                launch = trace.rows("""SELECT correlation_id FROM graph_events WHERE pass_id = ? AND graph_id = ? AND event = 'launch'
+                                       ORDER BY start_ns LIMIT 1 OFFSET ?""", [pid, graph_ids[(r, choice[0])], choice[1]])
+                if launch:
+                    sp = trace.sql(f"""SELECT kind, name, start_ns, end_ns FROM gpu_spans WHERE pass_id = ? AND correlation_id = ?
+                                       AND graph_id <> 0 ORDER BY start_ns""", [pid, int(launch[0][0])])
+                    replay.append((row, sp["start_ns"] + off, sp["end_ns"] + off, span_category(sp["kind"], sp["name"]), sp["name"]))
+    if windowed:
+        notes.append(f"{len(windowed)} of the {len(drawn)} ranks drawn span by span have more than {per_rank_budget:,} spans "
+                     f"(up to {max(n for _, n in windowed):,}): each is drawn from the middle of its run, {per_rank_budget:,} spans; "
+                     "the heatmap above covers every span of every rank")
+    if len(drawn) < len(a.ranks):
+        notes.insert(0, f"spans drawn for {len(drawn)} of {len(a.ranks)} ranks: {_ranges(drawn)} (the first, the straggler, the last)")
+    heat /= bin_ns
+    return np.minimum(heat, 1.0), drawn, timeline, replay, "; ".join(notes)
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'"""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+def _drawn_ranks(a: RankSetAnalysis) -> list[int]:
+    ranks = [s.identity.rank for s in a.ranks]
+    if len(ranks) <= MAX_TIMELINE_RANKS:
+        return ranks
+    keep = set(ranks[: MAX_TIMELINE_RANKS // 2])
+    if a.straggler is not None:
+        keep.add(a.straggler.rank)
+    for r in ranks[::-1]:
+        if len(keep) >= MAX_TIMELINE_RANKS:
+            break
+        keep.add(r)
+    return sorted(keep)
