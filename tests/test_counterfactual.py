@@ -143,3 +143,24 @@ def test_predicted_saving_against_the_programs_own_clocks(tmp_path: Path, name: 
     assert cf.eager.low_ns <= cf.eager.ns <= cf.eager.high_ns
     assert a.headline is not None and a.headline.basis == "predicted" and a.headline.verdict in ("pays_back", "not_yet")
     assert a.headline.saved_ns == pytest.approx(cf.saved.ns)
+
+
+def test_a_graph_break_is_a_predicted_step_of_two_graphs_against_the_programs_own_clocks(tmp_path: Path) -> None:
+    """ResNet-50 with a graph break after layer2 under reduce-overhead: Dynamo's two partitions replay two graphs a
+    call, and no kernel of either ran eagerly. One step of both graphs, its saving predicted (their counterfactuals
+    added up, the Python between them eager in both modes), against the same program compiled with mode="default" in
+    3 fresh untraced processes: the graphed step within 5%, the predicted eager step and saving within 30%."""
+    def median(mode: str) -> float:
+        return statistics.median(t["call_ns"] for t in _truths() if t["workload"] == "resnet50_compile_break" and t["mode"] == mode)
+
+    eager, graphed = median("default"), median("reduce-overhead")
+    a = _analysis(tmp_path, "resnet50_break.gmtrace")
+    (step,) = [s for s in a.steps if len(s.graphs) > 1]
+    assert len(step.graphs) == 2 and step.basis == "predicted" and step.eager is None
+    assert step.graphed_ns == pytest.approx(graphed, rel=0.05), (step.graphed_ns, graphed)
+    assert step.eager_ns == pytest.approx(eager, rel=0.30), (step.eager_ns, eager)
+    assert step.saved_ns == pytest.approx(eager - graphed, rel=0.30), (step.saved_ns, eager - graphed)
+    by_id = {g.graph_id: g for g in a.graphs}
+    assert all(by_id[g].counterfactual is not None and by_id[g].counterfactual.framework == "inductor" for g in step.graphs)
+    assert step.invariant_residual_ns == 0.0
+    assert a.headline is not None and a.headline.subject == "step" and a.headline.basis == "predicted"
