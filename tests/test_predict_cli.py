@@ -37,6 +37,25 @@ def test_calibrate_from_saved_measurements_needs_no_gpu(tmp_path: Path) -> None:
     assert load_model(out).costs["instantiate"].coefficient("kernel") == pytest.approx(TRUE["instantiate"]["kernel"])
 
 
+def test_calibrate_from_measurements_fits_the_launch_probes_synthetic(tmp_path: Path) -> None:
+    """SYNTHETIC launch probes in a measurements file (tracer.launch_probes' rows): the refit model holds each
+    launcher's slope and intercept, hand-computed: XLA's matmul probe 10 kernels in 100 us and 40 in 250 us is 5 us a
+    kernel and 50 us a call; and the terminal prints the launch-cost table."""
+    raw = tmp_path / "costmodel-synthetic-gpu.measurements.json"
+    probe = {"framework": "xla", "rows": [{"variant": "gemm", "ops": 8, "kernels": 10, "wall_ns": 100_000.0, "gpu_ns": 5_000.0},
+                                          {"variant": "gemm", "ops": 32, "kernels": 40, "wall_ns": 250_000.0, "gpu_ns": 20_000.0}]}
+    raw.write_text(json.dumps({"machine": MACHINE, "calibration": {"note": "synthetic"}, "table": synthetic_table(),
+                               "node_gpu_ns": NODE_GPU_NS, "eager_gap_ns": EAGER_GAP_NS,
+                               "first_graph_probes": [FIRST_GRAPH_EXTRA] * 3, "launch_probes": [probe, probe]}))
+    result = CliRunner().invoke(app, ["calibrate", "--from-measurements", str(raw)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    model = load_model(tmp_path / "costmodel-synthetic-gpu.json")
+    assert set(model.launch) == {"xla_gemm"} and len(model.launch_probes) == 2
+    assert model.launch["xla_gemm"].per_kernel.median == pytest.approx(5_000.0)
+    assert model.launch["xla_gemm"].per_call.median == pytest.approx(50_000.0)
+    assert "Eager launch cost per framework" in result.output and "xla_gemm" in result.output
+
+
 def test_calibrate_from_a_file_that_is_not_measurements_says_so(tmp_path: Path) -> None:
     bad = tmp_path / "x.measurements.json"
     bad.write_text("{}")
