@@ -29,6 +29,10 @@ def steps_html(a: TraceAnalysis) -> str:
             notes.append(f"step {s.step_id}: the graphs' savings ({human_ns(s.graphs_saved_ns)}) and the eager work's change "
                          f"({human_ns(s.remainder_saved_ns)}) add up to the step's {human_ns(s.saved_ns)} within "
                          f"{human_ns(abs(s.invariant_residual_ns))}")
+        if s.basis == "predicted":
+            notes.append(f"step {s.step_id}: ~ marks a predicted figure: no eager twin of its graphs ran, so each graph's eager "
+                         "segment is its kernels launched one by one by the framework that made them, priced by the cost model "
+                         "(the eager work between graphs runs eagerly in both modes)")
         if s.one_time_basis == "statement":
             notes.append(f"step {s.step_id}: its one-time cost is the statement at {s.one_time_statement} that made its "
                          "graphs, warm-ups included, as the run without CUPTI timed it")
