@@ -89,13 +89,13 @@ def _timeline(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.nda
     if extent is None:
         extent = (int(start.min()), int(end.max())) if start.size else (0, 1)
     view = TimelineView(
-        title=title, lanes=[Lane(str(k), label, "gpu") for k, label in enumerate(lanes)],
+        lanes=[Lane(str(k), label, "gpu") for k, label in enumerate(lanes)],
         groups=[SpanGroup("gpu", c) for c in present], names=uniq.tolist(), origin_ns=0,
         extent_ns=extent, lane=lane, start_ns=start, end_ns=end, group=group, name_id=name_id.astype(np.int32),
         correlation_id=zeros, outside=np.zeros(start.size, bool), fields={f: zeros for f in FIELDS},
         text_codes={f: np.zeros(start.size, np.int32) for f in TEXT_FIELDS},
         text_tables={f: [[""] for _ in present] for f in TEXT_FIELDS})
-    spec = encode_view(view, blob, div="", origin=origin, initial=extent, full=extent)
+    spec = encode_view(view, blob, div="", title=title, origin=origin, initial=extent, full=extent)
     for g in spec["hover"]["groups"]:  # this page's colours and words, not the single-run page's
         g["colour"], g["legend"] = COLOURS[g["label"]], g["label"]
     return spec
