@@ -33,7 +33,7 @@ from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import verdict_kind
 from graphmode.analyzers.timeline import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.names import short_source
-from graphmode.reports.notes import HANG_RISK_ADVICE, word
+from graphmode.reports.notes import HANG_RISK_ADVICE, word, words
 from graphmode.reports.ranks import _count, _spread, headline
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import human_ns
@@ -124,7 +124,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def render_ranks_html(a: RankSetAnalysis, data: RankPageData) -> tuple[str, int, str]:
     """The page of a rank set's analysis and what its traces hold to draw (analyzers.rank_page.rank_page_data), how
     many ranks' spans it draws, and a note on what it left out."""
-    heat, drawn, timeline, replay, note = data.heat, data.drawn, data.timeline, data.replay, data.note
+    heat, drawn, timeline, replay, note = data.heat, data.drawn, data.timeline, data.replay, "; ".join(words(data.notes))
     waits = {w.rank: w for w in a.waits}
     plots: list[dict[str, Any]] = []
     parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"

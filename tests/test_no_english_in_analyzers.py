@@ -43,8 +43,6 @@ ALLOWED_ASSIGNMENTS: dict[tuple[str, str], str] = {
 NOT_YET_CONVERTED: dict[str, str] = {
     "timeline.py": "the page's selection note and view titles, moved byte-identical from reports/timeline_data.py when the "
                    "page's data became an analyzer of the Run (session 16); still to type",
-    "rank_page.py": "the rank page's note on what it drew, moved byte-identical from reports/ranks_html.py (session 16); "
-                    "still to type",
 }
 
 

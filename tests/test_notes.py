@@ -101,3 +101,9 @@ def test_the_pages_timeline_notes_are_worded_as_the_page_prints_them() -> None:
     assert word(note("iteration_view", mode="graph", iteration=7, duration_ns=1_234_560)) == "graph iteration 7: 1,234.6 µs"
     assert word(note("pass_view", pass_id=2, detail="node", drawn=1234, total=5678)) == (
         "Pass 2 (node detail): 1,234 of 5,678 spans")
+    assert word(note("rank_page_ranks_drawn", drawn=(0, 1, 2, 5, 7, 8), ranks=32)) == (
+        "spans drawn for 6 of 32 ranks: 0-2, 5, 7-8 (the first, the straggler, the last)")
+    assert word(note("rank_page_not_drawn", rank=3, error="not a trace")) == "rank 3 not drawn: not a trace"
+    assert word(note("rank_page_windowed", windowed=2, drawn=16, budget=3750, most=12000)) == (
+        "2 of the 16 ranks drawn span by span have more than 3,750 spans (up to 12,000): each is drawn from the middle "
+        "of its run, 3,750 spans; the heatmap above covers every span of every rank")
