@@ -14,6 +14,7 @@ import numpy as np
 
 from graphmode.analyzers.critical_path import node_durations
 from graphmode.analyzers.kernel_totals import KernelTotals, kernel_totals
+from graphmode.analyzers.notes import note
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.analyzers.run import Run
 from graphmode.analyzers.timeline import (
@@ -126,7 +127,7 @@ def page_data(run: Run, analysis: TraceAnalysis, *, iterations: tuple[int, int] 
     views = drop_empty_lanes(iteration_views(trace, tp.pass_id, lanes, its))
     selection = select_spans(trace, tp, its, iterations=iterations, window_ms=window_ms, max_spans=max_spans)
     full = load_view(trace, tp.pass_id, lanes, selection.intervals, tp.start_ns,
-                     f"Pass {tp.pass_id} ({tp.detail} detail): {selection.drawn:,} of {selection.total:,} spans")
+                     note("pass_view", pass_id=tp.pass_id, detail=tp.detail, drawn=selection.drawn, total=selection.total))
     kernels = kernel_totals(trace, tp.pass_id, tp.detail) if tp.detail in ("graph", "node") else None
     return PageData(trace.path.name, meta, tp, tuple(lanes), tuple(views), selection, full, activity_extent(trace, tp),
                     kernels, topologies(trace, tp.pass_id), session)

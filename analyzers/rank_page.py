@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.tracer.store import TraceError, load
 
@@ -27,14 +28,14 @@ class RankPageData:
     drawn: list[int]  # the ranks whose spans are drawn
     timeline: list[Any]  # per drawn rank: (lane, start, end, category, name), ns from the job's first traced moment
     replay: list[Any]  # per drawn rank with the chosen replay: (row, start, end, category, name), ns on the job's clock
-    note: str  # what was left out
+    notes: tuple[Note, ...]  # what was left out (rank_page_ranks_drawn, rank_page_not_drawn, rank_page_windowed)
     replay_choice: tuple[str, int] | None  # the graph (key) shown replay by replay, and which replay
 
 
 def rank_page_data(a: RankSetAnalysis) -> RankPageData:
     """What the rank page draws (module doc)."""
-    heat, drawn, timeline, replay, note = _collect(a)
-    return RankPageData(heat, drawn, timeline, replay, note, replay_choice(a))
+    heat, drawn, timeline, replay, notes = _collect(a)
+    return RankPageData(heat, drawn, timeline, replay, notes, replay_choice(a))
 
 
 def span_category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
@@ -57,7 +58,7 @@ def replay_choice(a: RankSetAnalysis) -> tuple[str, int] | None:
     return g.key, int(g.replays.min) // 2
 
 
-def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list[Any], str]:
+def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list[Any], tuple[Note, ...]]:
     """One pass over the rank traces: heatmap rows for every rank, spans of the ranks drawn, one replay each."""
     t0 = min(s.start_ns + a.offset_of(s.identity.rank) for s in a.ranks)
     t1 = max(s.end_ns + a.offset_of(s.identity.rank) for s in a.ranks)
@@ -68,7 +69,7 @@ def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list
     heat = np.zeros((len(a.ranks), HEAT_BINS))
     timeline: list[Any] = []
     replay: list[Any] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     windowed: list[tuple[int, int]] = []  # (rank, its spans): drawn as a window of per_rank_budget spans
     graph_ids = {(g.rank, g.key): g.graph_id for g in a.graphs}
     for row, s in enumerate(a.ranks):
@@ -76,7 +77,7 @@ def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list
         try:
             trace = load(s.identity.path)
         except TraceError as e:
-            notes.append(f"rank {r} not drawn: {e}")
+            notes.append(note("rank_page_not_drawn", rank=r, error=str(e)))
             continue
         with trace:
             pid = s.pass_id
@@ -105,24 +106,12 @@ def _collect(a: RankSetAnalysis) -> tuple[np.ndarray, list[int], list[Any], list
                                        AND graph_id <> 0 ORDER BY start_ns""", [pid, int(launch[0][0])])
                     replay.append((row, sp["start_ns"] + off, sp["end_ns"] + off, span_category(sp["kind"], sp["name"]), sp["name"]))
     if windowed:
-        notes.append(f"{len(windowed)} of the {len(drawn)} ranks drawn span by span have more than {per_rank_budget:,} spans "
-                     f"(up to {max(n for _, n in windowed):,}): each is drawn from the middle of its run, {per_rank_budget:,} spans; "
-                     "the heatmap above covers every span of every rank")
+        notes.append(note("rank_page_windowed", windowed=len(windowed), drawn=len(drawn), budget=per_rank_budget,
+                          most=max(n for _, n in windowed)))
     if len(drawn) < len(a.ranks):
-        notes.insert(0, f"spans drawn for {len(drawn)} of {len(a.ranks)} ranks: {_ranges(drawn)} (the first, the straggler, the last)")
+        notes.insert(0, note("rank_page_ranks_drawn", drawn=tuple(drawn), ranks=len(a.ranks)))
     heat /= bin_ns
-    return np.minimum(heat, 1.0), drawn, timeline, replay, "; ".join(notes)
-
-
-def _ranges(ranks: list[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'"""
-    out: list[str] = []
-    for r in sorted(ranks):
-        if out and out[-1].split("-")[-1] == str(r - 1):
-            out[-1] = out[-1].split("-")[0] + f"-{r}"
-        else:
-            out.append(str(r))
-    return ", ".join(out)
+    return np.minimum(heat, 1.0), drawn, timeline, replay, tuple(notes)
 
 
 def _drawn_ranks(a: RankSetAnalysis) -> list[int]:

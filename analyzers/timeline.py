@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from graphmode.analyzers.notes import Note, NoteValue, note
 from graphmode.analyzers.run import Run
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.tracer.store import PassInfo, Trace
@@ -54,7 +55,6 @@ class SpanGroup:
 class TimelineView:
     """Spans sorted by (lane, start); times in ns relative to origin_ns."""
 
-    title: str
     lanes: list[Lane]
     groups: list[SpanGroup]
     names: list[str]
@@ -70,6 +70,9 @@ class TimelineView:
     fields: dict[str, np.ndarray] = field(default_factory=dict)  # FIELDS, int64
     text_codes: dict[str, np.ndarray] = field(default_factory=dict)  # TEXT_FIELDS: int32 code in the group's table
     text_tables: dict[str, list[list[str]]] = field(default_factory=dict)  # TEXT_FIELDS: per group, code -> string
+    # what the view shows, worded by the report (reports.notes: iteration_view, pass_view); None where the report
+    # titles a view it built itself
+    title: Note | None = None
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -93,7 +96,7 @@ class Selection:
     intervals: list[tuple[int, int]]  # absolute ns, spans overlapping any of them are drawn
     drawn: int
     total: int
-    note: str  # '' when the whole pass is drawn
+    note: Note | None  # timeline_selection: what was drawn and how to pick other spans; None when the whole pass is drawn
     left_out: tuple[LeftOut, ...] = ()  # where the spans not drawn lie (spans overlapping no interval), in time order
 
 
@@ -199,13 +202,11 @@ def select_spans(
     """Which part of the pass the full timeline draws; a note says what was left out and how to see it."""
     pid = pass_info.pass_id
     total = count_spans(trace, pid)
-    pass_ms = (pass_info.end_ns - pass_info.start_ns) / 1e6
-    how = (f"Pick other spans with `graphmode view {trace.path.name} --iterations A:B` (iteration numbers of each mode) "
-           f"or `--window START_MS:END_MS` (ms from the start of the pass, which lasts {pass_ms:,.1f} ms).")
+    what: dict[str, NoteValue]  # what the whole-run view draws: the note's `what` and the values it needs
     if window_ms is not None:
         a = pass_info.start_ns + int(window_ms[0] * 1e6)
         b = pass_info.start_ns + int(window_ms[1] * 1e6)
-        what = f"the window {window_ms[0]:g}–{window_ms[1]:g} ms"
+        what = {"what": "window", "start_ms": float(window_ms[0]), "end_ms": float(window_ms[1])}
         intervals = [(a, b)]
     elif iterations is not None:
         lo, hi = iterations
@@ -217,24 +218,25 @@ def select_spans(
         if not intervals:
             raise ValueError(f"no iteration in {lo}:{hi}; the pass has iterations "
                              + ", ".join(f"{m} 0:{len(c['iteration'])}" for m, c in its.items()))
-        what = f"iterations {lo}:{hi} of each mode"
+        what = {"what": "iterations", "first": lo, "last": hi}
     else:
         if total <= max_spans:
-            return Selection([(pass_info.start_ns, pass_info.end_ns)], total, total, "")
+            return Selection([(pass_info.start_ns, pass_info.end_ns)], total, total, None)
         intervals, what = _auto_intervals(trace, pass_info, its, max_spans)
     drawn = count_spans(trace, pid, intervals)
+    cut_ns: int | None = None  # where a too dense selection was cut, ns from the start of the pass
     if drawn > max_spans:  # a window the user asked for is too dense: keep its first max_spans span starts
         starts = _sorted_starts(trace, pid)
         lo_i = int(np.searchsorted(starts, intervals[0][0]))
         cut = int(starts[min(lo_i + max_spans, len(starts) - 1)])
         intervals = [(a, min(b, cut)) for a, b in intervals if a < cut]
         drawn = count_spans(trace, pid, intervals)
-        what += f", cut at {(cut - pass_info.start_ns) / 1e6:,.3f} ms to stay within {max_spans:,} spans"
+        cut_ns = cut - pass_info.start_ns
     if drawn >= total:
-        return Selection(intervals, drawn, total, "")
-    note = (f"The whole-run timeline draws {what}: {drawn:,} of the pass's {total:,} spans "
-            f"(a page holds at most {max_spans:,}). {how}")
-    return Selection(intervals, drawn, total, note, left_out(trace, pass_info, intervals))
+        return Selection(intervals, drawn, total, None)
+    said = note("timeline_selection", **what, cut_ns=cut_ns, drawn=drawn, total=total, max_spans=max_spans,
+                trace=trace.path.name, pass_ns=pass_info.end_ns - pass_info.start_ns)
+    return Selection(intervals, drawn, total, said, left_out(trace, pass_info, intervals))
 
 
 def left_out(trace: Trace, pass_info: PassInfo, intervals: list[tuple[int, int]]) -> tuple[LeftOut, ...]:
@@ -260,7 +262,9 @@ def left_out(trace: Trace, pass_info: PassInfo, intervals: list[tuple[int, int]]
 
 
 def _auto_intervals(trace: Trace, pass_info: PassInfo, its: dict[str, dict[str, np.ndarray]],
-                    max_spans: int) -> tuple[list[tuple[int, int]], str]:
+                    max_spans: int) -> tuple[list[tuple[int, int]], dict[str, NoteValue]]:
+    """The intervals the whole-run view draws when the pass holds more than max_spans, and what they are (the
+    first iterations of each mode that fit, else the start of the pass)."""
     starts = _sorted_starts(trace, pass_info.pass_id)
     if its:
         # Spans per iteration number, all modes together; keep the first n iterations that fit.
@@ -271,9 +275,9 @@ def _auto_intervals(trace: Trace, pass_info: PassInfo, its: dict[str, dict[str, 
             per_iter += np.searchsorted(starts, e, side="right") - np.searchsorted(starts, s, side="left")
         n = max(1, int(np.searchsorted(np.cumsum(per_iter), max_spans * 0.9, side="right")))
         intervals = [(int(c["start_ns"][0]), int(c["end_ns"][n - 1])) for c in its.values()]
-        return intervals, f"iterations 0:{n} of each mode"
+        return intervals, {"what": "iterations", "first": 0, "last": n}
     cut = int(starts[min(max_spans, len(starts) - 1)])
-    return [(pass_info.start_ns, cut)], f"the first {(cut - pass_info.start_ns) / 1e6:,.3f} ms"
+    return [(pass_info.start_ns, cut)], {"what": "start", "first_ns": cut - pass_info.start_ns}
 
 
 def _spans_sql(where: str) -> str:
@@ -308,7 +312,7 @@ def _spans_sql(where: str) -> str:
 
 
 def load_view(trace: Trace, pass_id: int, lanes: list[Lane], intervals: list[tuple[int, int]], origin_ns: int,
-              title: str, focus: tuple[int, int, str, int] | None = None) -> TimelineView:
+              title: Note, focus: tuple[int, int, str, int] | None = None) -> TimelineView:
     """The spans of the pass overlapping `intervals`, sorted by (lane, start), times relative to origin_ns.
 
     `focus` (start, end, mode, iteration): the view shows that one iteration; other iterations'
@@ -379,8 +383,8 @@ def iteration_views(trace: Trace, pass_id: int, lanes: list[Lane], its: dict[str
         i = len(cols["iteration"]) // 2 if iteration is None else min(iteration, len(cols["iteration"]) - 1)
         s, e = int(cols["start_ns"][i]), int(cols["end_ns"][i])
         it = int(cols["iteration"][i])
-        views.append(load_view(trace, pass_id, lanes, [(s, e)], s, f"{mode} iteration {it}: {(e - s) / 1e3:,.1f} µs",
-                               focus=(s, e, mode, it)))
+        views.append(load_view(trace, pass_id, lanes, [(s, e)], s, note("iteration_view", mode=mode, iteration=it,
+                                                                         duration_ns=e - s), focus=(s, e, mode, it)))
     return views
 
 

@@ -98,8 +98,8 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
     # The whole pass is the view's full extent even where the page holds part of it: the stretches it leaves
     # out are drawn hatched and labelled, not left blank as if the GPU had been idle.
     extent = (0, max(1, tp.end_ns - origin))
-    initial = extent if not selection.note else full.extent_ns
-    if active is not None and not selection.note:
+    initial = extent if selection.note is None else full.extent_ns
+    if active is not None and selection.note is None:
         a, b = active[0] - origin, active[1] - origin
         margin = max(int((b - a) * ACTIVITY_MARGIN), 1_000)
         initial = (max(extent[0], a - margin), min(extent[1], b + margin))
@@ -107,15 +107,15 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
              "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
                       f"open with --window {window_ms(g.start_ns - origin)}:{window_ms(g.end_ns - origin)} to see them"}
             for g in selection.left_out]
-    page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", origin="the start of the pass",
+    page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", title=_title(full), origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))
-    cropped = initial != extent and not selection.note
+    cropped = initial != extent and selection.note is None
     crop = (f"It opens on the CUDA activity ({(initial[1] - initial[0]) / 1e6:,.1f} ms of the pass's "
             f"{(extent[1] - extent[0]) / 1e6:,.1f} ms); <b>whole run</b> shows all of it. " if cropped else "")
     hint = ("<p class='hint'>" + crop + "Scroll to zoom, drag to pan, shift-drag to zoom to a range, double-click "
             "to go back. Zoomed out, a pixel column's shade says how busy its lane was; zoomed in, every span is drawn "
             "as recorded. The strip on top is the whole pass, with the visible part outlined: click it to go there.</p>")
-    note = (f"<p class='note' id='gm-window-note'>{html.escape(selection.note)}</p>" if selection.note else "")
+    note = (f"<p class='note' id='gm-window-note'>{html.escape(word(selection.note))}</p>" if selection.note is not None else "")
     toolbar = ("<div class='toolbar'><label>Find kernels and calls <input type='search' id='gm-search' "
                "placeholder='name, e.g. gemm or cudaLaunchKernel' autocomplete='off'></label>"
                "<button type='button' id='gm-prev'>◀ previous</button><button type='button' id='gm-next'>next ▶</button>"
@@ -126,16 +126,21 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
                     + _timeline_block("gm-timeline-full", above="<div id='gm-minimap' class='minimap'></div>"), "gm-run")
 
 
+def _title(view: TimelineView) -> str:
+    """A view's title as the page words it (analyzers.timeline: iteration_view, pass_view)."""
+    return word(view.title) if view.title is not None else ""
+
+
 def _iterations(page: _Page, views: tuple[TimelineView, ...]) -> str:
     if not views:
         return ""
     longest = max(v.extent_ns[1] for v in views)
     divs = []
     for k, view in enumerate(views):
-        page.plots.append(encode_view(view, page.blob, div=f"gm-iter-{k}", origin="the iteration start",
+        page.plots.append(encode_view(view, page.blob, div=f"gm-iter-{k}", title=_title(view), origin="the iteration start",
                                       initial=(0, longest), full=(min(0, int(view.start_ns.min(initial=0))), max(longest, view.extent_ns[1])),
                                       sync="iterations", fade_note="starts before or after this iteration (context)"))
-        divs.append(f"<h3 class='view-title'>{esc(view.title)}</h3><div id='gm-iter-{k}' class='timeline'></div>")
+        divs.append(f"<h3 class='view-title'>{esc(_title(view))}</h3><div id='gm-iter-{k}' class='timeline'></div>")
     body = ("<p class='hint'>The middle iteration of each mode, each from its own start, on one time scale: the gaps "
             "between launches that a graph removes show as white space. Hover a span for its details; a launch call "
             "and the GPU work it caused (same correlation id) light up together, with an arrow from the call to the work. "
@@ -268,4 +273,4 @@ def write_html(a: TraceAnalysis, data: PageData, out: Path, *, chosen: bool = Fa
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return HtmlSummary(out, out.stat().st_size, sel.drawn if sel else 0, sel.total if sel else 0,
-                       sel.note if sel else "")
+                       word(sel.note) if sel is not None and sel.note is not None else "")

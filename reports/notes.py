@@ -329,6 +329,38 @@ def _ranks_missing(n: Note) -> str:
             "have no trace: figures across ranks cover the ranks present")
 
 
+def _timeline_selection(n: Note) -> str:
+    """The page's note on the part of the pass its whole-run timeline draws (analyzers.timeline.select_spans)."""
+    if n["what"] == "window":
+        what = f"the window {_num(n, 'start_ms'):g}–{_num(n, 'end_ms'):g} ms"
+    elif n["what"] == "iterations":
+        what = f"iterations {n['first']}:{n['last']} of each mode"
+    else:
+        what = f"the first {_num(n, 'first_ns') / 1e6:,.3f} ms"
+    if n.get("cut_ns") is not None:
+        what += f", cut at {_num(n, 'cut_ns') / 1e6:,.3f} ms to stay within {int(_num(n, 'max_spans')):,} spans"
+    return (f"The whole-run timeline draws {what}: {int(_num(n, 'drawn')):,} of the pass's {int(_num(n, 'total')):,} spans "
+            f"(a page holds at most {int(_num(n, 'max_spans')):,}). "
+            f"Pick other spans with `graphmode view {n['trace']} --iterations A:B` (iteration numbers of each mode) "
+            f"or `--window START_MS:END_MS` (ms from the start of the pass, which lasts {_num(n, 'pass_ns') / 1e6:,.1f} ms).")
+
+
+def _rank_ranges(ranks: tuple[object, ...]) -> str:
+    """(0, 1, 2, 5, 7, 8) -> '0-2, 5, 7-8'"""
+    out: list[str] = []
+    for r in sorted(int(str(x)) for x in ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+def _rank_page_ranks_drawn(n: Note) -> str:
+    drawn = _tuple(n, "drawn")
+    return f"spans drawn for {len(drawn)} of {n['ranks']} ranks: {_rank_ranges(drawn)} (the first, the straggler, the last)"
+
+
 SIZE_NOTE_TEXT = ("not recorded: CUPTI kernel records carry no kernel arguments, and NCCL's NVTX payload "
                   "(count, datatype) is not read; the kernel name gives operation, reduction, type, algorithm and protocol")
 HANG_ADVICE = ("NCCL requires every rank of a communicator to capture a collective, or every rank to run it "
@@ -554,6 +586,15 @@ TEMPLATES: dict[str, Template] = {
     "clock_one_host": _clock,
     "clock_hosts_unaligned": _clock,
     "clock_hosts_aligned": _clock,
+    # the page's timelines (analyzers.timeline, page) and the rank page (analyzers.rank_page)
+    "timeline_selection": _timeline_selection,
+    "iteration_view": lambda n: f"{n['mode']} iteration {n['iteration']}: {_num(n, 'duration_ns') / 1e3:,.1f} µs",
+    "pass_view": "Pass {pass_id} ({detail} detail): {drawn:,} of {total:,} spans",
+    "rank_page_ranks_drawn": _rank_page_ranks_drawn,
+    "rank_page_not_drawn": "rank {rank} not drawn: {error}",
+    "rank_page_windowed": ("{windowed} of the {drawn} ranks drawn span by span have more than {budget:,} spans (up to "
+                           "{most:,}): each is drawn from the middle of its run, {budget:,} spans; the heatmap above covers "
+                           "every span of every rank"),
     "iterations_differ": ("graph {graph_id}: its {mode} iterations differ between the measuring and detail runs ({measured} "
                           "and {detail} iterations): they keep the measuring run's period"),
 }

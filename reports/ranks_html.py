@@ -33,7 +33,7 @@ from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.html_sections import verdict_kind
 from graphmode.analyzers.timeline import FIELDS, TEXT_FIELDS, Lane, SpanGroup, TimelineView
 from graphmode.reports.names import short_source
-from graphmode.reports.notes import HANG_RISK_ADVICE, word
+from graphmode.reports.notes import HANG_RISK_ADVICE, word, words
 from graphmode.reports.ranks import _count, _spread, headline
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.reports.units import human_ns
@@ -89,13 +89,13 @@ def _timeline(rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray, np.nda
     if extent is None:
         extent = (int(start.min()), int(end.max())) if start.size else (0, 1)
     view = TimelineView(
-        title=title, lanes=[Lane(str(k), label, "gpu") for k, label in enumerate(lanes)],
+        lanes=[Lane(str(k), label, "gpu") for k, label in enumerate(lanes)],
         groups=[SpanGroup("gpu", c) for c in present], names=uniq.tolist(), origin_ns=0,
         extent_ns=extent, lane=lane, start_ns=start, end_ns=end, group=group, name_id=name_id.astype(np.int32),
         correlation_id=zeros, outside=np.zeros(start.size, bool), fields={f: zeros for f in FIELDS},
         text_codes={f: np.zeros(start.size, np.int32) for f in TEXT_FIELDS},
         text_tables={f: [[""] for _ in present] for f in TEXT_FIELDS})
-    spec = encode_view(view, blob, div="", origin=origin, initial=extent, full=extent)
+    spec = encode_view(view, blob, div="", title=title, origin=origin, initial=extent, full=extent)
     for g in spec["hover"]["groups"]:  # this page's colours and words, not the single-run page's
         g["colour"], g["legend"] = COLOURS[g["label"]], g["label"]
     return spec
@@ -124,7 +124,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def render_ranks_html(a: RankSetAnalysis, data: RankPageData) -> tuple[str, int, str]:
     """The page of a rank set's analysis and what its traces hold to draw (analyzers.rank_page.rank_page_data), how
     many ranks' spans it draws, and a note on what it left out."""
-    heat, drawn, timeline, replay, note = data.heat, data.drawn, data.timeline, data.replay, data.note
+    heat, drawn, timeline, replay, note = data.heat, data.drawn, data.timeline, data.replay, "; ".join(words(data.notes))
     waits = {w.rank: w for w in a.waits}
     plots: list[dict[str, Any]] = []
     parts = [f"<h1>graphmode · {len(a.ranks)} ranks</h1><p class='sub'>{html.escape(a.source)}"

@@ -103,10 +103,11 @@ def _lane_deltas(lane: np.ndarray, start: np.ndarray, n_lanes: int) -> tuple[np.
     return delta, bounds, base
 
 
-def encode_view(view: TimelineView, blob: BlobWriter, *, div: str, origin: str, initial: tuple[int, int],
+def encode_view(view: TimelineView, blob: BlobWriter, *, div: str, title: str, origin: str, initial: tuple[int, int],
                 full: tuple[int, int], sync: str | None = None, fade_note: str = "",
                 left_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON spec of one timeline (its columns written to `blob`); ranges in ns relative to the origin.
+    """The JSON spec of one timeline (its columns written to `blob`); ranges in ns relative to the origin; `title`: the
+    view's title as the report words it (reports.notes.word of view.title, or the report's own).
     `left_out`: stretches ({start, end, spans, label}, relative ns) whose spans the page does not hold, drawn hatched."""
     n = len(view)
     delta, bounds, base = _lane_deltas(view.lane, view.start_ns, len(view.lanes))
@@ -136,7 +137,7 @@ def encode_view(view: TimelineView, blob: BlobWriter, *, div: str, origin: str, 
                        "text_fields": {f: view.text_tables[f][k] for f in TEXT_FIELDS}})
     demangled = [demangle(s) for s in view.names]
     return {
-        "div": div, "kind": "timeline", "title": view.title, "origin": origin, "n": n, "sync": sync,
+        "div": div, "kind": "timeline", "title": title, "origin": origin, "n": n, "sync": sync,
         "lanes": [ln.label for ln in view.lanes], "lane_bounds": bounds,
         "range": [int(initial[0]), int(initial[1])], "full": [int(full[0]), int(full[1])],
         "columns": columns, "fade_note": fade_note, "left_out": left_out or [],

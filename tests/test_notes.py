@@ -82,3 +82,28 @@ def test_every_pitfall_has_a_title_evidence_and_advice() -> None:
     assert set(EVIDENCE) == set(TITLES) == set(ADVICE)
     pitfall_kinds = {k for k, where in emitted_kinds().items() if where.startswith(("pitfalls.py", "torch_diagnostics.py"))}
     assert pitfall_kinds and pitfall_kinds <= set(EVIDENCE), pitfall_kinds - set(EVIDENCE)
+
+
+def test_the_pages_timeline_notes_are_worded_as_the_page_prints_them() -> None:
+    # hand-written sentences for hand-picked values: what the page's whole-run note, its views' titles and the rank
+    # page's note read (analyzers.timeline, page, rank_page)
+    how = ("Pick other spans with `graphmode view t.gmtrace --iterations A:B` (iteration numbers of each mode) or "
+           "`--window START_MS:END_MS` (ms from the start of the pass, which lasts 2,000.5 ms).")
+    common = dict(drawn=1234, total=56789, max_spans=3000, trace="t.gmtrace", pass_ns=2_000_500_000)
+    assert word(note("timeline_selection", what="window", start_ms=0.5, end_ms=12.0, cut_ns=None, **common)) == (
+        "The whole-run timeline draws the window 0.5–12 ms: 1,234 of the pass's 56,789 spans (a page holds at most 3,000). "
+        + how)
+    assert word(note("timeline_selection", what="iterations", first=0, last=20, cut_ns=1_234_567, **common)) == (
+        "The whole-run timeline draws iterations 0:20 of each mode, cut at 1.235 ms to stay within 3,000 spans: 1,234 of "
+        "the pass's 56,789 spans (a page holds at most 3,000). " + how)
+    assert word(note("timeline_selection", what="start", first_ns=2_500_000, cut_ns=None, **common)).startswith(
+        "The whole-run timeline draws the first 2.500 ms: 1,234 of")
+    assert word(note("iteration_view", mode="graph", iteration=7, duration_ns=1_234_560)) == "graph iteration 7: 1,234.6 µs"
+    assert word(note("pass_view", pass_id=2, detail="node", drawn=1234, total=5678)) == (
+        "Pass 2 (node detail): 1,234 of 5,678 spans")
+    assert word(note("rank_page_ranks_drawn", drawn=(0, 1, 2, 5, 7, 8), ranks=32)) == (
+        "spans drawn for 6 of 32 ranks: 0-2, 5, 7-8 (the first, the straggler, the last)")
+    assert word(note("rank_page_not_drawn", rank=3, error="not a trace")) == "rank 3 not drawn: not a trace"
+    assert word(note("rank_page_windowed", windowed=2, drawn=16, budget=3750, most=12000)) == (
+        "2 of the 16 ranks drawn span by span have more than 3,750 spans (up to 12,000): each is drawn from the middle "
+        "of its run, 3,750 spans; the heatmap above covers every span of every rank")
