@@ -164,3 +164,29 @@ def test_a_graph_break_is_a_predicted_step_of_two_graphs_against_the_programs_ow
     assert all(by_id[g].counterfactual is not None and by_id[g].counterfactual.framework == "inductor" for g in step.graphs)
     assert step.invariant_residual_ns == 0.0
     assert a.headline is not None and a.headline.subject == "step" and a.headline.basis == "predicted"
+
+
+def test_a_model_without_launch_costs_prices_every_kernel_at_the_raw_launch_and_says_so(tmp_path: Path) -> None:
+    """A cost model calibrated before the launch probes (no `launch`): each kernel is priced at the model's raw
+    cuLaunchKernel cost (its eager-issue fit's per-kernel coefficient), flagged not measured, with no per-call cost; the
+    --detail line says the launcher is not calibrated."""
+    from graphmode.reports.graphs_text import counterfactual_text
+
+    out = tmp_path / "resnet50_ro.gmtrace"
+    out.write_bytes(lzma.decompress((DATA / "resnet50_ro.gmtrace.xz").read_bytes()))
+    with load(out) as t:
+        bundled = find_model(t.meta).model
+        assert bundled is not None
+        old = dataclasses.replace(bundled, launch={}, launch_probes=[])
+        a = analyze(t)
+        g = next(g for g in a.graphs if g.status == "replayed")
+        assert a.traced_pass_id is not None
+        made = counterfactual(t, a.traced_pass_id, g, old, torch_program=True)
+    assert made is not None
+    cf, be = made
+    raw = old.costs["eager_issue"].coefficient("kernel")
+    assert all(p.launcher == "cuLaunchKernel" and not p.measured and p.per_kernel_ns == pytest.approx(raw) for p in cf.launchers)
+    assert cf.per_call_ns == 0.0 and cf.cpu.ns == pytest.approx(raw * (cf.kernels + cf.other_nodes))
+    assert be.basis == "predicted"
+    text = counterfactual_text(dataclasses.replace(g, counterfactual=cf))
+    assert "the raw launch: this launcher is not calibrated" in text and "Inductor" in text
