@@ -23,11 +23,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections import Counter
 
 import numpy as np
 
 from graphmode.analyzers.break_even import replay_interval, replays_per_draw, smallest_replays
-from graphmode.analyzers.costmodel import CostModel, LaunchCost, Spread
+from graphmode.analyzers.costmodel import CostModel
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.critical_path import node_durations
 from graphmode.analyzers.results import BreakEven, Counterfactual, Estimate, GraphResult, LauncherPrice, Stat, StepResult
@@ -67,18 +68,13 @@ def launcher_of(name: str, framework: str) -> str:
     return RAW
 
 
-def _raw_launch(model: CostModel) -> LaunchCost | None:
-    """The model's raw per-kernel launch (its eager_issue fit's kernel coefficient) as a LaunchCost, with its sd."""
+def _raw_launch(model: CostModel) -> tuple[float, float] | None:
+    """The model's raw per-kernel launch: its eager_issue fit's kernel coefficient and that coefficient's sd."""
     fit = model.costs.get("eager_issue")
     if fit is None or "kernel" not in fit.features:
         return None
     i = fit.features.index("kernel")
-    coef = float(fit.coef[i])
-    sd = math.sqrt(max(float(fit.cov[i][i]), 0.0)) if fit.cov else 0.0
-    spread = Spread.of([coef - sd, coef, coef + sd])
-    zero = Spread.of([0.0])
-    assert spread is not None and zero is not None
-    return LaunchCost(spread, zero, 0.0)
+    return float(fit.coef[i]), math.sqrt(max(float(fit.cov[i][i]), 0.0)) if fit.cov else 0.0
 
 
 def _graphed(stat: Stat, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -107,27 +103,26 @@ def counterfactual(trace: Trace, structure_pass: int, g: GraphResult, model: Cos
     other = sum(1 for t, _ in nodes if str(t) in ("memcpy", "memset"))
     framework = framework_of(names, torch_program)
     raw = _raw_launch(model)
-    counts: dict[str, int] = {}
-    for n in names:
-        counts[launcher_of(n, framework)] = counts.get(launcher_of(n, framework), 0) + 1
+    counts = Counter(launcher_of(n, framework) for n in names)
     if other:  # a copy or memset issued by the same framework costs it about what a kernel does
-        first = launcher_of(names[0], framework)
-        counts[first] = counts.get(first, 0) + other
+        counts[launcher_of(names[0], framework)] += other
     B = BOOTSTRAP_RESAMPLES
     rng = np.random.default_rng(seed)
     prices: list[LauncherPrice] = []
     cpu_draw = np.zeros(B)
     cpu_point = 0.0
-    for launcher, k in sorted(counts.items(), key=lambda kv: -kv[1]):  # per launcher: a few
+    for launcher, k in counts.most_common():  # per launcher: a few
         cost = model.launch.get(launcher)
-        measured = cost is not None
-        if cost is None:
-            cost = raw
-        if cost is None:
+        if cost is not None:  # calibrated: one sample per fresh process
+            prices.append(LauncherPrice(launcher, k, cost.per_kernel.median, True))
+            cpu_draw += k * cost.per_kernel.draw(rng, B)
+            cpu_point += k * cost.per_kernel.median
+        elif raw is not None:  # the model's raw launch: the fit's coefficient and its sd
+            prices.append(LauncherPrice(RAW, k, raw[0], False))
+            cpu_draw += k * (raw[0] + raw[1] * rng.standard_normal(B))
+            cpu_point += k * raw[0]
+        else:
             return None
-        prices.append(LauncherPrice(launcher if measured else RAW, k, cost.per_kernel.median, measured))
-        cpu_draw += k * cost.per_kernel.draw(rng, B)
-        cpu_point += k * cost.per_kernel.median
     call_cost = next((c for k in PER_CALL_FROM.get(framework, ()) if (c := model.launch.get(k)) is not None), None)
     per_call = call_cost.per_call.median if call_cost is not None else 0.0
     if call_cost is not None:
