@@ -23,6 +23,7 @@ from graphmode.tracer.script import (
     RunConfig,
     RunDecisions,
     detail_config,
+    single_config,
     instantiations,
     timing_config,
 )
@@ -48,24 +49,35 @@ class ProbeRunSkipped:
 
 def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
               runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
-    """The runs `graphmode run` makes. '2': the measuring run, then the detail run, which names the graphs
-    (CUPTI callbacks), reads their topology and records whatever else was asked for; '1': the detail run
-    alone (for a script that cannot run twice: its timings are slowed by the callbacks, and the report
-    says so). 'auto': '2', then the timing run and the probe run where they are wanted (lines_to_time,
-    probe_run_wanted), except for one rank of a multi-process job (`ranked`): '1'. A job's ranks would
-    each start their second run when their own first run ended, and a rank's second run could meet what
-    another rank's first run left behind: a second run failed to connect to NCCL's bootstrap address while
-    another rank's waited for it (docs/ranks.md)."""
+    """The runs `graphmode run` makes (docs/design.md, "graphmode run: the runs it makes").
+
+    'auto' (the default): one traced run (tracer.script.single_config: the measuring run's records, graph-level
+    callbacks, its own cost measured at its end), then a detail run only where the user asked for what only it
+    records (node detail, the line of every launch, a CPU profile), then the probe run where the prediction wants it
+    (probe_run_wanted: a script that built no graph), except for one rank of a multi-process job (`ranked`): the one
+    run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
+    run could meet what another rank's first run left behind (docs/ranks.md).
+    '1': the one traced run alone; with node detail, launch sources or a profile asked for, the detail run's
+    configuration instead (everything in one run, slowed by its callbacks: the report says so).
+    '2': the measuring run (no callbacks at all), then the detail run (every API call, node callbacks, line stamps).
+    'full': those two, then the timing run (no CUPTI, stamps of the loop's lines) and the probe run where wanted."""
+    asked = detail == "node" or launch_sources or profile
     if runs == "1" or (runs == "auto" and ranked):
-        return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
+        if asked:
+            return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
+        return [single_config()]
+    if runs == "auto":
+        if asked:
+            return [single_config("measure"), detail_config(detail, launch_sources, profile, sources=sources), PROBE_RUN]
+        return [single_config(), PROBE_RUN]
     if runs == "2":
         return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
-    if runs == "auto":
+    if runs == "full":
         plan = [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
         if plan[1].stamp:  # Python 3.12+: a timing run where the first two find CPU-bound iterations
             plan.append(timing_config(()))
         return plan + [PROBE_RUN]  # where no timing run measured the first graph's extra (probe_run_wanted)
-    raise ValueError(f"runs must be 'auto', '1' or '2', not {runs!r}")
+    raise ValueError(f"runs must be 'auto', '1', '2' or 'full', not {runs!r}")
 
 
 def probe_run_wanted(trace: Trace) -> ProbeRunSkipped | None:

@@ -485,22 +485,22 @@ def run(
     sources: Annotated[bool, typer.Option(help="Detail run: record the Python line that created each graph node.")] = True,
     launch_sources: Annotated[bool, typer.Option(help="Detail run: record the line of every launch, copy and sync.")] = False,
     profile: Annotated[bool, typer.Option(help="Detail run: sample the CPU side with pyinstrument.")] = False,
-    runs: Annotated[str, typer.Option(help="'2': measuring + detail run; 'auto': and an untraced one where it helps; "
-                                            "'1': the detail run alone (docs/design.md).")] = "auto",
+    runs: Annotated[str, typer.Option(help="'auto': one traced run, more where needed; '1': "
+                                            "that alone; '2', 'full': older plans (docs/design.md).")] = "auto",
     html: Annotated[Optional[Path], typer.Option(help="Write the interactive report here (default: <trace>.html).")] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the interactive report.")] = False,
     report: Annotated[bool, typer.Option(help="Print the report when the script ends.")] = True,
 ) -> None:
     """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
 
-    The script runs in fresh processes: a measuring run for the numbers, a detail run for graph names,
-    topology and lines, and where it helps an untraced run (--runs; why and when: docs/design.md,
-    "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
+    The script runs once, traced lightly; graphmode then measures in the same process what its tracing cost
+    and takes it off the figures (shown beside them). More runs only where asked for or needed (--runs; why
+    and when: docs/design.md, "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
     or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """
     _check_detail(detail)
-    if runs not in ("auto", "1", "2"):
-        _fail(f"--runs must be 'auto', '1' or '2', not {runs!r}")
+    if runs not in ("auto", "1", "2", "full"):
+        _fail(f"--runs must be 'auto', '1', '2' or 'full', not {runs!r}")
     if not script.is_file():
         _fail(f"no such script: {script}")
     reason = _gpu_unavailable()

@@ -112,15 +112,28 @@ def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: 
     assert json.loads(written.read_text()) == {"status": "interrupted", "reason": "terminated (SIGTERM)"}
 
 
-def test_one_rank_of_a_job_is_run_once_unless_asked_for_two() -> None:
+def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
+    """issue 29: `graphmode run` traces the script once (plus, for a script that builds no graph, the untraced probe
+    run); a detail run only where the user asked for what only it records; one rank of a job runs once."""
     from graphmode.analyzers.run_plan import plan_runs
 
-    assert [c.name for c in plan_runs()][:2] == ["measure", "detail"]  # (+ 'timing' on Python 3.12: tests/test_untraced.py)
+    assert [c.name for c in plan_runs()] == ["single", "probe"]
+    single = plan_runs()[0]
+    # the measuring run's records plus graph-level callbacks; nothing per launch or per node; its own cost measured
+    assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
+            single.profile, single.stamp, single.self_cost) == ("sparse", True, False, False, False, False, "", True)
+    for asked in ({"detail": "node"}, {"launch_sources": True}, {"profile": True}):
+        names = [c.name for c in plan_runs(**asked)]  # type: ignore[arg-type]
+        assert names == ["measure", "detail", "probe"], asked  # the light run times, the detail run adds what was asked
+        assert plan_runs(**asked)[0].self_cost  # type: ignore[arg-type]
     assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
+    assert plan_runs(ranked=True)[0] == single
     assert [c.name for c in plan_runs(runs="2", ranked=True)] == ["measure", "detail"]
-    assert [c.name for c in plan_runs(runs="1")] == ["single"]
-    single = plan_runs(detail="node", ranked=True)[0]
-    assert single.detail == "node" and single.api_filter == "all" and single.node_events
+    assert plan_runs(runs="1") == [single]
+    heavy = plan_runs(detail="node", ranked=True)[0]  # asked for node detail in one run: the detail run's configuration
+    assert heavy.detail == "node" and heavy.api_filter == "all" and heavy.node_events
+    with pytest.raises(ValueError, match="'full'"):
+        plan_runs(runs="3")
 
 
 def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, kernels: bool = True) -> Path:
@@ -144,7 +157,7 @@ def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
     from graphmode.analyzers.run_plan import plan_runs
     from graphmode.tracer.script import PROBE_RUN
 
-    assert plan_runs()[-1] == PROBE_RUN and not PROBE_RUN.cupti
+    assert plan_runs()[-1] == PROBE_RUN and not PROBE_RUN.cupti and plan_runs(runs="full")[-1] == PROBE_RUN
     assert PROBE_RUN not in plan_runs(runs="2") and PROBE_RUN not in plan_runs(runs="1") and PROBE_RUN not in plan_runs(ranked=True)
 
 

@@ -424,7 +424,7 @@ def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: py
     from graphmode.analyzers.run_plan import plan_runs
 
     monkeypatch.setattr(line_stamps, "AVAILABLE", available)
-    auto = plan_runs(runs="auto")
+    auto = plan_runs(runs="full")
     # (then the probe run, made where no timing run measured the first graph: tests/test_script_runs.py)
     assert [c.name for c in auto] == (["measure", "detail", "timing", "probe"] if available else ["measure", "detail", "probe"])
     assert auto[1].stamp == ("all" if available else "")
@@ -433,6 +433,7 @@ def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: py
     assert [c.name for c in plan_runs(runs="2")] == ["measure", "detail"]
     (single,) = plan_runs(runs="auto", ranked=True)
     assert (single.name, single.stamp) == ("single", "")  # it times too: no stamps to slow it
+    assert [c.name for c in plan_runs(runs="auto")] == ["single", "probe"]  # the timing run is made only when asked
 
 
 def test_the_timing_run_appends_a_pass_without_loading_cupti(tmp_path: Path) -> None:

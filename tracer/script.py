@@ -49,6 +49,7 @@ from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.runner import machine_meta
+from graphmode.tracer.self_cost import SelfCostProbe
 from graphmode.tracer.signals import sigterm_interrupts
 from graphmode.tracer.sources import is_user_file, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
@@ -71,6 +72,7 @@ class RunConfig:
     cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
     stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
     stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
+    self_cost: bool = False  # measure what this run's tracing cost, in its process, once the code ended (tracer.self_cost)
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -96,6 +98,18 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
     return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
                      launch_sources=launch_sources, profile=profile,
                      stamp="all" if line_stamps.AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
+
+
+def single_config(name: str = "single") -> RunConfig:
+    """The one traced run that `graphmode run` makes by default (issue 29; docs/design.md, "One traced run"): the
+    measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans; API records of the
+    graph lifecycle and synchronizations only), plus what is rare: the graph-level resource callbacks that name the
+    graphs and read their topology, and the call sites of lifecycle calls. Not what costs per launch or per node (API
+    records of every call, node callbacks, line events, a profiler). When the code has ended, the run measures what
+    its own tracing cost in this process (tracer.self_cost), which the analysis subtracts and shows. `name`: 'single',
+    or 'measure' where a detail run follows (the analysis then takes structure from the detail run)."""
+    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False,
+                     self_cost=True)
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
@@ -235,14 +249,21 @@ class ScriptTracer:
         except Exception:
             pass
         end = timestamp()
-        raw = self._session.stop()
         cfg = self.config
+        probe = SelfCostProbe() if cfg.self_cost and status == "complete" else None
+        if probe is not None:
+            probe.traced()  # the session still attached; its records, from `end` on, are dropped (write_script_pass)
+        raw = self._session.stop()
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
+        if probe is not None:
+            probe.untraced()  # CUPTI detached
+            run_entry["tracer_cost"] = probe.result()
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         try:
-            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
+            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status),
+                              until_ns=end if probe is not None else None)
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
         finally:
@@ -354,6 +375,14 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
     return {"line_stamps": n, "line_stamps_truncated": bool(stamper.truncated)}
 
 
+def _drop_after(raw: Any, until_ns: int) -> None:
+    """The resource events from `until_ns` on, and the topologies of graphs first seen then, leave `raw`."""
+    late = {e.graph_id for e in raw.resource_events if e.ts >= until_ns and e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED")}
+    raw.resource_events = [e for e in raw.resource_events if e.ts < until_ns]
+    for g in late:
+        raw.topologies.pop(g, None)
+
+
 class TimingTracer:
     """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
     that start the iterations and of those around each capture (analyzers.run_plan.lines_to_time), and the start
@@ -441,9 +470,21 @@ def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
     return {"first_graph_probe": _probe_first_graph() | {"run": run, "execs_before": before}} if before == 0 else {}
 
 
-def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
+def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, until_ns: int | None = None) -> None:
+    """Appends one run's pass. `until_ns`: nothing from this time on is the program's (graphmode's own probe ran
+    after it, tracer.self_cost): its records, resource events and graphs are dropped."""
     pid = info.pass_id
+    if until_ns is not None:
+        _drop_after(raw, until_ns)
     tables = decode(raw, pid)
+    if until_ns is not None:
+        for cols in tables.values():
+            key = "start_ns" if "start_ns" in cols else "ts_ns" if "ts_ns" in cols else None
+            if key is not None:
+                keep = np.asarray(cols[key]) < until_ns
+                if not keep.all():
+                    for k in list(cols):
+                        cols[k] = np.asarray(cols[k])[keep]
     if (note := drop_untimed_spans(tables, pid)) is not None:
         writer.add_note(note)
     api = tables.get("api_calls")
