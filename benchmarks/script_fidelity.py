@@ -44,6 +44,7 @@ WORKLOADS: dict[str, list[str]] = {
     "hf_graph": ["third_party/hf_static_decode.py"],
     "mgc_mobilenet": ["third_party/mgc_mobilenet.py"],  # several graphs a step (make_graphed_callables)
     "vit_layers": ["third_party/vit_layer_graphs.py"],  # a forward and a backward graph per layer
+    "vit_batches": ["third_party/vit_batch_graphs.py"],  # a graph per batch size (issue 29)
 }
 PREFIX = "GRAPHMODE_TRUTH "
 
@@ -64,6 +65,10 @@ def config_spec(name: str) -> dict[str, Any] | None:
         "api_needed_only": RunConfig("measure", api_filter="needed", callbacks=False, gpu_kinds=False),
         "all_api": RunConfig("measure", api_filter="all"),
         "detail": detail_config("graph"),
+        # issue 29's candidates for one traced run: the measuring run's kinds plus graph-level callbacks
+        "single_light": RunConfig("single", api_filter="sparse", callbacks=True, node_events=False),
+        "single_noapi": RunConfig("single", api_filter="none", callbacks=True, node_events=False),
+        "single_today": detail_config("graph", name="single"),
         "detail_profile": detail_config("graph", profile=True),
         "detail_node": detail_config("node"),
     }
