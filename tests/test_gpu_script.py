@@ -25,8 +25,12 @@ def _marked_lines(example: str, tag: str) -> set[int]:
 
 def _graphmode_run(tmp: Path, example: str, *args: str, expect: int = 0,
                    options: tuple[str, ...] = ()) -> tuple[Trace, subprocess.CompletedProcess[str]]:
-    """`graphmode run [options] examples/<example> [args]`: args after the script are the script's."""
+    """`graphmode run [options] examples/<example> [args]`: args after the script are the script's. Without a --runs
+    option, `--runs full` (measuring, detail, timing and probe runs): most tests here check what the detail and timing
+    runs record; the default one traced run has tests of its own (test_one_traced_run_*)."""
     out = tmp / (Path(example).stem + ".gmtrace")
+    if "--runs" not in options:
+        options = ("--runs", "full", *options)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--out", str(out), *options,
                            str(EXAMPLES / example), *args],
@@ -374,3 +378,28 @@ def test_an_eager_run_measures_its_processs_first_graph_and_the_prediction_uses_
     full, _ = _graphmode_run(tmp_path / "full", "cuda_python_capture.py")
     assert "first_graph_probe" not in full.meta and "probe" not in [r["config"]["name"] for r in full.meta["runs"]]
     assert all(r.first_graph_from != "this_process" for r in analyze(full).prediction.regions)
+
+
+@needs_torch
+def test_one_traced_run_by_default_measures_its_own_cost(tmp_path: Path) -> None:
+    """issue 29: plain `graphmode run` runs the script once, traced lightly (no API record of a launch, no node
+    callback), names the graph from graph-level callbacks, and measures in the same process what its tracing cost:
+    per launch, per replay, per captured node and per graph, untraced and under a session of its own configuration."""
+    t, proc = _graphmode_run(tmp_path, "torch_cudagraph.py", "--steps", "50", options=("--runs", "auto"))
+    assert proc.stdout.count("ok: 50 eager steps and 50 replays") == 1  # one run
+    assert [(p.pass_id, p.name, p.status) for p in t.passes] == [(0, "single", "complete")]
+    assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    (run,) = t.meta["runs"]
+    assert "context_error_at_end" not in run
+    cost = run["tracer_cost"]
+    assert "error" not in cost, cost
+    assert cost["path"] == "torch"
+    for side in ("traced", "untraced"):
+        assert len(cost[side]["launch_ns"]) >= 5 and min(cost[side]["launch_ns"]) > 0
+    # a launch costs something to trace, and far less than a millisecond
+    assert 0 < cost["per_launch_ns"] < 1e6 and abs(cost["per_replay_ns"]) < 1e6
+    # no launch recorded as an API call; the graph known by its callbacks, with its topology
+    assert t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch'")[0][0] == 0
+    graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
+    assert len(graphs) == 1 and graphs[0][1] >= 3
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50

@@ -24,7 +24,7 @@ SCRIPT = ROOT / "benchmarks" / "third_party" / "mgc_mobilenet.py"
 def test_make_graphed_callables_step_found_and_timed(tmp_path: Path) -> None:
     out = tmp_path / "mgc.gmtrace"
     env = {**os.environ, "PYTHONPATH": f"{SCRIPT.parent}{os.pathsep}{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--no-html", "--out", str(out), str(SCRIPT),
+    proc = subprocess.run([sys.executable, "-m", "graphmode", "run", "--runs", "full", "--no-html", "--out", str(out), str(SCRIPT),
                            "--steps", "15"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     truths = [json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("GRAPHMODE_TRUTH ")]

@@ -49,7 +49,7 @@ from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.runner import machine_meta
-from graphmode.tracer.self_cost import SelfCostProbe
+from graphmode.tracer.self_cost import measure_self_cost
 from graphmode.tracer.signals import sigterm_interrupts
 from graphmode.tracer.sources import is_user_file, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
@@ -203,11 +203,7 @@ class ScriptTracer:
             meta.update(self.extra_meta)
             meta.update(rank_meta())
             self._writer = TraceWriter(self.out, meta)
-        source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
-        self._session = CuptiSession(cfg.detail, on_node_created=user_location if cfg.node_sources else None, nvtx=self.nvtx,
-                                     source_api=source_api, snapshot_topology=True, api_filter=cfg.api_filter,
-                                     node_events=cfg.node_events, callbacks=cfg.callbacks,
-                                     gpu_kinds=cfg.gpu_kinds)
+        self._session = CuptiSession(**self._session_kwargs())
         # What PyTorch says about its graphs and the graphs' memory come from Python callbacks and hooks:
         # the runs that have them (not the measuring run).
         self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
@@ -230,6 +226,14 @@ class ScriptTracer:
             self._profiler = Profiler(interval=0.001, async_mode="disabled")
             self._profiler.start()
 
+    def _session_kwargs(self) -> dict[str, Any]:
+        """The CUPTI session's configuration (tracer.self_cost attaches one like it)."""
+        cfg = self.config
+        source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
+        return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": self.nvtx,
+                "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
+                "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds}
+
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
         assert self._writer is not None and self._session is not None, "start() first"
 
@@ -242,30 +246,30 @@ class ScriptTracer:
         observed = {"torch": None if light else heard,
                     "graph_memory": self._memory.columns() if self._memory is not None else None}
         profile = stop_profiler(self._profiler)
+        sync_error = ""
         try:
             from cuda.bindings import driver as cu
 
-            cu.cuCtxSynchronize()  # let queued GPU work finish so its records exist
-        except Exception:
-            pass
+            err = cu.cuCtxSynchronize()[0]  # let queued GPU work finish so its records exist
+            sync_error = "" if int(err) == 0 else str(err)
+        except Exception as e:
+            sync_error = f"{type(e).__name__}: {e}"
         end = timestamp()
         cfg = self.config
-        probe = SelfCostProbe() if cfg.self_cost and status == "complete" else None
-        if probe is not None:
-            probe.traced()  # the session still attached; its records, from `end` on, are dropped (write_script_pass)
         raw = self._session.stop()
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
-        if probe is not None:
-            probe.untraced()  # CUPTI detached
-            run_entry["tracer_cost"] = probe.result()
+        if sync_error:
+            run_entry["context_error_at_end"] = sync_error  # the program left its CUDA context broken
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         try:
-            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status),
-                              until_ns=end if probe is not None else None)
+            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
+            if cfg.self_cost and status == "complete" and not sync_error:
+                # what this run's tracing cost, in this process, now that the code ended and its pass is written
+                run_entry["tracer_cost"] = measure_self_cost(self._session_kwargs())
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
@@ -375,14 +379,6 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
     return {"line_stamps": n, "line_stamps_truncated": bool(stamper.truncated)}
 
 
-def _drop_after(raw: Any, until_ns: int) -> None:
-    """The resource events from `until_ns` on, and the topologies of graphs first seen then, leave `raw`."""
-    late = {e.graph_id for e in raw.resource_events if e.ts >= until_ns and e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED")}
-    raw.resource_events = [e for e in raw.resource_events if e.ts < until_ns]
-    for g in late:
-        raw.topologies.pop(g, None)
-
-
 class TimingTracer:
     """The timing run of a script (`timing_config`): no CUPTI, no CUDA call of graphmode's; stamps of the lines
     that start the iterations and of those around each capture (analyzers.run_plan.lines_to_time), and the start
@@ -470,21 +466,9 @@ def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
     return {"first_graph_probe": _probe_first_graph() | {"run": run, "execs_before": before}} if before == 0 else {}
 
 
-def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, until_ns: int | None = None) -> None:
-    """Appends one run's pass. `until_ns`: nothing from this time on is the program's (graphmode's own probe ran
-    after it, tracer.self_cost): its records, resource events and graphs are dropped."""
+def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
     pid = info.pass_id
-    if until_ns is not None:
-        _drop_after(raw, until_ns)
     tables = decode(raw, pid)
-    if until_ns is not None:
-        for cols in tables.values():
-            key = "start_ns" if "start_ns" in cols else "ts_ns" if "ts_ns" in cols else None
-            if key is not None:
-                keep = np.asarray(cols[key]) < until_ns
-                if not keep.all():
-                    for k in list(cols):
-                        cols[k] = np.asarray(cols[k])[keep]
     if (note := drop_untimed_spans(tables, pid)) is not None:
         writer.add_note(note)
     api = tables.get("api_calls")

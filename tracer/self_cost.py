@@ -4,11 +4,12 @@ A traced run's CPU-bound periods and captures are slower than untraced ones: wit
 launch through PyTorch cost the H200 about 7 us more (third-party programs, benchmarks/notes/s17), and graphmode's
 graph-level callbacks and memory samples add to each capture. How much depends on the machine, the driver and the
 framework's launch path, so it is measured where the figures were taken: in the script's own process, once its code
-has returned, the probe runs the same small work twice,
+has returned and its pass is written, the probe runs the same small work twice,
 
-- **traced**: with the run's CUPTI session still attached, its activity kinds and callbacks on (the trace keeps
-  nothing of it: the pass ends before the probe starts and its records are dropped, tracer.script);
-- **untraced**: after the session has stopped and CUPTI is detached (cuptiFinalize),
+- **untraced**: the run's session stopped and CUPTI detached (cuptiFinalize);
+- **traced**: under a fresh CUPTI session of the run's own configuration (activity kinds, callbacks), whose records
+  are thrown away. (Launching the probe's work while the run's own session was still attached, after the program
+  ended, met CUDA_ERROR_ILLEGAL_ADDRESS in every program tried on the H200: benchmarks/notes/s17.)
 
 and stores both. The work goes through the program's own launch path where it can: PyTorch ops (`add_` on a small
 tensor, one kernel each) and `torch.cuda.graph` captures of them for a PyTorch program, else cuLaunchKernel of a tiny
@@ -31,6 +32,7 @@ import numpy as np
 
 from graphmode.tracer import cuda_util
 from graphmode.tracer.calibrate import SOURCE
+from graphmode.tracer.cupti_session import CuptiSession
 from graphmode.tracer.ranks import device_ordinal
 
 LAUNCHES = 200  # launches per timed block
@@ -182,43 +184,31 @@ def _side(w: _Work) -> dict[str, Any]:
     return {"launch_ns": launch, "replay_ns": replay, "capture_ns": captures}
 
 
-class SelfCostProbe:
-    """traced() while the session is attached, untraced() after it stopped; result() the figures (or {'error'})."""
-
-    def __init__(self) -> None:
-        self._w: _Work | None = None
-        self._traced: dict[str, Any] | None = None
-        self._untraced: dict[str, Any] | None = None
-        self._error = ""
-        self._ns = 0
-
-    def _guard(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
-        t0 = ns()
+def measure_self_cost(session_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The probe, once the program's session has stopped and its pass is written: the untraced side first (CUPTI
+    detached), then the traced side under a fresh CuptiSession of the run's configuration (`session_kwargs`), whose
+    records are thrown away. Returns the figures (summarize) with the path and what the probe cost, or {'error'}:
+    a probe that fails costs the trace nothing."""
+    t0 = ns()
+    stage = "setup"
+    w: _Work | None = None
+    try:
+        w = _work()
+        stage = "untraced"
+        untraced = _side(w)
+        stage = "traced"
+        session = CuptiSession(**session_kwargs)
+        session.start()
         try:
-            return fn()
-        except Exception as e:  # the probe must cost the trace nothing
-            self._error = self._error or f"{type(e).__name__}: {e}"
-            return None
+            traced = _side(w)
         finally:
-            self._ns += ns() - t0
-
-    def traced(self) -> None:
-        def go() -> dict[str, Any]:
-            self._w = _work()
-            return _side(self._w)
-        self._traced = self._guard(go)
-
-    def untraced(self) -> None:
-        if self._w is None or self._traced is None:
-            return
-        w = self._w
-        self._untraced = self._guard(lambda: _side(w))
-        w.close()
-
-    def result(self) -> dict[str, Any]:
-        if self._traced is None or self._untraced is None:
-            return {"error": self._error or "the probe did not run"}
-        return summarize(self._traced, self._untraced) | {"path": self._w.path if self._w else "", "probe_ns": self._ns}
+            session.stop()
+        return summarize(traced, untraced) | {"path": w.path, "probe_ns": ns() - t0}
+    except Exception as e:
+        return {"error": f"{stage}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", "probe_ns": ns() - t0}
+    finally:
+        if w is not None:
+            w.close()
 
 
 def _cost(traced: list[float], untraced: list[float]) -> tuple[float, float]:
