@@ -381,24 +381,15 @@ def test_an_eager_run_measures_its_processs_first_graph_and_the_prediction_uses_
 
 
 @needs_torch
-def test_one_traced_run_by_default_measures_its_own_cost(tmp_path: Path) -> None:
+def test_one_traced_run_by_default(tmp_path: Path) -> None:
     """issue 29: plain `graphmode run` runs the script once, traced lightly (no API record of a launch, no node
-    callback), names the graph from graph-level callbacks, and measures in the same process what its tracing cost:
-    per launch, per replay, per captured node and per graph, untraced and under a session of its own configuration."""
+    callback), and names the graph from graph-level callbacks, with its topology."""
     t, proc = _graphmode_run(tmp_path, "torch_cudagraph.py", "--steps", "50", options=("--runs", "auto"))
     assert proc.stdout.count("ok: 50 eager steps and 50 replays") == 1  # one run
     assert [(p.pass_id, p.name, p.status) for p in t.passes] == [(0, "single", "complete")]
     assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
     (run,) = t.meta["runs"]
     assert "context_error_at_end" not in run
-    cost = run["tracer_cost"]
-    assert "error" not in cost, cost
-    assert cost["path"] == "torch"
-    for side in ("traced", "untraced"):
-        assert len(cost[side]["launch_ns"]) >= 5 and min(cost[side]["launch_ns"]) > 0
-    # a launch costs something to trace, and far less than a millisecond
-    assert 0 < cost["per_launch_ns"] < 1e6 and abs(cost["per_replay_ns"]) < 1e6
-    # no launch recorded as an API call; the graph known by its callbacks, with its topology
     assert t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch'")[0][0] == 0
     graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][1] >= 3

@@ -121,11 +121,11 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     single = plan_runs()[0]
     # the measuring run's records plus graph-level callbacks; nothing per launch or per node; its own cost measured
     assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
-            single.profile, single.stamp, single.self_cost) == ("sparse", True, False, False, False, False, "", True)
+            single.profile, single.stamp) == ("sparse", True, False, False, False, False, "")
     for asked in ({"detail": "node"}, {"launch_sources": True}, {"profile": True}):
         names = [c.name for c in plan_runs(**asked)]  # type: ignore[arg-type]
         assert names == ["measure", "detail", "probe"], asked  # the light run times, the detail run adds what was asked
-        assert plan_runs(**asked)[0].self_cost  # type: ignore[arg-type]
+        assert plan_runs(**asked)[0].api_filter == "sparse"  # type: ignore[arg-type]
     assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
     assert plan_runs(ranked=True)[0] == single
     assert [c.name for c in plan_runs(runs="2", ranked=True)] == ["measure", "detail"]
@@ -134,6 +134,11 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     assert heavy.detail == "node" and heavy.api_filter == "all" and heavy.node_events
     with pytest.raises(ValueError, match="'full'"):
         plan_runs(runs="3")
+    # the calibration's traced launch probes attach the very session of this run
+    from graphmode.tracer.launch_probes import TRACED_SESSION
+    from graphmode.tracer.script import session_kwargs
+
+    assert TRACED_SESSION == session_kwargs(single, nvtx=False)
 
 
 def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, kernels: bool = True) -> Path:

@@ -19,7 +19,13 @@ itself, and, after the timing, a short CUPTI session over one call that counts i
 (the timing runs with no CUPTI attached). The fit (analyzers.costmodel.fit_launch_costs) reads the per-kernel
 slope and the per-call intercept from the two sizes.
 
-Run as `python -m graphmode.tracer.launch_probes FRAMEWORK`; prints one JSON object.
+With `--traced` the same probe runs under the CUPTI session of `graphmode run`'s traced run (tracer.script.
+single_config), attached before the first call and kept to the end, as a traced script has it: the difference from
+the untraced processes is what tracing adds to each launch (and, for PyTorch, to each captured kernel and graph:
+the `capture` rows time torch.cuda.graph captures of the pointwise chain). A traced process counts no kernels (its
+calls are those of the untraced processes). analyzers.costmodel.fit_tracer_costs reads both.
+
+Run as `python -m graphmode.tracer.launch_probes FRAMEWORK [--traced]`; prints one JSON object.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from graphmode.tracer.cupti_session import CuptiSession
+from graphmode.tracer.cupti_session import LIFECYCLE_API, CuptiSession
 from graphmode.tracer.decode import decode
 
 FRAMEWORKS = ("torch", "inductor", "xla")
@@ -41,8 +47,15 @@ SIZES = (8, 32)  # ops per call
 CALLS = 40  # timed calls per size
 REPEATS = 5  # timed loops per size (their median is kept, and all of them)
 WARM_CALLS = 5
+CAPTURES = 5  # torch.cuda.graph captures timed per size (--traced and not: what tracing adds to a capture)
 
 ns = time.perf_counter_ns
+# The session of `graphmode run`'s one traced run: tracer.script.session_kwargs(single_config(), nvtx=False), spelled
+# out here (tracer.script imports calibrate, which imports this module; tests/test_script_runs.py checks they agree)
+TRACED_SESSION: dict[str, Any] = {"detail": "graph", "on_node_created": None, "nvtx": False, "source_api": LIFECYCLE_API,
+                                  "snapshot_topology": True, "api_filter": "sparse", "node_events": False,
+                                  "callbacks": True, "gpu_kinds": True}
+_traced = False  # set by main(--traced): a CUPTI session is attached for the whole process; no kernel counting
 
 
 def _loop(fn: Callable[[], Any], sync: Callable[[Any], None]) -> tuple[float, float]:
@@ -93,7 +106,33 @@ def _measure(variants: dict[str, Callable[[int], Callable[[], Any]]], sync: Call
         rows.append({"variant": name, "ops": k, "wall_ns": walls[len(walls) // 2], "walls_ns": walls,
                      "host_ns": sorted(h for _, h in loops)[len(loops) // 2]})
     for row in rows:
-        row["kernels"], row["gpu_ns"] = _kernels(made[(row["variant"], row["ops"])], sync)
+        row["kernels"], row["gpu_ns"] = (-1, -1.0) if _traced else _kernels(made[(row["variant"], row["ops"])], sync)
+    return rows
+
+
+def _captures(chain: Callable[[int], Callable[[], Any]]) -> list[dict[str, Any]]:
+    """torch.cuda.graph captures (capture and instantiation) of `chain(k)` at each size, timed on the host: one warm-up
+    capture, then CAPTURES timed ones per size; rows of variant 'capture' (wall_ns: the median)."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    rows = []
+    for k in SIZES:
+        fn = chain(k)
+        times = []
+        for i in range(CAPTURES + 1):
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            t0 = ns()
+            with torch.cuda.graph(g, stream=stream):
+                fn()
+            torch.cuda.synchronize()
+            if i:
+                times.append(ns() - t0)
+            del g
+        times.sort()
+        rows.append({"variant": "capture", "ops": k, "wall_ns": times[len(times) // 2], "walls_ns": times,
+                     "host_ns": times[len(times) // 2], "kernels": k, "gpu_ns": -1.0})
     return rows
 
 
@@ -122,6 +161,7 @@ def probe_torch() -> dict[str, Any]:
 
     with torch.no_grad():
         rows = _measure({"pointwise": pointwise, "library": library}, lambda _: torch.cuda.synchronize())
+        rows += _captures(pointwise)
     return {"framework": "torch", "version": torch.__version__, "rows": rows}
 
 
@@ -212,38 +252,54 @@ def available() -> tuple[str, ...]:
 
 
 def run_launch_probes(procs: int = 3, frameworks: tuple[str, ...] | None = None, timeout_s: float = 300.0,
-                      progress: Callable[[str, int, int], None] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+                      progress: Callable[[str, int, int], None] | None = None,
+                      traced: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], list[str]]:
     """Each framework's probe in `procs` fresh processes, interleaved (process i of every framework, then i + 1), so
-    that a drift of the machine spreads over all of them. Returns the probes' JSON objects (each with `process`) and
-    the errors of those that failed (a framework that cannot run loses its rows, not the calibration)."""
+    that a drift of the machine spreads over all of them; for the frameworks in `traced`, a traced twin of each
+    (--traced: rows marked `traced`). Returns the probes' JSON objects (each with `process`) and the errors of those
+    that failed (a framework that cannot run loses its rows, not the calibration)."""
     chosen = available() if frameworks is None else frameworks
+    jobs = [(fw, False) for fw in chosen] + [(fw, True) for fw in chosen if fw in traced]
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    total = procs * len(chosen)
+    total = procs * len(jobs)
     for i in range(procs):
-        for j, fw in enumerate(chosen):
+        for j, (fw, twin) in enumerate(jobs):
+            what = f"{fw} launch cost{' traced' if twin else ''}"
             if progress is not None:
-                progress(f"{fw} launch cost in a fresh process ({i + 1}/{procs})", i * len(chosen) + j, total)
+                progress(f"{what} in a fresh process ({i + 1}/{procs})", i * len(jobs) + j, total)
             try:
-                proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.launch_probes", fw], capture_output=True,
-                                      text=True, timeout=timeout_s, env=env_for(fw))
+                proc = subprocess.run([sys.executable, "-m", "graphmode.tracer.launch_probes", fw, *(["--traced"] if twin else [])],
+                                      capture_output=True, text=True, timeout=timeout_s, env=env_for(fw))
             except subprocess.TimeoutExpired:
-                errors.append(f"{fw} launch probe {i + 1}: no answer in {timeout_s:.0f} s")
+                errors.append(f"{what} probe {i + 1}: no answer in {timeout_s:.0f} s")
                 continue
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
             if proc.returncode != 0 or not lines:
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                errors.append(f"{fw} launch probe {i + 1}: exit {proc.returncode}: {tail[-300:]}")
+                errors.append(f"{what} probe {i + 1}: exit {proc.returncode}: {tail[-300:]}")
                 continue
-            rows.append({**json.loads(lines[-1]), "process": i})
+            rows.append({**json.loads(lines[-1]), "process": i, "traced": twin})
     return rows, errors
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in PROBES:
-        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}}", file=sys.stderr)
+    global _traced
+    args = [a for a in argv if a != "--traced"]
+    if len(args) != 1 or args[0] not in PROBES:
+        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced]", file=sys.stderr)
         return 2
-    print(json.dumps(PROBES[argv[0]]()))
+    session = None
+    if "--traced" in argv:
+        _traced = True
+        session = CuptiSession(**TRACED_SESSION)
+        session.start()
+    try:
+        out = PROBES[args[0]]()
+    finally:
+        if session is not None:
+            session.stop()
+    print(json.dumps(out | {"traced": _traced}))
     return 0
 
 

@@ -49,7 +49,6 @@ from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.runner import machine_meta
-from graphmode.tracer.self_cost import measure_self_cost
 from graphmode.tracer.signals import sigterm_interrupts
 from graphmode.tracer.sources import is_user_file, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
@@ -72,7 +71,6 @@ class RunConfig:
     cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
     stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
     stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
-    self_cost: bool = False  # measure what this run's tracing cost, in its process, once the code ended (tracer.self_cost)
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -105,11 +103,19 @@ def single_config(name: str = "single") -> RunConfig:
     measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans; API records of the
     graph lifecycle and synchronizations only), plus what is rare: the graph-level resource callbacks that name the
     graphs and read their topology, and the call sites of lifecycle calls. Not what costs per launch or per node (API
-    records of every call, node callbacks, line events, a profiler). When the code has ended, the run measures what
-    its own tracing cost in this process (tracer.self_cost), which the analysis subtracts and shows. `name`: 'single',
-    or 'measure' where a detail run follows (the analysis then takes structure from the detail run)."""
-    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False,
-                     self_cost=True)
+    records of every call, node callbacks, line events, a profiler). What its records still cost a launch and a capture
+    is calibrated (`graphmode calibrate --launch-only`: tracer.launch_probes --traced) and taken off by the analysis
+    (analyzers.tracer_cost). `name`: 'single', or 'measure' where a detail run follows (the analysis then takes
+    structure from the detail run)."""
+    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
+
+
+def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
+    """The CUPTI session a traced run of `cfg` attaches (tracer.launch_probes --traced attaches the same)."""
+    source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
+    return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": nvtx,
+            "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
+            "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds}
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
@@ -203,7 +209,7 @@ class ScriptTracer:
             meta.update(self.extra_meta)
             meta.update(rank_meta())
             self._writer = TraceWriter(self.out, meta)
-        self._session = CuptiSession(**self._session_kwargs())
+        self._session = CuptiSession(**session_kwargs(cfg, self.nvtx))
         # What PyTorch says about its graphs and the graphs' memory come from Python callbacks and hooks:
         # the runs that have them (not the measuring run).
         self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
@@ -225,14 +231,6 @@ class ScriptTracer:
 
             self._profiler = Profiler(interval=0.001, async_mode="disabled")
             self._profiler.start()
-
-    def _session_kwargs(self) -> dict[str, Any]:
-        """The CUPTI session's configuration (tracer.self_cost attaches one like it)."""
-        cfg = self.config
-        source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
-        return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": self.nvtx,
-                "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
-                "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds}
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
         assert self._writer is not None and self._session is not None, "start() first"
@@ -267,9 +265,6 @@ class ScriptTracer:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
-            if cfg.self_cost and status == "complete" and not sync_error:
-                # what this run's tracing cost, in this process, now that the code ended and its pass is written
-                run_entry["tracer_cost"] = measure_self_cost(self._session_kwargs())
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
