@@ -192,6 +192,8 @@ def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost
     gpu: dict[str, list[float]] = {}
     left: list[dict[str, Any]] = []
     for probe in probes:  # per fresh process and framework
+        if probe.get("traced"):  # a traced twin (fit_tracer_costs): its launches carry the tracer's cost
+            continue
         fw = str(probe.get("framework", ""))
         by_variant: dict[str, list[dict[str, Any]]] = {}
         for r in probe.get("rows", []) or []:
@@ -218,6 +220,63 @@ def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost
         if per_kernel is not None and per_call is not None:
             out[key] = LaunchCost(per_kernel, per_call, float(np.median(gpu[key])))
     return out, left
+
+
+# What `graphmode run`'s one traced run adds (tracer.launch_probes --traced): per launcher, to each kernel launched
+# eagerly; and to each graph captured through torch.cuda.graph, per captured kernel and per graph
+TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH = "capture_per_node", "capture_per_graph"
+
+
+def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -> dict[str, tuple[float, float]]:
+    """Per key (a launcher, or 'capture'), one probe process's (slope per kernel, intercept) from its two sizes, with
+    the kernels each call launched as the untraced processes counted them (`kernels`: (framework, variant, ops) ->
+    kernels); a traced process counts none."""
+    fw = str(probe.get("framework", ""))
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for r in probe.get("rows", []) or []:
+        by_variant.setdefault(str(r.get("variant", "")), []).append(r)
+    out: dict[str, tuple[float, float]] = {}
+    for variant, rows in by_variant.items():
+        key = "capture" if variant == "capture" else LAUNCHERS.get((fw, variant))
+        if key is None or len(rows) < 2:
+            continue
+        k = [float(r["kernels"]) if variant == "capture" else kernels.get((fw, variant, int(r["ops"])), -1.0) for r in rows]
+        if min(k) < 0:
+            continue
+        (k_lo, lo), (k_hi, hi) = sorted(zip(k, rows), key=lambda x: x[0])[::len(rows) - 1]
+        if k_hi - k_lo < MIN_KERNEL_STEP:
+            continue
+        slope = (float(hi["wall_ns"]) - float(lo["wall_ns"])) / (k_hi - k_lo)
+        out[key] = (slope, float(lo["wall_ns"]) - slope * k_lo)
+    return out
+
+
+def fit_tracer_costs(probes: list[dict[str, Any]]) -> dict[str, Spread]:
+    """What the one traced run adds, from launch probes made untraced and --traced (tracer.launch_probes): per launcher
+    (LAUNCHERS), each traced process's per-kernel slope less the median of the untraced processes' slopes; for
+    captures, the same of the per-kernel slope (TRACER_CAPTURE_NODE) and of the intercept (TRACER_CAPTURE_GRAPH).
+    Spreads over the traced processes (ns); {} without both kinds of process."""
+    counts: dict[tuple[str, str, int], list[float]] = {}
+    for probe in probes:
+        if not probe.get("traced"):
+            for r in probe.get("rows", []) or []:
+                if float(r.get("kernels", -1)) >= 0:
+                    counts.setdefault((str(probe.get("framework", "")), str(r.get("variant", "")), int(r["ops"])), []).append(float(r["kernels"]))
+    kernels = {k: float(np.median(v)) for k, v in counts.items()}
+    untraced: dict[str, list[tuple[float, float]]] = {}
+    traced: dict[str, list[tuple[float, float]]] = {}
+    for probe in probes:
+        for key, fit in _slopes(probe, kernels).items():
+            (traced if probe.get("traced") else untraced).setdefault(key, []).append(fit)
+    out: dict[str, Spread] = {}
+    for key in sorted(set(untraced) & set(traced)):
+        base_slope = float(np.median([s for s, _ in untraced[key]]))
+        base_cut = float(np.median([c for _, c in untraced[key]]))
+        names = (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH) if key == "capture" else (key, "")
+        for name, values in zip(names, ([s - base_slope for s, _ in traced[key]], [c - base_cut for _, c in traced[key]])):
+            if name and (spread := Spread.of(values)) is not None:
+                out[name] = spread
+    return out
 
 
 def _launch_dict(costs: dict[str, LaunchCost]) -> dict[str, Any]:
@@ -271,6 +330,9 @@ class CostModel:
     # one by one (analyzers.counterfactual); {} where not measured
     launch: dict[str, LaunchCost] = field(default_factory=dict)
     launch_probes: list[dict[str, Any]] = field(default_factory=list)  # the probes the launch costs were fitted from
+    # what the one traced run of `graphmode run` adds (fit_tracer_costs): per launcher, to each eager kernel; and
+    # TRACER_CAPTURE_NODE / TRACER_CAPTURE_GRAPH to a torch.cuda.graph capture; {} where not measured
+    tracer: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -507,6 +569,7 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
         "first_graph": _spreads_dict(m.first_graph), "torch_capture": _spreads_dict(m.torch_capture),
         "tree_capture": _spreads_dict(m.tree_capture), "first_graph_api": _spreads_dict(m.first_graph_api),
         "sm_count": m.sm_count, "launch": _launch_dict(m.launch), "launch_probes": m.launch_probes,
+        "tracer": _spreads_dict(m.tracer),
         "table": m.table,
     }
 
@@ -540,7 +603,8 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             first_graph=_spreads_from(d.get("first_graph")), table=list(d.get("table", [])), calibration=dict(d.get("calibration", {})),
             torch_capture=_spreads_from(d.get("torch_capture")), tree_capture=_spreads_from(d.get("tree_capture")),
             sm_count=int(d.get("sm_count", 0) or 0), first_graph_api=_spreads_from(d.get("first_graph_api")),
-            launch=_launch_from(d.get("launch")), launch_probes=list(d.get("launch_probes", []) or []), path=path,
+            launch=_launch_from(d.get("launch")), launch_probes=list(d.get("launch_probes", []) or []),
+            tracer=_spreads_from(d.get("tracer")), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "
@@ -553,7 +617,16 @@ def with_launch_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
     earlier costs."""
     fitted, left = fit_launch_costs(probes)
     calibration = {**m.calibration, "launch_probes": len(probes), "launch_left_out": left}
-    return dataclasses.replace(m, launch={**m.launch, **fitted}, launch_probes=list(probes), calibration=calibration)
+    return dataclasses.replace(m, launch={**m.launch, **fitted}, launch_probes=list(probes), calibration=calibration,
+                               tracer={**m.tracer, **fit_tracer_costs(probes)})
+
+
+def with_tracer_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
+    """The model with the one traced run's costs fitted from launch probes made untraced and --traced (fit_tracer_costs;
+    the probes kept in `calibration['tracer_probes']`); its launch costs unchanged."""
+    fitted = fit_tracer_costs(probes)
+    return dataclasses.replace(m, tracer={**m.tracer, **fitted},
+                               calibration={**m.calibration, "tracer_probes": list(probes)})
 
 
 def save_model(m: CostModel, path: str | os.PathLike[str]) -> Path:

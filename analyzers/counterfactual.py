@@ -38,7 +38,8 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 28
 INDUCTOR_KERNEL = re.compile(r"^triton_(poi|red|per|tem|for)_")
 XLA_KERNEL = re.compile(r"(^|_)fusion(_\d+)?$|^(loop|input|gemm_fusion|wrapped|triton_gemm|triton_softmax)_")
-LIBRARY_KERNEL = re.compile(r"cudnn|cublas|cutlass|xmma|gemm|gemv|splitKreduce|cask|convolve|_dot", re.IGNORECASE)
+# (nvjet_*: cuBLAS's kernels on Hopper, as PyTorch 2.11's matmuls launch them on the H200)
+LIBRARY_KERNEL = re.compile(r"cudnn|cublas|cutlass|xmma|gemm|gemv|splitKreduce|cask|convolve|_dot|nvjet", re.IGNORECASE)
 # Where the model has no calibration of the framework's launcher, a kernel is priced by the model's raw launch
 # (cuLaunchKernel from Python): a floor, said so beside the figure.
 RAW = "cuLaunchKernel"

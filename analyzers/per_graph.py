@@ -13,6 +13,8 @@ import numpy as np
 
 from graphmode.analyzers.break_even import (
     CAPTURE_SLOWDOWN_BOUND,
+    CORRECTED_CAPTURE_BOUND,
+    CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
@@ -23,6 +25,7 @@ from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Per
 from graphmode.analyzers.sample_size import tiny_sample_note
 from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_time_parts, recording_work
 from graphmode.analyzers.timing_run import RecordingCall
+from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction
 from graphmode.analyzers.untraced import short_loc
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
@@ -39,15 +42,18 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     bound = "single" if single else "gpu" if share >= BOUND_MAJORITY else "cpu" if share <= 1 - BOUND_MAJORITY else "mixed"
     cpu = t.cpu_period[sel]
     timed = sel & (t.timed_by == "timing")
-    traced = np.where(timed, t.traced_work, t.work)[sel]  # what the measuring run read for the same rows
+    corrected = sel & (t.timed_by == CORRECTED)  # the tracer's calibrated cost taken off (analyzers.tracer_cost)
+    traced = np.where(timed | corrected, t.traced_work, t.work)[sel]  # what the traced run read for the same rows
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
                   cpu_period=Stat.of_finite(cpu), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
                   other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
-                  run="timing" if timed.any() else run, streams=int(np.unique(t.stream_id[sel]).size),
-                  traced_work=Stat.of_finite(traced) if timed.any() else None)
+                  run="timing" if timed.any() else CORRECTED if corrected.any() else run,
+                  streams=int(np.unique(t.stream_id[sel]).size),
+                  traced_work=Stat.of_finite(traced) if (timed | corrected).any() else None)
 
 
-def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable) -> GraphCost | None:
+def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable,
+          tracer: TracerCorrection | None = None) -> GraphCost | None:
     parts = one_time_parts(sg, graph_id)
     first = np.flatnonzero((t.mode == "graph") & (t.role == "first_launch"))
     steady = (t.mode == "graph") & (t.role == "steady")
@@ -96,13 +102,23 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         replay = t.period[steady]
         replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
         call = sum(call_part(c, inside, replay_ns) for c, inside in recorded)
+    taken_off = None
+    if tracer is not None and correction is None and (build is not None or parts.get("recordings")):
+        # a capture in the corrected pass, not timed by a timing run: the calibrated cost of tracing it comes off,
+        # never more than the capture's own measured parts
+        extra = capture_correction(tracer, g.num_nodes if g is not None else 0)
+        measured = sum(x or 0.0 for x in (build, parts.get("instantiate"), parts.get("upload"), framework))
+        if extra is not None and measured > 0:
+            taken_off = -min(extra, measured)
     total = float(np.nansum([x if x is not None else np.nan
-                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction, call)]))
+                             for x in (build, parts.get("instantiate"), parts.get("upload"), excess, framework, correction,
+                                       call, taken_off)]))
     return GraphCost(pass_id=sg.timing_pass, graph_id=graph_id, label=label, source="graph_events", build_ns=build,
                      instantiate_ns=parts.get("instantiate"), upload_ns=parts.get("upload"), first_launch_ns=first_ns,
                      steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
                      untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else (),
-                     capture_lines=span.lines if span is not None and correction is not None else ())
+                     capture_lines=span.lines if span is not None and correction is not None else (),
+                     tracer_correction_ns=taken_off)
 
 
 def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
@@ -119,9 +135,11 @@ def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
 def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: bool,
                   units_by_graph: dict[int, int] | None = None,
                   failed_captures: set[int] | None = None,
-                  stamp_overhead: dict[tuple[int, str], float] | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
+                  stamp_overhead: dict[tuple[int, str], float] | None = None,
+                  tracer: TracerCorrection | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
     """Per-graph results, the headline's graph first (then by time saved, then replays). `units_by_graph`: per
-    graph, eager iterations one replay does the work of (analyzers.inference)."""
+    graph, eager iterations one replay does the work of (analyzers.inference). `tracer`: the timing pass's
+    calibrated tracer cost (analyzers.tracer_cost), taken off its captures."""
     units_of = units_by_graph or {}
     ids = [g.graph_id for g in sg.graphs] + sorted({int(x) for x in t.graph_id if x and sg.graph(int(x)) is None})
     instantiated = {c.graph_id for c in sg.lifecycle if c.event == "instantiate"}
@@ -153,11 +171,11 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                 if first_call is not None:
                     notes.append(note("first_warmup_left_out", first_call_ns=first_call))
         graph = period_of(mine, "graph", run)
-        cost = _cost(sg, g, gid, label, mine)
+        cost = _cost(sg, g, gid, label, mine, tracer)
         for name, p in (("eager", eager), ("replay", graph)):
             if p is not None and (tiny := tiny_sample_note(name, p.iterations)) is not None:
                 notes.append(tiny)
-        inflation = graph_inflation = 0.0
+        inflation = graph_inflation = spread = 0.0
         cpu_side = ("cpu", "mixed", "single")
         for p in (eager, graph):
             if p is not None and p.run == "timing" and p.work is not None and p.traced_work is not None and p.work.median > 0:
@@ -168,15 +186,24 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                     inflation = TIMING_RUN_SLOWDOWN_BOUND
                 else:
                     graph_inflation = TIMING_RUN_SLOWDOWN_BOUND
-        if eager is not None and timing_traced and eager.bound in cpu_side and eager.run != "timing":
+        for p in (eager, graph):
+            if p is not None and p.run == CORRECTED and p.work is not None and p.traced_work is not None:
+                notes.append(note("tracer_cost_taken_off", mode=p.mode, work_ns=p.work.median,
+                                  traced_work_ns=p.traced_work.median, slowdown_bound=CORRECTED_SLOWDOWN_BOUND))
+                if p is eager:
+                    spread = CORRECTED_SLOWDOWN_BOUND
+                else:
+                    graph_inflation = CORRECTED_SLOWDOWN_BOUND
+        if eager is not None and timing_traced and eager.bound in cpu_side and eager.run not in ("timing", CORRECTED):
             inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append(note("traced_cpu_bound_eager", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
-        if graph is not None and timing_traced and graph.bound in cpu_side and graph.run != "timing":
+        if graph is not None and timing_traced and graph.bound in cpu_side and graph.run not in ("timing", CORRECTED):
             graph_inflation = CPU_BOUND_SLOWDOWN_BOUND
             notes.append(note("traced_cpu_bound_replays", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
         one_time_inflation = 0.0
         # the measuring run's parts (the timing run's correction and statements are not of them)
-        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) if cost is not None else 0.0
+        measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) \
+            - (cost.tracer_correction_ns or 0.0) if cost is not None else 0.0
         if cost is not None and cost.untraced_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation = TIMING_RUN_SLOWDOWN_BOUND
             statements = tuple(dict.fromkeys(cost.call_lines)) if cost.call_ns is not None else ()
@@ -186,6 +213,10 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                 statement_count=len(cost.call_lines), statement_starts=tuple(short_loc(a) for a, _ in statements),
                 statement_ends=tuple(short_loc(b) for _, b in statements), statement_ns=cost.call_ns,
                 slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
+        elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
+            one_time_inflation = CORRECTED_CAPTURE_BOUND
+            notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,
+                              slowdown_bound=CORRECTED_CAPTURE_BOUND))
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = CAPTURE_SLOWDOWN_BOUND
             notes.append(note("one_time_traced", slowdown_bound=CAPTURE_SLOWDOWN_BOUND))
@@ -195,7 +226,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             e_vals = _values(mine, "eager", "steady") if warmups is None else _values(warmups, "eager", "steady")
             be = break_even_series("eager", e_vals, _values(mine, "graph", "steady"), units,
                                    cost.total_ns if cost is not None else None, replays, eager_inflation=inflation,
-                                   graph_inflation=graph_inflation, one_time_inflation=one_time_inflation)
+                                   graph_inflation=graph_inflation, one_time_inflation=one_time_inflation,
+                                   eager_spread=spread)
             if be.saved_per_replay_ns is not None and graph is not None:
                 saved_in_run = be.saved_per_replay_ns * graph.iterations
         status = ("replayed" if replays else "built_before_tracing" if g is None

@@ -161,7 +161,7 @@ class GraphCost:
     first_launch_ns: float | None  # launch + synchronize of the first launch
     steady_replay_ns: float | None  # median graph-mode iteration of the same pass
     first_launch_excess_ns: float | None  # first_launch - steady_replay
-    total_ns: float  # build + instantiate + upload + first_launch_excess + framework + untraced_correction + call (missing parts as 0)
+    total_ns: float  # build + instantiate + upload + first_launch_excess + framework + untraced_correction + call + tracer_correction (missing parts as 0)
     # PyTorch's own work around the CUDA calls in its cudagraph-tree recording call or `with torch.cuda.graph`
     # block (synchronizations, emptying its cache, memory-pool bookkeeping, destroying the captured graph): the
     # window's wall time less its capture, instantiate and upload calls and a first replay made inside it; None:
@@ -183,6 +183,9 @@ class GraphCost:
     # timed it through its instantiation; then untraced_correction_ns is that span less the measuring run's capture,
     # instantiate and upload calls (analyzers.timing_run.CaptureSpan). () otherwise
     capture_lines: tuple[str, ...] = ()
+    # What the one traced run's tracing added to this graph's capture, taken off (negative; analyzers.tracer_cost:
+    # the calibrated cost per captured graph and per captured kernel); in total_ns. None: not corrected
+    tracer_correction_ns: float | None = None
 
 
 @dataclass(frozen=True)

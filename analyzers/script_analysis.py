@@ -19,6 +19,7 @@ from graphmode.analyzers.periods import IterationTable, empty_table, runner_iter
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.steps import eager_step_rows, find_steps
+from graphmode.analyzers.tracer_cost import launch_extra, tracer_correction, with_tracer_cost
 from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
 from graphmode.tracer.store import Trace
 
@@ -73,12 +74,16 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         table = with_untraced(table, lt)
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
+    # the one traced run: its calibrated tracer cost taken off its CPU-bound periods and captures (analyzers.tracer_cost)
+    tracer = tracer_correction(trace, sg.timing_pass, model, torch_program)
+    if tracer is not None:
+        table = with_tracer_cost(table, launch_extra(trace, sg.timing_pass, table, tracer)[0])
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
-                                   stamp_overhead=overhead)
+                                   stamp_overhead=overhead, tracer=tracer)
     # graphs with no eager twin: their saving predicted, before the steps read their break-evens
     graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program)
     try:

@@ -33,6 +33,8 @@ import numpy as np
 
 from graphmode.analyzers.break_even import (
     CAPTURE_SLOWDOWN_BOUND,
+    CORRECTED_CAPTURE_BOUND,
+    CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
@@ -54,6 +56,7 @@ from graphmode.analyzers.results import (
 from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
+from graphmode.analyzers.tracer_cost import CORRECTED
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
 from graphmode.tracer.store import Trace
 
@@ -74,7 +77,8 @@ class StepInstances:
     rows: np.ndarray  # (n, len(pattern)) row indices
     period: np.ndarray  # (n,) ns, NaN where the next occurrence does not follow
     spans: dict[tuple[int, str], np.ndarray]  # (position, 'graph' | 'eager') -> (n,) ns, scaled to `period`
-    timed: bool  # periods from the timing run
+    timed: bool  # periods from the timing run, or with the tracer's calibrated cost taken off
+    source: str = ""  # 'timing' | 'corrected' (analyzers.tracer_cost) | '' (as traced)
 
 
 def _on_main_stream(t: IterationTable, rows: np.ndarray) -> np.ndarray:
@@ -156,7 +160,10 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
         nxt[:-1] = np.where(follows, start[1:, 0], np.nan)
     traced_period = nxt - start[:, 0]
     period = t.period[occ[:, 0]].astype(np.float64)
-    timed = t.timed_by[occ[:, 0]] == "timing"
+    # timed by the timing run, or the tracer's calibrated cost taken off (analyzers.tracer_cost)
+    by = t.timed_by[occ[:, 0]]
+    timed = np.isin(by, ("timing", CORRECTED))
+    source = "timing" if (by == "timing").any() else CORRECTED if (by == CORRECTED).any() else ""
     # where the timing run did not time it, the step's period is the measured one between the occurrences
     period = np.where(timed, period, traced_period)
     scale = np.where(timed & (traced_period > 0), period / traced_period, 1.0)
@@ -170,7 +177,7 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
         seg_end = np.where(np.isfinite(rem), rem, hi)
         spans[(i, "graph")] = (seg_end - start[:, i]) * scale
         spans[(i, "eager")] = np.where(np.isfinite(rem), hi - rem, 0.0) * scale
-    return StepInstances(occ, period, spans, bool(timed.any()))
+    return StepInstances(occ, period, spans, bool(timed.any()), source)
 
 
 def _tm(x: np.ndarray) -> float | None:
@@ -234,17 +241,20 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
     return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta])
 
 
-def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_timed: bool,
-                graph_timed: bool) -> tuple[float, float]:
-    """How much longer than untraced the step's eager and graphed periods may be (the per-graph rule)."""
+def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_source: str,
+                graph_source: str) -> tuple[float, float]:
+    """How much longer than untraced the step's eager and graphed periods may be (the per-graph rule), by where
+    their periods come from ('timing', 'corrected', '': as traced)."""
     first = results.get(pattern[0])
 
-    def of(p: Period | None, timed: bool) -> float:
-        if timed:
+    def of(p: Period | None, source: str) -> float:
+        if source == "timing":
             return TIMING_RUN_SLOWDOWN_BOUND
+        if source == CORRECTED:
+            return 0.0  # either way: eager_spread (_spread)
         return CPU_BOUND_SLOWDOWN_BOUND if p is not None and p.bound in CPU_SIDE else 0.0
 
-    return (of(first.eager if first else None, eager_timed), of(first.graph if first else None, graph_timed))
+    return (of(first.eager if first else None, eager_source), of(first.graph if first else None, graph_source))
 
 
 def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,
@@ -318,6 +328,7 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
                                         Stat.of_finite(es) if e_inst is not None else None, Stat.of_finite(gs), saved))
     e_period = e_inst.period if e_inst is not None else e_steps[0] if e_steps is not None else np.zeros(0)
     e_timed = e_inst.timed if e_inst is not None else e_steps[1] if e_steps is not None else False
+    e_source = e_inst.source if e_inst is not None else "timing" if e_timed else ""
     has_eager = bool(np.isfinite(e_period).any())
     eager_ns, graphed_ns = _tm(e_period), _tm(g_inst.period)
     saved = _sub(eager_ns, graphed_ns)
@@ -338,20 +349,23 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         one_time = float(sum(c.total_ns for c in costs if c is not None)) if costs and None not in costs else None
         one_basis, where = "graphs", ""
     graphed_steps = int(g_inst.rows.shape[0])
-    eager_infl, graph_infl = _inflations(by_id, pattern, e_timed, g_inst.timed)
+    eager_infl, graph_infl = _inflations(by_id, pattern, e_source, g_inst.source)
     timed_cost = statement is not None or any(c is not None and c.untraced_correction_ns is not None for c in costs)
     be: BreakEven | None = None
     if has_eager:
         be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
                                graph_inflation=graph_infl,
-                               one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CAPTURE_SLOWDOWN_BOUND)
+                               eager_spread=CORRECTED_SLOWDOWN_BOUND if e_source == CORRECTED else 0.0,
+                               one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CORRECTED_CAPTURE_BOUND
+                               if any(c is not None and c.tracer_correction_ns is not None for c in costs)
+                               else CAPTURE_SLOWDOWN_BOUND)
     step = StepResult(
         step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=Stat.of_finite(e_period),
         graphed=Stat.of_finite(g_inst.period), eager_steps=int(np.isfinite(e_period).sum()),
         graphed_steps=graphed_steps, eager_ns=eager_ns, graphed_ns=graphed_ns, saved_ns=saved, one_time_ns=one_time,
         one_time_basis=one_basis, one_time_statement=where, break_even=be,
         basis="measured" if has_eager else "none",
-        period_source="timing" if (g_inst.timed or e_timed) else run,
+        period_source="timing" if "timing" in (g_inst.source, e_source) else CORRECTED if CORRECTED in (g_inst.source, e_source) else run,
         segments=tuple(segments), graphs_saved_ns=graphs_saved, remainder_saved_ns=rest_saved,
         invariant_residual_ns=residual, saved_in_run_ns=saved * graphed_steps if saved is not None else None)
     return step, tuple(_as_segment(g, pattern, g_inst, e_inst, eager_infl, graph_infl) for g in graphs)
@@ -367,20 +381,20 @@ def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances,
     gs = g_inst.spans[(i, "graph")]
     es = e_inst.spans[(i, "graph")] if e_inst is not None else None
 
-    def period(p: Period | None, x: np.ndarray | None, timed: bool) -> Period | None:
+    def period(p: Period | None, x: np.ndarray | None, source: str) -> Period | None:
         if p is None or x is None:
             return p
         st = Stat.of_finite(x)
-        return dataclasses.replace(p, period=st, work=st, iterations=int(np.isfinite(x).sum()),
-                                   run="timing" if timed else p.run)
+        return dataclasses.replace(p, period=st, work=st, iterations=int(np.isfinite(x).sum()), run=source or p.run)
 
-    eager = period(g.eager, es, e_inst is not None and e_inst.timed)
-    graph = period(g.graph, gs, g_inst.timed)
+    eager = period(g.eager, es, e_inst.source if e_inst is not None else "")
+    graph = period(g.graph, gs, g_inst.source)
     # without an eager twin segment (only the step's eager period is known), the graph's own saving is unknown: its
     # eager period between replays is the whole step's
     be = break_even_series("eager", es if es is not None else np.zeros(0), gs, 1,
                            g.cost.total_ns if g.cost is not None else None, g.replays,
-                           eager_inflation=eager_infl, graph_inflation=graph_infl)
+                           eager_inflation=eager_infl, graph_inflation=graph_infl,
+                           eager_spread=CORRECTED_SLOWDOWN_BOUND if e_inst is not None and e_inst.source == CORRECTED else 0.0)
     if es is None:
         eager = None
     saved = be.saved_per_replay_ns if be is not None else None

@@ -93,6 +93,7 @@ def _cost_text(c: GraphCost) -> str:
     parts = [("build", c.build_ns), ("instantiate", c.instantiate_ns), ("upload", c.upload_ns),
              ("first-launch excess", c.first_launch_excess_ns), ("PyTorch recording work", c.framework_ns),
              ("untraced (timing run) correction", c.untraced_correction_ns),
+             ("tracer's calibrated cost taken off", c.tracer_correction_ns),
              ("statement around the window (timing run)", c.call_ns)]
     return f"{human_ns(c.total_ns)} = " + " + ".join(f"{k} {human_ns(v)}" for k, v in parts if v is not None)
 
@@ -180,7 +181,7 @@ def time_split_html(modes: tuple[ModeMetrics, ...], a: TraceAnalysis) -> str:
 
 # ---- per graph ---------------------------------------------------------------------------------
 
-RUN_WORDS = {"measure": "measuring (traced)", "detail": "detail (traced)", "single": "single (traced, with callbacks)"}
+RUN_WORDS = {"measure": "measuring (traced)", "detail": "detail (traced)", "single": "one traced"}
 
 
 def _period_cells(p: Any) -> dict[str, str]:
@@ -196,7 +197,9 @@ def _period_cells(p: Any) -> dict[str, str]:
         "bound": esc(BOUND_LABELS.get(p.bound, p.bound))
         + (esc(f" ({100 * p.gpu_bound_share:.0f}% of iterations GPU-bound)") if p.gpu_bound_share is not None else ""),
         "timed by": esc(f"the timing run, without CUPTI (the traced measuring run read {_stat(p.traced_work)})"
-                        if p.run == "timing" else f"the {RUN_WORDS.get(p.run, p.run)} run"),
+                        if p.run == "timing" else
+                        f"the one traced run, the calibrated cost of tracing its launches taken off (it read {_stat(p.traced_work)})"
+                        if p.run == "corrected" else f"the {RUN_WORDS.get(p.run, p.run)} run"),
     }
 
 

@@ -153,6 +153,24 @@ def _one_time_timed_untraced(n: Note) -> str:
             f"{1 + bound:.1f}x slow, which the break-even interval's lower end allows for")
 
 
+def _tracer_cost_taken_off(n: Note) -> str:
+    work, traced, bound = _num(n, "work_ns"), _num(n, "traced_work_ns"), _num(n, "slowdown_bound")
+    name = "eager iterations" if n["mode"] == "eager" else "replays"
+    return (f"its {name} are CPU-bound; the traced run read {short_ns(traced)} each (median), and the calibrated cost "
+            f"of tracing each kernel they launch comes off: {short_ns(work)} ({short_ns(traced - work)} taken off; "
+            "graphmode calibrate --launch-only measured it untraced and traced); on the third-party programs the "
+            f"corrected figure was still up to {100 * bound:.0f}% off their own untraced clocks, either way "
+            "(docs/benchmarks.md), which the break-even interval allows for")
+
+
+def _one_time_tracer_cost_taken_off(n: Note) -> str:
+    measured, off, bound = _num(n, "measured_ns"), _num(n, "taken_off_ns"), _num(n, "slowdown_bound")
+    return (f"its one-time cost comes from the one traced run, which read {short_ns(measured)}; the calibrated cost of "
+            f"tracing a capture (per graph and per captured kernel) comes off: {short_ns(off)} taken off; the corrected "
+            f"figure may still be up to {1 + bound:.1f}x too high (docs/benchmarks.md), which the break-even "
+            "interval's lower end allows for")
+
+
 def _one_time_traced(n: Note) -> str:
     return ("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
             "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "
@@ -460,6 +478,8 @@ TEMPLATES: dict[str, Template] = {
     "first_warmup_left_out": _first_warmup_left_out,
     "tiny_sample": "{mode} median from {iterations} iteration{iterations!s}: tiny sample",
     "timed_untraced": _timed_untraced,
+    "tracer_cost_taken_off": _tracer_cost_taken_off,
+    "one_time_tracer_cost_taken_off": _one_time_tracer_cost_taken_off,
     "traced_cpu_bound_eager": ("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up "
                                "to {slowdown_bound:.0%} too long (measured, docs/benchmarks.md), which the break-even "
                                "interval's upper end allows for"),

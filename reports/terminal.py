@@ -162,6 +162,8 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
             *([("PyTorch recording work", [human_ns(c.framework_ns) for c in cs])] if any(c.framework_ns is not None for c in cs) else []),
             *([("untraced (timing run) correction", [human_ns(c.untraced_correction_ns) for c in cs])]
               if any(c.untraced_correction_ns is not None for c in cs) else []),
+            *([("tracer's cost taken off", [human_ns(c.tracer_correction_ns) for c in cs])]
+              if any(c.tracer_correction_ns is not None for c in cs) else []),
             *([("statement around the window (timing run)", [human_ns(c.call_ns) for c in cs])]
               if any(c.call_ns is not None for c in cs) else []),
             ("total one-time cost", [human_ns(c.total_ns) for c in cs]),

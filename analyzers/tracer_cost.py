@@ -1,0 +1,125 @@
+"""What the one traced run's own tracing added to its figures, taken off (issue 29; docs/metrics.md, "What tracing
+adds, taken off").
+
+`graphmode run` traces a script once (tracer.script.single_config). Its records cost the program little per launch
+but not nothing: on the H200 a PyTorch launch took 6.2 us more with the run's CUPTI session attached (a cuDNN call
+12.5 us), and a torch.cuda.graph capture 1.9 ms more per graph and 12.6 us per captured kernel (`graphmode calibrate
+--launch-only`: tracer.launch_probes untraced and --traced, fitted by analyzers.costmodel.fit_tracer_costs). A
+CPU-bound loop of a few hundred launches a step is slowed by milliseconds.
+
+So, where the cost model calibrated them and the pass was recorded by that very configuration:
+
+- a CPU-bound iteration (its period set by the launches, not by the GPU) loses the tracer's cost of each kernel
+  launched in its period, per kernel by the launcher that launched it (analyzers.counterfactual.launcher_of): its
+  period becomes max(period - extra, its own GPU busy time), `timed_by` 'corrected', the traced figure kept in
+  `traced_work`;
+- a graph captured in the pass loses per-graph + per-node x nodes from its one-time cost (GraphCost.tracer_correction_ns).
+
+GPU-bound iterations and replays keep their figures: the tracer does not slow the GPU (replays measured 1.00-1.01x).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
+from graphmode.analyzers.counterfactual import framework_of, launcher_of
+from graphmode.analyzers.periods import IterationTable
+from graphmode.tracer.store import Trace
+
+CORRECTED = "corrected"  # IterationTable.timed_by of a period the tracer's cost was taken off
+
+# The configuration the calibration's traced probes ran under (tracer.launch_probes.TRACED_SESSION): only a pass
+# recorded so is corrected
+_CALIBRATED = {"api_filter": "sparse", "callbacks": True, "node_events": False, "detail": "graph", "gpu_kinds": True}
+
+
+@dataclass(frozen=True)
+class TracerCorrection:
+    """The calibrated costs a pass's figures lose (ns): per launcher, per eagerly launched kernel; per captured
+    graph and per captured kernel (None: not calibrated)."""
+
+    per_kernel: dict[str, Spread]
+    capture_per_graph: Spread | None
+    capture_per_node: Spread | None
+    framework: str  # whose launchers price the pass's eager kernels ('torch', 'inductor', 'xla', 'raw')
+
+
+def calibrated_pass(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass was recorded by the configuration the tracer's cost was calibrated under."""
+    for r in trace.meta.get("runs", []) or []:
+        if r.get("pass_id") == pass_id:
+            cfg = r.get("config") or {}
+            return all(cfg.get(k) == v for k, v in _CALIBRATED.items()) and not cfg.get("launch_sources") \
+                and not cfg.get("profile")
+    return False
+
+
+def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch_program: bool) -> TracerCorrection | None:
+    """The pass's correction, or None (no model, a model without the tracer's costs, a pass recorded otherwise)."""
+    if model is None or not model.tracer or not calibrated_pass(trace, pass_id):
+        return None
+    names = [str(n) for (n,) in trace.rows(
+        "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
+    per_kernel = {k: v for k, v in model.tracer.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
+    return TracerCorrection(per_kernel, model.tracer.get(TRACER_CAPTURE_GRAPH), model.tracer.get(TRACER_CAPTURE_NODE),
+                            framework_of(names, torch_program))
+
+
+def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrection) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `t`: what tracing added to its period (ns: the calibrated cost of each eager kernel whose GPU work
+    starts inside the period, by its launcher; 0 for a kernel whose launcher was not calibrated) and how many kernels
+    that was. Rows without a finite period get 0."""
+    s = trace.sql("SELECT start_ns, name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 "
+                  "ORDER BY start_ns", [pass_id])
+    starts = np.asarray(s["start_ns"], dtype=np.int64)
+    names = np.asarray(s["name"], dtype=object)
+    uniq, inv = np.unique(names.astype(str), return_inverse=True) if names.size else (np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64))
+    price = np.array([c.per_kernel[k].median if (k := launcher_of(str(n), c.framework)) in c.per_kernel else 0.0
+                      for n in uniq], dtype=np.float64)
+    cost = price[inv] if starts.size else np.zeros(0)
+    cum = np.concatenate([[0.0], np.cumsum(cost)])
+    lo = t.gpu_start_ns.astype(np.int64)
+    ok = np.isfinite(t.period)
+    hi = lo + np.where(ok, t.period, 0).astype(np.int64)
+    a = np.searchsorted(starts, lo, side="left")
+    b = np.searchsorted(starts, hi, side="left")
+    extra = np.where(ok, cum[b] - cum[a], 0.0)
+    count = np.where(ok, b - a, 0)
+    return extra, count
+
+
+def with_tracer_cost(t: IterationTable, extra: np.ndarray) -> IterationTable:
+    """The table with the tracer's cost taken off its CPU-bound rows (not GPU-bound, a finite period, not already
+    timed by the timing run): period and work = max(traced - extra, the row's own GPU busy time)."""
+    use = ~t.gpu_bound & np.isfinite(t.period) & (t.timed_by == "") & (extra > 0)
+    if not use.any():
+        return t
+    floor = t.gpu_busy_ns.astype(np.float64)
+    period = np.where(use, np.maximum(t.period - extra, floor), t.period)
+    work = np.where(use, np.maximum(t.work - extra, floor), t.work)
+    cpu_period = np.where(use & np.isfinite(t.cpu_period), np.maximum(t.cpu_period - extra, 0.0), t.cpu_period)
+    timed = np.where(use, CORRECTED, t.timed_by).astype(object)
+    return dataclasses.replace(t, period=period, work=work, cpu_period=cpu_period, timed_by=timed,
+                               traced_work=np.where(use, t.work, t.traced_work))
+
+
+def capture_correction(c: TracerCorrection | None, nodes: int) -> float | None:
+    """What tracing added to one graph's capture (ns, positive), or None where captures were not calibrated: the
+    calibration captures through torch.cuda.graph, whose per-graph part (graphmode's graph-level callbacks, memory
+    samples and PyTorch's hooks around the block) a capture outside PyTorch does not pay: taken off a CuPy capture it
+    left 0.18x of the untraced one-time cost (benchmarks/notes/s17), so only PyTorch's captures are corrected."""
+    if c is None or c.capture_per_graph is None or c.capture_per_node is None or c.framework not in ("torch", "inductor"):
+        return None
+    return max(0.0, c.capture_per_graph.median + c.capture_per_node.median * max(nodes, 0))
+
+
+def summary(c: TracerCorrection) -> dict[str, Any]:
+    """The correction's figures for a note (ns)."""
+    return {"framework": c.framework, "per_kernel_ns": {k: v.median for k, v in sorted(c.per_kernel.items())},
+            "capture_per_graph_ns": c.capture_per_graph.median if c.capture_per_graph else None,
+            "capture_per_node_ns": c.capture_per_node.median if c.capture_per_node else None}
