@@ -119,12 +119,9 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
 
     assert [c.name for c in plan_runs()] == ["single", "probe"]
     single = plan_runs()[0]
-    # the measuring run's records plus graph-level callbacks; nothing per launch or per node; the script's own lines
-    # stamped where Python can (3.12+)
-    from graphmode.tracer import line_stamps
-
+    # the measuring run's records plus graph-level callbacks; nothing per launch, per node or per line
     assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
-            single.profile, single.stamp) == ("sparse", True, False, False, False, False, "all" if line_stamps.AVAILABLE else "")
+            single.profile, single.stamp) == ("sparse", True, False, False, False, False, "")
     for asked in ({"detail": "node"}, {"launch_sources": True}, {"profile": True}):
         names = [c.name for c in plan_runs(**asked)]  # type: ignore[arg-type]
         assert names == ["measure", "detail", "probe"], asked  # the light run times, the detail run adds what was asked

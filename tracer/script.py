@@ -103,14 +103,11 @@ def single_config(name: str = "single") -> RunConfig:
     measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans; API records of the
     graph lifecycle and synchronizations only), plus what is rare: the graph-level resource callbacks that name the
     graphs and read their topology, and the call sites of lifecycle calls. Not what costs per launch or per node (API
-    records of every call, node callbacks, a profiler). On Python 3.12+ it stamps the script's own lines
-    (tracer.line_stamps: about 0.9 us a stamp, the script's module only): which line starts the loop's step. What its
-    records still cost a launch and a capture
+    records of every call, node callbacks, line events, a profiler). What its records still cost a launch and a capture
     is calibrated (`graphmode calibrate --launch-only`: tracer.launch_probes --traced) and taken off by the analysis
     (analyzers.tracer_cost). `name`: 'single', or 'measure' where a detail run follows (the analysis then takes
     structure from the detail run)."""
-    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False,
-                     stamp="all" if line_stamps.AVAILABLE else "")
+    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
 
 
 def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
