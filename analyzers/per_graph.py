@@ -47,9 +47,9 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
                   cpu_period=Stat.of_finite(cpu), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
                   other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
-                  run="timing" if timed.any() else CORRECTED if corrected.any() else run,
+                  run="timing" if timed.any() else CORRECTED if 2 * int(corrected.sum()) >= int(sel.sum()) else run,
                   streams=int(np.unique(t.stream_id[sel]).size),
-                  traced_work=Stat.of_finite(traced) if (timed | corrected).any() else None)
+                  traced_work=Stat.of_finite(traced) if timed.any() or 2 * int(corrected.sum()) >= int(sel.sum()) else None)
 
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable,

@@ -7,6 +7,7 @@ A skipped probe run is said as a kind and its numbers (ProbeRunSkipped); reports
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +33,8 @@ from graphmode.tracer.store import Trace
 # The probe run runs the script once more: not for a script whose measuring run took longer than this (s).
 PROBE_RUN_MAX_S = 60.0
 
-__all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "ProbeRunSkipped", "lines_to_time", "plan_runs", "probe_run_wanted"]
+__all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "ProbeRunSkipped", "lines_to_time", "plan_runs", "probe_run_wanted",
+           "structure_wanted"]
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,12 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
               runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
     """The runs `graphmode run` makes (docs/design.md, "graphmode run: the runs it makes").
 
-    'auto' (the default): one traced run (tracer.script.single_config: the measuring run's records, graph-level
-    callbacks, its own cost measured at its end), then a detail run only where the user asked for what only it
-    records (node detail, the line of every launch, a CPU profile), then the probe run where the prediction wants it
-    (probe_run_wanted: a script that built no graph), except for one rank of a multi-process job (`ranked`): the one
-    run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
+    'auto' (the default): one traced run (tracer.script.single_config: the measuring run's records and graph-level
+    callbacks; the tracer's calibrated cost is taken off by the analysis), then a detail run only where the user asked
+    for what only it records (node detail, the line of every launch, a CPU profile) or where the script built no graph
+    (structure_wanted: the prediction finds the loop's step from the launches and lines only the detail run records),
+    then the probe run where the prediction wants it (probe_run_wanted), except for one rank of a multi-process job
+    (`ranked`): the one run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
     run could meet what another rank's first run left behind (docs/ranks.md).
     '1': the one traced run alone; with node detail, launch sources or a profile asked for, the detail run's
     configuration instead (everything in one run, slowed by its callbacks: the report says so).
@@ -69,7 +72,8 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     if runs == "auto":
         if asked:
             return [single_config("measure"), detail_config(detail, launch_sources, profile, sources=sources), PROBE_RUN]
-        return [single_config(), PROBE_RUN]
+        eager_only = dataclasses.replace(detail_config(detail, launch_sources, profile, sources=sources), when="eager_only")
+        return [single_config(), eager_only, PROBE_RUN]
     if runs == "2":
         return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
     if runs == "full":
@@ -132,4 +136,12 @@ def lines_to_time(trace: Trace) -> list[str]:
 
 
 # What the front door hands to tracer.script.run_script.
-DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted)
+def structure_wanted(trace: Trace) -> bool:
+    """Whether the detail run planned for a script that built no graph is made: the first run instantiated no graph
+    and ran kernels (a loop whose graph the prediction prices, analyzers.predict)."""
+    if instantiations(trace) != 0:
+        return False
+    return bool(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0])
+
+
+DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted, structure_wanted=structure_wanted)

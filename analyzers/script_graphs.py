@@ -98,13 +98,16 @@ def primitive_root(seq: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def choose_passes(trace: Trace) -> tuple[PassInfo | None, PassInfo | None]:
-    """(structure pass, timing pass) of a script trace: the pass named 'measure' times, the pass named
-    'detail' (or 'single', or the only traced pass) gives the structure."""
+    """(structure pass, timing pass) of a script trace: the pass named 'measure' (or 'single', `graphmode run`'s one
+    traced run, where a detail run followed it) times, the pass named 'detail' (or 'single', or the only traced pass)
+    gives the structure."""
     traced = [p for p in trace.passes if p.detail in ("graph", "node")]
     if not traced:
         return None, None
     measure = next((p for p in traced if p.name == "measure"), None)
-    detail = next((p for p in traced if p.name in ("detail", "single")), None)
+    detail = next((p for p in traced if p.name == "detail"), None) or next((p for p in traced if p.name == "single"), None)
+    if measure is None and detail is not None and detail.name == "detail":
+        measure = next((p for p in traced if p.name == "single"), None)
     if measure is not None and detail is not None:
         return detail, measure
     only = measure or detail or traced[0]

@@ -104,7 +104,7 @@ def traced_pass(trace: Trace) -> PassInfo | None:
     """The pass with CUDA activity (node detail first: it has per-node spans), else any pass. In a script
     trace, the detail run's pass: it recorded every call and the graphs' topology (the measuring run's
     figures are in the analysis)."""
-    detail = next((p for p in trace.passes if p.name in ("detail", "single")), None)
+    detail = next((p for p in trace.passes if p.name == "detail"), None) or next((p for p in trace.passes if p.name == "single"), None)
     return detail or trace.pass_by_detail("node", "graph", "timing")
 
 

@@ -561,7 +561,8 @@ def _launch_only(out: Optional[Path], procs: int) -> None:
     if base is None:
         _fail("--launch-only adds to an existing cost model and none was found for this GPU: run `graphmode calibrate` first")
     assert base is not None
-    rows, errors = run_launch_probes(procs, progress=lambda what, done, total: _say(f"{what}"))
+    # each framework untraced, then traced by `graphmode run`'s one run: what tracing adds to a launch (analyzers.tracer_cost)
+    rows, errors = run_launch_probes(procs, progress=lambda what, done, total: _say(f"{what}"), traced=available())
     for error in errors:
         _say(f"warning: {error}")
     if not rows:

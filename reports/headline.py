@@ -49,8 +49,12 @@ def _interval(h: Headline) -> str:
     return f" {text} (95% interval)" if text else ""
 
 
+SOURCE_WORDS = {"timing": "untraced, timing run", "single": "one traced run",
+                "corrected": "one traced run, the tracer's calibrated cost taken off"}
+
+
 def _source(h: Headline) -> str:
-    return "untraced, timing run" if h.period_source == "timing" else f"{h.period_source} run" if h.period_source else ""
+    return SOURCE_WORDS.get(h.period_source, f"{h.period_source} run") if h.period_source else ""
 
 
 def _subject(a: TraceAnalysis, h: Headline) -> str:

@@ -199,7 +199,7 @@ def _probe_cost(n: Note) -> str:
 
 
 def _eager_period_scaled(n: Note) -> str:
-    run = {"measure": "measuring", "single": "single"}.get(str(n["run"]), str(n["run"]))
+    run = {"measure": "measuring", "single": "one traced", "corrected": "one traced"}.get(str(n["run"]), str(n["run"]))
     whose = "per-graph answer's" if n["per_graph"] else "loop's, as its per-iteration table reads it"
     return (f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
             f"scaled by {_num(n, 'scale'):.2f} to its median")

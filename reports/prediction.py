@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from graphmode.analyzers.costmodel import NODE_TYPES, CostModel
+from graphmode.analyzers.costmodel import NODE_TYPES, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
 from graphmode.reports.names import cell, printable
 from graphmode.reports.notes import word
@@ -200,6 +200,17 @@ def print_cost_model(console: Console, m: CostModel) -> None:
                        f"{human_ns(lc.per_call.median)} [{human_ns(lc.per_call.p10)}–{human_ns(lc.per_call.p90)}]",
                        str(lc.per_kernel.n))
         console.print(lt)
+    if m.tracer:
+        tt = Table(title="What `graphmode run`'s one traced run adds (taken off its figures): per launch, per capture",
+                   title_justify="left")
+        for col in ("what", "added", "traced processes"):
+            tt.add_column(col, justify="left" if col == "what" else "right")
+        names = {TRACER_CAPTURE_GRAPH: "a torch.cuda.graph capture, per graph",
+                 TRACER_CAPTURE_NODE: "a torch.cuda.graph capture, per captured kernel"}
+        for key, sp in sorted(m.tracer.items()):
+            tt.add_row(names.get(key, f"a {key} launch"), f"{human_ns(sp.median)} [{human_ns(sp.p10)}–{human_ns(sp.p90)}]",
+                       str(sp.n))
+        console.print(tt)
     for e in m.calibration.get("errors", []):
         console.print(f"[yellow]not measured:[/yellow] {escape(str(e))}")
     for e in m.calibration.get("launch_left_out", []):

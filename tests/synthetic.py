@@ -22,11 +22,14 @@ class SyntheticTrace:
 
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     passes: dict[int, str] = field(default_factory=dict)  # pass_id -> detail
+    names: dict[int, str] = field(default_factory=dict)  # pass_id -> name (default: the detail)
     meta: dict[str, Any] = field(default_factory=dict)
     _next_correlation: int = 1
 
-    def add_pass(self, pass_id: int, detail: str) -> SyntheticTrace:
+    def add_pass(self, pass_id: int, detail: str, name: str = "") -> SyntheticTrace:
+        """A pass of this detail, named `name` (default: as its detail)."""
         self.passes[pass_id] = detail
+        self.names[pass_id] = name or detail
         return self
 
     def _add(self, table: str, **row: Any) -> None:
@@ -92,7 +95,7 @@ class SyntheticTrace:
             for pass_id, detail in sorted(self.passes.items()):
                 starts = [r["start_ns"] for rs in self.rows.values() for r in rs if r.get("pass_id") == pass_id and "start_ns" in r]
                 ends = [r["end_ns"] for rs in self.rows.values() for r in rs if r.get("pass_id") == pass_id and "end_ns" in r]
-                w.add_pass(PassInfo(pass_id, detail, detail, min(starts, default=0), max(ends, default=0),
+                w.add_pass(PassInfo(pass_id, self.names.get(pass_id, detail), detail, min(starts, default=0), max(ends, default=0),
                                     dropped.get(pass_id, 0), "complete" if status == "complete" else status))
             if status != "complete":
                 w.close(status, "synthetic: stopped on purpose")

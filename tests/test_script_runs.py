@@ -117,7 +117,7 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     run); a detail run only where the user asked for what only it records; one rank of a job runs once."""
     from graphmode.analyzers.run_plan import plan_runs
 
-    assert [c.name for c in plan_runs()] == ["single", "probe"]
+    assert [(c.name, c.when) for c in plan_runs()] == [("single", ""), ("detail", "eager_only"), ("probe", "")]
     single = plan_runs()[0]
     # the measuring run's records plus graph-level callbacks; nothing per launch, per node or per line
     assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
@@ -139,6 +139,38 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     from graphmode.tracer.script import session_kwargs
 
     assert TRACED_SESSION == session_kwargs(single, nvtx=False)
+
+
+def test_a_script_that_built_no_graph_gets_its_detail_run(tmp_path: Path) -> None:
+    """SYNTHETIC traces: the detail run planned 'eager_only' is made after a first run that instantiated no graph and
+    ran kernels (the prediction finds the loop's step from the launches and lines it records), not after one that
+    built a graph or ran no kernel."""
+    from graphmode.analyzers.run_plan import structure_wanted
+    from graphmode.tracer.store import load
+
+    for instantiates, kernels, wanted in ((0, True, True), (1, True, False), (0, False, False)):
+        path = _script_trace(tmp_path / f"t{instantiates}{kernels}.gmtrace", instantiates=instantiates, kernels=kernels)
+        with load(path) as t:
+            assert structure_wanted(t) is wanted, (instantiates, kernels)
+
+
+def test_the_one_run_times_and_a_later_detail_run_gives_the_structure(tmp_path: Path) -> None:
+    """SYNTHETIC: a trace of the one traced run ('single', pass 0) and a detail run (pass 1): the detail pass gives
+    the structure, the one run the times; the one run alone is both."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import SyntheticTrace
+
+    from graphmode.analyzers.script_graphs import choose_passes
+    from graphmode.tracer.store import load
+
+    both = SyntheticTrace().add_pass(0, "graph", name="single").add_pass(1, "graph", name="detail").write(tmp_path / "b.gmtrace")
+    with load(both) as t:
+        structure, timing = choose_passes(t)
+        assert structure is not None and timing is not None and (structure.name, timing.name) == ("detail", "single")
+    alone = SyntheticTrace().add_pass(0, "graph", name="single").write(tmp_path / "a.gmtrace")
+    with load(alone) as t:
+        structure, timing = choose_passes(t)
+        assert structure is not None and timing is not None and (structure.pass_id, timing.pass_id) == (0, 0)
 
 
 def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, kernels: bool = True) -> Path:

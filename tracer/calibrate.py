@@ -859,9 +859,11 @@ def measure_calibration(rules: CaptureRules, repeats: int = 5, replays: int = 30
                     errors += [f"{name} {i + 1}, width {r['width']}: {r['error']}" for r in probe.get("recordings", []) if "error" in r]
         # Each framework's eager launch cost (tracer.launch_probes), in fresh processes, for graphs with no eager twin.
         if launch_probes:
-            from graphmode.tracer.launch_probes import run_launch_probes
+            from graphmode.tracer.launch_probes import available, run_launch_probes
 
-            launch_rows, launch_errors = run_launch_probes(launch_probes, progress=lambda what, *_: note(what, len(work), len(work)))
+            # untraced, and traced as `graphmode run`'s one run is: what tracing adds (analyzers.tracer_cost)
+            launch_rows, launch_errors = run_launch_probes(launch_probes, progress=lambda what, *_: note(what, len(work), len(work)),
+                                                           traced=available())
             errors += launch_errors
     finally:
         if gc_was:

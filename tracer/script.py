@@ -71,6 +71,8 @@ class RunConfig:
     cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
     stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
     stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
+    # '' : always made; 'eager_only': made only where the runs so far built no graph (RunDecisions.structure_wanted)
+    when: str = ""
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -136,10 +138,13 @@ class RunDecisions:
     passes analyzers.run_plan.DECISIONS); this module only executes the runs.
 
     `lines_to_time`: the lines the timing run stamps ('file:line'; none: no timing run). `why_no_probe_run`: None
-    where the probe run is wanted, else why not (returned as ScriptRuns.probe_skipped for the front door to say)."""
+    where the probe run is wanted, else why not (returned as ScriptRuns.probe_skipped for the front door to say).
+    `structure_wanted`: whether a run planned `when='eager_only'` is made (the detail run of a script that built no
+    graph: the launches and lines that find its loop's step for the prediction)."""
 
     lines_to_time: Callable[[Trace], list[str]]
     why_no_probe_run: Callable[[Trace], object | None]
+    structure_wanted: Callable[[Trace], bool] = lambda trace: False
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -642,6 +647,8 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
             if not lines:
                 continue
             config = replace(config, stamp_lines=tuple(lines))
+        if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.structure_wanted, False)):
+            continue
         if config.name == PROBE_RUN.name:
             why = _decided(out, decide.why_no_probe_run, _UNREADABLE) if ok and decide is not None else _UNREADABLE
             if why is not None:

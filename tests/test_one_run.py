@@ -1,0 +1,250 @@
+"""Issue 29: `graphmode run`'s one traced run, and the tracer's calibrated cost taken off its figures.
+
+Hand-computed SYNTHETIC cases for the arithmetic (the fit of the tracer's cost from launch probes, the correction of
+a period and of a capture, the break-even interval's allowance); real recordings of the one traced run on the H200
+(tests/data/scripts/one_run, recording.log: the programs' own untraced clocks) for what the report says.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmode.analyzers import analyze
+from graphmode.analyzers.break_even import CORRECTED_SLOWDOWN_BOUND, break_even_series
+from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, Spread, fit_launch_costs, fit_tracer_costs
+from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction, launch_extra, with_tracer_cost
+from graphmode.tracer.store import load
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "scripts" / "one_run"
+
+
+def _probe(framework: str, traced: bool, rows: list[tuple[str, int, float, int]]) -> dict[str, object]:
+    """A launch probe process's JSON (tracer.launch_probes): rows of (variant, ops, wall ns, kernels; -1 when traced)."""
+    return {"framework": framework, "traced": traced,
+            "rows": [{"variant": v, "ops": k, "wall_ns": w, "kernels": n, "gpu_ns": 0.0 if n >= 0 else -1.0}
+                     for v, k, w, n in rows]}
+
+
+def test_the_tracers_cost_is_the_traced_slope_less_the_untraced_one() -> None:
+    """SYNTHETIC, by hand: untraced pointwise slopes (4000-1000)/30 = 100 and (4300-1100)/30 = 106.67 ns a kernel,
+    median 103.33; traced processes (5500-1500)/30 = 133.33 and (5800-1600)/30 = 140 (their kernels counted by the
+    untraced ones: 10 and 40): extras 30 and 36.67, median 33.33. Captures (kernels = ops): untraced slopes
+    (1600-1000)/24 = 25 and (1700-1100)/24 = 25, intercepts 1000 - 25*8 = 800 and 900; traced (4000-3000)/24 = 41.67
+    and (4300-3100)/24 = 50, intercepts 3000 - 41.67*8 = 2666.67 and 2700: per node +16.67 and +25, per graph
+    2666.67 - 850 and 2700 - 850."""
+    probes = [
+        _probe("torch", False, [("pointwise", 8, 1000, 10), ("pointwise", 32, 4000, 40), ("capture", 8, 1000, 8), ("capture", 32, 1600, 32)]),
+        _probe("torch", False, [("pointwise", 8, 1100, 10), ("pointwise", 32, 4300, 40), ("capture", 8, 1100, 8), ("capture", 32, 1700, 32)]),
+        _probe("torch", True, [("pointwise", 8, 1500, -1), ("pointwise", 32, 5500, -1), ("capture", 8, 3000, 8), ("capture", 32, 4000, 32)]),
+        _probe("torch", True, [("pointwise", 8, 1600, -1), ("pointwise", 32, 5800, -1), ("capture", 8, 3100, 8), ("capture", 32, 4300, 32)]),
+    ]
+    fit = fit_tracer_costs(probes)
+    assert fit["torch_pointwise"].median == pytest.approx((4000 / 30 - 103.3333 + 140 - 103.3333) / 2, rel=1e-3)
+    assert sorted(fit["torch_pointwise"].samples) == pytest.approx([133.3333 - 103.3333, 140 - 103.3333], rel=1e-4)
+    assert sorted(fit[TRACER_CAPTURE_NODE].samples) == pytest.approx([1000 / 24 - 25, 50 - 25], rel=1e-4)
+    assert sorted(fit[TRACER_CAPTURE_GRAPH].samples) == pytest.approx([3000 - 8000 / 24 - 850, 2700 - 850], rel=1e-4)
+    # the launch costs are the untraced processes' alone
+    launch, _ = fit_launch_costs([{**p, "rows": [r for r in p["rows"] if r["variant"] != "capture"]} for p in probes])  # type: ignore[index, union-attr]
+    assert launch["torch_pointwise"].per_kernel.median == pytest.approx(103.3333, rel=1e-4)
+    assert fit_tracer_costs(probes[:2]) == {}  # no traced twin: nothing to fit
+
+
+def _table(period: list[float], gpu_busy: list[float], gpu_bound: list[bool], start: list[int]) -> IterationTable:
+    n = len(period)
+    z = np.zeros(n, dtype=np.int64)
+    return IterationTable(
+        0, np.full(n, "eager", dtype=object), z + 1, z, np.full(n, "steady", dtype=object), np.full(n, "inferred", dtype=object),
+        z, z, np.asarray(start, dtype=np.int64), np.asarray(start, dtype=np.int64) + np.asarray(period, dtype=np.int64),
+        np.asarray(start, dtype=np.int64), z - 1, np.asarray(start, dtype=np.int64), np.asarray(start, dtype=np.int64) + 1,
+        np.asarray(gpu_busy, dtype=np.int64), z, np.asarray(period, dtype=np.float64), np.full(n, np.nan),
+        np.asarray(period, dtype=np.float64), np.asarray(gpu_bound), np.full(n, "", dtype=object), np.full(n, np.nan))
+
+
+def test_a_cpu_bound_period_loses_the_tracers_cost_never_below_its_own_gpu_work() -> None:
+    """SYNTHETIC: periods 1000, 1000, 1000 ns; the tracer added 300 to each; GPU work 500, 800, 900; the third row
+    GPU-bound. 1000 - 300 = 700; 1000 - 300 = 700 < 800: 800; the GPU-bound row keeps 1000."""
+    t = _table([1000, 1000, 1000], [500, 800, 900], [False, False, True], [0, 1000, 2000])
+    c = with_tracer_cost(t, np.array([300.0, 300.0, 300.0]))
+    assert list(c.period) == [700, 800, 1000] and list(c.work) == [700, 800, 1000]
+    assert list(c.timed_by) == [CORRECTED, CORRECTED, ""]
+    assert list(c.traced_work[:2]) == [1000, 1000] and np.isnan(c.traced_work[2])
+    assert with_tracer_cost(t, np.zeros(3)) is t  # nothing to take off
+
+
+def _spread(x: float) -> Spread:
+    s = Spread.of([x])
+    assert s is not None
+    return s
+
+
+def test_the_tracers_cost_of_a_period_is_priced_by_each_kernels_launcher(tmp_path: Path) -> None:
+    """SYNTHETIC: eager kernels at 100, 200, 300 (pointwise: 10 ns each to trace) and 250 (a cuBLAS nvjet kernel: a
+    library call, 30 ns); iterations [100, 250) and [250, 400): 10 + 10 = 20 (two kernels), then 30 + 10 = 40."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import SyntheticTrace
+
+    st = SyntheticTrace().add_pass(0, "graph", name="single")
+    for at, name in ((100, "vectorized_elementwise_kernel"), (200, "vectorized_elementwise_kernel"),
+                     (250, "nvjet_sm90_tst_64x8_64x16"), (300, "elementwise_kernel")):
+        st.span(0, name, at, at + 10, 0)
+    path = st.write(tmp_path / "t.gmtrace")
+    c = TracerCorrection({"torch_pointwise": _spread(10.0), "torch_library": _spread(30.0)}, None, None, "torch")
+    t = _table([150, 150], [20, 20], [False, False], [100, 250])
+    with load(path) as trace:
+        extra, count = launch_extra(trace, 0, t, c)
+    assert list(extra) == [20.0, 40.0] and list(count) == [2, 2]
+
+
+def test_a_capture_loses_the_tracers_cost_only_where_pytorch_made_it() -> None:
+    """SYNTHETIC: 1,000 ns a graph + 10 ns a node: a 50-node PyTorch capture loses 1,500 ns; a CuPy or cuda-python one
+    (framework 'raw') nothing: the calibration's per-graph part is PyTorch's (tracer_cost.capture_correction)."""
+    c = TracerCorrection({}, _spread(1000.0), _spread(10.0), "torch")
+    assert capture_correction(c, 50) == 1500.0
+    assert capture_correction(TracerCorrection({}, _spread(1000.0), _spread(10.0), "raw"), 50) is None
+    assert capture_correction(TracerCorrection({}, None, None, "torch"), 50) is None
+
+
+def test_the_break_even_interval_allows_a_corrected_eager_period_either_way() -> None:
+    """SYNTHETIC: eager 1000 ns, replay 200 ns, one-time 8000 ns: break-even ceil(8000 / 800) = 10. With the eager
+    period allowed 50% either way: upper end ceil(8000 / (1000/1.5 - 200)) = ceil(17.14) = 18, lower end
+    ceil(8000 / (1500 - 200)) = ceil(6.15) = 7."""
+    e, g = np.full(50, 1000.0), np.full(50, 200.0)
+    plain = break_even_series("eager", e, g, 1, 8000.0, 50)
+    assert (plain.replays, plain.interval_low, plain.interval_high) == (10, 10, 10)
+    spread = break_even_series("eager", e, g, 1, 8000.0, 50, eager_spread=0.5)
+    assert (spread.replays, spread.interval_low, spread.interval_high) == (10, 7, 18)
+
+
+def _truths() -> dict[str, list[dict[str, float]]]:
+    """recording.log: per workload, the untraced processes' own figures."""
+    out: dict[str, list[dict[str, float]]] = {}
+    for line in (DATA / "recording.log").read_text().splitlines():
+        m = re.match(r"untraced (\S+) proc \d+ GRAPHMODE_TRUTH (.*)$", line)
+        if m:
+            out.setdefault(m.group(1), []).append(json.loads(m.group(2)))
+    return out
+
+
+def _traced_clock(name: str) -> dict[str, float]:
+    for line in (DATA / "recording.log").read_text().splitlines():
+        if line.startswith(f"traced {name} GRAPHMODE_TRUTH "):
+            return json.loads(line.split("GRAPHMODE_TRUTH ", 1)[1])  # type: ignore[no-any-return]
+    raise AssertionError(name)
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("one_run")
+    out = {}
+    for f in DATA.glob("*.gmtrace.xz"):
+        p = d / f.name.removesuffix(".xz")
+        p.write_bytes(lzma.decompress(f.read_bytes()))
+        out[p.stem] = p
+    return out
+
+
+def test_a_recorded_one_run_is_one_pass_without_launch_records(recordings: dict[str, Path]) -> None:
+    """The recordings are what the default `graphmode run` writes: one traced pass, 'single', no API record of a
+    kernel launch, the graphs known by their callbacks."""
+    for name, path in recordings.items():
+        with load(path) as t:
+            assert [(p.pass_id, p.name) for p in t.passes] == [(0, "single")], name
+            assert t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch'")[0][0] == 0, name
+            assert t.rows("SELECT count(*) FROM graphs WHERE origin = 'capture'")[0][0] >= 1, name
+
+
+def test_a_pytorch_decode_step_loses_the_tracers_cost_and_its_interval_holds_the_truth(recordings: dict[str, Path]) -> None:
+    """The Llama decode step captured whole (hf_static_decode.py): its eager steps are CPU-bound; the traced run read
+    them slower than the program's own untraced clocks, the analysis takes the calibrated cost of tracing each launch
+    off (by launcher, from the bundled H200 model), says so, and the break-even's interval holds the one the untraced
+    processes' clocks give."""
+    truth = _truths()["hf_graph"]
+    with load(recordings["hf_graph-graphmode-00"]) as t:
+        a = analyze(t)
+    g = a.graphs[0]
+    assert g.eager is not None and g.eager.run == CORRECTED and g.eager.work is not None and g.eager.traced_work is not None
+    traced, corrected = g.eager.traced_work.median, g.eager.work.median
+    assert corrected < traced
+    # what came off: the tracer's cost of the step's launches, a fraction of the step
+    assert 0.05 * traced < traced - corrected < 0.5 * traced
+    kinds = [n.kind for n in g.notes]
+    assert "tracer_cost_taken_off" in kinds and "traced_cpu_bound_eager" not in kinds
+    assert g.cost is not None and g.cost.tracer_correction_ns is not None and g.cost.tracer_correction_ns < 0
+    assert "one_time_tracer_cost_taken_off" in kinds
+    be = g.break_even
+    assert be is not None and be.interval_low is not None
+    for u in truth:
+        one_time = u["capture_block_ns"] + u["first_replay_ns"] - u["graph_ns"]
+        true_be = int(np.ceil(one_time / (u["eager_ns"] - u["graph_ns"])))
+        assert be.interval_low <= true_be and (be.interval_high is None or true_be <= be.interval_high), (true_be, be)
+    assert a.headline is not None and a.headline.period_source == CORRECTED
+    # the replay is not touched: the tracer does not slow the GPU
+    assert g.graph is not None and g.graph.run != CORRECTED
+
+
+def test_a_graph_per_batch_size_each_corrected(recordings: dict[str, Path]) -> None:
+    """timm's ViT with a graph per batch size: every graph's eager twin is corrected, within the stated bound of the
+    program's own untraced clock (either way: at batch 8 this process ran barely slowed, and the correction overshot),
+    and over the four sizes the corrected periods are nearer the untraced clocks than the traced ones."""
+    truth = _truths()["vit_batches"]
+    with load(recordings["vit_batches-graphmode-00"]) as t:
+        a = analyze(t)
+    replayed = sorted((g for g in a.graphs if g.status == "replayed"), key=lambda g: g.graph_id)
+    assert len(replayed) == 4
+    errors = []
+    for b, g in zip((1, 2, 4, 8), replayed):
+        assert g.eager is not None and g.eager.run == CORRECTED and g.eager.work is not None and g.eager.traced_work is not None
+        untraced = float(np.median([u[f"eager_b{b}_ns"] for u in truth]))
+        # the break-even's figure (the trimmed mean): within the bound its interval allows, either way
+        assert 1 / (1 + CORRECTED_SLOWDOWN_BOUND) <= g.eager.work.trimmed_mean / untraced <= 1 + CORRECTED_SLOWDOWN_BOUND, b
+        errors.append((abs(g.eager.work.trimmed_mean / untraced - 1), abs(g.eager.traced_work.trimmed_mean / untraced - 1)))
+        assert g.graph is not None and g.graph.work is not None
+        assert g.graph.work.median == pytest.approx(float(np.median([u[f"graph_b{b}_ns"] for u in truth])), rel=0.05)
+    assert float(np.median([c for c, _ in errors])) < float(np.median([r for _, r in errors]))
+
+
+def test_a_capture_outside_pytorch_keeps_its_traced_figures_and_says_so(recordings: dict[str, Path]) -> None:
+    """CuPy (cupy_chain.py): no launcher of it was calibrated and its capture is not PyTorch's: nothing comes off, and
+    the notes give the measured bounds of a traced figure."""
+    with load(recordings["cupy-graphmode-00"]) as t:
+        a = analyze(t)
+    g = a.graphs[0]
+    assert g.eager is not None and g.eager.run == "single"
+    assert g.cost is not None and g.cost.tracer_correction_ns is None
+    kinds = [n.kind for n in g.notes]
+    assert "tracer_cost_taken_off" not in kinds and "one_time_traced" in kinds
+
+
+def test_an_older_recording_is_not_corrected() -> None:
+    """A pass recorded by another configuration (the detail run's, every API call and node callbacks) is not what the
+    calibration measured: its figures keep their traced readings."""
+    with load(ROOT / "tests" / "data" / "scripts" / "torch_cudagraph.gmtrace") as t:
+        a = analyze(t)
+    for g in a.graphs:
+        for p in (g.eager, g.graph):
+            assert p is None or p.run != CORRECTED
+        assert g.cost is None or g.cost.tracer_correction_ns is None
+
+
+def test_the_one_run_is_reported_alike_in_json(recordings: dict[str, Path]) -> None:
+    """The JSON report validates and carries the correction: the graph's one-time part and the period's source."""
+    import jsonschema
+
+    from graphmode.reports.json_report import report_dict
+
+    with load(recordings["hf_graph-graphmode-00"]) as t:
+        d = report_dict(analyze(t))
+    schema = json.loads((ROOT / "reports" / "report.schema.json").read_text())
+    jsonschema.validate(d, schema)
+    g = d["graphs"][0]
+    assert g["cost"]["tracer_correction_ns"] < 0
+    assert d["headline"]["period_source"] == CORRECTED
