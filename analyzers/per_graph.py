@@ -16,6 +16,8 @@ from graphmode.analyzers.break_even import (
     CORRECTED_CAPTURE_BOUND,
     CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
+    SINGLE_CAPTURE_BOUND,
+    SINGLE_CPU_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
@@ -194,12 +196,14 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                     spread = CORRECTED_SLOWDOWN_BOUND
                 else:
                     graph_inflation = CORRECTED_SLOWDOWN_BOUND
+        # the one traced run's own figures, where nothing was taken off, have their own measured bounds
+        cpu_bound = SINGLE_CPU_BOUND if run == "single" else CPU_BOUND_SLOWDOWN_BOUND
         if eager is not None and timing_traced and eager.bound in cpu_side and eager.run not in ("timing", CORRECTED):
-            inflation = CPU_BOUND_SLOWDOWN_BOUND
-            notes.append(note("traced_cpu_bound_eager", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
+            inflation = cpu_bound
+            notes.append(note("traced_cpu_bound_eager", slowdown_bound=cpu_bound))
         if graph is not None and timing_traced and graph.bound in cpu_side and graph.run not in ("timing", CORRECTED):
-            graph_inflation = CPU_BOUND_SLOWDOWN_BOUND
-            notes.append(note("traced_cpu_bound_replays", slowdown_bound=CPU_BOUND_SLOWDOWN_BOUND))
+            graph_inflation = cpu_bound
+            notes.append(note("traced_cpu_bound_replays", slowdown_bound=cpu_bound))
         one_time_inflation = 0.0
         # the measuring run's parts (the timing run's correction and statements are not of them)
         measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) \
@@ -218,8 +222,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,
                               slowdown_bound=CORRECTED_CAPTURE_BOUND))
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
-            one_time_inflation = CAPTURE_SLOWDOWN_BOUND
-            notes.append(note("one_time_traced", slowdown_bound=CAPTURE_SLOWDOWN_BOUND))
+            one_time_inflation = SINGLE_CAPTURE_BOUND if run == "single" else CAPTURE_SLOWDOWN_BOUND
+            notes.append(note("one_time_traced", slowdown_bound=one_time_inflation))
         be = None
         saved_in_run = None
         if graph is not None or eager is not None:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND
+from graphmode.analyzers.break_even import CPU_BOUND_SLOWDOWN_BOUND, SINGLE_CPU_BOUND
 from graphmode.analyzers.results import BreakEven, GraphResult, Headline, Period, TraceAnalysis
 from graphmode.reports.names import cell, printable
 from graphmode.reports.notes import word
@@ -59,7 +59,8 @@ def period_text(p: Period | None, per: str = "") -> str:
     elif p.run == "corrected" and p.traced_work is not None:
         text += f" (traced {human_ns(p.traced_work.trimmed_mean)}, tracer's cost taken off)"
     elif p.bound in ("cpu", "mixed", "single"):
-        text += f" (tracer may add ≤{100 * CPU_BOUND_SLOWDOWN_BOUND:.0f}%)"
+        bound = SINGLE_CPU_BOUND if p.run == "single" else CPU_BOUND_SLOWDOWN_BOUND
+        text += f" (tracer may add ≤{100 * bound:.0f}%)"
     return text
 
 

@@ -172,9 +172,10 @@ def _one_time_tracer_cost_taken_off(n: Note) -> str:
 
 
 def _one_time_traced(n: Note) -> str:
-    return ("its one-time cost comes from the measuring run, where CUPTI slows a capture: the programs' own timers read "
-            "capture blocks up to 1.4x slower there than untraced (docs/benchmarks.md), which the break-even interval's "
-            f"lower end allows for (a one-time cost up to {1 + _num(n, 'slowdown_bound'):.1f}x too high)")
+    return ("its one-time cost comes from a traced run, where CUPTI slows a capture (the programs' own timers read capture "
+            "blocks up to 1.4x slower in the measuring run than untraced, up to 2.8x in the one traced run: "
+            "docs/benchmarks.md), which the break-even interval's lower end allows for (a one-time cost up to "
+            f"{1 + _num(n, 'slowdown_bound'):.2g}x too high)")
 
 
 def _framework_share(n: Note) -> str:
