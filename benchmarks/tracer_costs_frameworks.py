@@ -19,6 +19,10 @@ that plus node callbacks; the detail run. Per configuration: median over rounds 
 `none`, and per kernel of the step the added microseconds. Prints a table and writes JSON.
 
     python3 benchmarks/tracer_costs_frameworks.py OUT.json [--framework torch|jax] [--rounds 5]
+
+Status: it has given no figures. On the H200 in session 17 it segfaulted twice (benchmarks/notes/s17/README.md): once
+with its raw buffer callbacks freed (since kept alive), once in the first block after enabling MEMCPY and MEMSET
+records alone. The per-configuration costs came from fresh processes instead (benchmarks/script_fidelity.py).
 """
 
 from __future__ import annotations
