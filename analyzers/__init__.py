@@ -26,21 +26,18 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from graphmode.analyzers.break_even import break_even, overhead_saved
 from graphmode.analyzers.costmodel import ModelChoice, find_model
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
 from graphmode.analyzers.critical_path import critical_paths
-from graphmode.analyzers.graph_cost import graph_costs, has_cost_records
 from graphmode.analyzers.graph_use import graph_use_fields
 from graphmode.analyzers.headline import headline_of
-from graphmode.analyzers.iterations import mode_metrics, place_gpu_spans
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.pitfalls import find_pitfalls
+from graphmode.analyzers.runner_analysis import analyze_runner
 from graphmode.analyzers.script_analysis import analyze_script
 from graphmode.analyzers.predict import check_build, predict, uses_torch
 from graphmode.analyzers.run import Run, build_run
-from graphmode.analyzers.steps import runner_step
 from graphmode.analyzers.regions import parse_line_spec
 from graphmode.analyzers.results import (
     BreakEven,
@@ -57,7 +54,6 @@ from graphmode.analyzers.results import (
     RegionPrediction,
     SourceLine,
     Stat,
-    StepResult,
     TraceAnalysis,
 )
 from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
@@ -71,10 +67,6 @@ __all__ = [
     "ModeMetrics", "OverheadSaved", "Stat", "TraceAnalysis", "analyze", "to_dict", "Pitfall", "CpuProfile",
     "SourceLine", "Prediction", "RegionPrediction",
 ]
-
-
-def _has_iterations(trace: Trace, pass_id: int) -> bool:
-    return bool(trace.rows("SELECT count(*) FROM markers WHERE pass_id = ? AND kind = 'iteration'", [pass_id])[0][0])
 
 
 def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_lines: Sequence[str] = (),
@@ -110,86 +102,19 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         warnings.append(note("records_dropped", count=dropped))
 
     choice = cost_model if cost_model is not None else find_model(trace.meta)
+    # One pipeline: the parts particular to the trace's kind (a script's per-graph results and steps, from the measuring
+    # run and the run that recorded the graphs, analyzers.script_analysis; a runner's modes against each eager baseline
+    # and its one step, from its markers, analyzers.runner_analysis), then everything below, shared.
     script = None if run.runner or traced is None else analyze_script(run, choice.model, uses_torch(trace))
-    runner_steps: tuple[StepResult, ...] = ()
-    if script is not None:
-        # A user's script: periods and one-time costs from the measuring run, the rest from the run that
-        # recorded the graphs (analyzers.script_analysis); one answer per graph.
-        traced = next(p for p in trace.passes if p.pass_id == script.structure_pass)
-        traced_id = traced.pass_id
-        wall_source = script.timing_run
-        modes, spans = list(script.modes), script.spans
-        costs: list[GraphCost] = list(script.costs)
-        breaks, saved = list(script.break_even), list(script.overhead_saved)
-        graph = next((m for m in modes if m.mode == "graph"), None)
-        eager_modes = [m for m in modes if m.mode == "eager"]
-        cannot.extend(script.notes)
-        if not script.graphs:
-            cannot.append(note("no_graph"))
-        elif not any(g.status == "replayed" for g in script.graphs):
-            cannot.append(note("no_graph_replayed"))
-        for g in script.graphs:
-            if g.status == "replayed" and g.eager is None and g.counterfactual is None:
-                cannot.append(note("graph_without_eager", graph_id=g.graph_id))
-    else:
-        wall_id: int | None  # the pass that gives wall times: timing if it has iterations, else traced
-        if timing is not None and _has_iterations(trace, timing.pass_id):
-            wall_id, wall_source = timing.pass_id, "timing"
-        elif traced is not None:
-            wall_id, wall_source = traced.pass_id, "traced"
-            if timing is None:
-                cannot.append(note("no_timing_pass"))
-            else:
-                cannot.append(note("timing_pass_without_iterations", pass_id=timing.pass_id))
-        else:
-            wall_id, wall_source = timing_id, "timing"
-        if traced is None:
-            cannot.append(note("no_traced_pass"))
-
-        # The traced pass's GPU spans are fetched and placed in iterations once, for the per-iteration GPU
-        # metrics and the per-kernel comparison.
-        spans = place_gpu_spans(trace, traced_id) if traced_id is not None else None
-        modes = mode_metrics(trace, wall_id, traced_id, wall_source, spans) if wall_id is not None or traced_id is not None else []
-        by_mode = {m.mode: m for m in modes}
-        if not modes:
-            cannot.append(note("no_iteration_markers"))
-        for m in modes:
-            if m.iterations == 1:
-                cannot.append(note("one_iteration", mode=m.mode))
-        graph = by_mode.get("graph")
-        eager_modes = [by_mode[m] for m in ("eager", "eager_sync_each") if m in by_mode]
-        if modes and graph is None:
-            cannot.append(note("no_graph_iterations"))
-        if modes and not eager_modes:
-            cannot.append(note("no_eager_iterations"))
-
-        # One-time costs: from the wall pass when it has them, so break-even compares like with like.
-        cost_id = next((p for p in (wall_id, traced_id) if p is not None and has_cost_records(trace, p)), None)
-        costs = []
-        if cost_id is not None:
-            steady = None
-            if graph is not None:
-                steady_stat = graph.wall if cost_id == wall_id else graph.traced_wall
-                steady = steady_stat.median if steady_stat else None
-            costs = graph_costs(trace, cost_id, steady)
-            if cost_id != wall_id:
-                cannot.append(note("costs_from_traced_pass", pass_id=cost_id))
-            if any(c.first_launch_ns is None for c in costs):
-                cannot.append(note("first_launch_missing"))
-        elif traced is not None or timing is not None:
-            cannot.append(note("no_graph_built"))
-        costs = _on_traced_ids(trace, costs, traced_id)
-        one_time = sum(c.total_ns for c in costs) if costs else None
-        run_replays = (graph.iterations if graph else 0) + (1 if any(c.first_launch_ns is not None for c in costs) else 0)
-
-        saved = [overhead_saved(e, graph) for e in eager_modes] if graph is not None else []
-        breaks = [break_even(e, graph, one_time, run_replays) for e in eager_modes]
-        for b in breaks:
-            if b.replays is None and not b.never and graph is not None and b.reason is not None:
-                cannot.append(Note("break_even_unknown", {**b.reason.values, "baseline": b.baseline, "reason": b.reason.kind}))
-        # the run model's one step: the runner's graph against the primary baseline's iterations (analyzers.steps)
-        step = runner_step(eager_modes[0], graph, breaks[0], costs) if graph is not None and eager_modes else None
-        runner_steps = (step,) if step is not None else ()
+    parts = script if script is not None else analyze_runner(run)
+    traced = run.pass_info(parts.structure_pass)
+    traced_id = traced.pass_id if traced is not None else None
+    wall_source = parts.timing_run
+    modes, spans, costs, breaks, saved = list(parts.modes), parts.spans, list(parts.costs), list(parts.break_even), list(parts.overhead_saved)
+    by_mode = {m.mode: m for m in modes}
+    graph = by_mode.get("graph")
+    eager_modes = [by_mode[m] for m in ("eager", "eager_sync_each") if m in by_mode]
+    cannot.extend(parts.notes)
 
     kernels: list[KernelComparison] = []
     paths: list[CriticalPath] = []
@@ -236,8 +161,7 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         traced_detail=traced.detail if traced else None, modes=tuple(modes), overhead_saved=tuple(saved),
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
-        graphs=script.graphs if script is not None else (), totals=script.totals if script is not None else None,
-        steps=script.steps if script is not None else runner_steps,
+        graphs=parts.graphs, totals=parts.totals, steps=parts.steps,
     )
     result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
     # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
@@ -259,25 +183,6 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         return dataclasses.replace(result, headline=headline_of(result))
     result = dataclasses.replace(result, prediction=prediction)
     return dataclasses.replace(result, headline=headline_of(result))
-
-
-def _on_traced_ids(trace: Trace, costs: list[GraphCost], traced_id: int | None) -> list[GraphCost]:
-    """A built-in workload's costs under the traced pass's graph ids: each pass builds the same graph (one label) and
-    CUPTI numbers it anew, so the timing pass's graph 1 is the traced pass's graph 4; the topology, the budget and the
-    headline then name one id."""
-    if traced_id is None or not costs:
-        return costs
-    rows = trace.rows("SELECT pass_id, graph_id, label FROM graphs WHERE label <> ''")
-    traced = {str(lb): int(g) for p, g, lb in rows if p == traced_id}
-    counts: dict[str, int] = {}
-    for p, _, lb in rows:
-        if p == traced_id:
-            counts[str(lb)] = counts.get(str(lb), 0) + 1
-    out = []
-    for c in costs:
-        gid = traced.get(c.label) if c.pass_id != traced_id and counts.get(c.label) == 1 else None
-        out.append(dataclasses.replace(c, graph_id=gid) if gid is not None else c)
-    return out
 
 
 def recording_problems(trace: Trace) -> list[Note]:

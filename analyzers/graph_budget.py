@@ -97,7 +97,7 @@ def _timed_costs(analysis: TraceAnalysis, pass_id: int) -> dict[int, Any]:
     takes."""
     out: dict[int, Any] = {}
     costs = [getattr(g, "cost", None) for g in getattr(analysis, "graphs", ()) or ()]
-    if not costs:  # a built-in workload: its timing pass's costs, under the traced pass's ids (analyzers._on_traced_ids)
+    if not costs:  # a built-in workload: its timing pass's costs, under the traced pass's ids (analyzers.runner_analysis.on_traced_ids)
         costs = list(getattr(analysis, "graph_costs", ()) or ())
     for c in costs:
         if c is not None and c.pass_id != pass_id and (c.build_ns is not None or c.instantiate_ns is not None):

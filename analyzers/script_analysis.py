@@ -25,10 +25,13 @@ from graphmode.tracer.store import Trace
 
 
 @dataclass(frozen=True)
-class ScriptParts:
-    structure_pass: int
-    timing_pass: int
-    timing_run: str  # the timing pass's name ('measure', 'detail', 'single', 'script', ...)
+class RunParts:
+    """What `analyze` reads of a run before its shared part: a script's (analyze_script) or a runner trace's
+    (analyzers.runner_analysis.analyze_runner) per-graph results, steps, and the headline's modes."""
+
+    structure_pass: int | None  # the pass whose calls and GPU work break the modes down (None: no traced pass)
+    timing_pass: int | None  # the pass that times the iterations
+    timing_run: str  # the timing pass's name ('measure', 'detail', 'single', 'script', ...); a runner's: 'timing' | 'traced'
     table: IterationTable  # iterations of the timing pass
     graphs: tuple[GraphResult, ...]
     totals: GraphTotals | None
@@ -37,7 +40,7 @@ class ScriptParts:
     break_even: tuple[BreakEven, ...]
     overhead_saved: tuple[OverheadSaved, ...]
     spans: PlacedGpuSpans | None  # the structure pass's GPU spans placed in the headline graph's iterations
-    notes: tuple[Note, ...]
+    notes: tuple[Note, ...]  # what could not be computed (the analysis's cannot_compute)
     steps: tuple[StepResult, ...] = ()
 
 
@@ -50,7 +53,7 @@ def _headline_rows(t: IterationTable, graph_id: int) -> IterationTable:
     return t.select(steady & np.isin(t.mode, ("eager", "graph")))
 
 
-def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool = False) -> ScriptParts | None:
+def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool = False) -> RunParts | None:
     """A script trace's per-graph results and its headline's modes, from the run's script graphs and iterations
     (derived once on the Run, which the diagnostics and the page then read again). `model`: the cost model whose launch
     costs price the graphs with no eager twin (analyzers.counterfactual)."""
@@ -148,7 +151,14 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
                 k = (by_mode["eager"].kernels.median * primary.units_per_replay) if by_mode["eager"].kernels else None
                 saved = (OverheadSaved("eager", k, s, None, None, s / k if s is not None and k else None, None, None,
                                        (s > 0) if s is not None else None),)
-    return ScriptParts(sg.structure_pass, sg.timing_pass, timing.name, table, graphs, totals, tuple(modes), costs, breaks, saved,
+    if not graphs:
+        notes.append(note("no_graph"))
+    elif not any(g.status == "replayed" for g in graphs):
+        notes.append(note("no_graph_replayed"))
+    for g in graphs:
+        if g.status == "replayed" and g.eager is None and g.counterfactual is None:
+            notes.append(note("graph_without_eager", graph_id=g.graph_id))
+    return RunParts(sg.structure_pass, sg.timing_pass, timing.name, table, graphs, totals, tuple(modes), costs, breaks, saved,
                        spans, tuple(notes), steps)
 
 
