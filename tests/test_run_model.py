@@ -170,6 +170,32 @@ def test_a_bench_trace_is_a_run_with_one_step(name: str) -> None:
     assert doc["steps"][0]["break_even"]["replays"] == doc["headline"]["break_even"]
 
 
+@pytest.mark.parametrize("name", ["chain-node", "dag-graph"])
+def test_a_bench_trace_feeds_the_shared_pipeline_from_its_markers(name: str) -> None:
+    """analyze() has one pipeline; a runner trace's part of it (analyzers.runner_analysis) reads the runner's iteration
+    table of the timing pass (source 'runner'), whose medians are the modes' wall times: each the median of the
+    iteration markers' spans, read here with SQL. Its step is the analysis's, and it states no per-graph result."""
+    import numpy as np
+
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.runner_analysis import analyze_runner
+
+    with load(ROOT / "tests" / "data" / f"{name}.gmtrace") as trace:
+        run = build_run(trace)
+        parts = analyze_runner(run)
+        a = analyze(run)
+        assert run.runner and run.timing is not None and parts.timing_pass == run.timing.pass_id
+        spans = trace.rows("SELECT mode, end_ns - start_ns FROM markers WHERE pass_id = ? AND kind = 'iteration'",
+                           [run.timing.pass_id])
+    assert set(parts.table.source) == {"runner"} and parts.timing_run == "timing"
+    for m in parts.modes:
+        by_sql = float(np.median([d for mode, d in spans if mode == m.mode]))
+        assert m.wall is not None and m.wall.median == by_sql
+        assert float(np.median(parts.table.work[parts.table.mode == m.mode])) == by_sql
+    assert parts.graphs == () and parts.steps == a.steps and tuple(a.modes) == parts.modes
+    assert a.break_even == parts.break_even and a.graph_costs == parts.costs
+
+
 def test_each_pass_line_stamps_are_read_once(mobilenet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The untraced timing, the one-time costs and the step model read the stamps through the Run (3 reads a pass
     before it)."""
