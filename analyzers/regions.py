@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.inference import LINE_SOURCE
-from graphmode.analyzers.notes import Note, note
+from graphmode.analyzers.notes import Note, NoteValue, note
+from graphmode.analyzers.repetition import REPEAT_SOURCE, SHAPE_MARK, parse_repeat, parse_shape
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.untraced import short_loc
@@ -57,10 +58,11 @@ def _iteration_windows(run: Run, pass_id: int) -> dict[str, np.ndarray]:
         steady |= (role == "warmup") & np.array([(m, g) not in with_steady for m, g in zip(mode, gid)], dtype=bool)
         # eager iterations of no graph, inferred: a script's synchronized steps
         # (analyzers.inference.sync_iterations),
-        # or those between runs of its loop's call line (line_iterations: source 'line FILE:N')
+        # or those between runs of its loop's call line (line_iterations: source 'line FILE:N'),
         source = np.asarray(t.source).astype(str)
         loop = (np.asarray(t.graph_id) == 0) & (mode != "graph")
-        name = np.where(loop & (source == "inferred"), "synchronized", np.where(loop & np.char.startswith(source, LINE_SOURCE), source, ""))
+        # or the block its kernels repeat (analyzers.repetition: 'repeat LENGTH RECURRENCES'); each maybe ' shape K/N'
+        name = np.array([_loop_name(str(s)) if lp else "" for s, lp in zip(source.tolist(), loop.tolist())], dtype=object)
         return {"mode": np.asarray(t.mode, dtype=object)[steady], "graph_id": np.asarray(t.graph_id, dtype=np.int64)[steady],
                 "name": name.astype(object)[steady],
                 "start_ns": np.asarray(t.start_ns, dtype=np.int64)[steady], "end_ns": np.asarray(t.end_ns, dtype=np.int64)[steady]}
@@ -70,16 +72,38 @@ def _iteration_windows(run: Run, pass_id: int) -> dict[str, np.ndarray]:
                      "ORDER BY start_ns", [pass_id])
 
 
+def _loop_name(source: str) -> str:
+    """The region name of an eager-only loop's iterations from their source: 'synchronized', 'line FILE:N' or 'repeat
+    LENGTH RECURRENCES', with the source's shape mark (analyzers.repetition.split_by_shape); '' for other sources."""
+    base, k, n = parse_shape(source)
+    name = "synchronized" if base == "inferred" else base if base.startswith((LINE_SOURCE, REPEAT_SOURCE)) else ""
+    return f"{name}{SHAPE_MARK}{k}/{n}" if name and n else name
+
+
+def _loop_label(mode: str, name: str) -> tuple[str, Note] | None:
+    """An eager-only loop's region (a _loop_name): its label and basis, which says the rule that found the step and,
+    where the step changes shape, which shape it is (shape K of N)."""
+    base, k, n = parse_shape(name)
+    shape: dict[str, NoteValue] = {"shape": k, "shapes": n} if n else {}
+    label = f"{mode} iterations" + (f", shape {k} of {n}" if n else "")
+    if base == "synchronized":
+        return label, (note("basis_synchronized", **shape) if n else SYNC_BASIS)
+    if base.startswith(LINE_SOURCE):
+        return label, note("basis_line", line=short_loc(base[len(LINE_SOURCE):]), **shape)
+    if base.startswith(REPEAT_SOURCE):
+        length, recurrences = parse_repeat(base)
+        return label, note("basis_kernel_repetition", kernels=length, recurrences=recurrences, **shape)
+    return None
+
+
 def _label(mode: str, graph_id: int, name: str) -> tuple[str, Note]:
     """A region's label (its name in every view) and its basis (how its iterations were found)."""
+    if graph_id == 0 and (loop := _loop_label(mode, name)) is not None:
+        return loop
     if name == "inferred":
         return (f"{mode} iterations doing graph {graph_id}'s work", note("basis_graph_kernels"))
     if name == "nvtx":
         return (f"NVTX graphmode:{mode} ranges", note("basis_nvtx_markers"))
-    if name == "synchronized":
-        return (f"{mode} iterations", SYNC_BASIS)
-    if name.startswith(LINE_SOURCE):
-        return (f"{mode} iterations", note("basis_line", line=short_loc(name[len(LINE_SOURCE):])))
     if name == mode:
         return (f"{mode} iterations", note("basis_runner_markers"))
     return (f"{mode} iterations" + (f" of graph {graph_id}" if graph_id else ""), note("basis_iteration_table"))
@@ -99,14 +123,17 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
     gids = tr["graph_id"].astype(np.int64)
     names = tr["name"].astype(str)
     for mode in EAGER_MODES:
-        for g in np.unique(gids[modes == mode]):  # per (mode, graph): a handful
-            sel = (modes == mode) & (gids == g)
+        # per (mode, graph): a handful; an eager-only loop (graph 0) per step found and input shape
+        for g, part in sorted({(int(a), str(b) if a == 0 else "") for a, b in zip(gids[modes == mode], names[modes == mode])}):
+            sel = (modes == mode) & (gids == g) & ((names == part) if g == 0 else True)
             starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
             label, basis = _label(mode, int(g), names[sel][0])
-            loop = names[sel][0] == "synchronized" or names[sel][0].startswith(LINE_SOURCE)
+            loop = g == 0 and _loop_label(mode, names[sel][0]) is not None
             wall, wall_traced, wall_start, correction = ends - starts, True, int(starts.min()), 1.0
             if wl is not None and wl["mode"].size:
                 wsel = (wl["mode"].astype(str) == mode) & (wl["graph_id"].astype(np.int64) == g)
+                if g == 0 and "name" in wl:
+                    wsel &= wl["name"].astype(str) == part
                 if wsel.any():
                     ws, we = wl["start_ns"][wsel].astype(np.int64), wl["end_ns"][wsel].astype(np.int64)
                     wall, wall_traced, wall_start = we - ws, False, int(ws.min())

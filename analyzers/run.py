@@ -20,11 +20,10 @@ from graphmode.analyzers.inference import (
     Occurrences,
     eager_occurrences,
     graph_replays,
-    line_iterations,
     nvtx_ranges,
-    sync_iterations,
 )
 from graphmode.analyzers.periods import IterationTable, script_iterations
+from graphmode.analyzers.repetition import loop_iterations
 from graphmode.analyzers.script_graphs import ScriptGraphs, choose_passes, script_graphs
 from graphmode.analyzers.stamps import StampsOf as StampsOf  # its home is the stamps module
 from graphmode.analyzers.stamps import has_stamps, line_stamps
@@ -106,12 +105,12 @@ def build_run(trace: Trace) -> Run:
 
 def table_for(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences] | None = None) -> tuple[IterationTable, dict[int, int]]:
     """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
-    built no graph: its synchronized loop's steps, as graph 0's eager iterations (analyzers.inference.sync_iterations),
-    else, where the loop does not synchronize, the steps between executions of its call line (line_iterations).
+    built no graph: its loop's steps, as graph 0's eager iterations (analyzers.repetition.loop_iterations: between
+    synchronizations, between executions of its call line, or the block of kernels it repeats; one part per input shape).
     `replays`: the pass's graph_replays where already derived."""
     eager = eager_occurrences(trace, sg)
     if not eager and not any(g.kernels for g in sg.graphs):
-        eager = sync_iterations(trace, sg) or line_iterations(trace, sg)
+        eager = loop_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
     replays = graph_replays(trace, sg) if replays is None else replays
     return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass)), units

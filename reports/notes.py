@@ -46,6 +46,14 @@ def _num(n: Note, key: str) -> float:
     return float(value)
 
 
+def _shape(n: Note) -> str:
+    """A loop step's input shape, where its iterations change shape (analyzers.repetition.split_by_shape)."""
+    if not n.get("shapes"):
+        return ""
+    return (f"; input shape {n['shape']} of {n['shapes']}: the step's kernels changed launch dimensions or GPU time there, "
+            "and each shape would be its own graph")
+
+
 def _run_incomplete(n: Note) -> str:
     reason = f": {n['reason']}" if n["reason"] else ""
     return f"the run did not complete (status '{n['status']}'{reason}): figures cover only what was recorded"
@@ -500,8 +508,9 @@ TEMPLATES: dict[str, Template] = {
                                "streamId, eventId) in the tracer would make them exact"),
     "no_region": ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
                   "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
-                  "between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), that recur at least "
-                  "{min_iterations} times with the same kernels; none did here. Mark the step with an "
+                  "between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), or as a block of "
+                  "kernels the GPU ran back to back, that recur at least {min_iterations} times with the same kernels; none "
+                  "did here. Mark the step with an "
                   "NVTX range named 'graphmode:eager' (nvtx.annotate('graphmode:eager')), or name its lines with "
                   "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources"),
     "probe_cost": _probe_cost,
@@ -544,9 +553,13 @@ TEMPLATES: dict[str, Template] = {
     "lines_ran_once": "lines {lines}: their work ran once; a prediction needs a repeated region",
     "basis_graph_kernels": "inferred from the graph's kernel sequence",
     "basis_nvtx_markers": "NVTX ranges",
-    "basis_synchronized": "inferred: the stretch between synchronizations that recurs most",
-    "basis_line": ("inferred: the kernels between two runs of line {line}, the stretch that recurs most (the loop does not "
-                   "synchronize each step)"),
+    "basis_synchronized": lambda n: "inferred: the stretch between synchronizations that recurs most" + _shape(n),
+    "basis_line": lambda n: (f"inferred: the kernels between two runs of line {n['line']}, the stretch that recurs most (the loop "
+                             "does not synchronize each step)" + _shape(n)),
+    "basis_kernel_repetition": lambda n: (f"inferred: a block of {n['kernels']} kernels that the main stream ran {n['recurrences']} "
+                                          "times back to back, the repeated block covering the most kernels (the loop's step, "
+                                          "whether or not it synchronizes; a stretch run once, such as a warm-up, never repeats "
+                                          "so)" + _shape(n)),
     "basis_runner_markers": "the runner's iteration markers",
     "basis_iteration_table": "iteration table",
     "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",

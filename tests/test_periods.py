@@ -300,9 +300,11 @@ def test_an_outer_loop_over_identical_steps_is_not_the_step(tmp_path: Path) -> N
         assert find_iterations(trace).size == 5
 
 
-def test_without_line_stamps_an_unsynchronized_loop_is_not_found(tmp_path: Path) -> None:
+def test_without_line_stamps_an_unsynchronized_loop_is_found_by_its_repeated_kernels(tmp_path: Path) -> None:
     """SYNTHETIC: the loop of _unsynchronized_loop without its stamps (a run on Python < 3.12, or with `--runs 1`): no
-    step is inferred, and the prediction says how to mark it."""
+    line cuts it, but its kernels repeat [K1, K1, K2] 6 times back to back (analyzers.repetition): 6 iterations, the
+    region's basis the kernel repetition. Kernels that repeat no block 5 times ([K1, K2] 4 times): no step, and the
+    prediction says how to mark it."""
     from graphmode.analyzers.predict import NO_REGION_NOTE, predict
 
     t = ScriptTrace()
@@ -311,6 +313,15 @@ def test_without_line_stamps_an_unsynchronized_loop_is_not_found(tmp_path: Path)
         for j, name in enumerate(("K1", "K1", "K2")):
             t.eager_kernel(name, b + 30 + 100 * j, (b + 50 + 100 * j, b + 90 + 100 * j))
     with load(t.write_script(tmp_path / "nostamps.gmtrace")) as trace:
+        assert find_iterations(trace).size == 6
+        [r] = predict(trace, None, None).regions
+    assert r.basis == note("basis_kernel_repetition", kernels=3, recurrences=6)
+    t = ScriptTrace()
+    for i in range(4):
+        b = 10_000 * (i + 1)
+        for j, name in enumerate(("K1", "K2")):
+            t.eager_kernel(name, b + 30 + 100 * j, (b + 50 + 100 * j, b + 90 + 100 * j))
+    with load(t.write_script(tmp_path / "fewer.gmtrace")) as trace:
         assert find_iterations(trace).size == 0
         p = predict(trace, None, None)
     assert p.regions == () and NO_REGION_NOTE in p.notes
