@@ -57,7 +57,7 @@ def period_text(p: Period | None, per: str = "") -> str:
     if p.run == "timing":
         text += " (untraced: timing run)"
     elif p.run == "corrected" and p.traced_work is not None:
-        text += f" (traced {human_ns(p.traced_work.trimmed_mean)}, tracer's cost taken off)"
+        text += f" (traced {human_ns(p.traced_work.trimmed_mean)})"
     elif p.bound in ("cpu", "mixed", "single"):
         bound = SINGLE_CPU_BOUND if p.run == "single" else CPU_BOUND_SLOWDOWN_BOUND
         text += f" (tracer may add ≤{100 * bound:.0f}%)"
