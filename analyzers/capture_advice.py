@@ -114,8 +114,9 @@ def advise(trace: Trace, pass_id: int, start_ns: int, end_ns: int, kernel_names:
             api = API_STEP
             reasons.append(note("advice_forward_only", kernels=len(kernel_names)))
         if backward:
-            reasons.append(note("advice_backward", kernels=len(backward), example=backward[0]))
-            reasons.append(note("advice_optimizer", kernels=len(optimizer), example=optimizer[0]) if optimizer
+            # the example: the shortest name, the likeliest to read as what it is once shortened
+            reasons.append(note("advice_backward", kernels=len(backward), example=min(backward, key=len)))
+            reasons.append(note("advice_optimizer", kernels=len(optimizer), example=min(optimizer, key=len)) if optimizer
                            else note("advice_no_optimizer"))
     if graph_id:
         reasons.append(note("advice_program_graphs_it", graph_id=graph_id))
