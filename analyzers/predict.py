@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.capture_advice import advise
 from graphmode.analyzers.break_even import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -59,6 +60,7 @@ from graphmode.analyzers.results import (
     PredictedGraph,
     Prediction,
     RegionPrediction,
+    ShapeGroup,
     TraceAnalysis,
 )
 from graphmode.tracer.store import Trace
@@ -301,7 +303,10 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
 
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
               wall_pass: int | None, seed: int, torch_program: bool = False, trees: bool = False,
-              tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False) -> RegionPrediction | None:
+              tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False,
+              nth_graph: int | None = None) -> RegionPrediction | None:
+    """The region's graph, priced (module doc). `nth_graph`: price it as the process's nth graph (a step's later input
+    shapes, _shape_groups) instead of after the graphs the trace instantiated before the region."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -317,6 +322,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         return None  # no eager GPU work in these iterations: nothing to capture
     graph = iteration_graph(act, matched.rep)
     breakers, trailing = _breakers(act, graph, n_it)
+    advice = advise(trace, traced_id, int(starts[matched.rep]), int(ends[matched.rep]), act.op_name[matched.rows[0]].astype(str).tolist(),
+                    region.basis, region.graph_id, breakers, torch_program)
     notes: list[Note] = []
     rows = matched.rows
     dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
@@ -392,7 +399,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     base = dict(label=region.label, basis=region.basis, direction="to_graph", mode=region.mode, graph_id=region.graph_id,
                 iterations=int(wall.size), synchronized=bool(synchronized), graph=pgraph, gpu_work_ns=float(np.median(busy)),
                 measured_one_time_ns=measured[0], measured_replay_ns=measured[1], measured_break_even=measured[2],
-                breakers=tuple(breakers))
+                breakers=tuple(breakers), advice=advice)
     B = BOOTSTRAP_RESAMPLES
     rng = np.random.default_rng(seed)
     t_e_draw = bootstrap_medians(wall, B, rng)
@@ -439,7 +446,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # model's extra over the steady state for the nth graph. A PyTorch program's (torch.cuda.graph, not trees) is the
     # torch probe's instantiate + first replay extra, where the model has it: its first capture's share is in the
     # framework term below.
-    nth = _graphs_before(trace, region.wall_start) + 1
+    nth = _graphs_before(trace, region.wall_start) + 1 if nth_graph is None else nth_graph
     first = nth == 1
     use_tree = trees and bool(model.tree_capture)
     extra_key = {1: "first_graph_extra", 2: "second_graph_extra"}.get(nth, "")
@@ -474,7 +481,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # For trees, 'first' is the process's first tree recording (whatever graphs came before it): the tree's own
     # set-up is what makes it dearer (tracer.calibrate.tree_probe).
     fw_table = (model.tree_capture if use_tree else model.torch_capture) if torch_program else {}
-    fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree else first
+    fw_first = not any(t < region.wall_start for t in tree_starts) if use_tree and nth_graph is None else first
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
     if (fw_key := "first" if fw_first else "later") in in_process:
         fw_spread = _around(in_process[fw_key].median, fw_spread)
@@ -621,6 +628,36 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
     )
 
 
+# ---------------------------------------------------------------------------------------------- input shapes
+
+
+def _shape_groups(trace: Trace, priced: Sequence[tuple[Region, RegionPrediction]],
+                  price: Callable[[Region, int], RegionPrediction | None]) -> list[ShapeGroup]:
+    """The steps that change input shape (regions whose basis has `shapes`, analyzers.repetition's split), each with
+    one graph per shape: their one-time costs together, shape k (by its first iteration) priced as the process's k-th
+    graph after those instantiated before the step, so that the first-graph extra and PyTorch's first-capture work
+    count once; the sum of each graph's point and interval ends (every region's draws share one seed). Memory: an
+    eager trace records no graph pool and no tensor sizes, so none is given (a typed reason)."""
+    steps: dict[tuple[str, tuple[tuple[str, Any], ...]], list[tuple[Region, RegionPrediction]]] = {}
+    for r, p in priced:
+        if isinstance(r.basis.get("shapes"), int):
+            key = (r.basis.kind, tuple(sorted((k, v) for k, v in r.basis.values.items() if k not in ("shape", "shapes"))))
+            steps.setdefault(key, []).append((r, p))
+    out = []
+    for (kind, values), members in steps.items():  # per step that changes shape: a handful
+        members.sort(key=lambda m: m[0].wall_start)
+        before = _graphs_before(trace, members[0][0].wall_start)
+        costs = [members[0][1].one_time] + [(q.one_time if (q := price(r, before + k + 1)) is not None else None)
+                                            for k, (r, _) in enumerate(members[1:], start=1)]
+        total = None if any(c is None for c in costs) else Estimate(
+            sum(c.ns for c in costs if c is not None), sum(c.low_ns for c in costs if c is not None),
+            sum(c.high_ns for c in costs if c is not None))
+        out.append(ShapeGroup(basis=Note(kind, dict(values)), labels=tuple(p.label for _, p in members),
+                              shapes=n if isinstance(n := members[0][0].basis.get("shapes"), int) else len(members), one_time=total, memory_bytes=None,
+                              memory_unknown=note("shape_memory_unmeasured", shapes=len(members))))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- entry point
 
 
@@ -708,7 +745,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
 
     torch_program = uses_torch(trace)
 
-    def result(regions: list[RegionPrediction]) -> Prediction:
+    def result(regions: list[RegionPrediction], groups: Sequence[ShapeGroup] = ()) -> Prediction:
         if any(r.graph is not None and r.graph.event_pairing == "inferred" for r in regions):
             notes.append(EVENT_GAP_NOTE)
         priced = any(r.framework is not None for r in regions)
@@ -717,7 +754,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
         return Prediction(
             model_gpu=model.gpu_name if model else "", model_driver=model.driver_version if model else "",
             model_cuda=model.cuda_driver_version if model else 0, model_path=model.path if model else "",
-            model_match=choice.match, model_note=choice.note, regions=tuple(regions), notes=tuple(notes))
+            model_match=choice.match, model_note=choice.note, regions=tuple(regions), notes=tuple(notes), shape_groups=tuple(groups))
 
     if traced is None:
         notes.append(note("prediction_needs_traced_pass"))
@@ -735,12 +772,19 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     trees = torch_program and uses_trees(trace)
     tree_starts = [w.start_ns for w in torch_windows(trace, traced.pass_id, True) if w.kind == "recording"] if trees else []
     out = []
-    for r in regions:  # per region: at most MAX_REGIONS
+
+    def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
         method = "node_api" if build == "node_api" or from_trace else "capture"
-        if (p := _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
-                           method, from_trace)) is not None:
+        return _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
+                         method, from_trace, nth)
+
+    priced: list[tuple[Region, RegionPrediction]] = []
+    for r in regions:  # per region: at most MAX_REGIONS
+        if (p := price(r)) is not None:
             out.append(p)
+            priced.append((r, p))
+    groups = _shape_groups(trace, priced, price)
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}
@@ -754,4 +798,4 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     if not out and trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0",
                                   [traced.pass_id])[0][0]:
         notes.append(NO_REGION_NOTE)
-    return result(out)
+    return result(out, groups)

@@ -574,6 +574,35 @@ class CaptureBreaker:
 
 
 @dataclass(frozen=True)
+class CaptureAdvice:
+    """What to capture and how (analyzers.capture_advice): the script's own lines one iteration of the region runs, and
+    for a PyTorch program the capture API that fits what the trace shows (a heuristic from kernel names and calls)."""
+
+    lines: str  # 'file.py:FIRST-LAST' of the script's lines run inside one iteration; '' when unknown
+    lines_from: str  # 'line_stamps' | 'launch_sources' | '' (unknown)
+    lines_unknown: Note | None  # why `lines` is '' (lines_unrecorded, lines_not_in_iteration)
+    # 'torch_cuda_graph' (around the step) | 'torch_cuda_graph_per_shape' (one per shape, or torch.compile's
+    # reduce-overhead) | 'torch_cuda_graph_whole_step' (a training step with its optimizer) | 'make_graphed_callables'
+    # (the model's forward and backward; the optimizer eager) | '' (not a PyTorch program)
+    api: str
+    reasons: tuple[Note, ...]  # the evidence for `api` (or why there is none) and what must move out of the region first
+
+
+@dataclass(frozen=True)
+class ShapeGroup:
+    """A step that changes input shape: one graph per shape (its regions, "shape k of N"), and what they cost together."""
+
+    basis: Note  # the step's basis, without its shape
+    labels: tuple[str, ...]  # its regions, shape 1 first
+    shapes: int
+    # all the shapes' graphs, shape k priced as the process's k-th graph (its first-graph extra and PyTorch's
+    # first-capture work once); the sum of each graph's point and interval ends (their draws share one seed)
+    one_time: Estimate | None
+    memory_bytes: int | None  # what the shapes' graphs would hold; None where the trace gives no basis for it
+    memory_unknown: Note | None  # why memory_bytes is None
+
+
+@dataclass(frozen=True)
 class RegionPrediction:
     """One repeated region: the graph it would become and what it would cost and save (or, for work that
     already runs as a graph, what it would cost launched eagerly)."""
@@ -615,6 +644,8 @@ class RegionPrediction:
     # where first_graph_extra comes from: 'this_process' (measured by `graphmode run`'s probe in the script's own process
     # after it ended), 'model' (the cost model's calibration probes), 'torch_probe' (its PyTorch probe); '' without one
     first_graph_from: str = ""
+    # what to capture and how (to_graph regions; None for to_eager)
+    advice: CaptureAdvice | None = None
 
 
 @dataclass(frozen=True)
@@ -629,3 +660,4 @@ class Prediction:
     model_note: Note | None  # says when the model comes from another GPU or version
     regions: tuple[RegionPrediction, ...]
     notes: tuple[Note, ...]  # what the trace lacks for a better prediction
+    shape_groups: tuple[ShapeGroup, ...] = ()  # steps that change input shape: their graphs together

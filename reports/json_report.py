@@ -14,7 +14,7 @@ from typing import Any
 from graphmode.analyzers import TraceAnalysis, to_dict
 from graphmode.reports import pitfall_words
 from graphmode.reports.headline import headline_dict
-from graphmode.reports.notes import word
+from graphmode.reports.notes import API_WORDS, word
 from graphmode.tracer.version import __version__
 
 REPORT_SCHEMA_VERSION = 2  # 2: the analysis's notes are {kind, values, text} (docs/metrics.md, Notes)
@@ -31,6 +31,8 @@ def report_dict(analysis: TraceAnalysis) -> dict[str, Any]:
     for region in (out["prediction"] or {}).get("regions", []):  # what to do about each capture breaker
         for b in region["breakers"]:
             b["advice"] = pitfall_words.BREAKER_ADVICE[b["kind"]]
+        if region.get("advice"):  # the capture API in words
+            region["advice"]["api_text"] = API_WORDS.get(region["advice"]["api"], "")
     return out
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from graphmode.analyzers.notes import Note
+from graphmode.reports.names import short_name
 from graphmode.reports.pitfall_words import EVIDENCE
 from graphmode.reports.units import human_ns, short_ns
 
@@ -52,6 +53,19 @@ def _shape(n: Note) -> str:
         return ""
     return (f"; input shape {n['shape']} of {n['shapes']}: the step's kernels changed launch dimensions or GPU time there, "
             "and each shape would be its own graph")
+
+
+def _kernel(name: object) -> str:
+    """A kernel's name as a sentence reads it (reports.names.short_name)."""
+    return short_name(str(name), 80)
+
+
+def _items(values: object) -> tuple[object, ...]:
+    return values if isinstance(values, tuple) else ()
+
+
+def _joined(values: object) -> str:
+    return ", ".join(map(str, values)) if isinstance(values, tuple) else str(values)
 
 
 def _run_incomplete(n: Note) -> str:
@@ -565,6 +579,31 @@ TEMPLATES: dict[str, Template] = {
     "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",
     "basis_line_runs": "{runs} runs of calls from {file}:{first}-{last}",
     "basis_graph_replays": "graph replays (no eager twin in the trace)",
+    # what to capture and how (analyzers.capture_advice)
+    "lines_unrecorded": ("the trace records no lines for it: `graphmode run`'s detail run stamps the script's lines on "
+                         "Python 3.12+, and `--launch-sources` records the line of each CUDA call"),
+    "lines_not_in_iteration": lambda n: ("none of the script's lines recorded ("
+                                         + ("line stamps" if n["recorded"] == "line_stamps" else "launch sources")
+                                         + ") falls inside its iteration: its work is launched from library code or "
+                                         "another thread"),
+    "advice_not_pytorch": ("no PyTorch API advice: the program did not import torch nor run ATen kernels; capture the step "
+                           "with the stream-capture calls of its own library (cudaStreamBeginCapture / EndCapture)"),
+    "advice_shapes": ("the step changes input shape (this is shape {shape} of {shapes}): a graph replays fixed shapes, so "
+                      "one graph per shape (torch.compile's reduce-overhead records one per shape by itself)"),
+    "advice_forward_only": ("its {kernels} kernels show no backward pass (no kernel named backward, dgrad or wgrad): a "
+                            "forward step such as inference or decoding"),
+    "advice_backward": lambda n: (f"it runs a backward pass: {n['kernels']} kernel{'' if n['kernels'] == 1 else 's'} named "
+                                  f"like autograd's, e.g. {_kernel(n['example'])}"),
+    "advice_optimizer": lambda n: (f"and an optimizer step: {n['kernels']} foreach or fused optimizer kernel"
+                                   f"{'' if n['kernels'] == 1 else 's'}, e.g. {_kernel(n['example'])}"),
+    "advice_no_optimizer": "but no optimizer kernel (multi_tensor_apply, fused_adam, sgd): the optimizer runs outside it",
+    "advice_program_graphs_it": "the program already captures this work as graph {graph_id}",
+    "advice_move_out_first": lambda n: ("first move out of it what would break the capture: "
+                                        + ", ".join(f"{a} at {w}" if w else str(a) for a, w in zip(_items(n["apis"]), _items(n["wheres"])))
+                                        + f" ({_joined(n['kinds'])})"),
+    "shape_memory_unmeasured": ("the memory the {shapes} graphs would hold is not known from an eager trace: graphmode "
+                                "measures a graph's memory around its capture and instantiation (meta.graph_memory) and "
+                                "PyTorch's pools only for graphs the program built; capture one shape to measure it"),
     # graph use (analyzers.coverage, graph_budget)
     "launch_sources_hint": ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
                             "(a CPU callback per launch: it slows the run)"),
@@ -631,6 +670,17 @@ TEMPLATES: dict[str, Template] = {
                            "every span of every rank"),
     "iterations_differ": ("graph {graph_id}: its {mode} iterations differ between the measuring and detail runs ({measured} "
                           "and {detail} iterations): they keep the measuring run's period"),
+}
+
+# The capture API a region's advice names (analyzers.capture_advice), as a person reads it.
+API_WORDS = {
+    "torch_cuda_graph": "torch.cuda.graph around the step (warmed up on a side stream, inputs copied into static tensors)",
+    "torch_cuda_graph_per_shape": ("one torch.cuda.graph per input shape, or torch.compile(mode=\"reduce-overhead\"), whose "
+                                   "cudagraph trees record a graph per shape"),
+    "torch_cuda_graph_whole_step": ("torch.cuda.graph around the whole training step (forward, backward, optimizer.step()), "
+                                    "warmed up on a side stream with static inputs; or torch.cuda.make_graphed_callables for the "
+                                    "model alone if the optimizer must stay eager"),
+    "make_graphed_callables": "torch.cuda.make_graphed_callables for the model (its forward and backward), the optimizer left eager",
 }
 
 

@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from graphmode.analyzers.costmodel import NODE_TYPES, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel
-from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction
+from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction, ShapeGroup
 from graphmode.reports.names import cell, printable
-from graphmode.reports.notes import word
+from graphmode.reports.notes import API_WORDS, word
 from graphmode.reports.pitfall_words import BREAKER_ADVICE
 from graphmode.reports.units import human_ns
 
@@ -42,6 +42,27 @@ def graph_line(r: RegionPrediction) -> str:
         if g.streams > 1 else ""
     return (f"{g.nodes} nodes ({', '.join(parts)}), {g.edges} edges{streams}; GPU work {human_ns(g.serial_ns)} serial, "
             f"critical path {human_ns(g.critical_path_ns)} over {g.critical_path_nodes} nodes")
+
+
+def advice_text(r: RegionPrediction) -> str:
+    """What to capture for a region and how, in one sentence ('' without advice): its lines, the API, the reasons."""
+    a = r.advice
+    if a is None:
+        return ""
+    source = {"line_stamps": "line stamps", "launch_sources": "launch sources"}.get(a.lines_from, a.lines_from)
+    lines = f"lines {a.lines} (from {source})" if a.lines else f"lines unknown ({word(a.lines_unknown)})" if a.lines_unknown else ""
+    api = f"use {API_WORDS[a.api]}" if a.api else ""
+    reasons = "; ".join(word(n) for n in a.reasons)
+    return "; ".join(x for x in (lines, api) if x) + (f": {reasons}" if reasons else "")
+
+
+def shape_group_text(g: ShapeGroup) -> str:
+    """A step that changes input shape: one graph per shape, their one-time cost together, their memory."""
+    cost = f"one-time cost of all {g.shapes} graphs {_est(g.one_time)}" if g.one_time is not None else "no one-time cost (no cost model)"
+    memory = f"they would hold {g.memory_bytes / 2**20:.1f} MiB" if g.memory_bytes is not None else \
+        (word(g.memory_unknown) if g.memory_unknown is not None else "")
+    return (f"the step changes input shape ({len(g.labels)} regions, '{g.labels[0]}' to '{g.labels[-1]}'): one graph per shape; "
+            f"{cost}" + (f"; {memory}" if memory else ""))
 
 
 def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple[str, list[str]]]) -> Table:
@@ -116,6 +137,11 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
         console.print(_regions_table("Predicted from the eager work (95% intervals)", to_graph, to_graph_rows(to_graph)))
         for r in to_graph:
             console.print(f"  {escape(cell(r.label))}: {escape(graph_line(r))} ({escape(printable(word(r.basis)))})")
+        for r in to_graph:
+            if text := advice_text(r):
+                console.print(f"[bold]what to capture:[/bold] {escape(cell(r.label))}: {escape(printable(text))}")
+        for g in p.shape_groups:
+            console.print(f"[bold]per shape:[/bold] {escape(printable(shape_group_text(g)))}")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
         console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from graphmode.analyzers.results import Prediction, RegionPrediction
-from graphmode.reports.prediction import graph_line, to_eager_rows, to_graph_rows
+from graphmode.reports.prediction import advice_text, graph_line, shape_group_text, to_eager_rows, to_graph_rows
 from graphmode.reports.notes import word
 from graphmode.reports.pitfall_words import BREAKER_ADVICE
 
@@ -36,6 +36,10 @@ def prediction_html(p: Prediction | None) -> str:
         out.append(_table(to_graph, to_graph_rows(to_graph)))
         out.append("<ul class='hint'>" + "".join(f"<li>{html.escape(r.label)}: {html.escape(graph_line(r))} ({html.escape(word(r.basis))})</li>"
                                                for r in to_graph) + "</ul>")
+        advice = [f"<li><b>what to capture:</b> {html.escape(r.label)}: {html.escape(t)}</li>" for r in to_graph if (t := advice_text(r))]
+        advice += [f"<li><b>per shape:</b> {html.escape(shape_group_text(g))}</li>" for g in p.shape_groups]
+        if advice:
+            out.append("<ul class='gm-capture-advice'>" + "".join(advice) + "</ul>")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
         out.append("<p class='hint'>Graphs run without an eager twin: what the same work would cost launched eagerly.</p>")

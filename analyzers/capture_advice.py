@@ -1,0 +1,127 @@
+"""What to capture, and how (issue 30, items 2 and 3): for a region the prediction would make a graph of, the script's
+own lines that one of its iterations runs (file:first-last), and, in a PyTorch program, which capture API fits the
+step the trace shows; for a step that changes input shape, its graphs together (one per shape).
+
+The API advice is a heuristic read from kernel names and calls (docs/metrics.md, "What to capture"):
+- not a PyTorch program (analyzers.predict.uses_torch): no PyTorch advice (`api` '');
+- the step changes shape (regions "shape k of N" of one step, analyzers.repetition): one `torch.cuda.graph` per
+  shape, or `torch.compile(mode="reduce-overhead")`, whose cudagraph trees record one graph per shape;
+- else a backward pass in the iteration (a kernel name with one of BACKWARD_MARKS) and an optimizer step (one of
+  OPTIMIZER_MARKS): the whole step in one `torch.cuda.graph` (warm-up on a side stream, static inputs); a backward
+  pass without an optimizer kernel: `torch.cuda.make_graphed_callables` for the model, the optimizer left eager;
+- else (a forward pass: inference, decoding): `torch.cuda.graph` around the step.
+Whatever the API, calls that would break the capture (predict's CaptureBreaker) must move out of the region first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+import numpy as np
+
+from graphmode.analyzers.notes import Note, NoteValue, note
+from graphmode.analyzers.results import CaptureAdvice, CaptureBreaker
+from graphmode.tracer.store import Trace
+
+# Kernel-name marks, matched case-insensitively anywhere in the (possibly mangled) name. Autograd's own kernels
+# carry "backward" (softmax_warp_backward, nll_loss_backward_reduce_cuda_kernel_2d, GeluBackwardCUDAKernelImpl,
+# GammaBetaBackward) or "grad_input"/"grad_weight"; cuDNN's convolution gradients are its dgrad and wgrad kernels.
+# A matmul's gradient is a plain GEMM: a backward pass made only of GEMMs is not seen.
+BACKWARD_MARKS = ("backward", "dgrad", "wgrad", "grad_input", "grad_weight")
+# Optimizer steps: torch.optim's foreach implementations run multi_tensor_apply kernels, its fused ones fused_adam /
+# fused_sgd kernels. multi_tensor_apply alone is not an optimizer (cudagraph trees copy inputs with _foreach_copy_):
+# an optimizer kernel counts only beside a backward pass.
+OPTIMIZER_MARKS = ("multi_tensor_apply", "fused_adam", "adam", "sgd")
+
+API_PER_SHAPE = "torch_cuda_graph_per_shape"
+API_WHOLE_STEP = "torch_cuda_graph_whole_step"
+API_GRAPHED_CALLABLES = "make_graphed_callables"
+API_STEP = "torch_cuda_graph"
+APIS = (API_PER_SHAPE, API_WHOLE_STEP, API_GRAPHED_CALLABLES, API_STEP)
+
+_SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
+
+
+def _marked(names: Sequence[str], marks: Sequence[str]) -> list[str]:
+    pattern = re.compile("|".join(re.escape(m) for m in marks), re.IGNORECASE)
+    return [n for n in names if pattern.search(n)]
+
+
+def script_path(trace: Trace) -> str:
+    """The script `graphmode run` ran (meta.script.path); '' for other traces."""
+    s = trace.meta.get("script")
+    p = s.get("path") if isinstance(s, dict) else None
+    return str(p) if isinstance(p, str) else ""
+
+
+def _span(files: np.ndarray, lines: np.ndarray, script: str) -> str:
+    """'file.py:FIRST-LAST' over the lines of the script's file ('file.py:N' for one line); where the script is not
+    known or none of them is its, the file with the most of them. '' without lines."""
+    if files.size == 0:
+        return ""
+    base = script.rsplit("/", 1)[-1]
+    own = (files == script) | (np.char.endswith(files.astype(str), "/" + base) if base else False) | (files == base)
+    if not own.any():
+        uniq, counts = np.unique(files, return_counts=True)
+        own = files == uniq[int(np.argmax(counts))]
+    f = str(files[own][0]).rsplit("/", 1)[-1]
+    first, last = int(lines[own].min()), int(lines[own].max())
+    return f"{f}:{first}" if first == last else f"{f}:{first}-{last}"
+
+
+def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int) -> tuple[str, str, Note | None]:
+    """The script's own lines run inside one iteration [start_ns, end_ns) of the pass: (span, where from, why unknown).
+    From the pass's line stamps (the detail run, Python 3.12+: only the script's own lines are stamped), else from the
+    source lines of its CUDA calls (`--launch-sources`: the user's line that made each call); a typed reason where
+    neither is recorded, or none falls inside the iteration."""
+    script = script_path(trace)
+    if trace.rows("SELECT count(*) FROM (SELECT 1 FROM line_stamps WHERE pass_id = ? LIMIT 1)", [pass_id])[0][0]:
+        s = trace.sql("SELECT file, line FROM line_stamps WHERE pass_id = ? AND ts_ns >= ? AND ts_ns < ?", [pass_id, start_ns, end_ns])
+        span = _span(s["file"].astype(str), s["line"].astype(np.int64), script)
+        return (span, "line_stamps", None) if span else ("", "", note("lines_not_in_iteration", recorded="line_stamps"))
+    if trace.rows("SELECT count(*) FROM (SELECT 1 FROM api_calls WHERE pass_id = ? AND source <> '' LIMIT 1)", [pass_id])[0][0]:
+        rows = trace.rows("SELECT DISTINCT source FROM api_calls WHERE pass_id = ? AND source <> '' AND start_ns >= ? AND start_ns < ?",
+                          [pass_id, start_ns, end_ns])
+        parsed = [m for (src,) in rows if (m := _SOURCE.fullmatch(str(src))) is not None]  # per distinct source line
+        files = np.array([m.group(1) for m in parsed], dtype=str)
+        span = _span(files, np.array([int(m.group(2)) for m in parsed], dtype=np.int64), script)
+        return (span, "launch_sources", None) if span else ("", "", note("lines_not_in_iteration", recorded="launch_sources"))
+    return "", "", note("lines_unrecorded")
+
+
+def advise(trace: Trace, pass_id: int, start_ns: int, end_ns: int, kernel_names: Sequence[str], basis: Note, graph_id: int,
+           breakers: Sequence[CaptureBreaker], torch_program: bool) -> CaptureAdvice:
+    """The advice for one region: its lines (iteration_lines over its representative iteration [start_ns, end_ns)) and,
+    for a PyTorch program, the API by the module doc's rules, from the iteration's kernel names, the region's basis
+    (its shape) and its capture breakers; each reason a typed note."""
+    lines, lines_from, unknown = iteration_lines(trace, pass_id, start_ns, end_ns)
+    reasons: list[Note] = []
+    api = ""
+    if not torch_program:
+        reasons.append(note("advice_not_pytorch"))
+    else:
+        backward = _marked(kernel_names, BACKWARD_MARKS)
+        optimizer = _marked(kernel_names, OPTIMIZER_MARKS) if backward else []
+        shapes = basis.get("shapes")
+        if isinstance(shapes, int) and shapes > 1:
+            api = API_PER_SHAPE
+            reasons.append(note("advice_shapes", shape=basis.get("shape"), shapes=shapes))
+        elif backward and optimizer:
+            api = API_WHOLE_STEP
+        elif backward:
+            api = API_GRAPHED_CALLABLES
+        else:
+            api = API_STEP
+            reasons.append(note("advice_forward_only", kernels=len(kernel_names)))
+        if backward:
+            # the example: the shortest name, the likeliest to read as what it is once shortened
+            reasons.append(note("advice_backward", kernels=len(backward), example=min(backward, key=len)))
+            reasons.append(note("advice_optimizer", kernels=len(optimizer), example=min(optimizer, key=len)) if optimizer
+                           else note("advice_no_optimizer"))
+    if graph_id:
+        reasons.append(note("advice_program_graphs_it", graph_id=graph_id))
+    if breakers:
+        values: dict[str, NoteValue] = {"breakers": len(breakers), "kinds": tuple(sorted({b.kind for b in breakers})),
+                                        "apis": tuple(b.api or b.kind for b in breakers), "wheres": tuple(b.where for b in breakers)}
+        reasons.append(Note("advice_move_out_first", values))
+    return CaptureAdvice(lines=lines, lines_from=lines_from, lines_unknown=unknown, api=api, reasons=tuple(reasons))
