@@ -1,11 +1,14 @@
 """The traces of one multi-process job analysed as one run: per rank, per graph, and across ranks.
 
-`analyze_ranks(paths)` opens one rank trace at a time, runs the single-trace analysis on it
-(`analyzers.analyze`), keeps a few numbers per graph and the rank's NCCL kernels, and closes it;
-what crosses ranks (clock alignment, waits in collectives, stragglers, hang risks) is SQL over two
-small DuckDB tables of collectives (analyzers.collectives). Memory is one rank's analysis plus
-those tables, whatever the number of ranks. Pure: no printing, no plotting; docs/ranks.md defines
-every figure.
+`analyze_ranks(paths)` opens one rank trace at a time, runs the single-trace analysis's metrics on it
+(`analyzers.analyze_metrics`: what `analyze` measures and its notes, without the diagnostics, coverage,
+prediction, critical paths and source lines that the job's report does not show), keeps a few numbers
+per graph and the rank's NCCL kernels, and closes it; what crosses ranks (clock alignment, waits in
+collectives, stragglers, hang risks) is SQL over two small DuckDB tables of collectives
+(analyzers.collectives). Ranks are read by up to RANK_WORKERS processes at once, each one rank at a
+time, and added to the tables in the order given, so the result does not depend on which process read
+which rank. Memory is RANK_WORKERS ranks' analyses plus those tables, whatever the number of ranks.
+Pure: no printing, no plotting; docs/ranks.md defines every figure.
 
 Which run of a rank's trace gives what (a `graphmode run` trace holds a measuring run and a detail
 run, analyzers.script_graphs): the per-graph figures are the rank's own per-graph results
@@ -22,15 +25,17 @@ detail run's (the program ran twice): the two runs are never mixed.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers import analyze
+from graphmode.analyzers import analyze_metrics
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
     align_clocks,
@@ -42,6 +47,7 @@ from graphmode.analyzers.collectives import (
     rank_waits,
     spread,
 )
+from graphmode.analyzers.costmodel import CostModel, choose_model, installed_models
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import (
     GraphAcrossRanks,
@@ -51,11 +57,17 @@ from graphmode.analyzers.rank_results import (
     RankSummary,
 )
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.analyzers.run import build_run
 from graphmode.tracer.rankset import RankSetError, check_one_job
 from graphmode.tracer.store import PassInfo, Trace, TraceError, load
 
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks
+# Processes reading ranks at once. Reading a rank is CPU-bound (DuckDB queries and numpy over one trace) and ranks
+# are independent, so two processes halve the time on two cores; each holds one rank's analysis, so memory grows
+# with their number: two, not one per core.
+RANK_WORKERS = 2
+POOL_FROM_RANKS = 6  # below this, starting the processes (each imports numpy, DuckDB and the analyzers) costs more
 _SITE = re.compile(r"\((?:captured|built) at (.+)\)\s*$")
 
 
@@ -238,16 +250,60 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
         con.unregister("_rank_calls")
 
 
-def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
+@dataclass
+class _RankRead:
+    """What one rank's trace gives: its summary and graphs, and its collectives for the job's tables (_rank_tables)."""
+    rank: _Rank
+    spans: dict[str, np.ndarray]
+    keys: dict[int, str]
+    captured: dict[int, list[str]]
+    built: dict[int, int | None]
+
+
+def _read_path(path: Path, fallback_rank: int, models: list[CostModel]) -> _RankRead | str:
+    """One rank's trace read and closed; the loader's one-line error where it cannot be read."""
+    try:
+        trace = load(path)
+    except TraceError as e:
+        return str(e)
+    with trace:
+        return _read_rank(trace, fallback_rank, models)
+
+
+_WORKER_MODELS: list[CostModel] = []  # in a worker process: the installed cost models, read once (_start_worker)
+
+
+def _start_worker() -> None:
+    _WORKER_MODELS[:] = installed_models()
+
+
+def _read_in_worker(path: Path, fallback_rank: int) -> _RankRead | str:
+    return _read_path(path, fallback_rank, _WORKER_MODELS)
+
+
+def _read_all(paths: Sequence[Path], workers: int) -> Iterator[_RankRead | str]:
+    """Each rank's reading, in the order of `paths`, from `workers` processes (one: this process)."""
+    fallback = [UNNUMBERED + i for i in range(len(paths))]  # a trace without rank metadata: renumbered later
+    if workers <= 1:
+        models = installed_models()
+        yield from (_read_path(Path(p), f, models) for p, f in zip(paths, fallback))
+        return
+    import multiprocessing
+
+    # 'spawn': a fork would copy this process's DuckDB threads and locks mid-state
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker) as pool:
+        yield from pool.map(_read_in_worker, [Path(p) for p in paths], fallback)
+
+
+def _read_rank(trace: Trace, fallback_rank: int, models: list[CostModel]) -> _RankRead:
     identity = rank_identity(trace, fallback_rank)
-    analysis = analyze(trace)
+    analysis = analyze_metrics(build_run(trace), choose_model(trace.meta, models), details=False)
     chosen = collective_pass(trace, analysis)
     pass_id = chosen.pass_id if chosen is not None else 0
     spans = _collectives(trace, pass_id)
     captured = _captured_nodes(trace, pass_id, spans)
     graphs, keys = _rank_graphs(trace, analysis, pass_id, identity.rank, {g: len(v) for g, v in captured.items()})
     built = {gid: b for gid, _, _, b, _ in _graph_order(trace, pass_id)}
-    _rank_tables(con, identity.rank, identity.host, spans, keys, captured, built)
     totals = analysis.totals
     one_time = sum(g.one_time_ns for g in graphs if g.one_time_ns is not None) if any(g.one_time_ns is not None for g in graphs) else None
     if totals is not None and totals.saved_ns is not None:
@@ -263,7 +319,7 @@ def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
         int(chosen.start_ns) if chosen is not None else 0, int(chosen.end_ns) if chosen is not None else 0,
         chosen.name if chosen is not None else "")
     lost = (chosen is not None and chosen.dropped_records > 0) or bool(trace.notes)
-    return _Rank(identity, summary, graphs, lost)
+    return _RankRead(_Rank(identity, summary, graphs, lost), spans, keys, captured, built)
 
 
 def _create_tables(con: Any) -> None:
@@ -292,12 +348,17 @@ def _across(graphs: list[RankGraph]) -> tuple[GraphAcrossRanks, ...]:
     return tuple(out)
 
 
-def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None) -> RankSetAnalysis:
-    """Analyses the rank traces of one job, one file at a time. Raises RankSetError for files that
-    cannot be one job (tracer.rankset.check_one_job: different programs, the same rank twice, different world sizes)."""
+def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None,
+                  workers: int | None = None) -> RankSetAnalysis:
+    """Analyses the rank traces of one job, one file at a time in each of `workers` processes (default: RANK_WORKERS
+    where there are POOL_FROM_RANKS traces or more and the machine has the cores, else this process alone; the result is
+    the same either way). Raises RankSetError for files that cannot be one job (tracer.rankset.check_one_job:
+    different programs, the same rank twice, different world sizes)."""
     import duckdb
 
     check_one_job(paths)
+    if workers is None:
+        workers = min(RANK_WORKERS, os.cpu_count() or 1) if len(paths) >= POOL_FROM_RANKS else 1
     con = duckdb.connect()
     con.execute("SET threads = 1")  # the tables are small; one thread keeps the memory flat
     _create_tables(con)
@@ -305,19 +366,19 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     warnings: list[Note] = []
     cannot: list[Note] = []
     seen_world: dict[int, str] = {}
-    for i, path in enumerate(paths):
-        if progress is not None:
-            progress(i, len(paths))
-        try:
-            trace = load(path)
-        except TraceError as e:
-            warnings.append(note("trace_left_out", error=str(e)))
+    if progress is not None:
+        progress(0, len(paths))
+    for i, read in enumerate(_read_all(paths, workers)):
+        if progress is not None and 0 < i < len(paths):
+            progress(i, len(paths))  # i ranks read
+        if isinstance(read, str):
+            warnings.append(note("trace_left_out", error=read))
             continue
-        with trace:
-            r = _read_rank(trace, UNNUMBERED + i, con)  # a trace without rank metadata: renumbered below
+        r = read.rank
+        _rank_tables(con, r.identity.rank, r.identity.host, read.spans, read.keys, read.captured, read.built)
         ident = r.identity  # that the traces can be one job was checked above (tracer.rankset.check_one_job)
         if ident.world_size is not None:
-            seen_world.setdefault(ident.world_size, str(path))
+            seen_world.setdefault(ident.world_size, str(paths[i]))
         ranks[ident.rank] = r
     if progress is not None:
         progress(len(paths), len(paths))
