@@ -348,17 +348,21 @@ def _across(graphs: list[RankGraph]) -> tuple[GraphAcrossRanks, ...]:
     return tuple(out)
 
 
+def rank_workers(traces: int) -> int:
+    """How many processes read `traces` rank traces: RANK_WORKERS from POOL_FROM_RANKS traces up, as the cores allow."""
+    return min(RANK_WORKERS, os.cpu_count() or 1) if traces >= POOL_FROM_RANKS else 1
+
+
 def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None,
-                  workers: int | None = None) -> RankSetAnalysis:
-    """Analyses the rank traces of one job, one file at a time in each of `workers` processes (default: RANK_WORKERS
-    where there are POOL_FROM_RANKS traces or more and the machine has the cores, else this process alone; the result is
-    the same either way). Raises RankSetError for files that cannot be one job (tracer.rankset.check_one_job:
-    different programs, the same rank twice, different world sizes)."""
+                  workers: int = 1) -> RankSetAnalysis:
+    """Analyses the rank traces of one job, one file at a time in each of `workers` processes (the result is the same
+    whatever their number; the CLI takes rank_workers). Workers are spawned: each imports the caller's `__main__`
+    module, so a script that asks for more than one must keep its top level under `if __name__ == "__main__":`.
+    Raises RankSetError for files that cannot be one job (tracer.rankset.check_one_job: different programs, the same
+    rank twice, different world sizes)."""
     import duckdb
 
     check_one_job(paths)
-    if workers is None:
-        workers = min(RANK_WORKERS, os.cpu_count() or 1) if len(paths) >= POOL_FROM_RANKS else 1
     con = duckdb.connect()
     con.execute("SET threads = 1")  # the tables are small; one thread keeps the memory flat
     _create_tables(con)

@@ -22,13 +22,13 @@ def _source(args: list[Path]) -> str:
 def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
     import sys
 
-    from graphmode.analyzers.ranks import analyze_ranks
+    from graphmode.analyzers.ranks import analyze_ranks, rank_workers
 
     def progress(done: int, total: int) -> None:
         if total >= 16 and sys.stderr.isatty():
             print(f"\rgraphmode: analysing rank traces {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    return analyze_ranks(paths, source=_source(args), progress=progress)
+    return analyze_ranks(paths, source=_source(args), progress=progress, workers=rank_workers(len(paths)))
 
 
 def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None, full_names: bool = False) -> str | None:
