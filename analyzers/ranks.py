@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from graphmode.analyzers.run import build_run
 from graphmode.tracer.rankset import RankSetError, check_one_job
 from graphmode.tracer.store import PassInfo, Trace, TraceError, load
 
+_R = TypeVar("_R")
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks
 # Processes reading ranks at once. Reading a rank is CPU-bound (DuckDB queries and numpy over one trace) and ranks
@@ -288,11 +289,23 @@ def _read_all(paths: Sequence[Path], workers: int) -> Iterator[_RankRead | str]:
         models = installed_models()
         yield from (_read_path(Path(p), f, models) for p, f in zip(paths, fallback))
         return
+    yield from map_in_workers(_read_in_worker, [Path(p) for p in paths], workers, fallback, initializer=_start_worker)
+
+
+def map_in_workers(fn: Callable[..., _R], items: Sequence[Any], workers: int, *more: Sequence[Any],
+                   initializer: Callable[[], None] | None = None) -> Iterator[_R]:
+    """fn over the items (and `more`, zipped), in their order, in `workers` spawned processes (one: in this process).
+    `fn` must be a module-level function; its arguments and result cross processes pickled."""
+    if workers <= 1:
+        if initializer is not None:
+            initializer()
+        yield from map(fn, items, *more)
+        return
     import multiprocessing
 
     # 'spawn': a fork would copy this process's DuckDB threads and locks mid-state
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker) as pool:
-        yield from pool.map(_read_in_worker, [Path(p) for p in paths], fallback)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=initializer) as pool:
+        yield from pool.map(fn, items, *more)
 
 
 def _read_rank(trace: Trace, fallback_rank: int, models: list[CostModel]) -> _RankRead:

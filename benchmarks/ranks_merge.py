@@ -193,7 +193,7 @@ def measure(paths: list[Path], one_rank: bool, view: Path | None = None) -> None
         from graphmode.analyzers.ranks import analyze_ranks
         from graphmode.views import write_ranks_page
 
-        summary = write_ranks_page(analyze_ranks(paths, workers=rank_workers(len(paths))), view)
+        summary = write_ranks_page(analyze_ranks(paths, workers=rank_workers(len(paths))), view, workers=rank_workers(len(paths)))
         text = ""
         extra = {"html_bytes": summary.bytes, "ranks_drawn": summary.ranks_drawn, "note": summary.note}
     elif one_rank:

@@ -17,9 +17,11 @@ from graphmode.analyzers import analyze, analyze_metrics, sources, to_dict
 from graphmode.analyzers.costmodel import find_model
 from graphmode.analyzers.critical_path import critical_path_notes, critical_paths
 from graphmode.analyzers.notes import note
+from graphmode.analyzers.rank_page import rank_page_data
 from graphmode.analyzers.ranks import analyze_ranks
 from graphmode.analyzers.run import build_run
 from graphmode.reports.ranks import render_ranks_json
+from graphmode.reports.ranks_html import render_ranks_html
 from graphmode.tracer.store import TraceError, load, read_meta, read_metas
 from synthetic_ranks import RankPlan, job
 from tests.conftest import DATA
@@ -103,6 +105,18 @@ def test_synthetic_ranks_read_by_worker_processes_give_the_same_report(tmp_path:
     assert any(w.kind == "trace_left_out" and "train.rank5.gmtrace" in str(w["error"]) for w in pooled.warnings)
     assert pooled.straggler is not None and pooled.straggler.rank == 4
     assert seen[0] == (0, 6) and seen[-1] == (6, 6) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_the_page_read_by_worker_processes_is_the_same(tmp_path: Path) -> None:
+    # 18 SYNTHETIC ranks, more than the page draws span by span (analyzers.rank_page.MAX_TIMELINE_RANKS), rank 9
+    # straggling; rank 17's file damaged after the analysis: the page says it could not draw it, either way
+    paths = job(tmp_path, [RankPlan(r, 18, graph_late=300 if r == 9 else 0) for r in range(18)])
+    a = analyze_ranks(paths, workers=2)
+    paths[17].write_bytes(paths[17].read_bytes()[:5000])
+    pooled, single = rank_page_data(a, workers=2), rank_page_data(a, workers=1)
+    assert render_ranks_html(a, pooled) == render_ranks_html(a, single)
+    assert len(pooled.drawn) == 16 and 9 in pooled.drawn and pooled.timeline and pooled.replay
+    assert [n.kind for n in pooled.notes] == ["rank_page_ranks_drawn", "rank_page_not_drawn"]
 
 
 def test_a_note_crosses_processes_whole() -> None:
