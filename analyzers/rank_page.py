@@ -15,7 +15,7 @@ import numpy as np
 
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import RankSetAnalysis
-from graphmode.analyzers.ranks import map_in_workers
+from graphmode.analyzers.ranks import map_in_workers, start_worker, worker_database
 from graphmode.tracer.store import TraceError, load
 
 HEAT_BINS = 400
@@ -92,7 +92,7 @@ def _draw_rank(job: _RankToDraw) -> _RankDrawing:
     """One rank trace read for the page, and closed."""
     empty = np.zeros(0, np.int64)
     try:
-        trace = load(job.path)
+        trace = load(job.path, worker_database())
     except TraceError as e:
         return _RankDrawing(empty, empty, None, 0, None, str(e))
     with trace:
@@ -143,7 +143,7 @@ def _collect(a: RankSetAnalysis, workers: int) -> tuple[np.ndarray, list[int], l
         jobs.append(_RankToDraw(s.identity.path, s.pass_id, int(a.offset_of(r)), t0, bin_ns, r in drawn, per_rank_budget,
                                 (s.start_ns + s.end_ns) // 2, s.end_ns,
                                 (graph_ids[(r, choice[0])], choice[1]) if shown and choice is not None else None))
-    for row, (s, d) in enumerate(zip(a.ranks, map_in_workers(_draw_rank, jobs, workers))):
+    for row, (s, d) in enumerate(zip(a.ranks, map_in_workers(_draw_rank, jobs, workers, initializer=start_worker))):
         r = s.identity.rank
         if d.error:
             notes.append(note("rank_page_not_drawn", rank=r, error=d.error))

@@ -59,7 +59,7 @@ from graphmode.analyzers.rank_results import (
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.analyzers.run import build_run
 from graphmode.tracer.rankset import RankSetError, check_one_job
-from graphmode.tracer.store import PassInfo, Trace, TraceError, load
+from graphmode.tracer.store import PassInfo, Trace, TraceError, load, trace_database
 
 _R = TypeVar("_R")
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
@@ -261,25 +261,34 @@ class _RankRead:
     built: dict[int, int | None]
 
 
-def _read_path(path: Path, fallback_rank: int, models: list[CostModel]) -> _RankRead | str:
-    """One rank's trace read and closed; the loader's one-line error where it cannot be read."""
+def _read_path(path: Path, fallback_rank: int, models: list[CostModel], database: Any = None) -> _RankRead | str:
+    """One rank's trace read and closed (in `database`: tracer.store.load); the loader's one-line error where it cannot
+    be read."""
     try:
-        trace = load(path)
+        trace = load(path, database)
     except TraceError as e:
         return str(e)
     with trace:
         return _read_rank(trace, fallback_rank, models)
 
 
-_WORKER_MODELS: list[CostModel] = []  # in a worker process: the installed cost models, read once (_start_worker)
+_WORKER: dict[str, Any] = {}  # in a worker process (start_worker): what it keeps from one rank trace to the next
 
 
-def _start_worker() -> None:
-    _WORKER_MODELS[:] = installed_models()
+def start_worker() -> None:
+    """map_in_workers' initializer for rank traces: the installed cost models, read once, and one DuckDB database that
+    opens each trace in turn (tracer.store.trace_database), in each worker process."""
+    _WORKER["models"] = installed_models()
+    _WORKER["database"] = trace_database()
+
+
+def worker_database() -> Any:
+    """The worker's database (start_worker), None outside a worker."""
+    return _WORKER.get("database")
 
 
 def _read_in_worker(path: Path, fallback_rank: int) -> _RankRead | str:
-    return _read_path(path, fallback_rank, _WORKER_MODELS)
+    return _read_path(path, fallback_rank, _WORKER["models"], _WORKER["database"])
 
 
 def _read_all(paths: Sequence[Path], workers: int) -> Iterator[_RankRead | str]:
@@ -289,16 +298,15 @@ def _read_all(paths: Sequence[Path], workers: int) -> Iterator[_RankRead | str]:
         models = installed_models()
         yield from (_read_path(Path(p), f, models) for p, f in zip(paths, fallback))
         return
-    yield from map_in_workers(_read_in_worker, [Path(p) for p in paths], workers, fallback, initializer=_start_worker)
+    yield from map_in_workers(_read_in_worker, [Path(p) for p in paths], workers, fallback, initializer=start_worker)
 
 
 def map_in_workers(fn: Callable[..., _R], items: Sequence[Any], workers: int, *more: Sequence[Any],
                    initializer: Callable[[], None] | None = None) -> Iterator[_R]:
     """fn over the items (and `more`, zipped), in their order, in `workers` spawned processes (one: in this process).
-    `fn` must be a module-level function; its arguments and result cross processes pickled."""
+    `fn` must be a module-level function; its arguments and result cross processes pickled. `initializer` runs once
+    in each worker process (not in this one)."""
     if workers <= 1:
-        if initializer is not None:
-            initializer()
         yield from map(fn, items, *more)
         return
     import multiprocessing

@@ -22,7 +22,7 @@ from graphmode.analyzers.ranks import analyze_ranks
 from graphmode.analyzers.run import build_run
 from graphmode.reports.ranks import render_ranks_json
 from graphmode.reports.ranks_html import render_ranks_html
-from graphmode.tracer.store import TraceError, load, read_meta, read_metas
+from graphmode.tracer.store import TraceError, load, read_meta, read_metas, trace_database
 from synthetic_ranks import RankPlan, job
 from tests.conftest import DATA
 
@@ -139,3 +139,31 @@ def test_metadata_read_through_one_database_is_each_files_own(tmp_path: Path) ->
         with pytest.raises(TraceError) as alone:
             read_meta(path)
         assert str(bad) == str(alone.value)
+
+
+def test_traces_opened_in_one_database_are_each_their_own(tmp_path: Path) -> None:
+    # a worker opens rank after rank in one database (tracer.store.trace_database): each trace in a connection of its
+    # own sees its own file's tables, two at once included, and closing one detaches its file
+    paths = job(tmp_path, [RankPlan(0, 2), RankPlan(1, 2)])
+    database = trace_database()
+    tables = ["api_calls", "gpu_spans", "graph_events", "graph_nodes"]
+    try:
+        with load(NODE_DETAIL, database) as a, load(paths[1], database) as b, load(paths[1]) as alone:
+            for t in (a, b):
+                assert t.meta == read_meta(t.path) and t.notes == []
+            assert b.counts(tables) == alone.counts(tables) and a.counts(tables) != b.counts(tables)
+            with load(NODE_DETAIL) as a_alone:
+                assert a.counts(tables) == a_alone.counts(tables)
+            assert to_dict(analyze(b)) == to_dict(analyze(alone))
+        attached = {r[0] for r in database.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+        assert not any(name.startswith("trace") for name in attached), attached
+        paths[1].write_bytes(paths[1].read_bytes()[:5000])
+        with pytest.raises(TraceError) as damaged:
+            load(paths[1], database)
+        with pytest.raises(TraceError) as alone_damaged:
+            load(paths[1])
+        assert str(damaged.value) == str(alone_damaged.value)
+        with load(paths[0], database) as again:  # the database still opens traces after a failed one
+            assert again.meta["rank"]["rank"] == 0
+    finally:
+        database.close()
