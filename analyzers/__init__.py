@@ -28,7 +28,7 @@ from typing import Any
 
 from graphmode.analyzers.costmodel import ModelChoice, find_model
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
-from graphmode.analyzers.critical_path import critical_paths
+from graphmode.analyzers.critical_path import critical_path_notes, critical_paths
 from graphmode.analyzers.graph_use import graph_use_fields
 from graphmode.analyzers.headline import headline_of
 from graphmode.analyzers.kernels import MAX_KERNELS, kernel_comparisons
@@ -56,7 +56,7 @@ from graphmode.analyzers.results import (
     Stat,
     TraceAnalysis,
 )
-from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines
+from graphmode.analyzers.sources import MAX_SOURCE_LINES, kernel_sources, source_lines, source_lines_truncated
 from graphmode.tracer.store import Trace
 
 # A traced pass this much slower than the timing pass earns a warning in the report.
@@ -81,6 +81,46 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
     `predict_build`: how the predicted graphs are made ('auto', 'capture' or 'node_api': analyzers.predict.predict).
     """
     run = source if isinstance(source, Run) else build_run(source)
+    choice = cost_model if cost_model is not None else find_model(run.trace.meta)
+    result = analyze_metrics(run, choice)
+    trace = run.trace
+    # each kernel's source lines, from the pass the source lines come from (analyze_metrics)
+    source_pass = result.traced_pass_id if result.traced_pass_id is not None else result.timing_pass_id
+    if source_pass is not None and result.source_lines and result.kernels:
+        by_name = kernel_sources(trace, source_pass)
+        result = dataclasses.replace(result, kernels=tuple(dataclasses.replace(k, sources=by_name.get(k.name, ()))
+                                                           for k in result.kernels))
+    result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
+    # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
+    try:
+        profile = cpu_profile_summary(trace, result.traced_pass_id)
+    except ValueError as e:  # a damaged profile costs the profile section, not the report
+        profile = None
+        result = dataclasses.replace(result, warnings=(*result.warnings, note("cpu_profile_unreadable", error=str(e))))
+    result = dataclasses.replace(result, pitfalls=find_pitfalls(run, result), cpu_profile=profile)
+    # The prediction compares itself with the graph measured above, so it comes after everything.
+    for spec in predict_lines:
+        parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
+    check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
+    try:
+        prediction = predict(run, result, choice, predict_lines, build=predict_build)
+    except Exception as e:  # a bug in the prediction must not take the measured report with it
+        result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
+                                     note("prediction_failed", error_type=type(e).__name__, error=str(e))))
+        return dataclasses.replace(result, headline=headline_of(result))
+    result = dataclasses.replace(result, prediction=prediction)
+    return dataclasses.replace(result, headline=headline_of(result))
+
+
+def analyze_metrics(run: Run, choice: ModelChoice, details: bool = True) -> TraceAnalysis:
+    """The measured metrics of `analyze` and every note about them (modes, one-time costs, savings, break-even,
+    per-graph results, per-kernel comparison, critical paths, source lines, distortion), without what is derived
+    from them (each kernel's source lines, coverage, PyTorch's graphs, the graph budget, diagnostics, the CPU
+    profile, the prediction, the headline): the fields those fill keep their defaults. `analyze` is this and the
+    rest. `choice`: the cost model (analyzers.costmodel.find_model).
+
+    `details` False: no critical paths and no source lines either, only what they say they could not do (the same
+    notes): what a multi-rank analysis reads of each rank (analyzers.ranks), which shows neither."""
     trace = run.trace
     warnings: list[Note] = []
     cannot: list[Note] = []
@@ -101,7 +141,6 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
     if dropped:
         warnings.append(note("records_dropped", count=dropped))
 
-    choice = cost_model if cost_model is not None else find_model(trace.meta)
     # One pipeline: the parts particular to the trace's kind (a script's per-graph results and steps, from the measuring
     # run and the run that recorded the graphs, analyzers.script_analysis; a runner's modes against each eager baseline
     # and its one step, from its markers, analyzers.runner_analysis), then everything below, shared.
@@ -125,7 +164,10 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
                 kernels, truncated = kernel_comparisons(trace, traced.pass_id, base, spans)
                 if truncated:
                     cannot.append(note("kernel_table_truncated", limit=MAX_KERNELS))
-            paths, notes = critical_paths(trace, traced.pass_id)
+            if details:
+                paths, notes = critical_paths(trace, traced.pass_id)
+            else:
+                notes = critical_path_notes(trace, traced.pass_id)
             cannot.extend(notes)
         else:
             if graph is not None:  # (a run without graph launches loses nothing to graph detail)
@@ -138,12 +180,12 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
     lines: tuple[SourceLine, ...] = ()
     source_pass = traced_id if traced_id is not None else timing_id
     if source_pass is not None:
-        lines, lines_truncated = source_lines(trace, source_pass)
+        if details:
+            lines, lines_truncated = source_lines(trace, source_pass)
+        else:
+            lines_truncated = source_lines_truncated(trace, source_pass)
         if lines_truncated:
             cannot.append(note("source_table_truncated", limit=MAX_SOURCE_LINES))
-        if lines and kernels:
-            by_name = kernel_sources(trace, source_pass)
-            kernels = [dataclasses.replace(k, sources=by_name.get(k.name, ())) for k in kernels]
 
     distortion: list[Distortion] = []
     if wall_source == "timing" and traced is not None:
@@ -163,26 +205,7 @@ def analyze(source: Trace | Run, cost_model: ModelChoice | None = None, predict_
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
         graphs=parts.graphs, totals=parts.totals, steps=parts.steps,
     )
-    result = dataclasses.replace(result, **graph_use_fields(trace, result))  # coverage, PyTorch, graph budget
-    # Diagnostics and the CPU profile read the metrics above (break-even, medians), so they come last.
-    try:
-        profile = cpu_profile_summary(trace, traced_id)
-    except ValueError as e:  # a damaged profile costs the profile section, not the report
-        profile = None
-        result = dataclasses.replace(result, warnings=(*result.warnings, note("cpu_profile_unreadable", error=str(e))))
-    result = dataclasses.replace(result, pitfalls=find_pitfalls(run, result), cpu_profile=profile)
-    # The prediction compares itself with the graph measured above, so it comes after everything.
-    for spec in predict_lines:
-        parse_line_spec(spec)  # a user mistake raises ValueError saying what to write, before any work
-    check_build(predict_build)  # before any work: inside predict() below, a mistake would become a failed prediction
-    try:
-        prediction = predict(run, result, choice, predict_lines, build=predict_build)
-    except Exception as e:  # a bug in the prediction must not take the measured report with it
-        result = dataclasses.replace(result, cannot_compute=(*result.cannot_compute,
-                                     note("prediction_failed", error_type=type(e).__name__, error=str(e))))
-        return dataclasses.replace(result, headline=headline_of(result))
-    result = dataclasses.replace(result, prediction=prediction)
-    return dataclasses.replace(result, headline=headline_of(result))
+    return result
 
 
 def recording_problems(trace: Trace) -> list[Note]:

@@ -712,10 +712,16 @@ def find_model(meta: dict[str, Any], path: str | os.PathLike[str] | None = None)
     """The model for a trace: `path` if given (errors raise), else the best of candidate_files()."""
     if path is not None:
         return choose_model(meta, [load_model(path)])
+    return choose_model(meta, installed_models())
+
+
+def installed_models() -> list[CostModel]:
+    """The models of candidate_files() that can be read, in their order: what find_model chooses from (read once
+    for many traces by analyzers.ranks)."""
     models: list[CostModel] = []
     for p in candidate_files():
         try:
             models.append(load_model(p))
         except CostModelError:
             continue  # a damaged file elsewhere must not stop the report; an explicit path does raise
-    return choose_model(meta, models)
+    return models

@@ -63,9 +63,20 @@ def longest_path(weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple
 
 def critical_paths(trace: Trace, pass_id: int) -> tuple[list[CriticalPath], list[Note]]:
     """Critical paths of the pass's graphs that have nodes; also statements of what was skipped."""
+    return _critical_paths(trace, pass_id, measured=True)
+
+
+def critical_path_notes(trace: Trace, pass_id: int) -> list[Note]:
+    """What critical_paths says it skipped, without the replays' measured spans (the one costly query: a join of
+    every node span with its iteration): for an analysis that shows no critical path (analyzers.ranks)."""
+    return _critical_paths(trace, pass_id, measured=False)[1]
+
+
+def _critical_paths(trace: Trace, pass_id: int, measured: bool) -> tuple[list[CriticalPath], list[Note]]:
+    """critical_paths; `measured` False: the paths without their measured replay spans."""
     notes: list[Note] = []
     node_dur = node_durations(trace, pass_id)
-    replay = trace.sql(_REPLAY_SQL, [pass_id])
+    replay = trace.sql(_REPLAY_SQL, [pass_id]) if measured else {"graph_id": np.zeros(0, np.int64)}
     labels = dict(trace.rows("SELECT graph_id, label FROM graphs WHERE pass_id = ?", [pass_id]))
     out: list[CriticalPath] = []
     for (graph_id,) in trace.rows("SELECT DISTINCT graph_id FROM graph_nodes WHERE pass_id = ? ORDER BY graph_id", [pass_id]):

@@ -34,6 +34,10 @@ class Note:
             frozen[k] = tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in v) if isinstance(v, (list, tuple)) else v
         object.__setattr__(self, "values", MappingProxyType(frozen))
 
+    def __reduce__(self) -> tuple[type[Note], tuple[str, dict[str, NoteValue]]]:
+        # a mappingproxy does not pickle: rebuilt from a dict (analyzers.ranks reads ranks in worker processes)
+        return (Note, (self.kind, dict(self.values)))
+
     def __getitem__(self, key: str) -> NoteValue:
         return self.values[key]
 

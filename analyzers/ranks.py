@@ -1,11 +1,14 @@
 """The traces of one multi-process job analysed as one run: per rank, per graph, and across ranks.
 
-`analyze_ranks(paths)` opens one rank trace at a time, runs the single-trace analysis on it
-(`analyzers.analyze`), keeps a few numbers per graph and the rank's NCCL kernels, and closes it;
-what crosses ranks (clock alignment, waits in collectives, stragglers, hang risks) is SQL over two
-small DuckDB tables of collectives (analyzers.collectives). Memory is one rank's analysis plus
-those tables, whatever the number of ranks. Pure: no printing, no plotting; docs/ranks.md defines
-every figure.
+`analyze_ranks(paths)` opens one rank trace at a time, runs the single-trace analysis's metrics on it
+(`analyzers.analyze_metrics`: what `analyze` measures and its notes, without the diagnostics, coverage,
+prediction, critical paths and source lines that the job's report does not show), keeps a few numbers
+per graph and the rank's NCCL kernels, and closes it; what crosses ranks (clock alignment, waits in
+collectives, stragglers, hang risks) is SQL over two small DuckDB tables of collectives
+(analyzers.collectives). Ranks are read by up to RANK_WORKERS processes at once, each one rank at a
+time, and added to the tables in the order given, so the result does not depend on which process read
+which rank. Memory is RANK_WORKERS ranks' analyses plus those tables, whatever the number of ranks.
+Pure: no printing, no plotting; docs/ranks.md defines every figure.
 
 Which run of a rank's trace gives what (a `graphmode run` trace holds a measuring run and a detail
 run, analyzers.script_graphs): the per-graph figures are the rank's own per-graph results
@@ -22,15 +25,17 @@ detail run's (the program ran twice): the two runs are never mixed.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from graphmode.analyzers import analyze
+from graphmode.analyzers import analyze_metrics
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
     align_clocks,
@@ -42,6 +47,7 @@ from graphmode.analyzers.collectives import (
     rank_waits,
     spread,
 )
+from graphmode.analyzers.costmodel import CostModel, choose_model, installed_models
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import (
     GraphAcrossRanks,
@@ -51,11 +57,18 @@ from graphmode.analyzers.rank_results import (
     RankSummary,
 )
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.analyzers.run import build_run
 from graphmode.tracer.rankset import RankSetError, check_one_job
-from graphmode.tracer.store import PassInfo, Trace, TraceError, load
+from graphmode.tracer.store import PassInfo, Trace, TraceError, load, trace_database
 
+_R = TypeVar("_R")
 UNNUMBERED = 1 << 30  # provisional ranks of traces without rank metadata
 MAX_CALLS_PER_RANK = 200_000  # collective calls per rank compared for hang risks
+# Processes reading ranks at once. Reading a rank is CPU-bound (DuckDB queries and numpy over one trace) and ranks
+# are independent, so two processes halve the time on two cores; each holds one rank's analysis, so memory grows
+# with their number: two, not one per core.
+RANK_WORKERS = 2
+POOL_FROM_RANKS = 6  # below this, starting the processes (each imports numpy, DuckDB and the analyzers) costs more
 _SITE = re.compile(r"\((?:captured|built) at (.+)\)\s*$")
 
 
@@ -238,16 +251,80 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
         con.unregister("_rank_calls")
 
 
-def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
+@dataclass
+class _RankRead:
+    """What one rank's trace gives: its summary and graphs, and its collectives for the job's tables (_rank_tables)."""
+    rank: _Rank
+    spans: dict[str, np.ndarray]
+    keys: dict[int, str]
+    captured: dict[int, list[str]]
+    built: dict[int, int | None]
+
+
+def _read_path(path: Path, fallback_rank: int, models: list[CostModel], database: Any = None) -> _RankRead | str:
+    """One rank's trace read and closed (in `database`: tracer.store.load); the loader's one-line error where it cannot
+    be read."""
+    try:
+        trace = load(path, database)
+    except TraceError as e:
+        return str(e)
+    with trace:
+        return _read_rank(trace, fallback_rank, models)
+
+
+_WORKER: dict[str, Any] = {}  # in a worker process (start_worker): what it keeps from one rank trace to the next
+
+
+def start_worker() -> None:
+    """map_in_workers' initializer for rank traces: the installed cost models, read once, and one DuckDB database that
+    opens each trace in turn (tracer.store.trace_database), in each worker process."""
+    _WORKER["models"] = installed_models()
+    _WORKER["database"] = trace_database()
+
+
+def worker_database() -> Any:
+    """The worker's database (start_worker), None outside a worker."""
+    return _WORKER.get("database")
+
+
+def _read_in_worker(path: Path, fallback_rank: int) -> _RankRead | str:
+    return _read_path(path, fallback_rank, _WORKER["models"], _WORKER["database"])
+
+
+def _read_all(paths: Sequence[Path], workers: int) -> Iterator[_RankRead | str]:
+    """Each rank's reading, in the order of `paths`, from `workers` processes (one: this process)."""
+    fallback = [UNNUMBERED + i for i in range(len(paths))]  # a trace without rank metadata: renumbered later
+    if workers <= 1:
+        models = installed_models()
+        yield from (_read_path(Path(p), f, models) for p, f in zip(paths, fallback))
+        return
+    yield from map_in_workers(_read_in_worker, [Path(p) for p in paths], workers, fallback, initializer=start_worker)
+
+
+def map_in_workers(fn: Callable[..., _R], items: Sequence[Any], workers: int, *more: Sequence[Any],
+                   initializer: Callable[[], None] | None = None) -> Iterator[_R]:
+    """fn over the items (and `more`, zipped), in their order, in `workers` spawned processes (one: in this process).
+    `fn` must be a module-level function; its arguments and result cross processes pickled. `initializer` runs once
+    in each worker process (not in this one)."""
+    if workers <= 1:
+        yield from map(fn, items, *more)
+        return
+    import multiprocessing
+
+    # 'spawn': a fork would copy this process's DuckDB threads and locks mid-state
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=initializer) as pool:
+        yield from pool.map(fn, items, *more)
+
+
+def _read_rank(trace: Trace, fallback_rank: int, models: list[CostModel]) -> _RankRead:
     identity = rank_identity(trace, fallback_rank)
-    analysis = analyze(trace)
+    analysis = analyze_metrics(build_run(trace), choose_model(trace.meta, models), details=False)
     chosen = collective_pass(trace, analysis)
     pass_id = chosen.pass_id if chosen is not None else 0
     spans = _collectives(trace, pass_id)
     captured = _captured_nodes(trace, pass_id, spans)
     graphs, keys = _rank_graphs(trace, analysis, pass_id, identity.rank, {g: len(v) for g, v in captured.items()})
     built = {gid: b for gid, _, _, b, _ in _graph_order(trace, pass_id)}
-    _rank_tables(con, identity.rank, identity.host, spans, keys, captured, built)
     totals = analysis.totals
     one_time = sum(g.one_time_ns for g in graphs if g.one_time_ns is not None) if any(g.one_time_ns is not None for g in graphs) else None
     if totals is not None and totals.saved_ns is not None:
@@ -263,7 +340,7 @@ def _read_rank(trace: Trace, fallback_rank: int, con: Any) -> _Rank:
         int(chosen.start_ns) if chosen is not None else 0, int(chosen.end_ns) if chosen is not None else 0,
         chosen.name if chosen is not None else "")
     lost = (chosen is not None and chosen.dropped_records > 0) or bool(trace.notes)
-    return _Rank(identity, summary, graphs, lost)
+    return _RankRead(_Rank(identity, summary, graphs, lost), spans, keys, captured, built)
 
 
 def _create_tables(con: Any) -> None:
@@ -292,9 +369,18 @@ def _across(graphs: list[RankGraph]) -> tuple[GraphAcrossRanks, ...]:
     return tuple(out)
 
 
-def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None) -> RankSetAnalysis:
-    """Analyses the rank traces of one job, one file at a time. Raises RankSetError for files that
-    cannot be one job (tracer.rankset.check_one_job: different programs, the same rank twice, different world sizes)."""
+def rank_workers(traces: int) -> int:
+    """How many processes read `traces` rank traces: RANK_WORKERS from POOL_FROM_RANKS traces up, as the cores allow."""
+    return min(RANK_WORKERS, os.cpu_count() or 1) if traces >= POOL_FROM_RANKS else 1
+
+
+def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[int, int], None] | None = None,
+                  workers: int = 1) -> RankSetAnalysis:
+    """Analyses the rank traces of one job, one file at a time in each of `workers` processes (the result is the same
+    whatever their number; the CLI takes rank_workers). Workers are spawned: each imports the caller's `__main__`
+    module, so a script that asks for more than one must keep its top level under `if __name__ == "__main__":`.
+    Raises RankSetError for files that cannot be one job (tracer.rankset.check_one_job: different programs, the same
+    rank twice, different world sizes)."""
     import duckdb
 
     check_one_job(paths)
@@ -305,19 +391,19 @@ def analyze_ranks(paths: Sequence[Path], source: str = "", progress: Callable[[i
     warnings: list[Note] = []
     cannot: list[Note] = []
     seen_world: dict[int, str] = {}
-    for i, path in enumerate(paths):
-        if progress is not None:
-            progress(i, len(paths))
-        try:
-            trace = load(path)
-        except TraceError as e:
-            warnings.append(note("trace_left_out", error=str(e)))
+    if progress is not None:
+        progress(0, len(paths))
+    for i, read in enumerate(_read_all(paths, workers)):
+        if progress is not None and 0 < i < len(paths):
+            progress(i, len(paths))  # i ranks read
+        if isinstance(read, str):
+            warnings.append(note("trace_left_out", error=read))
             continue
-        with trace:
-            r = _read_rank(trace, UNNUMBERED + i, con)  # a trace without rank metadata: renumbered below
+        r = read.rank
+        _rank_tables(con, r.identity.rank, r.identity.host, read.spans, read.keys, read.captured, read.built)
         ident = r.identity  # that the traces can be one job was checked above (tracer.rankset.check_one_job)
         if ident.world_size is not None:
-            seen_world.setdefault(ident.world_size, str(path))
+            seen_world.setdefault(ident.world_size, str(paths[i]))
         ranks[ident.rank] = r
     if progress is not None:
         progress(len(paths), len(paths))

@@ -74,6 +74,13 @@ def source_lines(trace: Trace, pass_id: int) -> tuple[tuple[SourceLine, ...], bo
     return lines, len(rows) > MAX_SOURCE_LINES
 
 
+def source_lines_truncated(trace: Trace, pass_id: int) -> bool:
+    """Whether source_lines leaves rows out (more (line, graph) rows than MAX_SOURCE_LINES), without building them:
+    for an analysis that shows no source lines (analyzers.ranks)."""
+    rows = trace.rows(_ATTRIBUTED + "SELECT count(*) FROM (SELECT DISTINCT kind, graph_id, source FROM attributed)", [pass_id])
+    return int(rows[0][0]) > MAX_SOURCE_LINES
+
+
 def kernel_sources(trace: Trace, pass_id: int) -> dict[str, tuple[str, ...]]:
     """Kernel (or copy) name -> the source lines that launched it (graph nodes and eager launches), sorted."""
     rows = trace.rows(_ATTRIBUTED + "SELECT name, list(DISTINCT source ORDER BY source) FROM attributed GROUP BY name",

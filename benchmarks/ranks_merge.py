@@ -14,7 +14,8 @@ node detail, H200): each rank is the recording's pass repeated --repeat times, w
 and no span ending before it starts (the trace reader leaves such rows out, which would shift every
 later collective's occurrence number on that rank); every rank file is read back whole before timing.
 Then, in a fresh process each (so that peak RSS is theirs alone), times `graphmode report --json` on
-all ranks, on a quarter of them, and `analyze()` of one rank; reads peak RSS (VmHWM); and checks
+all ranks, on a quarter of them, and `analyze()` of one rank; reads peak RSS (VmHWM; and the largest worker
+process's, where the ranks are read by several: analyzers.ranks.rank_workers); and checks
 the clock offsets recovered from the collectives against the injected ones.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -185,11 +187,13 @@ def _peak_rss_mib() -> float:
 def measure(paths: list[Path], one_rank: bool, view: Path | None = None) -> None:
     """Runs in a fresh process: prints {'seconds', 'peak_rss_mib', ...} as JSON."""
     started = time.perf_counter()
+    from graphmode.analyzers.ranks import rank_workers
+
     if view is not None:
         from graphmode.analyzers.ranks import analyze_ranks
         from graphmode.views import write_ranks_page
 
-        summary = write_ranks_page(analyze_ranks(paths), view)
+        summary = write_ranks_page(analyze_ranks(paths, workers=rank_workers(len(paths))), view, workers=rank_workers(len(paths)))
         text = ""
         extra = {"html_bytes": summary.bytes, "ranks_drawn": summary.ranks_drawn, "note": summary.note}
     elif one_rank:
@@ -204,13 +208,19 @@ def measure(paths: list[Path], one_rank: bool, view: Path | None = None) -> None
         from graphmode.analyzers.ranks import analyze_ranks
         from graphmode.reports.ranks import render_ranks_json
 
-        a = analyze_ranks(paths)
+        a = analyze_ranks(paths, workers=rank_workers(len(paths)))  # as `graphmode report` reads them
         text = render_ranks_json(a)
         extra = {"offsets": {o.rank: o.offset_ns for o in a.alignment.offsets},
                  "residual_median_ns": a.alignment.residual.median if a.alignment.residual else None,
                  "residual_max_ns": a.alignment.residual.max if a.alignment.residual else None,
                  "anchors": a.alignment.anchors, "straggler": a.straggler.rank if a.straggler else None}
-    print(json.dumps({"seconds": time.perf_counter() - started, "peak_rss_mib": _peak_rss_mib(), "json_bytes": len(text), **extra}))
+    # the rank traces are read by worker processes (analyzers.ranks.rank_workers): the largest one's peak RSS, which
+    # with this process's bounds what the command held at once (this process plus that many times the largest worker)
+    workers = 1 if one_rank else rank_workers(len(paths))
+    worker_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else 0.0
+    print(json.dumps({"seconds": time.perf_counter() - started, "peak_rss_mib": _peak_rss_mib(), "json_bytes": len(text),
+                      "workers": workers, "worker_peak_rss_mib": worker_peak,
+                      "peak_rss_bound_mib": _peak_rss_mib() + (workers * worker_peak if workers > 1 else 0.0), **extra}))
 
 
 def _fresh(paths: list[Path], one_rank: bool = False, view: Path | None = None) -> dict[str, object]:

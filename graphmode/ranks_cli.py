@@ -22,13 +22,13 @@ def _source(args: list[Path]) -> str:
 def _analysis(paths: list[Path], args: list[Path]) -> RankSetAnalysis:
     import sys
 
-    from graphmode.analyzers.ranks import analyze_ranks
+    from graphmode.analyzers.ranks import analyze_ranks, rank_workers
 
     def progress(done: int, total: int) -> None:
         if total >= 16 and sys.stderr.isatty():
             print(f"\rgraphmode: analysing rank traces {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    return analyze_ranks(paths, source=_source(args), progress=progress)
+    return analyze_ranks(paths, source=_source(args), progress=progress, workers=rank_workers(len(paths)))
 
 
 def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None, full_names: bool = False) -> str | None:
@@ -38,9 +38,10 @@ def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None
     if out is not None:
         _check_out(out, paths)
     if fmt == "html" and out is not None:
+        from graphmode.analyzers.ranks import rank_workers
         from graphmode.views import write_ranks_page
 
-        summary = write_ranks_page(a, out)
+        summary = write_ranks_page(a, out, workers=rank_workers(len(paths)))
         return f"report of {len(a.ranks)} ranks written to {summary.path} ({summary.bytes / 1e6:.1f} MB)"
     if fmt == "json":
         from graphmode.reports.ranks import render_ranks_json
@@ -68,12 +69,13 @@ def report_ranks(paths: list[Path], args: list[Path], fmt: str, out: Path | None
 
 
 def view_ranks(paths: list[Path], args: list[Path], out: Path | None) -> str:
+    from graphmode.analyzers.ranks import rank_workers
     from graphmode.views import write_ranks_page
 
     a = _analysis(paths, args)
     path = out or _default_out(paths, ".html")
     _check_out(path, paths)
-    summary = write_ranks_page(a, path)
+    summary = write_ranks_page(a, path, workers=rank_workers(len(paths)))
     return f"report of {len(a.ranks)} ranks written to {summary.path} ({summary.bytes / 1e6:.1f} MB)" + (
         f"\n{summary.note}" if summary.note else "")
 

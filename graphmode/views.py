@@ -64,12 +64,12 @@ def ranks_page(a: RankSetAnalysis) -> tuple[str, int, str]:
     return render_ranks_html(a, rank_page_data(a))
 
 
-def write_ranks_page(a: RankSetAnalysis, out: Path) -> RanksHtmlSummary:
-    """ranks_page() written to `out`."""
+def write_ranks_page(a: RankSetAnalysis, out: Path, workers: int = 1) -> RanksHtmlSummary:
+    """ranks_page() written to `out`; the rank traces read again by `workers` processes (analyzers.rank_page)."""
     from graphmode.analyzers.rank_page import rank_page_data
     from graphmode.reports.ranks_html import write_ranks_html
 
-    return write_ranks_html(a, rank_page_data(a), out)
+    return write_ranks_html(a, rank_page_data(a, workers), out)
 
 
 def report_and_page(trace: Trace, report: bool, page: Path | None, console: Console | None = None) -> TraceAnalysis:

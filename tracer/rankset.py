@@ -22,7 +22,7 @@ from pathlib import Path
 
 from typing import Any
 
-from graphmode.tracer.store import read_meta, TraceError
+from graphmode.tracer.store import read_metas, TraceError
 
 GLOB_CHARS = set("*?[")
 
@@ -93,12 +93,7 @@ def _listed(groups: dict[str, list[Path]], shown: int = 3) -> str:
 def check_one_job(paths: Sequence[Path]) -> None:
     """Raises RankSetError, naming what differs, unless the traces can be the ranks of one job (module
     docstring). A trace that cannot be read is let through: the analysis leaves it out and says so."""
-    metas: list[tuple[Path, dict[str, Any]]] = []
-    for p in paths:
-        try:
-            metas.append((Path(p), read_meta(p)))
-        except TraceError:
-            continue
+    metas = [(Path(p), m) for p, m in zip(paths, read_metas(paths)) if not isinstance(m, TraceError)]
     if len(metas) < 2:
         return
     one_at_a_time = "pass the traces of one job, or one trace file at a time"
