@@ -45,13 +45,14 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     cpu = t.cpu_period[sel]
     timed = sel & (t.timed_by == "timing")
     corrected = sel & (t.timed_by == CORRECTED)  # the tracer's calibrated cost taken off (analyzers.tracer_cost)
+    mostly_corrected = 2 * int(corrected.sum()) >= int(sel.sum())
     traced = np.where(timed | corrected, t.traced_work, t.work)[sel]  # what the traced run read for the same rows
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
                   cpu_period=Stat.of_finite(cpu), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
                   other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
-                  run="timing" if timed.any() else CORRECTED if 2 * int(corrected.sum()) >= int(sel.sum()) else run,
+                  run="timing" if timed.any() else CORRECTED if mostly_corrected else run,
                   streams=int(np.unique(t.stream_id[sel]).size),
-                  traced_work=Stat.of_finite(traced) if timed.any() or 2 * int(corrected.sum()) >= int(sel.sum()) else None)
+                  traced_work=Stat.of_finite(traced) if timed.any() or mostly_corrected else None)
 
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable,

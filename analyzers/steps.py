@@ -251,10 +251,15 @@ def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager
         if source == "timing":
             return TIMING_RUN_SLOWDOWN_BOUND
         if source == CORRECTED:
-            return 0.0  # either way: eager_spread (_spread)
+            return 0.0  # either way: _spread
         return CPU_BOUND_SLOWDOWN_BOUND if p is not None and p.bound in CPU_SIDE else 0.0
 
     return (of(first.eager if first else None, eager_source), of(first.graph if first else None, graph_source))
+
+
+def _spread(source: str) -> float:
+    """How far either way a step's eager period may be from untraced: a corrected one's (analyzers.tracer_cost)."""
+    return CORRECTED_SLOWDOWN_BOUND if source == CORRECTED else 0.0
 
 
 def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,
@@ -355,7 +360,7 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
     if has_eager:
         be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
                                graph_inflation=graph_infl,
-                               eager_spread=CORRECTED_SLOWDOWN_BOUND if e_source == CORRECTED else 0.0,
+                               eager_spread=_spread(e_source),
                                one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CORRECTED_CAPTURE_BOUND
                                if any(c is not None and c.tracer_correction_ns is not None for c in costs)
                                else CAPTURE_SLOWDOWN_BOUND)
@@ -394,7 +399,7 @@ def _as_segment(g: GraphResult, pattern: tuple[int, ...], g_inst: StepInstances,
     be = break_even_series("eager", es if es is not None else np.zeros(0), gs, 1,
                            g.cost.total_ns if g.cost is not None else None, g.replays,
                            eager_inflation=eager_infl, graph_inflation=graph_infl,
-                           eager_spread=CORRECTED_SLOWDOWN_BOUND if e_inst is not None and e_inst.source == CORRECTED else 0.0)
+                           eager_spread=_spread(e_inst.source if e_inst is not None else ""))
     if es is None:
         eager = None
     saved = be.saved_per_replay_ns if be is not None else None

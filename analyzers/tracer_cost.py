@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -117,9 +116,3 @@ def capture_correction(c: TracerCorrection | None, nodes: int) -> float | None:
         return None
     return max(0.0, c.capture_per_graph.median + c.capture_per_node.median * max(nodes, 0))
 
-
-def summary(c: TracerCorrection) -> dict[str, Any]:
-    """The correction's figures for a note (ns)."""
-    return {"framework": c.framework, "per_kernel_ns": {k: v.median for k, v in sorted(c.per_kernel.items())},
-            "capture_per_graph_ns": c.capture_per_graph.median if c.capture_per_graph else None,
-            "capture_per_node_ns": c.capture_per_node.median if c.capture_per_node else None}
