@@ -183,6 +183,14 @@ class LaunchCost:
     gpu_per_kernel_ns: float  # the probe kernels' own GPU time (median): what the slope measured was the CPU's
 
 
+def _rows_by_variant(probe: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """One launch probe process's rows (tracer.launch_probes), by variant."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in probe.get("rows", []) or []:
+        out.setdefault(str(r.get("variant", "")), []).append(r)
+    return out
+
+
 def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost], list[dict[str, Any]]]:
     """Per launcher, the per-kernel slope and per-call intercept of each probe process (tracer.launch_probes: two sizes
     a variant) as Spreads over the processes. Returns the costs and what was left out: {'launcher', 'kind': 'fused'
@@ -195,10 +203,7 @@ def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost
         if probe.get("traced"):  # a traced twin (fit_tracer_costs): its launches carry the tracer's cost
             continue
         fw = str(probe.get("framework", ""))
-        by_variant: dict[str, list[dict[str, Any]]] = {}
-        for r in probe.get("rows", []) or []:
-            by_variant.setdefault(str(r.get("variant", "")), []).append(r)
-        for variant, rows in by_variant.items():
+        for variant, rows in _rows_by_variant(probe).items():
             key = LAUNCHERS.get((fw, variant))
             if key is None or len(rows) < 2:
                 continue
@@ -232,11 +237,8 @@ def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -
     the kernels each call launched as the untraced processes counted them (`kernels`: (framework, variant, ops) ->
     kernels); a traced process counts none."""
     fw = str(probe.get("framework", ""))
-    by_variant: dict[str, list[dict[str, Any]]] = {}
-    for r in probe.get("rows", []) or []:
-        by_variant.setdefault(str(r.get("variant", "")), []).append(r)
     out: dict[str, tuple[float, float]] = {}
-    for variant, rows in by_variant.items():
+    for variant, rows in _rows_by_variant(probe).items():
         key = "capture" if variant == "capture" else LAUNCHERS.get((fw, variant))
         if key is None or len(rows) < 2:
             continue
