@@ -28,7 +28,9 @@ Everything is vectorised over events; the Python loops run per graph, per unit, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -255,6 +257,17 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
 LINE_SOURCE = "line "  # Occurrences.source of a step found between executions of a line: 'line FILE:N'
 LOOP_STEP_MIN = 20  # a loop's step recurs this often; an outer loop over identical steps (epochs) less (loop_step)
 
+_C = TypeVar("_C")
+
+
+def step_pool(cands: list[_C], covered: Callable[[_C], int], recurrences: Callable[[_C], int]) -> tuple[list[_C], list[_C]]:
+    """The rule that picks a loop's step among repeated stretches (loop_step, analyzers.repetition): of the candidates
+    covering at least half as many kernels as the most (`top`), those recurring at least LOOP_STEP_MIN times, else all
+    of `top` (`pool`, from which the caller takes the longest). `cands` is not empty."""
+    best = max(covered(c) for c in cands)
+    top = [c for c in cands if 2 * covered(c) >= best]
+    return top, [c for c in top if recurrences(c) >= LOOP_STEP_MIN] or top
+
 
 def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     """A script that built no graph and whose loop does not synchronize: its step, from a pass that stamped every user
@@ -303,9 +316,7 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
             cands.append((n * m, m, n, at, str(line_ids[k])))
     if not cands:
         return None
-    best = max(c[0] for c in cands)
-    top = [c for c in cands if 2 * c[0] >= best]
-    pool = [c for c in top if c[2] >= LOOP_STEP_MIN] or top
+    top, pool = step_pool(cands, lambda c: c[0], lambda c: c[2])
     _, m, _, at, line = max(pool, key=lambda c: (c[1], c[4] in top_level, c[2]))
     return tuple(str(vocab[i]) for i in codes[at:at + m]), line
 

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphmode.analyzers.inference import (
-    LOOP_STEP_MIN,
     MIN_SYNC_ITERATIONS,
     Occurrences,
     eager_occurrences,
     line_iterations,
+    step_pool,
     sync_iterations,
 )
-from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.script_graphs import ScriptGraphs, primitive_root
 from graphmode.tracer.store import Trace
 
 MAX_PERIODS = 64  # periods tried (each a vectorised pass over the sequence)
@@ -60,15 +60,6 @@ class RepeatedBlock:
     @property
     def covered(self) -> int:
         return self.recurrences * len(self.names)
-
-
-def _primitive(block: np.ndarray) -> int:
-    """The shortest period q of `block` with block == q-block repeated (len(block) when none)."""
-    p = block.size
-    for q in range(1, p // 2 + 1):  # per divisor candidate: a handful per block
-        if p % q == 0 and np.array_equal(block, np.tile(block[:q], p // q)):
-            return q
-    return p
 
 
 def repeated_blocks(names: np.ndarray) -> list[RepeatedBlock]:
@@ -95,8 +86,7 @@ def repeated_blocks(names: np.ndarray) -> list[RepeatedBlock]:
             copies = (e - s + p) // p
             if copies < MIN_SYNC_ITERATIONS:
                 continue
-            q = _primitive(codes[s:s + p])
-            found.setdefault(tuple(codes[s:s + q].tolist()), []).append((s, s + copies * p))
+            found.setdefault(primitive_root(tuple(codes[s:s + p].tolist())), []).append((s, s + copies * p))
     blocks: list[RepeatedBlock] = []
     for key, spans in found.items():  # per distinct block
         merged: list[tuple[int, int]] = []
@@ -110,9 +100,7 @@ def repeated_blocks(names: np.ndarray) -> list[RepeatedBlock]:
             blocks.append(RepeatedBlock(tuple(str(vocab[c]) for c in key), copies, tuple(merged)))
     if not blocks:
         return []
-    best = max(b.covered for b in blocks)
-    top = [b for b in blocks if 2 * b.covered >= best]
-    pool = [b for b in top if b.recurrences >= LOOP_STEP_MIN] or top
+    top, pool = step_pool(blocks, lambda b: b.covered, lambda b: b.recurrences)
     step = max(pool, key=lambda b: (len(b.names), b.recurrences, -b.runs[0][0]))
     chosen = [step]
     for b in sorted(top, key=lambda b: (-b.covered, b.runs[0][0])):  # other blocks of the loop: a few

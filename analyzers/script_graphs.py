@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -87,7 +87,10 @@ class ScriptGraphs:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
 
 
-def primitive_root(seq: tuple[str, ...]) -> tuple[str, ...]:
+_T = TypeVar("_T")
+
+
+def primitive_root(seq: tuple[_T, ...]) -> tuple[_T, ...]:
     """The shortest u with seq == u * k (an unrolled loop's body: Triton's do_bench_cudagraph captures
     the call it times many times over)."""
     n = len(seq)
