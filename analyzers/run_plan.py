@@ -18,16 +18,8 @@ from graphmode.analyzers.run import build_run
 from graphmode.analyzers.timing_run import call_lines, capture_lines
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.untraced import chosen_lines, starting_lines
-from graphmode.tracer.script import (
-    MEASURE,
-    PROBE_RUN,
-    RunConfig,
-    RunDecisions,
-    detail_config,
-    single_config,
-    instantiations,
-    timing_config,
-)
+from graphmode.tracer.run_configs import MEASURE, PROBE_RUN, RunConfig, detail_config, single_config, timing_config
+from graphmode.tracer.script import RunDecisions, instantiations
 from graphmode.tracer.store import Trace
 
 # The probe run runs the script once more: not for a script whose measuring run took longer than this (s).
@@ -53,7 +45,7 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
               runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
     """The runs `graphmode run` makes (docs/design.md, "graphmode run: the runs it makes").
 
-    'auto' (the default): one traced run (tracer.script.single_config: the measuring run's records and graph-level
+    'auto' (the default): one traced run (tracer.run_configs.single_config: the measuring run's records and graph-level
     callbacks; the tracer's calibrated cost is taken off by the analysis), then a detail run only where the user asked
     for what only it records (node detail, the line of every launch, a CPU profile) or where the script built no graph
     (structure_wanted: the prediction finds the loop's step from the launches and lines only the detail run records),

@@ -1,7 +1,7 @@
 """What the one traced run's own tracing added to its figures, taken off (issue 29; docs/metrics.md, "What tracing
 adds, taken off").
 
-`graphmode run` traces a script once (tracer.script.single_config). Its records cost the program little per launch
+`graphmode run` traces a script once (tracer.run_configs.single_config). Its records cost the program little per launch
 but not nothing: on the H200 a PyTorch launch took 6.2 us more with the run's CUPTI session attached (a cuDNN call
 12.5 us), and a torch.cuda.graph capture 1.9 ms more per graph and 12.6 us per captured kernel (`graphmode calibrate
 --launch-only`: tracer.launch_probes untraced and --traced, fitted by analyzers.costmodel.fit_tracer_costs). A
@@ -21,20 +21,21 @@ GPU-bound iterations and replays keep their figures: the tracer does not slow th
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
 from graphmode.analyzers.counterfactual import framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
+from graphmode.tracer.run_configs import single_config
 from graphmode.tracer.store import Trace
 
 CORRECTED = "corrected"  # IterationTable.timed_by of a period the tracer's cost was taken off
 
-# The configuration the calibration's traced probes ran under (tracer.launch_probes.TRACED_SESSION): only a pass
-# recorded so is corrected
-_CALIBRATED = {"api_filter": "sparse", "callbacks": True, "node_events": False, "detail": "graph", "gpu_kinds": True}
+# What of a run's configuration (meta.runs[].config) the tracer's cost depends on: a pass is corrected only where
+# these are the one traced run's, under which the calibration's traced probes ran (tracer.launch_probes --traced)
+_COST_FIELDS = ("detail", "api_filter", "callbacks", "node_events", "gpu_kinds", "launch_sources", "profile")
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,11 @@ class TracerCorrection:
 
 def calibrated_pass(trace: Trace, pass_id: int) -> bool:
     """Whether the pass was recorded by the configuration the tracer's cost was calibrated under."""
+    calibrated = asdict(single_config())
     for r in trace.meta.get("runs", []) or []:
         if r.get("pass_id") == pass_id:
             cfg = r.get("config") or {}
-            return all(cfg.get(k) == v for k, v in _CALIBRATED.items()) and not cfg.get("launch_sources") \
-                and not cfg.get("profile")
+            return all(cfg.get(k) == calibrated[k] for k in _COST_FIELDS)
     return False
 
 

@@ -53,7 +53,7 @@ def config_spec(name: str) -> dict[str, Any] | None:
     """Tracer configurations by name (None: untraced; 'timing_only' is made per workload by run_one)."""
     if name in ("untraced", "graphmode", "timing_only"):
         return None
-    from graphmode.tracer.script import MEASURE, RunConfig, detail_config
+    from graphmode.tracer.run_configs import MEASURE, RunConfig, detail_config
 
     configs = {
         "measure": MEASURE,
@@ -108,7 +108,7 @@ def chosen_lines(workload: str, out: Path, timeout: int) -> list[str]:
 def timing_run_command(script: Path, trace: Path, lines: list[str]) -> list[str]:
     """The command of graphmode's timing run alone on `script`, stamping `lines`, appending to `trace` (made here
     as the first two runs would have left it)."""
-    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.run_configs import timing_config
     from graphmode.tracer.store import TraceWriter
 
     TraceWriter(trace, {"workload": "script"}).close()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from graphmode.tracer.errors import OutputPathError, StorageError
+from graphmode.tracer.run_configs import PROBE_RUN, timing_config
 from graphmode.tracer.script import run_script
 from tests.conftest import ROOT
 
@@ -134,11 +135,6 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     assert heavy.detail == "node" and heavy.api_filter == "all" and heavy.node_events
     with pytest.raises(ValueError, match="'full'"):
         plan_runs(runs="3")
-    # the calibration's traced launch probes attach the very session of this run
-    from graphmode.tracer.launch_probes import TRACED_SESSION
-    from graphmode.tracer.script import session_kwargs
-
-    assert TRACED_SESSION == session_kwargs(single, nvtx=False)
 
 
 def test_a_script_that_built_no_graph_gets_its_detail_run(tmp_path: Path) -> None:
@@ -192,7 +188,6 @@ def _script_trace(path: Path, instantiates: int = 0, measuring_s: float = 2.0, k
 
 def test_auto_plans_a_probe_run_last_and_only_auto() -> None:
     from graphmode.analyzers.run_plan import plan_runs
-    from graphmode.tracer.script import PROBE_RUN
 
     assert plan_runs()[-1] == PROBE_RUN and not PROBE_RUN.cupti and plan_runs(runs="full")[-1] == PROBE_RUN
     assert PROBE_RUN not in plan_runs(runs="2") and PROBE_RUN not in plan_runs(runs="1") and PROBE_RUN not in plan_runs(ranked=True)
@@ -254,14 +249,14 @@ def test_the_probe_run_writes_its_probe_and_its_run_and_no_pass(tmp_path: Path, 
     monkeypatch.setattr(s, "_probe_first_graph", lambda: {"extra_ns": 250_000.0})
     script = tmp_path / "program.py"
     script.write_text("x = 1\n")
-    assert s.run_in_this_process(script, [], trace, s.PROBE_RUN, append=True, pass_id=3) == 0
+    assert s.run_in_this_process(script, [], trace, PROBE_RUN, append=True, pass_id=3) == 0
     with load(trace) as t:
         assert t.meta["first_graph_probe"] == {"extra_ns": 250_000.0, "run": "probe", "execs_before": 0}
         assert [r["config"]["name"] for r in t.meta["runs"]] == ["probe"] and t.meta["runs"][0]["pass_id"] == 3
         assert [p.pass_id for p in t.passes] == [0, 1]
     failed = _script_trace(tmp_path / "failed.gmtrace")
     script.write_text("raise SystemExit(2)\n")
-    assert s.run_in_this_process(script, [], failed, s.PROBE_RUN, append=True, pass_id=3) == 2
+    assert s.run_in_this_process(script, [], failed, PROBE_RUN, append=True, pass_id=3) == 2
     with load(failed) as t:
         assert "first_graph_probe" not in t.meta and t.meta["runs"][0]["status"] == "failed"
 
@@ -276,7 +271,7 @@ def test_the_timing_run_ends_with_the_first_graph_probe(tmp_path: Path, monkeypa
     monkeypatch.setattr(s, "_probe_first_graph", lambda: {"extra_ns": 123_000.0})
     script = tmp_path / "program.py"
     script.write_text("x = 1\n")
-    assert s.run_in_this_process(script, [], trace, s.timing_config(()), append=True, pass_id=2) == 0
+    assert s.run_in_this_process(script, [], trace, timing_config(()), append=True, pass_id=2) == 0
     with load(trace) as t:
         assert t.meta["first_graph_probe"] == {"extra_ns": 123_000.0, "run": "timing", "execs_before": 0}
     from graphmode.analyzers.run_plan import ProbeRunSkipped, probe_run_wanted

@@ -442,7 +442,7 @@ def test_the_timing_run_appends_a_pass_without_loading_cupti(tmp_path: Path) -> 
     """The timing run's process (`python -m graphmode.tracer.script_child`), on a script that needs no GPU:
     it adds a pass of detail 'stamps' and its entry in meta.runs to the trace the earlier runs wrote, and
     never imports CUPTI or cuda.bindings. Under Python < 3.12 it has no stamps and says so."""
-    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.run_configs import timing_config
     from graphmode.tracer.store import TraceWriter
 
     script = tmp_path / "loop.py"
@@ -472,7 +472,7 @@ def test_the_timing_run_hears_pytorchs_capture_windows(tmp_path: Path) -> None:
     whose torch.cuda.graphs.graph is a context manager that sleeps 2 ms): it hears each `with graph():` block
     start and end on its own clock (meta.runs[].torch), as the measuring run does, and still loads nothing of
     CUDA's."""
-    from graphmode.tracer.script import timing_config
+    from graphmode.tracer.run_configs import timing_config
     from graphmode.tracer.store import TraceWriter
 
     pkg = tmp_path / "torch"

@@ -19,7 +19,7 @@ itself, and, after the timing, a short CUPTI session over one call that counts i
 (the timing runs with no CUPTI attached). The fit (analyzers.costmodel.fit_launch_costs) reads the per-kernel
 slope and the per-call intercept from the two sizes.
 
-With `--traced` the same probe runs under the CUPTI session of `graphmode run`'s traced run (tracer.script.
+With `--traced` the same probe runs under the CUPTI session of `graphmode run`'s traced run (tracer.run_configs.
 single_config), attached before the first call and kept to the end, as a traced script has it: the difference from
 the untraced processes is what tracing adds to each launch (and, for PyTorch, to each captured kernel and graph:
 the `capture` rows time torch.cuda.graph captures of the pointwise chain). A traced process counts no kernels (its
@@ -39,8 +39,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from graphmode.tracer.cupti_session import LIFECYCLE_API, CuptiSession
+from graphmode.tracer.cupti_session import CuptiSession
 from graphmode.tracer.decode import decode
+from graphmode.tracer.run_configs import session_kwargs, single_config
 
 FRAMEWORKS = ("torch", "inductor", "xla")
 SIZES = (8, 32)  # ops per call
@@ -50,11 +51,6 @@ WARM_CALLS = 5
 CAPTURES = 5  # torch.cuda.graph captures timed per size (--traced and not: what tracing adds to a capture)
 
 ns = time.perf_counter_ns
-# The session of `graphmode run`'s one traced run: tracer.script.session_kwargs(single_config(), nvtx=False), spelled
-# out here (tracer.script imports calibrate, which imports this module; tests/test_script_runs.py checks they agree)
-TRACED_SESSION: dict[str, Any] = {"detail": "graph", "on_node_created": None, "nvtx": False, "source_api": LIFECYCLE_API,
-                                  "snapshot_topology": True, "api_filter": "sparse", "node_events": False,
-                                  "callbacks": True, "gpu_kinds": True}
 _traced = False  # set by main(--traced): a CUPTI session is attached for the whole process; no kernel counting
 
 
@@ -292,7 +288,7 @@ def main(argv: list[str]) -> int:
     session = None
     if "--traced" in argv:
         _traced = True
-        session = CuptiSession(**TRACED_SESSION)
+        session = CuptiSession(**session_kwargs(single_config(), nvtx=False))  # `graphmode run`'s one traced run
         session.start()
     try:
         out = PROBES[args[0]]()

@@ -1,0 +1,90 @@
+"""What each run of a script records: its configuration (RunConfig), the runs `graphmode run` can make (the one
+traced run, the measuring, detail, timing and probe runs) and the CUPTI session a traced run attaches. Apart from
+tracer.script, which executes the runs, so that tracer.launch_probes can attach the one traced run's very session
+without importing the runner (which imports the calibration, which imports the probes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphmode.tracer import line_stamps  # read as a module attribute: tests set AVAILABLE
+from graphmode.tracer.cupti_session import LAUNCH_API, LIFECYCLE_API
+from graphmode.tracer.sources import user_location
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one run of a script records."""
+
+    name: str  # 'measure', 'detail' or 'single' (everything in one run)
+    detail: str = "graph"  # 'graph': a graph launch is one span; 'node': every node of every replay
+    api_filter: str = "needed"  # 'sparse', 'needed' (tracer.cupti_session.api_sparse / api_needed), 'all' or 'none'
+    node_events: bool = False  # per-node resource callbacks
+    node_sources: bool = False  # the Python line that created each graph node (needs node_events)
+    launch_sources: bool = False  # the Python line of every launch, copy and synchronization
+    profile: bool = False  # pyinstrument samples of the CPU side
+    callbacks: bool = True  # Python CUPTI callbacks (graph ids, call sites); False: activity records only
+    gpu_kinds: bool = True  # kernel, copy, memset and synchronization records
+    cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
+    stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
+    stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
+    # '' : always made; 'eager_only': made only where the runs so far built no graph (RunDecisions.structure_wanted)
+    when: str = ""
+
+    def __post_init__(self) -> None:
+        if self.detail not in ("graph", "node"):
+            raise ValueError(f"detail must be 'graph' or 'node', not {self.detail!r}")
+        if self.api_filter not in ("needed", "all", "sparse", "none"):
+            raise ValueError(f"api_filter must be 'needed', 'all', 'sparse' or 'none', not {self.api_filter!r}")
+        if self.stamp not in ("", "all", "lines"):
+            raise ValueError(f"stamp must be '', 'all' or 'lines', not {self.stamp!r}")
+        object.__setattr__(self, "stamp_lines", tuple(self.stamp_lines))  # a list after a trip through JSON
+
+
+# The measuring run: activity records only (no Python callback: one costs 20-300 us inside the
+# program's call, benchmarks/tracer_costs.py), API records for the graph lifecycle and synchronizations
+# only. Its graphs are named from the detail run (analyzers/script_graphs.py).
+MEASURE = RunConfig("measure", api_filter="sparse", callbacks=False)
+
+
+def detail_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False, name: str = "detail",
+                  sources: bool = True) -> RunConfig:
+    """The run that names the graphs and records everything asked for: every API call, node events,
+    (`sources`) the line that created each node and, where Python has sys.monitoring (3.12+), a stamp of
+    every execution of the user's lines: which line starts each iteration, for the timing run."""
+    return RunConfig(name, detail=detail, api_filter="all", node_events=True, node_sources=sources,
+                     launch_sources=launch_sources, profile=profile,
+                     stamp="all" if line_stamps.AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
+
+
+def single_config(name: str = "single") -> RunConfig:
+    """The one traced run that `graphmode run` makes by default (issue 29; docs/design.md, "One traced run"): the
+    measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans; API records of the
+    graph lifecycle and synchronizations only), plus what is rare: the graph-level resource callbacks that name the
+    graphs and read their topology, and the call sites of lifecycle calls. Not what costs per launch or per node (API
+    records of every call, node callbacks, line events, a profiler). What its records still cost a launch and a capture
+    is calibrated (`graphmode calibrate --launch-only`: tracer.launch_probes --traced) and taken off by the analysis
+    (analyzers.tracer_cost). `name`: 'single', or 'measure' where a detail run follows (the analysis then takes
+    structure from the detail run)."""
+    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
+
+
+def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
+    """The CUPTI session a traced run of `cfg` attaches (tracer.launch_probes --traced attaches the same)."""
+    source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
+    return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": nvtx,
+            "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
+            "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds}
+
+
+def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
+    """The timing run: no CUPTI, stamps of the lines that start the iterations whose periods the measuring
+    run slowed (CPU-bound ones; docs/design.md, "The timing run")."""
+    return RunConfig("timing", detail="graph", api_filter="none", callbacks=False, gpu_kinds=False, cupti=False,
+                     stamp="lines", stamp_lines=tuple(lines))
+
+
+# The probe run: the script once more, untraced, for the first-graph probe at its end (tracer.first_graph_probe), where
+# no timing run made it and the script built no graph of its own (analyzers.run_plan.probe_run_wanted decides).
+PROBE_RUN = RunConfig("probe", detail="graph", api_filter="none", callbacks=False, gpu_kinds=False, cupti=False)
