@@ -81,18 +81,20 @@ def _loop_name(source: str) -> str:
 
 
 def _loop_label(mode: str, name: str) -> tuple[str, Note] | None:
-    """An eager-only loop's region (a _loop_name): its label and basis, which says the rule that found the step and,
-    where the step changes shape, which shape it is (shape K of N)."""
+    """An eager-only loop's region (a _loop_name): its label and basis, which says the rule that found the step, which
+    step it is where the rule found several (step S of M), and where the step changes shape, which shape (shape K of N)."""
     base, k, n = parse_shape(name)
     shape: dict[str, NoteValue] = {"shape": k, "shapes": n} if n else {}
-    label = f"{mode} iterations" + (f", shape {k} of {n}" if n else "")
+    step, steps = parse_repeat(base)[2:] if base.startswith(REPEAT_SOURCE) else (0, 0)
+    label = f"{mode} iterations" + (f", step {step} of {steps}" if steps else "") + (f", shape {k} of {n}" if n else "")
     if base == "synchronized":
         return label, (note("basis_synchronized", **shape) if n else SYNC_BASIS)
     if base.startswith(LINE_SOURCE):
         return label, note("basis_line", line=short_loc(base[len(LINE_SOURCE):]), **shape)
     if base.startswith(REPEAT_SOURCE):
-        length, recurrences = parse_repeat(base)
-        return label, note("basis_kernel_repetition", kernels=length, recurrences=recurrences, **shape)
+        length, recurrences = parse_repeat(base)[:2]
+        of: dict[str, NoteValue] = {"step": step, "steps": steps} if steps else {}
+        return label, note("basis_kernel_repetition", kernels=length, recurrences=recurrences, **of, **shape)
     return None
 
 
@@ -123,8 +125,11 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
     gids = tr["graph_id"].astype(np.int64)
     names = tr["name"].astype(str)
     for mode in EAGER_MODES:
-        # per (mode, graph): a handful; an eager-only loop (graph 0) per step found and input shape
-        for g, part in sorted({(int(a), str(b) if a == 0 else "") for a, b in zip(gids[modes == mode], names[modes == mode])}):
+        # per (mode, graph): a handful; an eager-only loop (graph 0) per step found and input shape, in the order they
+        # first ran (shape 1 first)
+        keys = {(int(a), str(b) if a == 0 else "") for a, b in zip(gids[modes == mode], names[modes == mode])}
+        first = {k: int(tr["start_ns"][(modes == mode) & (gids == k[0]) & ((names == k[1]) if k[0] == 0 else True)].min()) for k in keys}
+        for g, part in sorted(keys, key=lambda k: (k[0], first[k], k[1])):
             sel = (modes == mode) & (gids == g) & ((names == part) if g == 0 else True)
             starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
             label, basis = _label(mode, int(g), names[sel][0])
