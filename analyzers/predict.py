@@ -287,14 +287,15 @@ def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall
 
 def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float, str] | None:
     """(median eager work, the run it comes from) of the graph a script's eager region does the work of; for the
-    loop of a script that built no graph, the headline's eager period (analyzers.script_analysis)."""
+    loop of a script that built no graph, the headline's eager period (analyzers.script_analysis), the loop's, times the
+    region's share of it where the loop is several regions (Region.loop_share)."""
     if analysis is None or region.runner or region.mode != "eager":
         return None
     if not region.graph_id:
         m = analysis.mode("eager")
         if analysis.graphs or not region.loop or m is None or m.wall is None or m.wall.median <= 0:
             return None
-        return m.wall.median, m.wall_source
+        return m.wall.median * region.loop_share, m.wall_source
     g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)
     if g is None or g.eager is None or g.eager.work is None or g.eager.work.median <= 0:
         return None

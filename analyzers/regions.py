@@ -10,6 +10,7 @@ docs/metrics.md, "Prediction", gives the rules.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ class Region:
     correction: float  # timing/traced ratio of the mode's median (1 without a timing pass)
     runner: bool  # iterations written by graphmode's runner (bench / compare)
     loop: bool = False  # a script that built no graph: its loop's steps, inferred (analyzers.inference), the headline's
+    # a loop of several regions (steps, input shapes): the median period of this region's iterations in the measuring
+    # run over that of all the loop's iterations there (loop_shares), by which the headline's eager period, the loop's,
+    # is this region's; 1 for a loop of one region
+    loop_share: float = 1.0
 
 
 def _iteration_windows(run: Run, pass_id: int) -> dict[str, np.ndarray]:
@@ -145,7 +150,27 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
                     traced_med = float(np.median(ends - starts))
                     correction = float(np.median(wall)) / traced_med if traced_med > 0 else 1.0
             out.append(Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner, loop))
-    return out
+    shares = loop_shares(run) if sum(r.loop for r in out) > 1 else {}
+    return [dataclasses.replace(r, loop_share=shares.get(r.label, 1.0)) if r.loop else r for r in out]
+
+
+def loop_shares(run: Run) -> dict[str, float]:
+    """An eager-only loop found as several regions (steps, or a step's input shapes): per region label, the median
+    period (work) of its steady iterations in the measuring run over that of all the loop's steady iterations there.
+    The headline's eager period is the loop's, taken over all of them (with the tracer's cost taken off, analyzers.
+    tracer_cost); a region's is its own share of it."""
+    t = find_iterations(run)
+    sel = (np.asarray(t.graph_id) == 0) & (np.asarray(t.role) == "steady") & np.isfinite(np.asarray(t.work, dtype=np.float64))
+    sel &= np.isin(np.asarray(t.mode).astype(str), EAGER_MODES)
+    if not sel.any():
+        return {}
+    work = np.asarray(t.work, dtype=np.float64)[sel]
+    labels = np.array([(lab[0] if (lab := _loop_label(str(m), _loop_name(str(src)))) is not None else "")
+                       for m, src in zip(np.asarray(t.mode)[sel].tolist(), np.asarray(t.source)[sel].tolist())], dtype=object)
+    whole = float(np.median(work))
+    if whole <= 0:
+        return {}
+    return {str(lab): float(np.median(work[labels == lab])) / whole for lab in set(labels.tolist()) if lab}
 
 
 def _non_overlapping(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

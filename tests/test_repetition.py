@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphmode.analyzers import analyze
 from graphmode.analyzers.costmodel import ModelChoice
 from graphmode.analyzers.inference import LOOP_STEP_MIN, MIN_SYNC_ITERATIONS, line_iterations
 from graphmode.analyzers.notes import note
@@ -261,3 +262,17 @@ def test_two_loops_of_other_steps_are_two_regions_not_one_nor_shapes(tmp_path: P
     assert [r.iterations for r in p.regions] == [30, 30] and [r.gpu_work_ns for r in p.regions] == [800, 800]
     assert p.shape_groups == ()
     assert "step 2 of the 2 steps" in word(p.regions[1].basis)
+
+
+def test_each_shape_of_an_eager_only_loop_is_priced_against_its_own_eager_period(tmp_path: Path) -> None:
+    """SYNTHETIC (_library_shapes_loop, analysed whole). The headline's eager period is the loop's: the median of its
+    120 steps' periods, 30 each of 1_200, 2_000, 4_000 and 8_000 ns (kernels back to back: a step's period is its GPU
+    time), (2_000 + 4_000) / 2 = 3_000. Each shape's region takes its own share of it (Region.loop_share: its median over
+    the loop's, 0.4, 2/3, 4/3, 8/3): eager periods 1_200, 2_000, 4_000, 8_000 ns, not 3_000 for every shape (shape 4's
+    steps would then be faster eagerly than their own GPU work)."""
+    with load(_library_shapes_loop(tmp_path / "vit.gmtrace")) as trace:
+        a = analyze(trace)
+    m = a.mode("eager")
+    assert m is not None and m.wall is not None and m.wall.median == 3_000
+    assert a.prediction is not None
+    assert [r.eager_period.ns if r.eager_period else None for r in a.prediction.regions] == pytest.approx([1_200, 2_000, 4_000, 8_000])
