@@ -287,14 +287,15 @@ def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall
 
 def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float, str] | None:
     """(median eager work, the run it comes from) of the graph a script's eager region does the work of; for the
-    loop of a script that built no graph, the headline's eager period (analyzers.script_analysis)."""
+    loop of a script that built no graph, the headline's eager period (analyzers.script_analysis), the loop's, times the
+    region's share of it where the loop is several regions (Region.loop_share)."""
     if analysis is None or region.runner or region.mode != "eager":
         return None
     if not region.graph_id:
         m = analysis.mode("eager")
         if analysis.graphs or not region.loop or m is None or m.wall is None or m.wall.median <= 0:
             return None
-        return m.wall.median, m.wall_source
+        return m.wall.median * region.loop_share, m.wall_source
     g = next((g for g in analysis.graphs if g.graph_id == region.graph_id), None)
     if g is None or g.eager is None or g.eager.work is None or g.eager.work.median <= 0:
         return None
@@ -630,22 +631,28 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
 
 # ---------------------------------------------------------------------------------------------- input shapes
 
+SHAPE_VALUES = ("shape", "shapes", "kernels", "recurrences")  # basis values that differ between the shapes of one step
+
 
 def _shape_groups(trace: Trace, priced: Sequence[tuple[Region, RegionPrediction]],
                   price: Callable[[Region, int], RegionPrediction | None]) -> list[ShapeGroup]:
     """The steps that change input shape (regions whose basis has `shapes`, analyzers.repetition's split), each with
     one graph per shape: their one-time costs together, shape k (by its first iteration) priced as the process's k-th
     graph after those instantiated before the step, so that the first-graph extra and PyTorch's first-capture work
-    count once; the sum of each graph's point and interval ends (every region's draws share one seed). Memory: an
-    eager trace records no graph pool and no tensor sizes, so none is given (a typed reason)."""
+    count once; the sum of each graph's point and interval ends (every region's draws share one seed). A step's
+    regions share their basis but for SHAPE_VALUES (a step of several repeated blocks, analyzers.repetition.shape_steps,
+    has one block per shape); the group's basis is its first shape's, without the shape. Memory: an eager trace
+    records no graph pool and no tensor sizes, so none is given (a typed reason)."""
     steps: dict[tuple[str, tuple[tuple[str, Any], ...]], list[tuple[Region, RegionPrediction]]] = {}
     for r, p in priced:
         if isinstance(r.basis.get("shapes"), int):
-            key = (r.basis.kind, tuple(sorted((k, v) for k, v in r.basis.values.items() if k not in ("shape", "shapes"))))
+            key = (r.basis.kind, tuple(sorted((k, v) for k, v in r.basis.values.items() if k not in SHAPE_VALUES)))
             steps.setdefault(key, []).append((r, p))
     out = []
-    for (kind, values), members in steps.items():  # per step that changes shape: a handful
+    for members in steps.values():  # per step that changes shape: a handful
         members.sort(key=lambda m: m[0].wall_start)
+        first = members[0][0].basis
+        kind, values = first.kind, {k: v for k, v in first.values.items() if k not in ("shape", "shapes")}
         before = _graphs_before(trace, members[0][0].wall_start)
         costs = [members[0][1].one_time] + [(q.one_time if (q := price(r, before + k + 1)) is not None else None)
                                             for k, (r, _) in enumerate(members[1:], start=1)]

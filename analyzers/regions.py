@@ -10,6 +10,7 @@ docs/metrics.md, "Prediction", gives the rules.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ class Region:
     correction: float  # timing/traced ratio of the mode's median (1 without a timing pass)
     runner: bool  # iterations written by graphmode's runner (bench / compare)
     loop: bool = False  # a script that built no graph: its loop's steps, inferred (analyzers.inference), the headline's
+    # a loop of several regions (steps, input shapes): the median period of this region's iterations in the measuring
+    # run over that of all the loop's iterations there (loop_shares), by which the headline's eager period, the loop's,
+    # is this region's; 1 for a loop of one region
+    loop_share: float = 1.0
 
 
 def _iteration_windows(run: Run, pass_id: int) -> dict[str, np.ndarray]:
@@ -81,18 +86,20 @@ def _loop_name(source: str) -> str:
 
 
 def _loop_label(mode: str, name: str) -> tuple[str, Note] | None:
-    """An eager-only loop's region (a _loop_name): its label and basis, which says the rule that found the step and,
-    where the step changes shape, which shape it is (shape K of N)."""
+    """An eager-only loop's region (a _loop_name): its label and basis, which says the rule that found the step, which
+    step it is where the rule found several (step S of M), and where the step changes shape, which shape (shape K of N)."""
     base, k, n = parse_shape(name)
     shape: dict[str, NoteValue] = {"shape": k, "shapes": n} if n else {}
-    label = f"{mode} iterations" + (f", shape {k} of {n}" if n else "")
+    step, steps = parse_repeat(base)[2:] if base.startswith(REPEAT_SOURCE) else (0, 0)
+    label = f"{mode} iterations" + (f", step {step} of {steps}" if steps else "") + (f", shape {k} of {n}" if n else "")
     if base == "synchronized":
         return label, (note("basis_synchronized", **shape) if n else SYNC_BASIS)
     if base.startswith(LINE_SOURCE):
         return label, note("basis_line", line=short_loc(base[len(LINE_SOURCE):]), **shape)
     if base.startswith(REPEAT_SOURCE):
-        length, recurrences = parse_repeat(base)
-        return label, note("basis_kernel_repetition", kernels=length, recurrences=recurrences, **shape)
+        length, recurrences = parse_repeat(base)[:2]
+        of: dict[str, NoteValue] = {"step": step, "steps": steps} if steps else {}
+        return label, note("basis_kernel_repetition", kernels=length, recurrences=recurrences, **of, **shape)
     return None
 
 
@@ -123,8 +130,11 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
     gids = tr["graph_id"].astype(np.int64)
     names = tr["name"].astype(str)
     for mode in EAGER_MODES:
-        # per (mode, graph): a handful; an eager-only loop (graph 0) per step found and input shape
-        for g, part in sorted({(int(a), str(b) if a == 0 else "") for a, b in zip(gids[modes == mode], names[modes == mode])}):
+        # per (mode, graph): a handful; an eager-only loop (graph 0) per step found and input shape, in the order they
+        # first ran (shape 1 first)
+        keys = {(int(a), str(b) if a == 0 else "") for a, b in zip(gids[modes == mode], names[modes == mode])}
+        first = {k: int(tr["start_ns"][(modes == mode) & (gids == k[0]) & ((names == k[1]) if k[0] == 0 else True)].min()) for k in keys}
+        for g, part in sorted(keys, key=lambda k: (k[0], first[k], k[1])):
             sel = (modes == mode) & (gids == g) & ((names == part) if g == 0 else True)
             starts, ends = tr["start_ns"][sel].astype(np.int64), tr["end_ns"][sel].astype(np.int64)
             label, basis = _label(mode, int(g), names[sel][0])
@@ -140,7 +150,27 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
                     traced_med = float(np.median(ends - starts))
                     correction = float(np.median(wall)) / traced_med if traced_med > 0 else 1.0
             out.append(Region(label, basis, mode, int(g), starts, ends, wall, wall_start, wall_traced, correction, runner, loop))
-    return out
+    shares = loop_shares(run) if sum(r.loop for r in out) > 1 else {}
+    return [dataclasses.replace(r, loop_share=shares.get(r.label, 1.0)) if r.loop else r for r in out]
+
+
+def loop_shares(run: Run) -> dict[str, float]:
+    """An eager-only loop found as several regions (steps, or a step's input shapes): per region label, the median
+    period (work) of its steady iterations in the measuring run over that of all the loop's steady iterations there.
+    The headline's eager period is the loop's, taken over all of them (with the tracer's cost taken off, analyzers.
+    tracer_cost); a region's is its own share of it."""
+    t = find_iterations(run)
+    sel = (np.asarray(t.graph_id) == 0) & (np.asarray(t.role) == "steady") & np.isfinite(np.asarray(t.work, dtype=np.float64))
+    sel &= np.isin(np.asarray(t.mode).astype(str), EAGER_MODES)
+    if not sel.any():
+        return {}
+    work = np.asarray(t.work, dtype=np.float64)[sel]
+    labels = np.array([(lab[0] if (lab := _loop_label(str(m), _loop_name(str(src)))) is not None else "")
+                       for m, src in zip(np.asarray(t.mode)[sel].tolist(), np.asarray(t.source)[sel].tolist())], dtype=object)
+    whole = float(np.median(work))
+    if whole <= 0:
+        return {}
+    return {str(lab): float(np.median(work[labels == lab])) / whole for lab in set(labels.tolist()) if lab}
 
 
 def _non_overlapping(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -16,8 +16,13 @@ names, and the step is a block of names repeated back to back:
   recurring at least LOOP_STEP_MIN times (else all): the longest is the step. So a step wins over a layer repeated
   inside it (shorter) and over an outer loop over steps (a block of identical steps is the step; one with more in it
   recurs less often), as the line rule decides (analyzers.inference.loop_step).
-- **several blocks**: other blocks of that set whose runs overlap none of the step's (a loop over input shapes whose
-  kernels differ by name) are steps too, one region each.
+- **several blocks**: other blocks of that set whose runs overlap none of the step's are steps too.
+- **one step at several shapes**: two of those blocks are the same step at two input shapes where at least
+  SAME_STEP_SHARE of each one's kernels have a namesake in the other (the k-th kernel of a name paired with the other's
+  k-th) and most of those pairs were launched with other grid or block dimensions: a library picks kernels by size
+  (timm's ViT: cuBLAS runs 150 kernels a call at batch 1, 126 at 2, 4 and 8, other GEMMs at each; nearly every kernel
+  they share has other dimensions). Without recorded dimensions, blocks stay steps of their own. A step made of several
+  blocks is one step that changes shape, its blocks' parts numbered by GPU order ('shape K/N').
 
 What occurs once (a warm-up, a prefill, allocations) never repeats back to back and is never a block.
 `split_by_shape` then cuts each step's iterations where the input shape changes (same names, other launch dimensions
@@ -46,6 +51,9 @@ MAX_PERIODS = 64  # periods tried (each a vectorised pass over the sequence)
 REPEAT_SOURCE = "repeat "  # Occurrences.source of a step found by kernel repetition: 'repeat LENGTH RECURRENCES'
 SHAPE_MARK = " shape "  # appended to an Occurrences.source by split_by_shape: '<source> shape K/N'
 SHAPE_CHANGE = 1.5  # a step's GPU time changing by this factor (median of MIN_SYNC_ITERATIONS steps each side) is a new shape
+STEP_MARK = " step "  # 'repeat LENGTH RECURRENCES step S/M': the rule found M steps, this is the S-th (GPU order)
+SAME_STEP_SHARE = 0.5  # two blocks are one step at two shapes where this share of each one's kernels has a namesake in the other
+_DIMS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 
 
 @dataclass(frozen=True)
@@ -114,35 +122,96 @@ def _overlap(a: RepeatedBlock, b: RepeatedBlock) -> bool:
 
 
 _MAIN_STREAM_SQL = """
-SELECT name FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0 AND stream_id = (
+SELECT name, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM gpu_spans
+WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0 AND stream_id = (
   SELECT stream_id FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0
   GROUP BY stream_id ORDER BY count(*) DESC, stream_id LIMIT 1)
 ORDER BY start_ns
 """
 
 
+def _main_stream(trace: Trace, pass_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pass's eager kernels on its main stream, in GPU order: their names, and their grid and block dimensions (one row
+    of 6 per kernel; zeros where not recorded)."""
+    r = trace.sql(_MAIN_STREAM_SQL, [pass_id])
+    names = r["name"].astype(str)
+    dims = np.stack([r[c].astype(np.int64) for c in _DIMS], axis=1) if names.size else np.zeros((0, len(_DIMS)), dtype=np.int64)
+    return names, dims
+
+
 def kernel_steps(trace: Trace, pass_id: int) -> list[RepeatedBlock]:
     """The steps (repeated_blocks) of a pass's eager kernels on its main stream, in GPU order."""
-    r = trace.sql(_MAIN_STREAM_SQL, [pass_id])
-    return repeated_blocks(r["name"].astype(str)) if r["name"].size else []
+    names, _ = _main_stream(trace, pass_id)
+    return repeated_blocks(names) if names.size else []
+
+
+def _namesakes(names: tuple[str, ...]) -> list[tuple[str, int]]:
+    """Each kernel of a block as (name, k): the k-th kernel of that name in the block."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:  # per kernel of one block: a step's length
+        out.append((n, seen.get(n, 0)))
+        seen[n] = seen.get(n, 0) + 1
+    return out
+
+
+def same_step(a: RepeatedBlock, b: RepeatedBlock, dims: np.ndarray) -> bool:
+    """Blocks `a` and `b` are one step at two input shapes (module doc): at least SAME_STEP_SHARE of each one's kernels
+    have a namesake in the other, and most of those pairs were launched with other dimensions (`dims`: per kernel of
+    the sequence the blocks were found in; each block's first copy compared)."""
+    da, db = (dict(zip(_namesakes(x.names), map(tuple, dims[x.runs[0][0]:x.runs[0][0] + len(x.names)].tolist()))) for x in (a, b))
+    shared = da.keys() & db.keys()
+    if len(shared) < SAME_STEP_SHARE * max(len(a.names), len(b.names)):
+        return False
+    other = sum(da[k] != db[k] for k in shared)
+    return 2 * other > len(shared)
+
+
+def shape_steps(blocks: list[RepeatedBlock], dims: np.ndarray) -> list[list[RepeatedBlock]]:
+    """The blocks of a sequence (repeated_blocks) as steps: blocks that are one step at several input shapes (same_step
+    with any block of it) together; each step's blocks, and the steps, in GPU order."""
+    steps: list[list[RepeatedBlock]] = []
+    for b in sorted(blocks, key=lambda b: b.runs[0][0]):  # per block: a few
+        home = next((s for s in steps if any(same_step(b, c, dims) for c in s)), None)
+        if home is None:
+            steps.append([b])
+        else:
+            home.append(b)
+    return steps
 
 
 def repetition_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
     """A script that built no graph: the occurrences of its steps found by kernel repetition (read in the structure
     pass, which the line rule reads too), among the eager kernels of the timing pass, as graph 0's eager iterations,
-    source 'repeat LENGTH RECURRENCES' (the step's length and recurrences back to back in that pass); each step's cut
-    by input shape (split_by_shape). [] where no block recurs."""
+    source 'repeat LENGTH RECURRENCES' (the block's length and recurrences back to back in that pass), with
+    ' step S/M' where the rule found M > 1 steps. Each block's occurrences are cut by input shape (split_by_shape); a
+    step of several blocks (shape_steps) changes shape at each of them: its parts numbered together in GPU order,
+    ' shape K/N'. [] where no block recurs."""
+    names, dims = _main_stream(trace, sg.structure_pass)
+    steps = shape_steps(repeated_blocks(names), dims) if names.size else []
     out: list[Occurrences] = []
-    for b in kernel_steps(trace, sg.structure_pass):  # per step found: one, or one per input shape of other kernels
-        occ = eager_occurrences(trace, sg, step=b.names, source=f"{REPEAT_SOURCE}{len(b.names)} {b.recurrences}")
-        out.extend(part for o in occ for part in split_by_shape(trace, sg.timing_pass, o))
+    for s, blocks in enumerate(steps, start=1):  # per step found: one, or one per loop of other kernels
+        mark = f"{STEP_MARK}{s}/{len(steps)}" if len(steps) > 1 else ""
+        parts: list[Occurrences] = []
+        for b in blocks:  # per block of the step: one, or one per input shape the libraries ran other kernels at
+            occ = eager_occurrences(trace, sg, step=b.names, source=f"{REPEAT_SOURCE}{len(b.names)} {b.recurrences}{mark}")
+            parts.extend(part for o in occ for part in split_by_shape(trace, sg.timing_pass, o))
+        if len(blocks) > 1:
+            parts = [p for p in parts if p.gpu_start.size]
+            parts.sort(key=lambda p: int(p.gpu_start[0]))
+            parts = [dataclasses.replace(p, source=f"{parse_shape(p.source)[0]}{SHAPE_MARK}{k}/{len(parts)}")
+                     for k, p in enumerate(parts, start=1)] if len(parts) > 1 else parts
+        out.extend(parts)
     return out
 
 
-def parse_repeat(source: str) -> tuple[int, int]:
-    """'repeat 12 40' -> (12, 40): a kernel-repetition step's length and recurrences."""
-    length, recurrences = source[len(REPEAT_SOURCE):].split()[:2]
-    return int(length), int(recurrences)
+def parse_repeat(source: str) -> tuple[int, int, int, int]:
+    """'repeat 12 40' -> (12, 40, 0, 0): a kernel-repetition block's length and recurrences; 'repeat 12 40 step 2/3' ->
+    (12, 40, 2, 3): the rule found 3 steps, this is the second."""
+    head, mark, step = source[len(REPEAT_SOURCE):].partition(STEP_MARK)
+    length, recurrences = head.split()[:2]
+    s, m = step.split("/", 1) if mark else ("0", "0")
+    return int(length), int(recurrences), int(s), int(m)
 
 
 def parse_shape(source: str) -> tuple[str, int, int]:

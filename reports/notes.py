@@ -51,8 +51,9 @@ def _shape(n: Note) -> str:
     """A loop step's input shape, where its iterations change shape (analyzers.repetition.split_by_shape)."""
     if not n.get("shapes"):
         return ""
-    return (f"; input shape {n['shape']} of {n['shapes']}: the step's kernels changed launch dimensions or GPU time there, "
-            "and each shape would be its own graph")
+    return (f"; input shape {n['shape']} of {n['shapes']}: the step's kernels changed launch dimensions or GPU time there "
+            "(or, with other dimensions, were others, as a library picks kernels by size), and each shape would be its own "
+            "graph")
 
 
 def _kernel(name: object) -> str:
@@ -571,9 +572,12 @@ TEMPLATES: dict[str, Template] = {
     "basis_line": lambda n: (f"inferred: the kernels between two runs of line {n['line']}, the stretch that recurs most (the loop "
                              "does not synchronize each step)" + _shape(n)),
     "basis_kernel_repetition": lambda n: (f"inferred: a block of {n['kernels']} kernels that the main stream ran {n['recurrences']} "
-                                          "times back to back, the repeated block covering the most kernels (the loop's step, "
-                                          "whether or not it synchronizes; a stretch run once, such as a warm-up, never repeats "
-                                          "so)" + _shape(n)),
+                                          "times back to back, "
+                                          + (f"step {n['step']} of the {n['steps']} steps whose repeated blocks cover the most "
+                                             "kernels without overlapping" if n.get("steps") else
+                                             "the repeated block covering the most kernels")
+                                          + " (the loop's step, whether or not it synchronizes; a stretch run once, such as a "
+                                          "warm-up, never repeats so)" + _shape(n)),
     "basis_runner_markers": "the runner's iteration markers",
     "basis_iteration_table": "iteration table",
     "basis_nvtx_ranges": "{ranges} NVTX ranges named '{name}'",

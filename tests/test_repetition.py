@@ -9,14 +9,19 @@ import lzma
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from graphmode.analyzers.inference import LOOP_STEP_MIN, MIN_SYNC_ITERATIONS
+from graphmode.analyzers import analyze
+from graphmode.analyzers.costmodel import ModelChoice
+from graphmode.analyzers.inference import LOOP_STEP_MIN, MIN_SYNC_ITERATIONS, line_iterations
 from graphmode.analyzers.notes import note
 from graphmode.analyzers.predict import predict
-from graphmode.analyzers.repetition import kernel_steps, repeated_blocks
+from graphmode.analyzers.repetition import SAME_STEP_SHARE, kernel_steps, repeated_blocks
+from graphmode.analyzers.run import build_run
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.reports.notes import word
 from graphmode.tracer.store import load
+from synthetic_costmodel import FIRST_GRAPH_EXTRA, synthetic_model
 from synthetic_script import ScriptTrace
 from tests.conftest import DATA
 
@@ -155,3 +160,119 @@ def test_the_real_vit_at_four_batch_sizes_repeats_one_block_per_batch_size(tmp_p
     assert [(len(b.names), b.recurrences) for b in blocks] == [(150, 33), (126, 33), (126, 33), (126, 33)]
     runs = [b.runs for b in blocks]
     assert all(len(r) == 1 for r in runs) and all(a[0][1] == b[0][0] for a, b in zip(runs, runs[1:]))
+
+
+def _library_shapes_loop(path: Path, torch: bool = False) -> Path:
+    """SYNTHETIC mirror of the real ViT at four batch sizes (benchmarks/third_party/vit_batch_graphs.py --eager-only):
+    one loop line for all shapes s = 1, 2, 4, 8, 30 steps each, never synchronized, where the library picks other GEMM
+    kernels by size (as cuBLAS does), so that each shape's step has kernel names of its own besides those all shapes
+    share:
+      s = 1: embed, ln, gemv, scal, act, add, ln, gemv, scal, act, add, gemv   (12 kernels)
+      s = 2, 4, 8: embed, ln, G, act, add, ln, G, act, add, G                   (10 kernels; G = gemm_64x64, gemm_128x64,
+                                                                                 gemm_128x128)
+    Every kernel of shape s runs 100 s ns with a grid of s blocks, one after another from 1_000, launched 50 ns before
+    (10 ns calls). Line stamps: the script's loop line 38 and its body line 39, 55 and 53 ns before each step's first
+    kernel (the same two lines at every shape)."""
+    t = ScriptTrace()
+    g = 1_000
+    for s, gemm in ((1, "gemv"), (2, "gemm_64x64"), (4, "gemm_128x64"), (8, "gemm_128x128")):
+        body = ("ln", gemm, "scal", "act", "add") if s == 1 else ("ln", gemm, "act", "add")
+        for _ in range(30):
+            for j, name in enumerate(("embed", *body, *body, gemm)):
+                if j == 0:
+                    for line, before in ((38, 55), (39, 53)):
+                        t._add("line_stamps", pass_id=0, thread_id=1, thread_name="MainThread", file="/home/u/vit.py",
+                               line=line, function="<module>", ts_ns=g - before)
+                corr = t.call("cudaLaunchKernel", "kernel_launch", g - 50, g - 40)
+                t.span(0, name, g, g + 100 * s, corr, blocks=s)
+                g += 100 * s
+    t.call("cudaDeviceSynchronize", "sync", g, g + 100)
+    t.meta["script"] = {"path": "/home/u/vit.py", "argv": ["vit.py"], "exit_code": 0, "exception": None}
+    return t.write_script(path, **({"torch": {"version": "synthetic"}} if torch else {}))
+
+
+def test_a_loop_over_shapes_whose_library_kernels_differ_by_name_is_one_step_with_a_graph_per_shape(tmp_path: Path) -> None:
+    """SYNTHETIC (_library_shapes_loop). Blocks repeated back to back: one per shape (12 kernels x 30, then 10 x 30 three
+    times with other G names), their runs following each other. Shapes 1 and 2 share 7 kernels by name (embed, ln x 2,
+    act x 2, add x 2): at least SAME_STEP_SHARE = 1/2 of each (12 and 10), and all 7 have other grids (1 vs 2 blocks):
+    the same step at two shapes (shape_steps); likewise 2 with 4 and 4 with 8. So one step, four shapes in GPU order:
+    regions 'shape k of 4', 30 iterations each, GPU work per step 12 x 100 = 1_200, 10 x 200 = 2_000, 10 x 400 = 4_000,
+    10 x 800 = 8_000 ns. The line rule (line 38 cuts the launches into four stretches, 30 each) takes one of them
+    (30 iterations): the repeated blocks cover more than 1.1x its GPU time and stand.
+    Priced with the synthetic cost model (tests/synthetic_costmodel.py, noise-free), each shape's graph a chain of n
+    kernels of d = 100 s ns: a kernel of s blocks on its 100 SMs is s/100 wide (per node -100) and the rest short (150):
+    replay = 2_000 + n x (d + 150 - 2.5 s): 2_000 + 12 x 247.5 = 4_970; 2_000 + 10 x 345 = 5_450; 2_000 + 10 x 540 =
+    7_400; 2_000 + 10 x 930 = 11_300 ns. One-time, a chain of n kernels: capture 10_000 + 3_000 n (the issue, 50 ns a
+    launch, is far below the model's eager issue), instantiate 40_000 + 4_000 n + 500 (n - 1), upload 30_000 + 300 n +
+    50 (n - 1), first launch 5_000 + 800 n: n = 12: 46_000 + 93_500 + 34_150 + 14_600 = 188_250; n = 10: 40_000 +
+    84_500 + 33_450 + 13_000 = 170_950. Together, shape k priced as the process's k-th graph: the first + FIRST_GRAPH_EXTRA
+    225_000 = 413_250, the others 170_950 each: 926_100. A PyTorch program: one torch.cuda.graph per shape, each from the
+    loop's lines 38-39."""
+    assert SAME_STEP_SHARE == 0.5 and sum(FIRST_GRAPH_EXTRA.values()) == 225_000
+    with load(_library_shapes_loop(tmp_path / "vit.gmtrace")) as trace:
+        blocks = kernel_steps(trace, 0)
+        assert sorted((len(b.names), b.recurrences, b.runs) for b in blocks) == [
+            (10, 30, ((360, 660),)), (10, 30, ((660, 960),)), (10, 30, ((960, 1_260),)), (12, 30, ((0, 360),))]
+        sg = build_run(trace).script_graphs()
+        assert sg is not None
+        [line] = line_iterations(trace, sg)
+        assert line.source == "line /home/u/vit.py:38" and line.gpu_start.size == 30
+        p = predict(trace, None, ModelChoice(synthetic_model(), "exact", None))
+    assert [r.label for r in p.regions] == [f"eager iterations, shape {k} of 4" for k in (1, 2, 3, 4)]
+    assert [r.basis for r in p.regions] == [note("basis_kernel_repetition", kernels=n, recurrences=30, shape=k, shapes=4)
+                                            for n, k in ((12, 1), (10, 2), (10, 3), (10, 4))]
+    assert [r.iterations for r in p.regions] == [30, 30, 30, 30]
+    assert [r.gpu_work_ns for r in p.regions] == [1_200, 2_000, 4_000, 8_000]
+    assert [r.replay_period.ns if r.replay_period else None for r in p.regions] == pytest.approx([4_970, 5_450, 7_400, 11_300], abs=1)
+    [g] = p.shape_groups
+    assert g.basis == note("basis_kernel_repetition", kernels=12, recurrences=30)
+    assert (g.shapes, g.labels[0], g.labels[-1]) == (4, "eager iterations, shape 1 of 4", "eager iterations, shape 4 of 4")
+    assert g.one_time is not None and g.one_time.ns == pytest.approx(926_100, abs=1)
+    with load(_library_shapes_loop(tmp_path / "vit-torch.gmtrace", torch=True)) as trace:
+        p = predict(trace, None, None)
+    assert [r.advice.api if r.advice else None for r in p.regions] == ["torch_cuda_graph_per_shape"] * 4
+    assert [r.advice.lines if r.advice else None for r in p.regions] == ["vit.py:38-39"] * 4
+
+
+def _train_then_eval(path: Path) -> Path:
+    """SYNTHETIC script of two loops of 8 kernels a step, 30 steps each, never synchronized, at one batch size: training
+    (embed, ln, gemm, act, loss, act_backward, gemm_backward, adam), then evaluation (embed, ln, gemm, act, head, softmax,
+    topk, copy). Every kernel 100 ns with a grid of 4 blocks, one after another from 1_000, launched 50 ns before."""
+    t = ScriptTrace()
+    g = 1_000
+    for step in (("embed", "ln", "gemm", "act", "loss", "act_backward", "gemm_backward", "adam"),
+                 ("embed", "ln", "gemm", "act", "head", "softmax", "topk", "copy")):
+        for _ in range(30):
+            for name in step:
+                corr = t.call("cudaLaunchKernel", "kernel_launch", g - 50, g - 40)
+                t.span(0, name, g, g + 100, corr, blocks=4)
+                g += 100
+    return t.write_script(path)
+
+
+def test_two_loops_of_other_steps_are_two_regions_not_one_nor_shapes(tmp_path: Path) -> None:
+    """SYNTHETIC (_train_then_eval). Two blocks, each 8 kernels repeated 30 times (so both once read 'repeat 8 30' and
+    made one region of 60 iterations). They share 4 kernels by name (embed, ln, gemm, act: half of each), launched with
+    the same grids: not one step at two shapes but two steps, regions 'step 1 of 2' (training) and 'step 2 of 2'
+    (evaluation), 30 iterations and 800 ns of GPU work each, no shape group."""
+    with load(_train_then_eval(tmp_path / "two.gmtrace")) as trace:
+        p = predict(trace, None, None)
+    assert [r.label for r in p.regions] == ["eager iterations, step 1 of 2", "eager iterations, step 2 of 2"]
+    assert [r.basis for r in p.regions] == [note("basis_kernel_repetition", kernels=8, recurrences=30, step=k, steps=2) for k in (1, 2)]
+    assert [r.iterations for r in p.regions] == [30, 30] and [r.gpu_work_ns for r in p.regions] == [800, 800]
+    assert p.shape_groups == ()
+    assert "step 2 of the 2 steps" in word(p.regions[1].basis)
+
+
+def test_each_shape_of_an_eager_only_loop_is_priced_against_its_own_eager_period(tmp_path: Path) -> None:
+    """SYNTHETIC (_library_shapes_loop, analysed whole). The headline's eager period is the loop's: the median of its
+    120 steps' periods, 30 each of 1_200, 2_000, 4_000 and 8_000 ns (kernels back to back: a step's period is its GPU
+    time), (2_000 + 4_000) / 2 = 3_000. Each shape's region takes its own share of it (Region.loop_share: its median over
+    the loop's, 0.4, 2/3, 4/3, 8/3): eager periods 1_200, 2_000, 4_000, 8_000 ns, not 3_000 for every shape (shape 4's
+    steps would then be faster eagerly than their own GPU work)."""
+    with load(_library_shapes_loop(tmp_path / "vit.gmtrace")) as trace:
+        a = analyze(trace)
+    m = a.mode("eager")
+    assert m is not None and m.wall is not None and m.wall.median == 3_000
+    assert a.prediction is not None
+    assert [r.eager_period.ns if r.eager_period else None for r in a.prediction.regions] == pytest.approx([1_200, 2_000, 4_000, 8_000])
