@@ -24,6 +24,7 @@ import dataclasses
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -76,6 +77,28 @@ def _raw_launch(model: CostModel) -> tuple[float, float] | None:
         return None
     i = fit.features.index("kernel")
     return float(fit.coef[i]), math.sqrt(max(float(fit.cov[i][i]), 0.0)) if fit.cov else 0.0
+
+
+def dispatch_ns(names: Sequence[str], others: int, framework: str, model: CostModel) -> float | None:
+    """What launching these kernels (and `others` copies and memsets, each priced as a kernel of the first) one by one
+    costs the framework's dispatch on the CPU (ns): each kernel at its launcher's calibrated per-kernel median
+    (`graphmode calibrate`'s launch probes), else the model's raw launch. None where neither is calibrated."""
+    if not names:
+        return None
+    counts = Counter(launcher_of(n, framework) for n in names)
+    if others:
+        counts[launcher_of(names[0], framework)] += others
+    raw = _raw_launch(model)
+    total = 0.0
+    for launcher, k in counts.items():
+        cost = model.launch.get(launcher)
+        if cost is not None:
+            total += k * cost.per_kernel.median
+        elif raw is not None:
+            total += k * raw[0]
+        else:
+            return None
+    return total
 
 
 def _graphed(stat: Stat, rng: np.random.Generator, n: int) -> np.ndarray:

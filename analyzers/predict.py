@@ -39,6 +39,7 @@ from graphmode.analyzers.break_even import (
     smallest_replays,
 )
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
+from graphmode.analyzers.counterfactual import dispatch_ns, framework_of
 from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
@@ -434,12 +435,20 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         cap_point = captured
         cap_draw = np.maximum(cap_point + cap_sd * z, 0.0)
     # A PyTorch program issues its step in capture mode through PyTorch, which costs it more host time per op than
-    # eagerly (its private memory pool, capture-mode checks): the torch probe's ratio of the two, where larger.
+    # eagerly (its private memory pool, capture-mode checks): the torch probe's ratio of the two, where larger. The
+    # probe's step is dispatch alone; a program's step also runs Python of its own (modules, a cache's bookkeeping),
+    # which a capture runs at the same speed: the ratio's excess applies to the step's dispatch only, its kernels
+    # priced by their launchers (`graphmode calibrate`'s launch probes), at most the issue time.
     ratio = model.torch_capture.get("capture_ratio") if torch_program and not api else None
-    if ratio is not None and issue_med * ratio.median > cap_point:
-        cap_point = issue_med * ratio.median
-        cap_draw = np.maximum(issue_med * _from_samples(rng, ratio, B), cap_draw)
-        notes.append(note("torch_capture_ratio", issue_ns=issue_med, ratio=ratio.median))
+    if ratio is not None:
+        names = [str(n) for n, k in zip(act.op_name[matched.rows[0]], kinds) if k == "kernel"]
+        others = int(np.count_nonzero(np.isin(kinds, ("memcpy", "memset"))))
+        priced = dispatch_ns(names, others, framework_of(names, torch_program), model)
+        dispatch = min(issue_med, priced) if priced is not None else issue_med
+        if issue_med + (ratio.median - 1.0) * dispatch > cap_point:
+            cap_point = issue_med + (ratio.median - 1.0) * dispatch
+            cap_draw = np.maximum(issue_med + (_from_samples(rng, ratio, B) - 1.0) * dispatch, cap_draw)
+            notes.append(note("torch_capture_ratio", issue_ns=issue_med, ratio=ratio.median, dispatch_ns=dispatch))
     inst = _normal(rng, c["instantiate"].mean(gcounts), c["instantiate"].sd(gcounts), B)
     upl = _normal(rng, c["upload"].mean(gcounts), c["upload"].sd(gcounts), B)
     exc = _normal(rng, c["first_launch_excess"].mean(gcounts), c["first_launch_excess"].sd(gcounts), B)

@@ -237,8 +237,14 @@ def _node_api_build(n: Note) -> str:
 
 
 def _torch_capture_ratio(n: Note) -> str:
-    return (f"the capture is the eager issue time ({short_ns(_num(n, 'issue_ns'))}) times {_num(n, 'ratio'):.2f}: what issuing "
-            "a step in capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch probe measured")
+    issue, ratio = _num(n, "issue_ns"), _num(n, "ratio")
+    dispatch = _num(n, "dispatch_ns") if "dispatch_ns" in n.values else None
+    why = ("what issuing a step in capture mode costs PyTorch over issuing it eagerly, as `graphmode calibrate`'s torch "
+           "probe measured")
+    if dispatch is None or dispatch >= issue:
+        return f"the capture is the eager issue time ({short_ns(issue)}) times {ratio:.2f}: {why}"
+    return (f"the capture is the eager issue time ({short_ns(issue)}) plus {ratio - 1:.2f} times its kernels' dispatch "
+            f"({short_ns(dispatch)}, priced by their launchers; the rest is the step's own Python): {why}")
 
 
 def _first_graph_share(n: Note) -> str:
