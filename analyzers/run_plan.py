@@ -48,8 +48,10 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     'auto' (the default): one traced run (tracer.run_configs.single_config: the measuring run's records and graph-level
     callbacks; the tracer's calibrated cost is taken off by the analysis), then a detail run only where the user asked
     for what only it records (node detail, the line of every launch, a CPU profile) or where the script built no graph
-    (structure_wanted: the prediction finds the loop's step from the launches and lines only the detail run records),
-    then the probe run where the prediction wants it (probe_run_wanted), except for one rank of a multi-process job
+    (structure_wanted: the prediction finds the loop's step from the launches and lines only the detail run records;
+    such a script then gets the timing run too, where the detail run stamped lines: the loop's CPU-bound periods
+    untraced, since the one run's tracer cost per launch in framework code can exceed the calibrated one 2-3x, and the
+    first-graph probe), then the probe run where the prediction wants it (probe_run_wanted), except for one rank of a multi-process job
     (`ranked`): the one run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
     run could meet what another rank's first run left behind (docs/ranks.md).
     '1': the one traced run alone; with node detail, launch sources or a profile asked for, the detail run's
@@ -64,8 +66,15 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     if runs == "auto":
         if asked:
             return [single_config("measure"), detail_config(detail, launch_sources, profile, sources=sources), PROBE_RUN]
-        eager_only = dataclasses.replace(detail_config(detail, launch_sources, profile, sources=sources), when="eager_only")
-        return [single_config(), eager_only, PROBE_RUN]
+        # A script that built no graph: the detail run records what the prediction reads (every launch, copy, allocation,
+        # synchronization and event call; the user's lines), not the getters and queries that 'all' adds, nor node
+        # callbacks (there is no graph): 'all' slowed a decode loop 11x, a training loop 6.6-9.5x; this 1.4-2.0x (benchmarks/notes/s18)
+        eager_only = dataclasses.replace(detail_config(detail, launch_sources, profile, sources=sources), when="eager_only",
+                                         api_filter="needed", node_events=False, node_sources=False)
+        plan = [single_config(), eager_only]
+        if eager_only.stamp:  # Python 3.12+: the loop's untraced periods, for the prediction, and the first-graph probe
+            plan.append(dataclasses.replace(timing_config(()), when="eager_only"))
+        return plan + [PROBE_RUN]  # where no timing run made the probe (probe_run_wanted)
     if runs == "2":
         return [MEASURE, detail_config(detail, launch_sources, profile, sources=sources)]
     if runs == "full":

@@ -493,8 +493,9 @@ def run(
 ) -> None:
     """Trace an unmodified Python script, like `nsys profile python script.py`, then report.
 
-    The script runs once, traced lightly; graphmode then measures in the same process what its tracing cost
-    and takes it off the figures (shown beside them). More runs only where asked for or needed (--runs; why
+    The script runs once, traced lightly; what that tracing costs (calibrated by `graphmode calibrate`) is taken
+    off the figures and shown beside them. More runs only where asked for or needed: a script that built no graph
+    runs twice more, for its loop's structure and untraced periods (--runs; why
     and when: docs/design.md, "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
     or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """

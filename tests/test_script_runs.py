@@ -114,11 +114,14 @@ def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: 
 
 
 def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
-    """issue 29: `graphmode run` traces the script once (plus, for a script that builds no graph, the untraced probe
-    run); a detail run only where the user asked for what only it records; one rank of a job runs once."""
+    """issue 29: `graphmode run` traces the script once (plus, for a script that builds no graph, a detail run and, on
+    Python 3.12+, the timing run: issue 30's prediction reads the loop's untraced period; else the untraced probe run);
+    a detail run only where the user asked for what only it records; one rank of a job runs once."""
     from graphmode.analyzers.run_plan import plan_runs
+    from graphmode.tracer import line_stamps
 
-    assert [(c.name, c.when) for c in plan_runs()] == [("single", ""), ("detail", "eager_only"), ("probe", "")]
+    timing = [("timing", "eager_only")] if line_stamps.AVAILABLE else []
+    assert [(c.name, c.when) for c in plan_runs()] == [("single", ""), ("detail", "eager_only"), *timing, ("probe", "")]
     single = plan_runs()[0]
     # the measuring run's records plus graph-level callbacks; nothing per launch, per node or per line
     assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
@@ -135,6 +138,25 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
     assert heavy.detail == "node" and heavy.api_filter == "all" and heavy.node_events
     with pytest.raises(ValueError, match="'full'"):
         plan_runs(runs="3")
+
+
+def test_a_script_that_built_no_graph_gets_the_timing_run_on_python_312(monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 30: on Python 3.12+ (line stamps), a script that built no graph gets the timing run after its detail run
+    (the loop's untraced periods for the prediction, and the first-graph probe); a script that built graphs does not
+    ('eager_only'); the probe run stays last, made only where the timing run was not."""
+    from graphmode.analyzers.run_plan import plan_runs
+    from graphmode.tracer import line_stamps
+
+    monkeypatch.setattr(line_stamps, "AVAILABLE", True)
+    plan = plan_runs()
+    assert [(c.name, c.when, c.stamp) for c in plan] == [("single", "", ""), ("detail", "eager_only", "all"),
+                                                         ("timing", "eager_only", "lines"), ("probe", "", "")]
+    assert not plan[2].cupti and plan[2].stamp_lines == ()  # its lines are decided after the detail run
+    # the detail run of a script that built no graph records what the prediction reads: no getters, no node callbacks
+    assert (plan[1].api_filter, plan[1].node_events, plan[1].node_sources) == ("needed", False, False)
+    assert [c.api_filter for c in plan_runs(runs="full")] == ["sparse", "all", "none", "none"]  # asked-for runs keep 'all'
+    monkeypatch.setattr(line_stamps, "AVAILABLE", False)
+    assert [c.name for c in plan_runs()] == ["single", "detail", "probe"]
 
 
 def test_a_script_that_built_no_graph_gets_its_detail_run(tmp_path: Path) -> None:

@@ -433,8 +433,9 @@ def test_run_plans_make_a_timing_run_only_where_python_can_stamp(monkeypatch: py
     assert [c.name for c in plan_runs(runs="2")] == ["measure", "detail"]
     (single,) = plan_runs(runs="auto", ranked=True)
     assert (single.name, single.stamp) == ("single", "")  # it times: no stamps to slow it
-    # the timing run is made only when asked; a script that built no graph gets a detail run (with stamps where they can be)
-    assert [c.name for c in plan_runs(runs="auto")] == ["single", "detail", "probe"]
+    # by default, the timing run only for a script that built no graph, after its detail run (with stamps where they can be)
+    assert [c.name for c in plan_runs(runs="auto")] == (["single", "detail", "timing", "probe"] if available else ["single", "detail", "probe"])
+    assert all(c.when == "eager_only" for c in plan_runs(runs="auto")[1:-1])
     assert plan_runs(runs="auto")[1].stamp == ("all" if available else "")
 
 

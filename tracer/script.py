@@ -570,14 +570,14 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     status = 0
     for pass_id, config in enumerate(plan):
         ok = code == 0 and status == 0  # after a failure: nothing to time, no prediction to make
+        if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.structure_wanted, False)):
+            continue
         if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
             no_lines: list[str] = []
             lines = _decided(out, decide.lines_to_time, no_lines) if ok and decide is not None else no_lines
             if not lines:
                 continue
             config = replace(config, stamp_lines=tuple(lines))
-        if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.structure_wanted, False)):
-            continue
         if config.name == PROBE_RUN.name:
             why = _decided(out, decide.why_no_probe_run, _UNREADABLE) if ok and decide is not None else _UNREADABLE
             if why is not None:
