@@ -644,34 +644,42 @@ SHAPE_VALUES = ("shape", "shapes", "kernels", "recurrences")  # basis values tha
 
 
 def _shape_groups(trace: Trace, priced: Sequence[tuple[Region, RegionPrediction]],
-                  price: Callable[[Region, int], RegionPrediction | None]) -> list[ShapeGroup]:
+                  price: Callable[[Region, int], RegionPrediction | None]
+                  ) -> tuple[list[ShapeGroup], dict[int, RegionPrediction]]:
     """The steps that change input shape (regions whose basis has `shapes`, analyzers.repetition's split), each with
     one graph per shape: their one-time costs together, shape k (by its first iteration) priced as the process's k-th
     graph after those instantiated before the step, so that the first-graph extra and PyTorch's first-capture work
     count once; the sum of each graph's point and interval ends (every region's draws share one seed). A step's
     regions share their basis but for SHAPE_VALUES (a step of several repeated blocks, analyzers.repetition.shape_steps,
     has one block per shape); the group's basis is its first shape's, without the shape. Memory: an eager trace
-    records no graph pool and no tensor sizes, so none is given (a typed reason)."""
+    records no graph pool and no tensor sizes, so none is given (a typed reason). Also returns, by id() of each later
+    shape's own prediction, that shape priced as the k-th graph (with a note): the region's answer where the step
+    graphs every shape, as the capture advice says."""
     steps: dict[tuple[str, tuple[tuple[str, Any], ...]], list[tuple[Region, RegionPrediction]]] = {}
     for r, p in priced:
         if isinstance(r.basis.get("shapes"), int):
             key = (r.basis.kind, tuple(sorted((k, v) for k, v in r.basis.values.items() if k not in SHAPE_VALUES)))
             steps.setdefault(key, []).append((r, p))
     out = []
+    later: dict[int, RegionPrediction] = {}
     for members in steps.values():  # per step that changes shape: a handful
         members.sort(key=lambda m: m[0].wall_start)
         first = members[0][0].basis
         kind, values = first.kind, {k: v for k, v in first.values.items() if k not in ("shape", "shapes")}
         before = _graphs_before(trace, members[0][0].wall_start)
-        costs = [members[0][1].one_time] + [(q.one_time if (q := price(r, before + k + 1)) is not None else None)
-                                            for k, (r, _) in enumerate(members[1:], start=1)]
+        costs = [members[0][1].one_time]
+        for k, (r, own) in enumerate(members[1:], start=1):
+            q = price(r, before + k + 1)
+            costs.append(q.one_time if q is not None else None)
+            if q is not None:
+                later[id(own)] = dataclasses.replace(q, notes=q.notes + (note("shape_later_graph", shape=k + 1, nth=before + k + 1),))
         total = None if any(c is None for c in costs) else Estimate(
             sum(c.ns for c in costs if c is not None), sum(c.low_ns for c in costs if c is not None),
             sum(c.high_ns for c in costs if c is not None))
         out.append(ShapeGroup(basis=Note(kind, dict(values)), labels=tuple(p.label for _, p in members),
                               shapes=n if isinstance(n := members[0][0].basis.get("shapes"), int) else len(members), one_time=total, memory_bytes=None,
                               memory_unknown=note("shape_memory_unmeasured", shapes=len(members))))
-    return out
+    return out, later
 
 
 # ---------------------------------------------------------------------------------------------- entry point
@@ -800,7 +808,8 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
         if (p := price(r)) is not None:
             out.append(p)
             priced.append((r, p))
-    groups = _shape_groups(trace, priced, price)
+    groups, later = _shape_groups(trace, priced, price)
+    out = [later.get(id(p), p) for p in out]
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}
