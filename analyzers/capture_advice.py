@@ -69,13 +69,41 @@ def _span(files: np.ndarray, lines: np.ndarray, script: str) -> str:
     return f"{f}:{first}" if first == last else f"{f}:{first}-{last}"
 
 
-def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int) -> tuple[str, str, Note | None]:
+def _common_lines(trace: Trace, pass_id: int, windows: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(files, lines) of the stamped lines run inside at least half of the windows (an iteration each, sorted, not
+    overlapping): the step's own lines, not those of a warm-up loop or a set-up call that a few of its recurrences
+    overlap (timm's ViT: 3 warm-up calls and 30 timed ones of one block, from two loops)."""
+    starts, ends = (np.asarray(w, dtype=np.int64) for w in windows)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    s = trace.sql("SELECT file, line, ts_ns FROM line_stamps WHERE pass_id = ? AND ts_ns >= ? AND ts_ns < ?",
+                  [pass_id, int(starts.min()), int(ends.max())])
+    ts = np.asarray(s["ts_ns"], dtype=np.int64)
+    w = np.searchsorted(starts, ts, side="right") - 1
+    inside = (w >= 0) & (ts < ends[np.clip(w, 0, None)])
+    if not inside.any():
+        return np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64)
+    keys = np.char.add(np.char.add(s["file"].astype(str)[inside], "\n"), s["line"].astype(np.int64)[inside].astype(str))
+    pairs = np.unique(np.stack([w[inside].astype(str), keys]), axis=1)  # (window, line) once each
+    uniq, count = np.unique(pairs[1], return_counts=True)
+    common = uniq[count * 2 >= starts.size]
+    split = np.char.partition(common.astype(str), "\n")
+    return split[:, 0], split[:, 2].astype(np.int64)
+
+
+def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int,
+                    windows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[str, str, Note | None]:
     """The script's own lines run inside one iteration [start_ns, end_ns) of the pass: (span, where from, why unknown).
     From the pass's line stamps (the detail run, Python 3.12+: only the script's own lines are stamped), else from the
     source lines of its CUDA calls (`--launch-sources`: the user's line that made each call); a typed reason where
-    neither is recorded, or none falls inside the iteration."""
+    neither is recorded, or none falls inside the iteration. With `windows` (all the region's iterations: starts,
+    ends), the stamped lines run in at least half of them, where there are such lines."""
     script = script_path(trace)
     if trace.rows("SELECT count(*) FROM (SELECT 1 FROM line_stamps WHERE pass_id = ? LIMIT 1)", [pass_id])[0][0]:
+        if windows is not None and np.asarray(windows[0]).size > 1:
+            files, lines = _common_lines(trace, pass_id, windows)
+            if (span := _span(files, lines, script)):
+                return span, "line_stamps", None
         s = trace.sql("SELECT file, line FROM line_stamps WHERE pass_id = ? AND ts_ns >= ? AND ts_ns < ?", [pass_id, start_ns, end_ns])
         span = _span(s["file"].astype(str), s["line"].astype(np.int64), script)
         return (span, "line_stamps", None) if span else ("", "", note("lines_not_in_iteration", recorded="line_stamps"))
@@ -90,11 +118,13 @@ def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int) -> t
 
 
 def advise(trace: Trace, pass_id: int, start_ns: int, end_ns: int, kernel_names: Sequence[str], basis: Note, graph_id: int,
-           breakers: Sequence[CaptureBreaker], torch_program: bool) -> CaptureAdvice:
-    """The advice for one region: its lines (iteration_lines over its representative iteration [start_ns, end_ns)) and,
+           breakers: Sequence[CaptureBreaker], torch_program: bool,
+           windows: tuple[np.ndarray, np.ndarray] | None = None) -> CaptureAdvice:
+    """The advice for one region: its lines (iteration_lines over its iterations `windows`, else its representative
+    iteration [start_ns, end_ns)) and,
     for a PyTorch program, the API by the module doc's rules, from the iteration's kernel names, the region's basis
     (its shape) and its capture breakers; each reason a typed note."""
-    lines, lines_from, unknown = iteration_lines(trace, pass_id, start_ns, end_ns)
+    lines, lines_from, unknown = iteration_lines(trace, pass_id, start_ns, end_ns, windows)
     reasons: list[Note] = []
     api = ""
     if not torch_program:

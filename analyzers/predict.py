@@ -325,7 +325,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     graph = iteration_graph(act, matched.rep)
     breakers, trailing = _breakers(act, graph, n_it)
     advice = advise(trace, traced_id, int(starts[matched.rep]), int(ends[matched.rep]), act.op_name[matched.rows[0]].astype(str).tolist(),
-                    region.basis, region.graph_id, breakers, torch_program)
+                    region.basis, region.graph_id, breakers, torch_program, (starts, ends))
     notes: list[Note] = []
     rows = matched.rows
     dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position

@@ -147,16 +147,17 @@ def test_a_step_over_four_shapes_is_one_graph_per_shape_with_their_one_time_cost
     shape's graph: 3 kernels in a chain, 2 edges.
     capture = max(model capture 10_000 + 3 x 3_000 = 19_000, issue + 19_000 - model eager issue (1_000 + 3 x 2_500 =
     8_500)), issue = first call start to last call end = 210 ns: 19_000; instantiate 40_000 + 3 x 4_000 + 2 x 500 =
-    53_000; upload 30_000 + 3 x 300 + 2 x 50 = 31_000; first launch excess 5_000 + 3 x 800 = 7_400: 110_400. Every region
-    is priced as the process's first graph (no graph before it): + FIRST_GRAPH_EXTRA 225_000 = 335_400 each. Together, shape
-    k priced as the process's k-th graph: the first 335_400, the later three 110_400 each (the model has no second-graph
-    extra): 666_600, not 4 x 335_400 = 1_341_600. Memory: no basis in an eager trace (a typed reason). Not PyTorch: no
+    53_000; upload 30_000 + 3 x 300 + 2 x 50 = 31_000; first launch excess 5_000 + 3 x 800 = 7_400: 110_400. Shape 1 is
+    priced as the process's first graph (no graph before it): + FIRST_GRAPH_EXTRA 225_000 = 335_400; shape k as the
+    process's k-th graph, in its own row too (one graph per shape, a note saying which): the later three 110_400 each
+    (the model has no second-graph extra). Together 666_600, not 4 x 335_400 = 1_341_600. Memory: no basis in an eager trace (a typed reason). Not PyTorch: no
     API. A PyTorch program: each shape's region advises one torch.cuda.graph per shape (advice_shapes, k of 4)."""
     assert sum(FIRST_GRAPH_EXTRA.values()) == 225_000
     choice = ModelChoice(synthetic_model(), "exact", None)
     with load(_shapes_loop(tmp_path / "shapes.gmtrace", torch=False)) as trace:
         p = predict(trace, None, choice)
-    assert [r.one_time.ns if r.one_time else None for r in p.regions] == pytest.approx([335_400] * 4, abs=1)
+    assert [r.one_time.ns if r.one_time else None for r in p.regions] == pytest.approx([335_400] + [110_400] * 3, abs=1)
+    assert [next((n["nth"] for n in r.notes if n.kind == "shape_later_graph"), None) for r in p.regions] == [None, 2, 3, 4]
     [g] = p.shape_groups
     assert g.basis == note("basis_kernel_repetition", kernels=3, recurrences=120)
     assert (g.shapes, len(g.labels), g.memory_bytes) == (4, 4, None)
@@ -191,10 +192,11 @@ def test_real_eager_only_recordings_say_their_lines_and_no_pytorch_advice(tmp_pa
     """REAL recordings (H200), both cuda-python or CuPy programs that built no graph, recorded with line stamps.
     cuda_python_capture.py --eager-only: its loop (lines 67-68: step(stream), cuStreamSynchronize) calls step() (lines
     49-51) and ok() (lines 21-24): one iteration runs lines 21 to 68 of the script. cupy_chain.py (its loop at line 37,
-    the line rule's basis): lines 27-34. Neither imported torch: no PyTorch API, with the reason; the CuPy loop's
+    the line rule's basis): lines 27-39, step()'s body and the timed loop (37-39) run in most of its iterations (its
+    10-step warm-up loop at 33-34, in a few, is not the step's). Neither imported torch: no PyTorch API, with the reason; the CuPy loop's
     cudaMalloc must move out first. No step changes shape: no shape group. The JSON validates against the schema."""
     for name, lines, breakers in (("timed/cuda_python_eager_only.gmtrace.xz", "cuda_python_capture.py:21-68", 0),
-                                  ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-34", 1)):
+                                  ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-39", 1)):
         with load(_real(name, tmp_path)) as trace:
             analysis = analyze(trace)
         p = analysis.prediction
@@ -212,11 +214,12 @@ def test_real_eager_only_recordings_say_their_lines_and_no_pytorch_advice(tmp_pa
 def test_a_real_training_step_is_whole_step_advice(tmp_path: Path) -> None:
     """REAL recording (H200): a MobileNet training step that the program also captured (graph 1): its eager iterations
     run autograd's kernels (nll_loss_backward_reduce_cuda_kernel_2d, ...) and torch.optim's foreach kernels
-    (multi_tensor_apply): the whole step in one torch.cuda.graph; lines 33-49 of mgc_mobilenet.py from line stamps."""
+    (multi_tensor_apply): the whole step in one torch.cuda.graph; lines 33-43 of mgc_mobilenet.py from line stamps:
+    step()'s body and timed_loop()'s loop over it, run in most of the iterations (not the 5-step warm-up loop at 48-49)."""
     with load(_real("steps/mgc_mobilenet.gmtrace.xz", tmp_path)) as trace:
         p = predict(trace, analyze(trace), None)
     r = next(r for r in p.regions if r.graph_id == 1)
-    assert r.advice is not None and (r.advice.api, r.advice.lines) == ("torch_cuda_graph_whole_step", "mgc_mobilenet.py:33-49")
+    assert r.advice is not None and (r.advice.api, r.advice.lines) == ("torch_cuda_graph_whole_step", "mgc_mobilenet.py:33-43")
     kinds = [n.kind for n in r.advice.reasons]
     assert kinds[:3] == ["advice_backward", "advice_optimizer", "advice_program_graphs_it"]
     assert "multi_tensor_apply" in str(r.advice.reasons[1]["example"])
