@@ -1,0 +1,115 @@
+"""Issue 30's check: what `graphmode run` predicts from an eager-only program, beside what the same program graphed
+measured by its own clocks in fresh untraced processes.
+
+Reads the recordings (default: tests/data/scripts/eager_only/*.gmtrace.xz, made by benchmarks/notes/s18/call3.sh)
+and the truths the device calls printed (GRAPHMODE_TRUTH lines in benchmarks/notes/s18/call*-truth.txt), and prints a
+markdown table: per predicted region, the predicted replay, one-time cost, break-even and eager period against the
+graphed processes' (median and range, each process's break-even from its own eager step, replay and one-time cost:
+capture block + first replay - steady replay, benchmarks/script_fidelity.py's rule) and the eager-only processes'
+own eager clocks. Usage: python benchmarks/eager_only.py [TRACE ...] [--truths FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import math
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFIX = "GRAPHMODE_TRUTH "
+# which truth line belongs to which program and kind: '<program> ... graphed ...' or '<program> eager-only ...'
+LINE = re.compile(r"^(?P<program>\w+) (?P<kind>graphed|eager-only)\b.*?untraced.*?" + re.escape(PREFIX) + r"(?P<json>\{.*\})(?: \(call \d+\))?$")
+
+
+def truths(files: list[Path]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """program -> {'graphed': [truth dicts], 'eager-only': [...]} from the device calls' truth files."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            m = LINE.match(line.strip())
+            if m:
+                out.setdefault(m["program"], {}).setdefault(m["kind"], []).append(json.loads(m["json"]))
+    return out
+
+
+def graphed_figures(t: dict[str, Any], suffix: str = "") -> dict[str, float] | None:
+    """replay, one-time cost, eager step and break-even of one graphed process (suffix '_b8' for a batch size)."""
+    keys = [f"{k}{suffix}_ns" for k in ("graph", "capture_block", "first_replay", "eager")]
+    if not all(k in t for k in keys):
+        return None
+    graph, block, first, eager = (float(t[k]) for k in keys)
+    one_time = block + first - graph
+    return {"replay": graph, "one_time": one_time, "eager": eager,
+            "break_even": float(math.ceil(one_time / (eager - graph))) if eager > graph else math.inf}
+
+
+def _spread(values: list[float], scale: float = 1e6, unit: str = "ms") -> str:
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    if scale == 1:
+        return f"{med:g} ({min(values):g}-{max(values):g})" if len(values) > 1 else f"{med:g}"
+    return f"{med / scale:.2f} ({min(values) / scale:.2f}-{max(values) / scale:.2f}) {unit}" if len(values) > 1 else f"{med / scale:.2f} {unit}"
+
+
+def _err(pred: float | None, truth: list[float]) -> str:
+    if pred is None or not truth:
+        return "-"
+    return f"{100 * (pred / statistics.median(truth) - 1):+.0f}%"
+
+
+def predictions(path: Path) -> list[Any]:
+    """The trace's predicted regions (to_graph), in the order the report gives them."""
+    from graphmode.analyzers import analyze
+    from graphmode.tracer.store import load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        p = path
+        if path.suffix == ".xz":
+            p = Path(tmp) / path.stem
+            p.write_bytes(lzma.decompress(path.read_bytes()))
+        with load(p) as trace:
+            a = analyze(trace)
+    return [r for r in a.prediction.regions if r.direction == "to_graph"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="*", type=Path)
+    ap.add_argument("--truths", nargs="*", type=Path)
+    args = ap.parse_args(argv)
+    traces = args.traces or sorted((ROOT / "tests/data/scripts/eager_only").glob("*.gmtrace.xz"))
+    found = truths(args.truths or sorted((ROOT / "benchmarks/notes/s18").glob("call*-truth.txt")))
+    print("| program, region | replay: predicted / graphed | one-time: predicted / graphed | break-even: predicted "
+          "[95%] / graphed | eager: predicted / eager-only untraced |")
+    print("|---|---|---|---|---|")
+    for path in traces:
+        program = path.name.split(".")[0]
+        t = found.get(program, {})
+        regions = predictions(path)
+        sizes = sorted({int(m[1]) for d in t.get("graphed", []) for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})
+        for i, r in enumerate(regions):
+            suffix = f"_b{sizes[i]}" if sizes and len(sizes) == len(regions) else ""
+            figs = [f for d in t.get("graphed", []) if (f := graphed_figures(d, suffix)) is not None]
+            eager_only = [float(d[f"eager{suffix}_ns"]) for d in t.get("eager-only", []) if f"eager{suffix}_ns" in d]
+            rp = r.replay_period.ns if r.replay_period else None
+            ot = r.one_time.ns if r.one_time else None
+            ep = r.eager_period.ns if r.eager_period else None
+            label = f"{program}{', ' + suffix[1:] if suffix else ''} ({r.graph.kernels if r.graph else '?'} kernels)"
+            print(f"| {label} | {rp / 1e6 if rp else float('nan'):.2f} / {_spread([f['replay'] for f in figs])} "
+                  f"({_err(rp, [f['replay'] for f in figs])}) | {ot / 1e6 if ot else float('nan'):.2f} / "
+                  f"{_spread([f['one_time'] for f in figs])} ({_err(ot, [f['one_time'] for f in figs])}) | "
+                  f"{r.break_even} [{r.break_even_low}, {r.break_even_high}] / {_spread([f['break_even'] for f in figs], 1)} | "
+                  f"{ep / 1e6 if ep else float('nan'):.2f} / {_spread(eager_only)} ({_err(ep, eager_only)}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
