@@ -118,5 +118,12 @@ def headline_of(a: TraceAnalysis) -> Headline:
         return dataclasses.replace(h, verdict="unknown", run_replays=g_mode.iterations)
     region = next((r for r in (a.prediction.regions if a.prediction is not None else ()) if r.direction == "to_graph"), None)
     if region is not None:
-        return _none("prediction", "no_graph_built", prediction=region)
+        h = _none("prediction", "no_graph_built", prediction=region)
+        # a step at several input shapes: one graph per shape (analyzers.predict's shape groups), the headline's
+        # figures its first shape's, with how many shapes and what all their graphs cost once
+        group = next((g for g in a.prediction.shape_groups if region.label in g.labels), None) if a.prediction else None
+        if group is not None:
+            h = dataclasses.replace(h, shapes=group.shapes,
+                                    shapes_one_time_ns=_clamped(group.one_time.ns) if group.one_time is not None else None)
+        return h
     return _none("none", "capture_failed" if failed else "no_graph_built")

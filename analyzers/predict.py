@@ -33,6 +33,7 @@ from graphmode.analyzers.capture_advice import advise
 from graphmode.analyzers.break_even import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    TIMING_RUN_SLOWDOWN_BOUND,
     bootstrap_medians,
     replay_interval,
     replays_per_draw,
@@ -342,6 +343,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         wall = wall[has_ops]
     t_e = float(np.median(wall))
     script_eager = _script_eager(analysis, region)
+    eager_run = ""  # the run the eager period's level comes from, where a script's analysis gave it
     if script_eager is not None and region.wall_traced and t_e > 0:
         # A script: the detail run's iterations give the shape of the spread; their level is the per-graph
         # answer's eager period (the measuring run's, or the timing run's where it timed CPU-bound iterations),
@@ -350,6 +352,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         wall = wall * scale
         t_e = float(np.median(wall))
         region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
+        eager_run = script_eager[1]
         notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=script_eager[1], scale=scale))
     if rows.shape[0] < n_it:
         notes.append(note("iterations_left_out", left_out=n_it - int(rows.shape[0]), iterations=n_it))
@@ -534,6 +537,13 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     saved = t_e - t_g
     low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
+    if eager_run == "timing" and not never and high is not None:
+        # the timing run itself may run a CPU-bound loop slower than untraced (per_graph's TIMING_RUN_SLOWDOWN_BOUND,
+        # measured): the interval's upper end allows an eager period that much shorter, as a script's graphs' do
+        deflated = t_e / (1 + TIMING_RUN_SLOWDOWN_BOUND) - t_g
+        wider = smallest_replays(one_point, deflated) if deflated > 0 else None
+        high, high_never = (max(high, wider), False) if wider is not None else (None, True)
+        notes.append(note("prediction_eager_timed", slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
     if breakers:
         notes.append(note("capture_breakers_assumed_fixed"))
     return RegionPrediction(

@@ -342,6 +342,10 @@ class Headline:
     reason: str  # why the verdict is unknown or no_graph: 'no_eager_twin' | 'no_one_time' | 'capture_failed' |
     #              'never_replayed' | 'not_instantiated' | 'no_graph_built' | 'no_baseline' | ''
     basis: str = ""  # 'measured' | 'predicted' (no eager twin: the saving is analyzers.counterfactual's) | ''
+    # subject 'prediction' of a step at several input shapes (one graph per shape): how many, and what all their graphs
+    # cost once (the figures above are the first shape's); 0 and None otherwise
+    shapes: int = 0
+    shapes_one_time_ns: float | None = None
 
 
 @dataclass(frozen=True)

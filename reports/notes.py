@@ -547,6 +547,9 @@ TEMPLATES: dict[str, Template] = {
                             "calibration before graphmode timed one): priced as a capture"),
     "node_api_build": _node_api_build,
     "torch_capture_ratio": _torch_capture_ratio,
+    "prediction_eager_timed": ("the eager period is the timing run's, which may run a CPU-bound loop up to "
+                               "{slowdown_bound:.0%} slower than untraced (measured): the break-even interval's upper end "
+                               "allows an eager period that much shorter"),
     "shape_later_graph": ("priced as the process's graph number {nth} (one graph per shape, this shape's after the earlier "
                           "shapes'): the first graph's extra and PyTorch's first-capture work are in shape 1's one-time cost"),
     "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "

@@ -171,3 +171,44 @@ def _bundled() -> Any:
     from graphmode.analyzers.costmodel import load_model
 
     return load_model(ROOT / "graphmode" / "data" / "costmodel-nvidia-h200.json")
+
+
+def test_the_headline_of_a_step_at_four_shapes_says_so(analyses: dict[str, tuple[TraceAnalysis, dict[str, Any]]]) -> None:
+    """The headline's figures are the first shape's, with how many shapes there are and what all their graphs cost
+    once (the shape group's), the same in the terminal's sentence and the JSON, which validates against the schema;
+    a one-shape step's headline has no shapes."""
+    import jsonschema
+
+    from graphmode.reports.headline import sentence
+    from graphmode.reports.json_report import load_schema, report_dict
+
+    a, _ = analyses["vit_batch_graphs"]
+    h = a.headline
+    (group,) = a.prediction.shape_groups
+    first = _regions(a)[0]
+    assert h is not None and group.one_time is not None and first.one_time is not None
+    assert (h.subject, h.shapes, h.shapes_one_time_ns) == ("prediction", 4, pytest.approx(group.one_time.ns))
+    assert h.one_time_ns == pytest.approx(first.one_time.ns)
+    text = sentence(a)
+    assert "runs at 4 input shapes, one graph each" in text and "all 4 graphs cost" in text
+    doc = report_dict(a)
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    assert doc["headline"]["shapes"] == 4 and doc["headline"]["sentence"] == text
+    h1 = analyses["hf_static_decode"][0].headline
+    assert h1 is not None and (h1.shapes, h1.shapes_one_time_ns) == (0, None)
+
+
+def test_an_eager_period_from_the_timing_run_widens_the_break_even_intervals_upper_end(
+        analyses: dict[str, tuple[TraceAnalysis, dict[str, Any]]]) -> None:
+    """The timing run may itself run a CPU-bound loop up to TIMING_RUN_SLOWDOWN_BOUND slower than untraced (ResNet-18's
+    read 12.4 ms a step where untraced processes read 8.8-11.0): the predicted break-even interval's upper end allows an
+    eager period that much shorter, with a note, as a script's own graphs' intervals do."""
+    from graphmode.analyzers.break_even import TIMING_RUN_SLOWDOWN_BOUND, smallest_replays
+
+    for name, (a, _) in analyses.items():
+        for r in _regions(a):
+            assert r.eager_period is not None and r.replay_period is not None and r.one_time is not None
+            assert any(n.kind == "prediction_eager_timed" and n["slowdown_bound"] == TIMING_RUN_SLOWDOWN_BOUND for n in r.notes)
+            deflated = r.eager_period.ns / (1 + TIMING_RUN_SLOWDOWN_BOUND) - r.replay_period.ns
+            assert deflated > 0 and r.break_even_high is not None, name
+            assert r.break_even_high >= smallest_replays(r.one_time.ns, deflated), name
