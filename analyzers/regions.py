@@ -22,7 +22,8 @@ from graphmode.analyzers.notes import Note, NoteValue, note
 from graphmode.analyzers.repetition import REPEAT_SOURCE, SHAPE_MARK, parse_repeat, parse_shape
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.run import Run, build_run
-from graphmode.analyzers.untraced import short_loc
+from graphmode.analyzers.periods import IterationTable
+from graphmode.analyzers.untraced import line_timing, short_loc, with_untraced
 from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
@@ -154,12 +155,27 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
     return [dataclasses.replace(r, loop_share=shares.get(r.label, 1.0)) if r.loop else r for r in out]
 
 
+def _timed(run: Run, t: IterationTable) -> IterationTable:
+    """The measuring run's iterations with the CPU-bound ones the timing run timed untraced (analyzers.untraced), as
+    the analysis reads them (analyzers.script_analysis); `t` where no timing run timed any."""
+    sg = run.script_graphs()
+    if sg is None or sg.structure_pass == sg.timing_pass or not run.has_stamps(sg.structure_pass):
+        return t
+    if not any(p.detail == "stamps" for p in run.trace.passes):
+        return t
+    detail = run.script_graphs(timing_pass=sg.structure_pass)
+    if detail is None:
+        return t
+    return with_untraced(t, line_timing(run.trace, t, run.iterations(detail)[0], run.line_stamps))
+
+
 def loop_shares(run: Run) -> dict[str, float]:
     """An eager-only loop found as several regions (steps, or a step's input shapes): per region label, the median
-    period (work) of its steady iterations in the measuring run over that of all the loop's steady iterations there.
-    The headline's eager period is the loop's, taken over all of them (with the tracer's cost taken off, analyzers.
-    tracer_cost); a region's is its own share of it."""
-    t = find_iterations(run)
+    period (work) of its steady iterations over that of all the loop's steady iterations, in the timing run where it
+    timed them (untraced: the traced run's own cost grows with a region's launches, so its shares are not the program's),
+    else in the measuring run. The headline's eager period is the loop's, taken over all of them (the timing run's, or
+    the measuring run's with the tracer's cost taken off, analyzers.tracer_cost); a region's is its own share of it."""
+    t = _timed(run, find_iterations(run))
     sel = (np.asarray(t.graph_id) == 0) & (np.asarray(t.role) == "steady") & np.isfinite(np.asarray(t.work, dtype=np.float64))
     sel &= np.isin(np.asarray(t.mode).astype(str), EAGER_MODES)
     if not sel.any():

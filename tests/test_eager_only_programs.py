@@ -48,6 +48,23 @@ def _graphed(program: str, suffix: str = "") -> dict[str, float]:
     return {"replay": statistics.median(replay), "one_time": statistics.median(one), "break_even": statistics.median(be)}
 
 
+def _timing_cadences(path: Path, line: int) -> list[float]:
+    """Per uninterrupted run of stamps of `line` in the timing run (its own clock, perf_counter_ns), the median time
+    between two of them: what the timing run read of each loop over that line, computed from its stamps alone."""
+    with load(path) as t:
+        (tp,) = [p.pass_id for p in t.passes if p.detail == "stamps"]
+        rows = t.rows("SELECT line, ts_ns FROM line_stamps WHERE pass_id = ? ORDER BY ts_ns", [tp])
+    out, run_ts = [], []
+    for ln, ts in rows + [(-1, 0)]:
+        if ln == line:
+            run_ts.append(int(ts))
+            continue
+        if len(run_ts) > 2:
+            out.append(float(statistics.median([b - a for a, b in zip(run_ts, run_ts[1:])])))
+        run_ts = []
+    return out
+
+
 @pytest.fixture(scope="module")
 def analyses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TraceAnalysis, dict[str, Any]]]:
     d = tmp_path_factory.mktemp("eager_only")
@@ -57,7 +74,7 @@ def analyses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TraceA
         p.write_bytes(lzma.decompress(f.read_bytes()))
         with load(p) as t:
             out[p.stem.removesuffix(".gmtrace")] = (analyze(t), {"passes": [(x.name, x.detail) for x in t.passes],
-                                                              "runs": t.meta["runs"], "probe": t.meta.get("first_graph_probe")})
+                                                              "runs": t.meta["runs"], "probe": t.meta.get("first_graph_probe"), "path": p})
     assert set(out) == {"hf_static_decode", "mobilenet_train_fn", "vit_batch_graphs", "resnet_train"}
     return out
 
@@ -135,6 +152,12 @@ def test_a_forward_at_four_batch_sizes_is_four_regions_priced_as_one_graph_each(
     loop = next(n for n in ast.walk(ast.parse((SCRIPTS / "vit_batch_graphs.py").read_text())) if isinstance(n, ast.For)
                 and "args.calls" in ast.unparse(n.iter))
     assert {r.advice.lines for r in regions if r.advice} == {f"vit_batch_graphs.py:{loop.lineno}-{loop.end_lineno}"}
+    # each shape's eager period is what the timing run read of that shape's loop (untraced), not a share taken from the
+    # traced run, whose own cost grows with a shape's launches (batch 1 launches 162 ops, the others 126)
+    cadences = _timing_cadences(analyses["vit_batch_graphs"][1]["path"], loop.lineno + 1)
+    assert len(cadences) == 4
+    for r, c in zip(regions, cadences):
+        assert r.eager_period is not None and r.eager_period.ns == pytest.approx(c, rel=0.05)
     later = [next(n for n in r.notes if n.kind == "shape_later_graph") for r in regions[1:]]
     assert [(n["shape"], n["nth"]) for n in later] == [(2, 2), (3, 3), (4, 4)]
     assert not any(n.kind == "shape_later_graph" for n in regions[0].notes)
