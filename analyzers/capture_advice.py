@@ -54,9 +54,16 @@ def script_path(trace: Trace) -> str:
     return str(p) if isinstance(p, str) else ""
 
 
+# Two stamped lines this close (at most this many lines between them: blank lines, comments, a `def` or `else:` line,
+# which run no stamped code) belong to one span of the advice's lines.
+SPAN_GAP = 3
+
+
 def _span(files: np.ndarray, lines: np.ndarray, script: str) -> str:
-    """'file.py:FIRST-LAST' over the lines of the script's file ('file.py:N' for one line); where the script is not
-    known or none of them is its, the file with the most of them. '' without lines."""
+    """'file.py:A-B,C-D' over the lines of the script's file: its spans of lines, two stamped lines at most SPAN_GAP
+    apart in one span ('file.py:N' for one line), so that a step function's body and the loop that calls it read as
+    two spans, not as everything between them; where the script is not known or none of them is its, the file with the
+    most of them. '' without lines."""
     if files.size == 0:
         return ""
     base = script.rsplit("/", 1)[-1]
@@ -65,8 +72,10 @@ def _span(files: np.ndarray, lines: np.ndarray, script: str) -> str:
         uniq, counts = np.unique(files, return_counts=True)
         own = files == uniq[int(np.argmax(counts))]
     f = str(files[own][0]).rsplit("/", 1)[-1]
-    first, last = int(lines[own].min()), int(lines[own].max())
-    return f"{f}:{first}" if first == last else f"{f}:{first}-{last}"
+    ordered = np.unique(lines[own].astype(np.int64))
+    cuts = np.flatnonzero(np.diff(ordered) > SPAN_GAP + 1) + 1
+    spans = [(int(p[0]), int(p[-1])) for p in np.split(ordered, cuts)]
+    return f"{f}:" + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _common_lines(trace: Trace, pass_id: int, windows: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +102,7 @@ def _common_lines(trace: Trace, pass_id: int, windows: tuple[np.ndarray, np.ndar
 
 def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int,
                     windows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[str, str, Note | None]:
-    """The script's own lines run inside one iteration [start_ns, end_ns) of the pass: (span, where from, why unknown).
+    """The script's own lines run inside one iteration [start_ns, end_ns) of the pass: (spans, where from, why unknown).
     From the pass's line stamps (the detail run, Python 3.12+: only the script's own lines are stamped), else from the
     source lines of its CUDA calls (`--launch-sources`: the user's line that made each call); a typed reason where
     neither is recorded, or none falls inside the iteration. With `windows` (all the region's iterations: starts,

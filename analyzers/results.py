@@ -582,7 +582,7 @@ class CaptureAdvice:
     """What to capture and how (analyzers.capture_advice): the script's own lines one iteration of the region runs, and
     for a PyTorch program the capture API that fits what the trace shows (a heuristic from kernel names and calls)."""
 
-    lines: str  # 'file.py:FIRST-LAST' of the script's lines run inside one iteration; '' when unknown
+    lines: str  # 'file.py:A-B,C-D': spans of the script's lines run inside most iterations; '' when unknown
     lines_from: str  # 'line_stamps' | 'launch_sources' | '' (unknown)
     lines_unknown: Note | None  # why `lines` is '' (lines_unrecorded, lines_not_in_iteration)
     # 'torch_cuda_graph' (around the step) | 'torch_cuda_graph_per_shape' (one per shape, or torch.compile's

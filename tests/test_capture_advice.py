@@ -113,12 +113,12 @@ def test_the_lines_of_an_iteration_from_line_stamps_or_launch_sources_or_unknown
     """SYNTHETIC. iteration_lines over the window [100_000, 101_000) (steps of 4 kernels, launches at 100_000 + 1_000 i +
     100 j): inside it, step 0's stamps of lines 21, 22, 23 (at 100_095, 100_195, 100_295) and 3 (100_098, 100_198,
     100_298), and step 1's line 20 (100_995) and 3 (100_998), as a loop's own line falls at an iteration's end; step 0's
-    line 20 (99_995) falls before it; other.py:99 (100_001) is not the script's file. Span: 'train.py:3-23', from line
-    stamps. A window with no stamp (200_000 .. 200_500): lines_not_in_iteration. Launch sources (no stamps): the calls
+    line 20 (99_995) falls before it; other.py:99 (100_001) is not the script's file. Spans: lines 3 and 20-23, 16 lines
+    apart (more than SPAN_GAP = 3): 'train.py:3,20-23', from line stamps. A window with no stamp (200_000 .. 200_500): lines_not_in_iteration. Launch sources (no stamps): the calls
     of step 0 come from train.py lines 40..43: 'train.py:40-43'. Neither recorded: unknown, lines_unrecorded."""
     step = ("a", "b", "c", "d")
     with load(_loop(tmp_path / "stamps.gmtrace", step, torch=False, stamps=True)) as trace:
-        assert iteration_lines(trace, 0, 100_000, 101_000) == ("train.py:3-23", "line_stamps", None)
+        assert iteration_lines(trace, 0, 100_000, 101_000) == ("train.py:3,20-23", "line_stamps", None)
         # a window with no stamp in it (the GPU's time, after every launch)
         assert iteration_lines(trace, 0, 200_000, 200_500) == ("", "", note("lines_not_in_iteration", recorded="line_stamps"))
     with load(_loop(tmp_path / "sources.gmtrace", step, torch=False, sources=True)) as trace:
@@ -191,12 +191,13 @@ def _real(name: str, tmp_path: Path) -> Path:
 def test_real_eager_only_recordings_say_their_lines_and_no_pytorch_advice(tmp_path: Path) -> None:
     """REAL recordings (H200), both cuda-python or CuPy programs that built no graph, recorded with line stamps.
     cuda_python_capture.py --eager-only: its loop (lines 67-68: step(stream), cuStreamSynchronize) calls step() (lines
-    49-51) and ok() (lines 21-24): one iteration runs lines 21 to 68 of the script. cupy_chain.py (its loop at line 37,
-    the line rule's basis): lines 27-39, step()'s body and the timed loop (37-39) run in most of its iterations (its
+    49-51) and ok() (lines 21-24): the lines stamped in most of its iterations read as three spans, 21-23,48-49,66-68
+    (two stamped lines more than SPAN_GAP apart start a new span). cupy_chain.py (its loop at line 37,
+    the line rule's basis): lines 27-29,37-39 (step()'s body and the timed loop run in most of its iterations; its
     10-step warm-up loop at 33-34, in a few, is not the step's). Neither imported torch: no PyTorch API, with the reason; the CuPy loop's
     cudaMalloc must move out first. No step changes shape: no shape group. The JSON validates against the schema."""
-    for name, lines, breakers in (("timed/cuda_python_eager_only.gmtrace.xz", "cuda_python_capture.py:21-68", 0),
-                                  ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-39", 1)):
+    for name, lines, breakers in (("timed/cuda_python_eager_only.gmtrace.xz", "cuda_python_capture.py:21-23,48-49,66-68", 0),
+                                  ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-29,37-39", 1)):
         with load(_real(name, tmp_path)) as trace:
             analysis = analyze(trace)
         p = analysis.prediction
@@ -214,12 +215,12 @@ def test_real_eager_only_recordings_say_their_lines_and_no_pytorch_advice(tmp_pa
 def test_a_real_training_step_is_whole_step_advice(tmp_path: Path) -> None:
     """REAL recording (H200): a MobileNet training step that the program also captured (graph 1): its eager iterations
     run autograd's kernels (nll_loss_backward_reduce_cuda_kernel_2d, ...) and torch.optim's foreach kernels
-    (multi_tensor_apply): the whole step in one torch.cuda.graph; lines 33-43 of mgc_mobilenet.py from line stamps:
+    (multi_tensor_apply): the whole step in one torch.cuda.graph; lines 33-36,42-43 of mgc_mobilenet.py from line stamps:
     step()'s body and timed_loop()'s loop over it, run in most of the iterations (not the 5-step warm-up loop at 48-49)."""
     with load(_real("steps/mgc_mobilenet.gmtrace.xz", tmp_path)) as trace:
         p = predict(trace, analyze(trace), None)
     r = next(r for r in p.regions if r.graph_id == 1)
-    assert r.advice is not None and (r.advice.api, r.advice.lines) == ("torch_cuda_graph_whole_step", "mgc_mobilenet.py:33-43")
+    assert r.advice is not None and (r.advice.api, r.advice.lines) == ("torch_cuda_graph_whole_step", "mgc_mobilenet.py:33-36,42-43")
     kinds = [n.kind for n in r.advice.reasons]
     assert kinds[:3] == ["advice_backward", "advice_optimizer", "advice_program_graphs_it"]
     assert "multi_tensor_apply" in str(r.advice.reasons[1]["example"])
