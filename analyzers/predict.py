@@ -832,5 +832,14 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
                 out.append(p)
     if not out and trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0",
                                   [traced.pass_id])[0][0]:
-        notes.append(NO_REGION_NOTE)
+        to_graph = [r for r in regions if r.mode != "graph"]
+        if to_graph and not trace.rows("SELECT count(*) FROM (SELECT 1 FROM api_calls WHERE pass_id = ? AND category = "
+                                       "'kernel_launch' LIMIT 1)", [traced.pass_id])[0][0]:
+            # the step was found (from its kernels), but the pass recorded no launch call to build its graph from: the
+            # one traced run alone (--runs 1, one rank of a job) keeps only the graph lifecycle's and synchronizations'
+            r = max(to_graph, key=lambda r: r.starts.size)
+            notes.append(note("prediction_needs_launch_records", region=r.label, iterations=int(r.starts.size),
+                              pass_name=traced.name))
+        else:
+            notes.append(NO_REGION_NOTE)
     return result(out, groups)

@@ -527,6 +527,12 @@ TEMPLATES: dict[str, Template] = {
                                "waited event with a record by order and take the record's stream from its thread's last "
                                "launch; enabling CUPTI's CUDA_EVENT activity (CUpti_ActivityCudaEvent2: correlationId, "
                                "streamId, eventId) in the tracer would make them exact"),
+    "prediction_needs_launch_records": ("the loop's step was found ({region}, {iterations:,} iterations), but the "
+                                        "'{pass_name}' run recorded no launch calls, which the predicted graph is built "
+                                        "from: the one traced run alone (`--runs 1`, and each rank of a multi-GPU job) "
+                                        "keeps only the graph lifecycle's and synchronizations'. Run `graphmode run` "
+                                        "without `--runs 1` (on one GPU, for a job): a script that built no graph then "
+                                        "gets the runs the prediction needs"),
     "no_region": ("eager kernels ran, but no repeated region was found to predict a graph for: a script's steps are found "
                   "as eager runs of a graph it built, or, where it built none, as stretches between synchronizations, or "
                   "between runs of one line of the script (`graphmode run`'s detail run on Python 3.12+), or as a block of "

@@ -236,3 +236,26 @@ def test_an_eager_period_from_the_timing_run_widens_the_break_even_intervals_upp
             deflated = r.eager_period.ns / (1 + TIMING_RUN_SLOWDOWN_BOUND) - r.replay_period.ns
             assert deflated > 0 and r.break_even_high is not None, name
             assert r.break_even_high >= smallest_replays(r.one_time.ns, deflated), name
+
+
+def test_the_one_traced_run_alone_says_why_it_predicts_nothing(tmp_path: Path) -> None:
+    """DERIVED from the real decode recording: its one traced run's pass alone (the other runs' rows deleted), what
+    `--runs 1` or one rank of a job records for a script that built no graph. The step is still found from its kernels,
+    but that run kept no launch call to build the graph from: no prediction, and the note says why and what to run,
+    not that no repeated region exists."""
+    import duckdb
+
+    p = tmp_path / "single.gmtrace"
+    p.write_bytes(lzma.decompress((DATA / "hf_static_decode.gmtrace.xz").read_bytes()))
+    con = duckdb.connect(str(p))
+    for (table,) in con.execute("SELECT table_name FROM information_schema.columns WHERE column_name = 'pass_id'").fetchall():
+        con.execute(f"DELETE FROM {table} WHERE pass_id <> 0")
+    con.close()
+    with load(p) as t:
+        assert [x.name for x in t.passes] == ["single"]
+        a = analyze(t)
+    assert a.prediction is not None and _regions(a) == []
+    (n,) = [n for n in a.prediction.notes if n.kind in ("prediction_needs_launch_records", "no_region")]
+    assert n.kind == "prediction_needs_launch_records" and n["pass_name"] == "single"
+    steps = int(_truths("eager-only", "hf_static_decode")[0]["steps"])
+    assert int(n["iterations"]) >= steps
