@@ -79,26 +79,34 @@ def _raw_launch(model: CostModel) -> tuple[float, float] | None:
     return float(fit.coef[i]), math.sqrt(max(float(fit.cov[i][i]), 0.0)) if fit.cov else 0.0
 
 
-def dispatch_ns(names: Sequence[str], others: int, framework: str, model: CostModel) -> float | None:
-    """What launching these kernels (and `others` copies and memsets, each priced as a kernel of the first) one by one
-    costs the framework's dispatch on the CPU (ns): each kernel at its launcher's calibrated per-kernel median
-    (`graphmode calibrate`'s launch probes), else the model's raw launch. None where neither is calibrated."""
+def launcher_prices(names: Sequence[str], others: int, framework: str, model: CostModel) -> list[LauncherPrice] | None:
+    """Per launcher that would launch these kernels eagerly in that framework (most kernels first; `others` copies and
+    memsets counted as kernels of the first's launcher: the framework issues one for about what a kernel costs), what
+    the cost model says one costs: its launch probes' median (`graphmode calibrate`), else the model's raw launch. None
+    without kernels, or where neither is calibrated."""
     if not names:
         return None
     counts = Counter(launcher_of(n, framework) for n in names)
     if others:
         counts[launcher_of(names[0], framework)] += others
     raw = _raw_launch(model)
-    total = 0.0
-    for launcher, k in counts.items():
+    out = []
+    for launcher, k in counts.most_common():  # per launcher: a few
         cost = model.launch.get(launcher)
         if cost is not None:
-            total += k * cost.per_kernel.median
+            out.append(LauncherPrice(launcher, k, cost.per_kernel.median, True))
         elif raw is not None:
-            total += k * raw[0]
+            out.append(LauncherPrice(RAW, k, raw[0], False))
         else:
             return None
-    return total
+    return out
+
+
+def dispatch_ns(names: Sequence[str], others: int, framework: str, model: CostModel) -> float | None:
+    """What launching these kernels (and `others` copies and memsets) one by one costs the framework's dispatch on the
+    CPU (ns): launcher_prices added up. None where they cannot be priced."""
+    prices = launcher_prices(names, others, framework, model)
+    return float(sum(p.kernels * p.per_kernel_ns for p in prices)) if prices is not None else None
 
 
 def _graphed(stat: Stat, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -126,27 +134,20 @@ def counterfactual(trace: Trace, structure_pass: int, g: GraphResult, model: Cos
         return None
     other = sum(1 for t, _ in nodes if str(t) in ("memcpy", "memset"))
     framework = framework_of(names, torch_program)
+    prices = launcher_prices(names, other, framework, model)
+    if prices is None:
+        return None
     raw = _raw_launch(model)
-    counts = Counter(launcher_of(n, framework) for n in names)
-    if other:  # a copy or memset issued by the same framework costs it about what a kernel does
-        counts[launcher_of(names[0], framework)] += other
     B = BOOTSTRAP_RESAMPLES
     rng = np.random.default_rng(seed)
-    prices: list[LauncherPrice] = []
     cpu_draw = np.zeros(B)
     cpu_point = 0.0
-    for launcher, k in counts.most_common():  # per launcher: a few
-        cost = model.launch.get(launcher)
-        if cost is not None:  # calibrated: one sample per fresh process
-            prices.append(LauncherPrice(launcher, k, cost.per_kernel.median, True))
-            cpu_draw += k * cost.per_kernel.draw(rng, B)
-            cpu_point += k * cost.per_kernel.median
+    for p in prices:
+        if p.measured:  # calibrated: one sample per fresh process
+            cpu_draw += p.kernels * model.launch[p.launcher].per_kernel.draw(rng, B)
         elif raw is not None:  # the model's raw launch: the fit's coefficient and its sd
-            prices.append(LauncherPrice(RAW, k, raw[0], False))
-            cpu_draw += k * (raw[0] + raw[1] * rng.standard_normal(B))
-            cpu_point += k * raw[0]
-        else:
-            return None
+            cpu_draw += p.kernels * (raw[0] + raw[1] * rng.standard_normal(B))
+        cpu_point += p.kernels * p.per_kernel_ns
     call_cost = next((c for k in PER_CALL_FROM.get(framework, ()) if (c := model.launch.get(k)) is not None), None)
     per_call = call_cost.per_call.median if call_cost is not None else 0.0
     if call_cost is not None:
