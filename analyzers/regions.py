@@ -23,7 +23,7 @@ from graphmode.analyzers.repetition import REPEAT_SOURCE, SHAPE_MARK, parse_repe
 from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.untraced import line_timing, short_loc, with_untraced
+from graphmode.analyzers.untraced import short_loc, with_untraced
 from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
@@ -157,16 +157,11 @@ def marker_regions(source: Trace | Run, traced_id: int, timing_id: int | None) -
 
 def _timed(run: Run, t: IterationTable) -> IterationTable:
     """The measuring run's iterations with the CPU-bound ones the timing run timed untraced (analyzers.untraced), as
-    the analysis reads them (analyzers.script_analysis); `t` where no timing run timed any."""
+    the analysis reads them (analyzers.script_analysis, from the same Run.line_timing); `t` where no timing run timed
+    any."""
     sg = run.script_graphs()
-    if sg is None or sg.structure_pass == sg.timing_pass or not run.has_stamps(sg.structure_pass):
-        return t
-    if not any(p.detail == "stamps" for p in run.trace.passes):
-        return t
-    detail = run.script_graphs(timing_pass=sg.structure_pass)
-    if detail is None:
-        return t
-    return with_untraced(t, line_timing(run.trace, t, run.iterations(detail)[0], run.line_stamps))
+    lt = run.line_timing(sg) if sg is not None else None
+    return with_untraced(t, lt) if lt is not None else t
 
 
 def loop_shares(run: Run) -> dict[str, float]:

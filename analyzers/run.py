@@ -27,6 +27,8 @@ from graphmode.analyzers.repetition import loop_iterations
 from graphmode.analyzers.script_graphs import ScriptGraphs, choose_passes, script_graphs
 from graphmode.analyzers.stamps import StampsOf as StampsOf  # its home is the stamps module
 from graphmode.analyzers.stamps import has_stamps, line_stamps
+from graphmode.analyzers.untraced import LineTiming, timing_pass_id
+from graphmode.analyzers.untraced import line_timing as _line_timing
 from graphmode.tracer.store import PassInfo, Trace
 
 # A pass's line stamps (analyzers.inference.line_stamps) by pass id: Run.line_stamps, which reads each pass's once
@@ -79,6 +81,22 @@ class Run:
             self._cache[key] = table_for(self.trace, sg, self.replays(sg))
         out: tuple[IterationTable, dict[int, int]] = self._cache[key]
         return out
+
+    def line_timing(self, sg: ScriptGraphs) -> LineTiming | None:
+        """analyzers.untraced.line_timing of the iterations of the pass `sg` is mapped onto (the timing run's untraced
+        CPU periods for them, matched through the structure pass's line stamps), derived once; None where that pass
+        is the structure pass, or where the trace has neither a timing run nor stamps in the structure pass."""
+        key = ("line_timing", sg.timing_pass, id(sg))
+        if key not in self._cache:
+            out = None
+            if sg.structure_pass != sg.timing_pass and (timing_pass_id(self.trace) is not None
+                                                        or self.has_stamps(sg.structure_pass)):
+                detail = self.script_graphs(timing_pass=sg.structure_pass)
+                if detail is not None:
+                    out = _line_timing(self.trace, self.iterations(sg)[0], self.iterations(detail)[0], self.line_stamps)
+            self._cache[key] = out
+        lt: LineTiming | None = self._cache[key]
+        return lt
 
     def line_stamps(self, pass_id: int) -> dict[str, np.ndarray]:
         """analyzers.inference.line_stamps of a pass, read once."""

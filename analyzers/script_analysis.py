@@ -20,7 +20,7 @@ from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, Graph
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.steps import eager_step_rows, find_steps
 from graphmode.analyzers.tracer_cost import launch_extra, tracer_correction, with_tracer_cost
-from graphmode.analyzers.untraced import line_timing, stamp_overhead, timing_pass_id, with_untraced
+from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
 
 
@@ -71,9 +71,9 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         detail = run.iterations(detail_sg)[0] if detail_sg is not None else None
     else:
         detail = table
-    if detail is not None and detail is not table and (timing_pass_id(trace) is not None or run.has_stamps(sg.structure_pass)):
+    lt = run.line_timing(sg)
+    if lt is not None:
         # CPU-bound periods from the run without CUPTI (analyzers.untraced)
-        lt = line_timing(trace, table, detail, run.line_stamps)
         table = with_untraced(table, lt)
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
