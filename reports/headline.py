@@ -85,15 +85,13 @@ def sentence(a: TraceAnalysis) -> str:
     if h.subject == "prediction":
         if h.break_even is None:
             return "No CUDA graph was built; no step was found to predict one for."
-        if h.shapes > 1:
+        figures = (f"would save {human_ns(h.saved_ns)} per iteration (eager {human_ns(h.eager_ns)}, replay "
+                   f"{human_ns(h.graphed_ns)}), cost {human_ns(h.one_time_ns)} once and pay back after {h.break_even:,} "
+                   f"replay{'s' if h.break_even != 1 else ''}{_interval(h)}")
+        if h.shapes > 1:  # a step at several input shapes: the first shape's figures, and all the shapes' graphs once
             total = f"; all {h.shapes} graphs cost {human_ns(h.shapes_one_time_ns)} once" if h.shapes_one_time_ns is not None else ""
-            return (f"No CUDA graph was built. Predicted: its step runs at {h.shapes} input shapes, one graph each; the first "
-                    f"shape's would save {human_ns(h.saved_ns)} per iteration (eager {human_ns(h.eager_ns)}, replay "
-                    f"{human_ns(h.graphed_ns)}), cost {human_ns(h.one_time_ns)} once and pay back after {h.break_even:,} "
-                    f"replay{'s' if h.break_even != 1 else ''}{_interval(h)}{total}.")
-        return (f"No CUDA graph was built. Predicted: a graph of its step would save {human_ns(h.saved_ns)} per iteration "
-                f"(eager {human_ns(h.eager_ns)}, replay {human_ns(h.graphed_ns)}), cost {human_ns(h.one_time_ns)} once and pay back "
-                f"after {h.break_even:,} replay{'s' if h.break_even != 1 else ''}{_interval(h)}.")
+            return f"No CUDA graph was built. Predicted: its step runs at {h.shapes} input shapes, one graph each; the first shape's {figures}{total}."
+        return f"No CUDA graph was built. Predicted: a graph of its step {figures}."
     if h.verdict == "never" and h.reason == "never_replayed":
         return f"{who} was built but never replayed: its {human_ns(h.one_time_ns)} one-time cost bought nothing in this run."
     if h.verdict == "no_graph":
