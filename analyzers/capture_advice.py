@@ -16,6 +16,7 @@ Whatever the API, calls that would break the capture (predict's CaptureBreaker) 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 import numpy as np
 
@@ -90,14 +91,11 @@ def _common_lines(trace: Trace, pass_id: int, windows: tuple[np.ndarray, np.ndar
     ts = np.asarray(s["ts_ns"], dtype=np.int64)
     w = np.searchsorted(starts, ts, side="right") - 1
     inside = (w >= 0) & (ts < ends[np.clip(w, 0, None)])
-    if not inside.any():
-        return np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64)
-    keys = np.char.add(np.char.add(s["file"].astype(str)[inside], "\n"), s["line"].astype(np.int64)[inside].astype(str))
-    pairs = np.unique(np.stack([w[inside].astype(str), keys]), axis=1)  # (window, line) once each
-    uniq, count = np.unique(pairs[1], return_counts=True)
-    common = uniq[count * 2 >= starts.size]
-    split = np.char.partition(common.astype(str), "\n")
-    return split[:, 0], split[:, 2].astype(np.int64)
+    # each (window, line) once, then per line the windows it ran in
+    ran = Counter((str(f), int(ln)) for _, f, ln in {(int(i), str(f), int(ln)) for i, f, ln in
+                                                     zip(w[inside], s["file"][inside], s["line"][inside])})
+    common = [key for key, n in ran.items() if 2 * n >= starts.size]
+    return np.array([f for f, _ in common], dtype=str), np.array([ln for _, ln in common], dtype=np.int64)
 
 
 def iteration_lines(trace: Trace, pass_id: int, start_ns: int, end_ns: int,
