@@ -309,7 +309,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
               tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False,
               nth_graph: int | None = None) -> RegionPrediction | None:
     """The region's graph, priced (module doc). `nth_graph`: price it as the process's nth graph (a step's later input
-    shapes, _shape_groups) instead of after the graphs the trace instantiated before the region."""
+    shapes, _price_shapes) instead of after the graphs the trace instantiated before the region."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -653,43 +653,53 @@ def _to_eager(trace: Trace, graph_id: int, traced_id: int, traced_detail: str, w
 SHAPE_VALUES = ("shape", "shapes", "kernels", "recurrences")  # basis values that differ between the shapes of one step
 
 
-def _shape_groups(trace: Trace, priced: Sequence[tuple[Region, RegionPrediction]],
-                  price: Callable[[Region, int], RegionPrediction | None]
-                  ) -> tuple[list[ShapeGroup], dict[int, RegionPrediction]]:
-    """The steps that change input shape (regions whose basis has `shapes`, analyzers.repetition's split), each with
-    one graph per shape: their one-time costs together, shape k (by its first iteration) priced as the process's k-th
-    graph after those instantiated before the step, so that the first-graph extra and PyTorch's first-capture work
-    count once; the sum of each graph's point and interval ends (every region's draws share one seed). A step's
-    regions share their basis but for SHAPE_VALUES (a step of several repeated blocks, analyzers.repetition.shape_steps,
-    has one block per shape); the group's basis is its first shape's, without the shape. Memory: an eager trace
-    records no graph pool and no tensor sizes, so none is given (a typed reason). Also returns, by id() of each later
-    shape's own prediction, that shape priced as the k-th graph (with a note): the region's answer where the step
-    graphs every shape, as the capture advice says."""
-    steps: dict[tuple[str, tuple[tuple[str, Any], ...]], list[tuple[Region, RegionPrediction]]] = {}
-    for r, p in priced:
+def _shape_steps(regions: Sequence[Region]) -> list[list[Region]]:
+    """The regions of each step that changes input shape (regions whose basis has `shapes`, analyzers.repetition's
+    split), shape 1 first (by first iteration). A step's regions share their basis but for SHAPE_VALUES (a step of
+    several repeated blocks, analyzers.repetition.shape_steps, has one block per shape)."""
+    steps: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Region]] = {}
+    for r in regions:
         if isinstance(r.basis.get("shapes"), int):
             key = (r.basis.kind, tuple(sorted((k, v) for k, v in r.basis.values.items() if k not in SHAPE_VALUES)))
-            steps.setdefault(key, []).append((r, p))
-    out = []
-    later: dict[int, RegionPrediction] = {}
-    for members in steps.values():  # per step that changes shape: a handful
-        members.sort(key=lambda m: m[0].wall_start)
-        first = members[0][0].basis
-        kind, values = first.kind, {k: v for k, v in first.values.items() if k not in ("shape", "shapes")}
-        before = _graphs_before(trace, members[0][0].wall_start)
-        costs = [members[0][1].one_time]
-        for k, (r, own) in enumerate(members[1:], start=1):
-            q = price(r, before + k + 1)
-            costs.append(q.one_time if q is not None else None)
-            if q is not None:
-                later[id(own)] = dataclasses.replace(q, notes=q.notes + (note("shape_later_graph", shape=k + 1, nth=before + k + 1),))
-        total = None if any(c is None for c in costs) else Estimate(
-            sum(c.ns for c in costs if c is not None), sum(c.low_ns for c in costs if c is not None),
-            sum(c.high_ns for c in costs if c is not None))
-        out.append(ShapeGroup(basis=Note(kind, dict(values)), labels=tuple(p.label for _, p in members),
-                              shapes=n if isinstance(n := members[0][0].basis.get("shapes"), int) else len(members), one_time=total, memory_bytes=None,
-                              memory_unknown=note("shape_memory_unmeasured", shapes=len(members))))
-    return out, later
+            steps.setdefault(key, []).append(r)
+    return [sorted(members, key=lambda r: r.wall_start) for members in steps.values()]
+
+
+def _price_shapes(trace: Trace, members: Sequence[Region], price: Callable[[Region, int | None], RegionPrediction | None]
+                  ) -> list[tuple[Region, RegionPrediction]]:
+    """A step's shapes priced as one graph each, as the capture advice says: its first (priced) shape as any region,
+    shape k as the process's k-th graph after those instantiated before the step, with a note, so that the first-graph
+    extra and PyTorch's first-capture work count once."""
+    out: list[tuple[Region, RegionPrediction]] = []
+    before = 0
+    for r in members:  # per shape: a handful
+        if not out:
+            p = price(r, None)
+            before = _graphs_before(trace, r.wall_start)
+        else:
+            nth = before + len(out) + 1
+            p = price(r, nth)
+            if p is not None:
+                p = dataclasses.replace(p, notes=p.notes + (note("shape_later_graph", shape=len(out) + 1, nth=nth),))
+        if p is not None:
+            out.append((r, p))
+    return out
+
+
+def _shape_group(members: Sequence[tuple[Region, RegionPrediction]]) -> ShapeGroup:
+    """A step that changes input shape, its shapes priced (_price_shapes): their one-time costs together, the sum of
+    each graph's point and interval ends (every region's draws share one seed); the group's basis is its first shape's,
+    without the shape. Memory: an eager trace records no graph pool and no tensor sizes, so none is given (a typed
+    reason)."""
+    first = members[0][0].basis
+    costs = [p.one_time for _, p in members]
+    total = None if any(c is None for c in costs) else Estimate(
+        sum(c.ns for c in costs if c is not None), sum(c.low_ns for c in costs if c is not None),
+        sum(c.high_ns for c in costs if c is not None))
+    return ShapeGroup(basis=Note(first.kind, {k: v for k, v in first.values.items() if k not in ("shape", "shapes")}),
+                      labels=tuple(p.label for _, p in members),
+                      shapes=n if isinstance(n := first.get("shapes"), int) else len(members), one_time=total,
+                      memory_bytes=None, memory_unknown=note("shape_memory_unmeasured", shapes=len(members)))
 
 
 # ---------------------------------------------------------------------------------------------- entry point
@@ -813,13 +823,15 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
         return _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
                          method, from_trace, nth)
 
-    priced: list[tuple[Region, RegionPrediction]] = []
+    # a step that changes input shape: one graph per shape, shape k priced as the process's k-th graph
+    steps = _shape_steps(regions)
+    shaped = [_price_shapes(trace, members, price) for members in steps]
+    groups = [_shape_group(members) for members in shaped if members]
+    in_steps = {id(r) for members in steps for r in members}
+    by_region = {id(r): p for members in shaped for r, p in members}
     for r in regions:  # per region: at most MAX_REGIONS
-        if (p := price(r)) is not None:
+        if (p := by_region.get(id(r)) if id(r) in in_steps else price(r)) is not None:
             out.append(p)
-            priced.append((r, p))
-    groups, later = _shape_groups(trace, priced, price)
-    out = [later.get(id(p), p) for p in out]
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}
