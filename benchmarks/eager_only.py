@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from script_fidelity import figures  # benchmarks/: the truth's figures, one rule
+
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "GRAPHMODE_TRUTH "
 # which truth line belongs to which program and kind: '<program> ... graphed ...' or '<program> eager-only ...'
@@ -40,14 +42,13 @@ def truths(files: list[Path]) -> dict[str, dict[str, list[dict[str, Any]]]]:
 
 
 def graphed_figures(t: dict[str, Any], suffix: str = "") -> dict[str, float] | None:
-    """replay, one-time cost, eager step and break-even of one graphed process (suffix '_b8' for a batch size)."""
-    keys = [f"{k}{suffix}_ns" for k in ("graph", "capture_block", "first_replay", "eager")]
-    if not all(k in t for k in keys):
+    """replay, one-time cost, eager step and break-even of one graphed process (suffix '_b8' for a batch size), by
+    script_fidelity.figures; None where its timers lack one of them."""
+    f = figures(t.get(f"eager{suffix}_ns"), t.get(f"graph{suffix}_ns"), t.get(f"capture_block{suffix}_ns"),
+                t.get(f"first_replay{suffix}_ns"))
+    if {"eager", "replay", "one_time"} - set(f):
         return None
-    graph, block, first, eager = (float(t[k]) for k in keys)
-    one_time = block + first - graph
-    return {"replay": graph, "one_time": one_time, "eager": eager,
-            "break_even": float(math.ceil(one_time / (eager - graph))) if eager > graph else math.inf}
+    return {"replay": f["replay"], "one_time": f["one_time"], "eager": f["eager"], "break_even": f.get("break_even", math.inf)}
 
 
 def _spread(values: list[float], scale: float = 1e6, unit: str = "ms") -> str:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from script_fidelity import figures  # benchmarks/: the truth's figures, one rule
 
 SIZES = (1, 2, 4, 8)  # vit_batch_graphs.py's batch sizes, captured in this order
 
@@ -34,27 +34,14 @@ def truths(recs: list[dict[str, Any]], workload: str) -> list[dict[str, dict[str
         subjects: dict[str, dict[str, float]] = {}
         if workload == "vit_batches":
             for b in SIZES:
-                subjects[f"b{b}"] = _figures(t.get(f"eager_b{b}_ns"), t.get(f"graph_b{b}_ns"),
+                subjects[f"b{b}"] = figures(t.get(f"eager_b{b}_ns"), t.get(f"graph_b{b}_ns"),
                                              t.get(f"capture_block_b{b}_ns"), t.get(f"first_replay_b{b}_ns"))
         elif workload == "mgc_mobilenet":
-            subjects["step"] = _figures(t.get("eager_ns"), t.get("graph_ns"), t.get("make_graphed_ns"), t.get("first_step_ns"))
+            subjects["step"] = figures(t.get("eager_ns"), t.get("graph_ns"), t.get("make_graphed_ns"), t.get("first_step_ns"))
         else:
-            subjects["graph"] = _figures(t.get("eager_ns"), t.get("graph_ns"), t.get("capture_block_ns"), t.get("first_replay_ns"))
+            subjects["graph"] = figures(t.get("eager_ns"), t.get("graph_ns"), t.get("capture_block_ns"), t.get("first_replay_ns"))
         out.append(subjects)
     return out
-
-
-def _figures(eager: float | None, graph: float | None, build: float | None, first: float | None) -> dict[str, float]:
-    f: dict[str, float] = {}
-    if eager is not None:
-        f["eager"] = float(eager)
-    if graph is not None:
-        f["replay"] = float(graph)
-    if build is not None and first is not None and graph is not None:
-        f["one_time"] = float(build) + float(first) - float(graph)
-    if {"eager", "replay", "one_time"} <= set(f) and f["eager"] > f["replay"]:
-        f["break_even"] = float(math.ceil(f["one_time"] / (f["eager"] - f["replay"])))
-    return f
 
 
 def readings(trace_path: Path, workload: str, corrected: bool) -> dict[str, dict[str, float]]:

@@ -289,22 +289,28 @@ def main() -> None:
 
 
 
-def _truth_figures(t: dict[str, Any]) -> dict[str, float]:
-    """The ground truth's figures from a workload's own timers, with docs/metrics.md's formulas:
-    one-time cost = the capture block (capture + instantiate, as the program timed it) + the first
-    replay's excess over a steady one; break-even = the smallest n with n * saved >= one-time cost."""
+def figures(eager: float | None, graph: float | None, build: float | None, first: float | None) -> dict[str, float]:
+    """The ground truth's figures from a workload's own timers, with docs/metrics.md's formulas: `build` is the capture
+    block (capture + instantiate, as the program timed it; or the graphing statement), one-time cost = build + the first
+    replay's (or graphed step's) excess over a steady one; break-even = the smallest n with n * saved >= one-time cost.
+    Only the figures its timers give (benchmarks/one_run.py and eager_only.py read the truths this way too)."""
     import math
 
     out: dict[str, float] = {}
-    if "eager_ns" in t:
-        out["eager"] = float(t["eager_ns"])
-    if "graph_ns" in t:
-        out["replay"] = float(t["graph_ns"])
-    if "capture_block_ns" in t and "first_replay_ns" in t and "graph_ns" in t:
-        out["one_time"] = float(t["capture_block_ns"]) + float(t["first_replay_ns"]) - float(t["graph_ns"])
+    if eager is not None:
+        out["eager"] = float(eager)
+    if graph is not None:
+        out["replay"] = float(graph)
+    if build is not None and first is not None and graph is not None:
+        out["one_time"] = float(build) + float(first) - float(graph)
     if {"eager", "replay", "one_time"} <= set(out) and out["eager"] > out["replay"]:
         out["break_even"] = float(math.ceil(out["one_time"] / (out["eager"] - out["replay"])))
     return out
+
+
+def _truth_figures(t: dict[str, Any]) -> dict[str, float]:
+    """A workload's truth line's figures (figures)."""
+    return figures(t.get("eager_ns"), t.get("graph_ns"), t.get("capture_block_ns"), t.get("first_replay_ns"))
 
 
 def _graphmode_figures(report: dict[str, Any]) -> dict[str, float]:
