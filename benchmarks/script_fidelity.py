@@ -10,6 +10,8 @@ clocks and prints one GRAPHMODE_TRUTH line. This benchmark runs every workload i
 
     python3 benchmarks/script_fidelity.py record OUT --procs 5 [--configs untraced,measure] [--keep-traces [all]]
     python3 benchmarks/script_fidelity.py record OUT --procs 10 --configs untraced,timing_only   # the timing run's own cost
+    python3 benchmarks/script_fidelity.py record OUT --procs 3 --workloads vit_eager --configs untraced,timing_only \
+        --lines vit_eager=vit_batch_graphs.py:35,vit_batch_graphs.py:39 --no-report   # lines given: no `graphmode run` first
     python3 benchmarks/script_fidelity.py analyze OUT          # anywhere, no GPU: the tables
     python3 benchmarks/script_fidelity.py analyze OUT1 OUT2 .. # records of several GPU calls (machines), pooled per machine
 
@@ -45,6 +47,11 @@ WORKLOADS: dict[str, list[str]] = {
     "mgc_mobilenet": ["third_party/mgc_mobilenet.py"],  # several graphs a step (make_graphed_callables)
     "vit_layers": ["third_party/vit_layer_graphs.py"],  # a forward and a backward graph per layer
     "vit_batches": ["third_party/vit_batch_graphs.py"],  # a graph per batch size (issue 29)
+    # the same programs written eager-only (issue 30): what a run that must find the step itself costs them
+    "hf_eager": ["third_party/hf_static_decode.py", "--eager-only"],
+    "vit_eager": ["third_party/vit_batch_graphs.py", "--eager-only"],
+    "resnet_eager": ["third_party/resnet_train.py", "--eager-only"],
+    "mobilenet_fn": ["third_party/mobilenet_train_fn.py"],
 }
 PREFIX = "GRAPHMODE_TRUTH "
 
@@ -69,6 +76,11 @@ def config_spec(name: str) -> dict[str, Any] | None:
         "single_light": RunConfig("single", api_filter="sparse", callbacks=True, node_events=False),
         "single_noapi": RunConfig("single", api_filter="none", callbacks=True, node_events=False),
         "single_today": detail_config("graph", name="single"),
+        # issue 29: the one traced run that also records what a script that built no graph is predicted from (the
+        # launches, copies, allocations, synchronizations and events; a stamp of each of the user's lines), so that
+        # such a script needs no detail run
+        "single_structure": RunConfig("single", api_filter="needed", callbacks=True, node_events=False,
+                                      stamp="all" if sys.version_info >= (3, 12) else ""),
         "detail_profile": detail_config("graph", profile=True),
         "detail_node": detail_config("node"),
     }
@@ -96,16 +108,16 @@ def chosen_lines(workload: str, out: Path, timeout: int) -> list[str]:
     OUT/<workload>-lines.gmtrace), its timing run's `stamp_lines` (empty: no timing run was made)."""
     from graphmode.tracer.store import load
 
-    script = HERE / WORKLOADS[workload][0]
+    script, args = HERE / WORKLOADS[workload][0], WORKLOADS[workload][1:]
     trace = out / f"{workload}-lines.gmtrace"
-    subprocess.run([sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script)],
+    subprocess.run([sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script), *args],
                    capture_output=True, text=True, env=_env(script), timeout=timeout, cwd=str(script.parent))
     with load(trace) as t:
         runs = [r for r in t.meta.get("runs", []) if (r.get("config") or {}).get("name") == "timing"]
     return list(runs[0]["config"]["stamp_lines"]) if runs else []
 
 
-def timing_run_command(script: Path, trace: Path, lines: list[str]) -> list[str]:
+def timing_run_command(script: Path, trace: Path, lines: list[str], args: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The command of graphmode's timing run alone on `script`, stamping `lines`, appending to `trace` (made here
     as the first two runs would have left it)."""
     from graphmode.tracer.run_configs import timing_config
@@ -113,24 +125,24 @@ def timing_run_command(script: Path, trace: Path, lines: list[str]) -> list[str]
 
     TraceWriter(trace, {"workload": "script"}).close()
     spec = {"config": asdict(timing_config(lines)), "out": str(trace), "append": True, "pass_id": 2}
-    return [sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script)]
+    return [sys.executable, "-m", "graphmode.tracer.script_child", json.dumps(spec), str(script), *args]
 
 
 def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int,
-            lines: list[str] | None = None) -> dict[str, Any]:
-    script = HERE / WORKLOADS[workload][0]
+            lines: list[str] | None = None, report: bool = True) -> dict[str, Any]:
+    script, args = HERE / WORKLOADS[workload][0], WORKLOADS[workload][1:]
     spec = config_spec(config)
     trace = out / f"{workload}-{config}-{proc:02d}.gmtrace"
     env = _env(script)
     if config == "graphmode":  # what a user runs: both runs, then the JSON report below
-        cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script)]
+        cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script), *args]
     elif config == "timing_only":  # graphmode's timing run alone (no CUPTI; stamps of `lines`): what it costs the program
-        cmd = timing_run_command(script, trace, lines or [])
+        cmd = timing_run_command(script, trace, lines or [], args)
     elif spec is None:
-        cmd = [sys.executable, str(script)]
+        cmd = [sys.executable, str(script), *args]
     else:
         cmd = [sys.executable, "-m", "graphmode.tracer.script_child",
-               json.dumps({"config": spec, "out": str(trace), "append": False, "pass_id": 0}), str(script)]
+               json.dumps({"config": spec, "out": str(trace), "append": False, "pass_id": 0}), str(script), *args]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=str(script.parent))
     record: dict[str, Any] = {"workload": workload, "config": config, "proc": proc, "exit_code": p.returncode,
@@ -141,7 +153,11 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     if config == "timing_only":
         record["stamp_lines"] = lines or []
         trace.unlink(missing_ok=True)
-    if (spec is not None or config == "graphmode") and trace.exists():
+    if (spec is not None or config == "graphmode") and trace.exists() and not report:
+        record["trace_bytes"] = trace.stat().st_size
+        if not keep:
+            trace.unlink()
+    elif (spec is not None or config == "graphmode") and trace.exists():
         r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
                            capture_output=True, text=True, timeout=timeout)
         try:
@@ -156,7 +172,8 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     return record
 
 
-def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: str, timeout: int) -> None:
+def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: str, timeout: int,
+           given_lines: dict[str, list[str]] | None = None, report: bool = True) -> None:
     """`keep`: whose traces stay in OUT: 'none', 'first' (process 0's) or 'all'. Every record names its batch
     (this machine and this invocation): processes are compared with untraced ones of the same batch."""
     import socket
@@ -164,13 +181,14 @@ def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep
     out.mkdir(parents=True, exist_ok=True)
     batch = f"{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}"
     rng = random.Random(20261130)
-    lines = {w: chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
+    given = given_lines or {}
+    lines = {w: given[w] if w in given else chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
     with open(out / "results.jsonl", "a") as f:
         for proc in range(procs):
             pairs = [(w, c) for w in workloads for c in configs]
             rng.shuffle(pairs)
             for w, c in pairs:
-                rec = run_one(w, c, proc, out, keep == "all" or (keep == "first" and proc == 0), timeout, lines.get(w))
+                rec = run_one(w, c, proc, out, keep == "all" or (keep == "first" and proc == 0), timeout, lines.get(w), report)
                 rec["batch"] = batch
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -266,11 +284,16 @@ def main() -> None:
     r.add_argument("--keep-traces", nargs="?", const="first", default="none", choices=("none", "first", "all"),
                    help="keep the traces of process 0 (or of every process: --keep-traces all)")
     r.add_argument("--timeout", type=int, default=300)
+    r.add_argument("--lines", action="append", default=[], metavar="WORKLOAD=FILE:LINE[,FILE:LINE]",
+                   help="the lines timing_only stamps in a workload (else found by one `graphmode run` of it)")
+    r.add_argument("--no-report", action="store_true", help="no `graphmode report --json` per traced process")
     a = sub.add_parser("analyze")
     a.add_argument("out", type=Path, nargs="+", help="OUT folders or .jsonl files, one per batch (GPU call)")
     args = ap.parse_args()
     if args.cmd == "record":
-        record(args.out, args.procs, args.workloads.split(","), args.configs.split(","), args.keep_traces, args.timeout)
+        given = {w: ls.split(",") for w, _, ls in (x.partition("=") for x in args.lines)}
+        record(args.out, args.procs, args.workloads.split(","), args.configs.split(","), args.keep_traces, args.timeout,
+               given, not args.no_report)
     else:
         recs = [r for out in args.out for r in _load(out)]
         if len({r["batch"] for r in recs}) > 1 and any(r["config"] == "graphmode" for r in recs):

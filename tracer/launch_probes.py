@@ -25,11 +25,13 @@ the untraced processes is what tracing adds to each launch (and, for PyTorch, to
 the `capture` rows time torch.cuda.graph captures of the pointwise chain). A traced process counts no kernels (its
 calls are those of the untraced processes). analyzers.costmodel.fit_tracer_costs reads both.
 
-Run as `python -m graphmode.tracer.launch_probes FRAMEWORK [--traced]`; prints one JSON object.
+Run as `python -m graphmode.tracer.launch_probes FRAMEWORK [--traced [--api-filter=F]]`; prints one JSON object
+(`--api-filter`: the traced session records the API calls of that filter instead, a candidate configuration's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -281,21 +283,25 @@ def run_launch_probes(procs: int = 3, frameworks: tuple[str, ...] | None = None,
 
 def main(argv: list[str]) -> int:
     global _traced
-    args = [a for a in argv if a != "--traced"]
+    api = next((a.split("=", 1)[1] for a in argv if a.startswith("--api-filter=")), None)
+    args = [a for a in argv if a != "--traced" and not a.startswith("--api-filter=")]
     if len(args) != 1 or args[0] not in PROBES:
-        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced]", file=sys.stderr)
+        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced [--api-filter=F]]",
+              file=sys.stderr)
         return 2
     session = None
     if "--traced" in argv:
         _traced = True
-        session = CuptiSession(**session_kwargs(single_config(), nvtx=False))  # `graphmode run`'s one traced run
+        config = single_config()  # `graphmode run`'s one traced run; --api-filter: a candidate's API records instead
+        kwargs = session_kwargs(config if api is None else dataclasses.replace(config, api_filter=api), nvtx=False)
+        session = CuptiSession(**kwargs)
         session.start()
     try:
         out = PROBES[args[0]]()
     finally:
         if session is not None:
             session.stop()
-    print(json.dumps(out | {"traced": _traced}))
+    print(json.dumps(out | {"traced": _traced} | ({"api_filter": api} if api else {})))
     return 0
 
 
