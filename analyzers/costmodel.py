@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.tracer.errors import CostModelError as CostModelError  # its home is the error hierarchy
+from graphmode.tracer.run_configs import SPARSE_SINGLE, single_config
 from graphmode.tracer.version import bundled_data_dir
 from graphmode.analyzers.notes import Note, note
 
@@ -253,11 +254,20 @@ def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -
     return out
 
 
-def fit_tracer_costs(probes: list[dict[str, Any]]) -> dict[str, Spread]:
+def probe_api_filter(probe: dict[str, Any]) -> str:
+    """The API filter of a traced launch probe's session (tracer.launch_probes): 'sparse' for the probes made before
+    the probes said it (sessions 17-18's one run)."""
+    return str(probe.get("api_filter") or "sparse")
+
+
+def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None) -> dict[str, Spread]:
     """What the one traced run adds, from launch probes made untraced and --traced (tracer.launch_probes): per launcher
     (LAUNCHERS), each traced process's per-kernel slope less the median of the untraced processes' slopes; for
     captures, the same of the per-kernel slope (TRACER_CAPTURE_NODE) and of the intercept (TRACER_CAPTURE_GRAPH).
-    Spreads over the traced processes (ns); {} without both kinds of process."""
+    `api_filter`: only the traced processes whose session recorded that filter's API calls (probe_api_filter); None:
+    all. Spreads over the traced processes (ns); {} without both kinds of process."""
+    if api_filter is not None:
+        probes = [p for p in probes if not p.get("traced") or probe_api_filter(p) == api_filter]
     counts: dict[tuple[str, str, int], list[float]] = {}
     for probe in probes:
         if not probe.get("traced"):
@@ -335,6 +345,9 @@ class CostModel:
     # what the one traced run of `graphmode run` adds (fit_tracer_costs): per launcher, to each eager kernel; and
     # TRACER_CAPTURE_NODE / TRACER_CAPTURE_GRAPH to a torch.cuda.graph capture; {} where not measured
     tracer: dict[str, Spread] = field(default_factory=dict)
+    # the same, calibrated under the one traced run of sessions 17-18 (tracer.run_configs.SPARSE_SINGLE: API records of
+    # the graph lifecycle and synchronizations only), for the traces that run recorded
+    tracer_sparse: dict[str, Spread] = field(default_factory=dict)
     path: str = ""  # where it was read from ('' when built in memory)
 
     def kernel_split(self, durations: np.ndarray) -> np.ndarray:
@@ -571,7 +584,7 @@ def model_to_dict(m: CostModel) -> dict[str, Any]:
         "first_graph": _spreads_dict(m.first_graph), "torch_capture": _spreads_dict(m.torch_capture),
         "tree_capture": _spreads_dict(m.tree_capture), "first_graph_api": _spreads_dict(m.first_graph_api),
         "sm_count": m.sm_count, "launch": _launch_dict(m.launch), "launch_probes": m.launch_probes,
-        "tracer": _spreads_dict(m.tracer),
+        "tracer": _spreads_dict(m.tracer), "tracer_sparse": _spreads_dict(m.tracer_sparse),
         "table": m.table,
     }
 
@@ -606,29 +619,40 @@ def model_from_dict(d: dict[str, Any], path: str = "") -> CostModel:
             torch_capture=_spreads_from(d.get("torch_capture")), tree_capture=_spreads_from(d.get("tree_capture")),
             sm_count=int(d.get("sm_count", 0) or 0), first_graph_api=_spreads_from(d.get("first_graph_api")),
             launch=_launch_from(d.get("launch")), launch_probes=list(d.get("launch_probes", []) or []),
-            tracer=_spreads_from(d.get("tracer")), path=path,
+            tracer=_spreads_from(d.get("tracer")), tracer_sparse=_spreads_from(d.get("tracer_sparse")), path=path,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CostModelError(f"{where}: incomplete or damaged cost model ({type(e).__name__}: {e}); "
                              "write it again with `graphmode calibrate`") from None
 
 
+def _with_tracer(m: CostModel, probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tracer costs fitted from `probes`, as fields of the model: those of the one traced run of now (`tracer`: its
+    API filter, tracer.run_configs.single_config) and of sessions 17-18's (`tracer_sparse`), each over the model's
+    earlier ones where the probes measure it."""
+    now, old = single_config().api_filter, SPARSE_SINGLE.api_filter
+    out = {"tracer": {**m.tracer, **fit_tracer_costs(probes, now)}}
+    if old != now:
+        out["tracer_sparse"] = {**m.tracer_sparse, **fit_tracer_costs(probes, old)}
+    return out
+
+
 def with_launch_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
     """The model with its launch costs fitted from `probes` (tracer.launch_probes; the probes kept in the model, and
-    in `calibration['launch_left_out']` what the fit left out). Launchers the probes do not measure keep the model's
-    earlier costs."""
+    in `calibration['launch_left_out']` what the fit left out), and the tracer's costs from its traced probes
+    (_with_tracer). Launchers the probes do not measure keep the model's earlier costs."""
     fitted, left = fit_launch_costs(probes)
     calibration = {**m.calibration, "launch_probes": len(probes), "launch_left_out": left}
     return dataclasses.replace(m, launch={**m.launch, **fitted}, launch_probes=list(probes), calibration=calibration,
-                               tracer={**m.tracer, **fit_tracer_costs(probes)})
+                               **_with_tracer(m, probes))
 
 
 def with_tracer_costs(m: CostModel, probes: list[dict[str, Any]]) -> CostModel:
-    """The model with the one traced run's costs fitted from launch probes made untraced and --traced (fit_tracer_costs;
-    the probes kept in `calibration['tracer_probes']`); its launch costs unchanged."""
-    fitted = fit_tracer_costs(probes)
-    return dataclasses.replace(m, tracer={**m.tracer, **fitted},
-                               calibration={**m.calibration, "tracer_probes": list(probes)})
+    """The model with the one traced run's costs fitted from launch probes made untraced and --traced (_with_tracer;
+    the probes kept in `calibration['tracer_probes']`, added to those kept before); its launch costs unchanged."""
+    kept = list(m.calibration.get("tracer_probes", []) or [])
+    return dataclasses.replace(m, calibration={**m.calibration, "tracer_probes": kept + list(probes)},
+                               **_with_tracer(m, probes))
 
 
 def save_model(m: CostModel, path: str | os.PathLike[str]) -> Path:

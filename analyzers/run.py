@@ -84,15 +84,20 @@ class Run:
 
     def line_timing(self, sg: ScriptGraphs) -> LineTiming | None:
         """analyzers.untraced.line_timing of the iterations of the pass `sg` is mapped onto (the timing run's untraced
-        CPU periods for them, matched through the structure pass's line stamps), derived once; None where that pass
-        is the structure pass, or where the trace has neither a timing run nor stamps in the structure pass."""
+        CPU periods for them, matched through the structure pass's line stamps), derived once; None where the trace has
+        neither a timing run nor stamps in the structure pass, or where that pass is the structure pass (the one traced
+        run) and either is missing."""
         key = ("line_timing", sg.timing_pass, id(sg))
         if key not in self._cache:
             out = None
-            if sg.structure_pass != sg.timing_pass and (timing_pass_id(self.trace) is not None
-                                                        or self.has_stamps(sg.structure_pass)):
+            timed = timing_pass_id(self.trace) is not None
+            if sg.structure_pass == sg.timing_pass:  # the one traced run stamped lines and a timing run followed
+                detail = sg if timed and self.has_stamps(sg.structure_pass) else None
+            elif timed or self.has_stamps(sg.structure_pass):
                 detail = self.script_graphs(timing_pass=sg.structure_pass)
-                if detail is not None:
+            else:
+                detail = None
+            if detail is not None:
                     out = _line_timing(self.trace, self.iterations(sg)[0], self.iterations(detail)[0], self.line_stamps)
             self._cache[key] = out
         lt: LineTiming | None = self._cache[key]

@@ -26,7 +26,7 @@ from graphmode.tracer.store import Trace
 PROBE_RUN_MAX_S = 60.0
 
 __all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "ProbeRunSkipped", "lines_to_time", "plan_runs", "probe_run_wanted",
-           "structure_wanted"]
+           "built_no_graph"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,13 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
               runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
     """The runs `graphmode run` makes (docs/design.md, "graphmode run: the runs it makes").
 
-    'auto' (the default): one traced run (tracer.run_configs.single_config: the measuring run's records and graph-level
-    callbacks; the tracer's calibrated cost is taken off by the analysis), then a detail run only where the user asked
-    for what only it records (node detail, the line of every launch, a CPU profile) or where the script built no graph
-    (structure_wanted: the prediction finds the loop's step from the launches and lines only the detail run records;
-    such a script then gets the timing run too, where the detail run stamped lines: the loop's CPU-bound periods
-    untraced, since the one run's tracer cost per launch in framework code can exceed the calibrated one 2-3x, and the
-    first-graph probe), then the probe run where the prediction wants it (probe_run_wanted), except for one rank of a multi-process job
+    'auto' (the default): one traced run (tracer.run_configs.single_config: the measuring run's records, the launches'
+    API records, graph-level callbacks and stamps of the user's lines; the tracer's calibrated cost is taken off by the
+    analysis), then a detail run only where the user asked for what only it records (node detail, the line of every
+    launch, a CPU profile), or, where the script built no graph (built_no_graph), the timing run (Python 3.12+: the
+    loop's CPU-bound periods untraced, since the one run's tracer cost per launch in framework code can exceed the
+    calibrated one 2-3x, and the first-graph probe), then the probe run where the prediction wants it
+    (probe_run_wanted), except for one rank of a multi-process job
     (`ranked`): the one run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
     run could meet what another rank's first run left behind (docs/ranks.md).
     '1': the one traced run alone; with node detail, launch sources or a profile asked for, the detail run's
@@ -66,13 +66,13 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     if runs == "auto":
         if asked:
             return [single_config("measure"), detail_config(detail, launch_sources, profile, sources=sources), PROBE_RUN]
-        # A script that built no graph: the detail run records what the prediction reads (every launch, copy, allocation,
-        # synchronization and event call; the user's lines), not the getters and queries that 'all' adds, nor node
-        # callbacks (there is no graph): 'all' slowed a decode loop 11x, a training loop 6.6-9.5x; this 1.4-2.0x (benchmarks/notes/s18)
-        eager_only = dataclasses.replace(detail_config(detail, launch_sources, profile, sources=sources), when="eager_only",
-                                         api_filter="needed", node_events=False, node_sources=False)
-        plan = [single_config(), eager_only]
-        if eager_only.stamp:  # Python 3.12+: the loop's untraced periods, for the prediction, and the first-graph probe
+        # A script that built no graph is found its step and priced from the one run (its launch records and line
+        # stamps), then timed by the timing run where the one run stamped lines (Python 3.12+): the loop's CPU-bound
+        # periods untraced, since the one run's tracer cost per launch in framework code can exceed the calibrated one
+        # 2-3x, and the first-graph probe. Two runs; a detail run before it, three (benchmarks/notes/s18, s19).
+        single = single_config()
+        plan = [single]
+        if single.stamp:
             plan.append(dataclasses.replace(timing_config(()), when="eager_only"))
         return plan + [PROBE_RUN]  # where no timing run made the probe (probe_run_wanted)
     if runs == "2":
@@ -114,16 +114,15 @@ def lines_to_time(trace: Trace) -> list[str]:
     there are none, or when the detail run has no line stamps (Python < 3.12)."""
     run = build_run(trace)
     sg = run.script_graphs()
-    if sg is None or sg.structure_pass == sg.timing_pass:
-        return []
-    if not run.has_stamps(sg.structure_pass):
+    if sg is None or not run.has_stamps(sg.structure_pass):
         return []
     stamps = run.line_stamps(sg.structure_pass)
     windows = torch_windows(trace, sg.structure_pass, callbacks_pass=True)
     around = sorted({x for pair in call_lines(stamps, windows) if pair is not None for x in pair}
                     | {x for pair in capture_lines(trace, sg.structure_pass, stamps, windows).values() for x in pair})
     measure = run.iterations(sg)[0]
-    detail_sg = run.script_graphs(timing_pass=sg.structure_pass)
+    # the one traced run that stamped lines is its own detail run
+    detail_sg = sg if sg.structure_pass == sg.timing_pass else run.script_graphs(timing_pass=sg.structure_pass)
     if detail_sg is None:
         return around
     detail = run.iterations(detail_sg)[0]
@@ -137,12 +136,12 @@ def lines_to_time(trace: Trace) -> list[str]:
 
 
 # What the front door hands to tracer.script.run_script.
-def structure_wanted(trace: Trace) -> bool:
-    """Whether the detail run planned for a script that built no graph is made: the first run instantiated no graph
-    and ran kernels (a loop whose graph the prediction prices, analyzers.predict)."""
+def built_no_graph(trace: Trace) -> bool:
+    """Whether the runs planned for a script that built no graph (`when='eager_only'`: the timing run) are made: the
+    first run instantiated no graph and ran kernels (a loop whose graph the prediction prices, analyzers.predict)."""
     if instantiations(trace) != 0:
         return False
     return bool(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0])
 
 
-DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted, structure_wanted=structure_wanted)
+DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted, built_no_graph=built_no_graph)

@@ -13,7 +13,12 @@ So, where the cost model calibrated them and the pass was recorded by that very 
   launched in its period, per kernel by the launcher that launched it (analyzers.counterfactual.launcher_of): its
   period becomes max(period - extra, its own GPU busy time), `timed_by` 'corrected', the traced figure kept in
   `traced_work`;
-- a graph captured in the pass loses per-graph + per-node x nodes from its one-time cost (GraphCost.tracer_correction_ns).
+- a graph captured in the pass loses per-graph + per-node x nodes from its one-time cost (GraphCost.tracer_correction_ns);
+- a CPU-bound iteration also loses what the run's stamps of the user's lines cost in its period (the number of stamps
+  there x the cost of one, which the run measures after the program: `stamp_cost_ns` in its meta.runs entry).
+
+The calibration is per configuration: the one traced run of now (single_config: API records of launches too, since
+session 19) under CostModel.tracer, that of sessions 17-18 (SPARSE_SINGLE) under CostModel.tracer_sparse.
 
 GPU-bound iterations and replays keep their figures: the tracer does not slow the GPU (replays measured 1.00-1.01x).
 """
@@ -28,7 +33,9 @@ import numpy as np
 from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
 from graphmode.analyzers.counterfactual import framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
-from graphmode.tracer.run_configs import single_config
+from graphmode.analyzers.stamps import line_stamps
+from graphmode.analyzers.torch_windows import run_entry
+from graphmode.tracer.run_configs import SPARSE_SINGLE, single_config
 from graphmode.tracer.store import Trace
 
 CORRECTED = "corrected"  # IterationTable.timed_by of a period the tracer's cost was taken off
@@ -41,39 +48,51 @@ _COST_FIELDS = ("detail", "api_filter", "callbacks", "node_events", "gpu_kinds",
 @dataclass(frozen=True)
 class TracerCorrection:
     """The calibrated costs a pass's figures lose (ns): per launcher, per eagerly launched kernel; per captured
-    graph and per captured kernel (None: not calibrated)."""
+    graph and per captured kernel (None: not calibrated); per stamp of a user's line, at the pass's stamps (`stamps`:
+    their times, sorted; none where the pass stamped no line or did not measure a stamp's cost)."""
 
     per_kernel: dict[str, Spread]
     capture_per_graph: Spread | None
     capture_per_node: Spread | None
     framework: str  # whose launchers price the pass's eager kernels ('torch', 'inductor', 'xla', 'raw')
+    per_stamp: float = 0.0
+    stamps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def calibrated_pass(trace: Trace, pass_id: int) -> bool:
-    """Whether the pass was recorded by the configuration the tracer's cost was calibrated under."""
-    calibrated = asdict(single_config())
+def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
+    """Which calibration of the tracer's cost fits the configuration that recorded the pass: 'single' (the one traced
+    run of now), 'sparse' (sessions 17-18's), or None (another run: not corrected)."""
     for r in trace.meta.get("runs", []) or []:
         if r.get("pass_id") == pass_id:
             cfg = r.get("config") or {}
-            return all(cfg.get(k) == calibrated[k] for k in _COST_FIELDS)
-    return False
+            for kind, made in (("single", single_config()), ("sparse", SPARSE_SINGLE)):
+                if all(cfg.get(k) == asdict(made)[k] for k in _COST_FIELDS):
+                    return kind
+            return None
+    return None
 
 
 def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch_program: bool) -> TracerCorrection | None:
-    """The pass's correction, or None (no model, a model without the tracer's costs, a pass recorded otherwise)."""
-    if model is None or not model.tracer or not calibrated_pass(trace, pass_id):
+    """The pass's correction, or None (no model, a model without the tracer's costs for the pass's configuration, a
+    pass recorded otherwise)."""
+    kind = calibrated_pass(trace, pass_id) if model is not None else None
+    costs = (model.tracer if kind == "single" else model.tracer_sparse) if model is not None and kind else {}
+    if not costs:
         return None
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
-    per_kernel = {k: v for k, v in model.tracer.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
-    return TracerCorrection(per_kernel, model.tracer.get(TRACER_CAPTURE_GRAPH), model.tracer.get(TRACER_CAPTURE_NODE),
-                            framework_of(names, torch_program))
+    per_kernel = {k: v for k, v in costs.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
+    said = run_entry(trace, pass_id).get("stamp_cost_ns")
+    per_stamp = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
+    stamps = np.sort(np.asarray(line_stamps(trace, pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
+    return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
+                            framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps)
 
 
 def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrection) -> tuple[np.ndarray, np.ndarray]:
     """Per row of `t`: what tracing added to its period (ns: the calibrated cost of each eager kernel whose GPU work
-    starts inside the period, by its launcher; 0 for a kernel whose launcher was not calibrated) and how many kernels
-    that was. Rows without a finite period get 0."""
+    starts inside the period, by its launcher, 0 for a kernel whose launcher was not calibrated; and the cost of each
+    stamp of the user's lines inside it) and how many kernels that was. Rows without a finite period get 0."""
     s = trace.sql("SELECT start_ns, name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 "
                   "ORDER BY start_ns", [pass_id])
     starts = np.asarray(s["start_ns"], dtype=np.int64)
@@ -90,6 +109,12 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
     b = np.searchsorted(starts, hi, side="left")
     extra = np.where(ok, cum[b] - cum[a], 0.0)
     count = np.where(ok, b - a, 0)
+    if c.stamps.size and c.per_stamp > 0:
+        # a stamp runs on the CPU when its line does: counted over the period on the CPU's side, from its first launch
+        cpu_lo = np.where(t.start_ns >= 0, t.start_ns, lo).astype(np.int64)
+        cpu_hi = cpu_lo + np.where(ok, t.period, 0).astype(np.int64)
+        n = np.searchsorted(c.stamps, cpu_hi, side="left") - np.searchsorted(c.stamps, cpu_lo, side="left")
+        extra = extra + np.where(ok, n * c.per_stamp, 0.0)
     return extra, count
 
 

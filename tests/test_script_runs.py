@@ -114,22 +114,23 @@ def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: 
 
 
 def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
-    """issue 29: `graphmode run` traces the script once (plus, for a script that builds no graph, a detail run and, on
-    Python 3.12+, the timing run: issue 30's prediction reads the loop's untraced period; else the untraced probe run);
-    a detail run only where the user asked for what only it records; one rank of a job runs once."""
+    """issue 29: `graphmode run` traces the script once (plus, for a script that builds no graph, on Python 3.12+, the
+    timing run: issue 30's prediction reads the loop's untraced period; else the untraced probe run); a detail run only
+    where the user asked for what only it records; one rank of a job runs once."""
     from graphmode.analyzers.run_plan import plan_runs
     from graphmode.tracer import line_stamps
 
     timing = [("timing", "eager_only")] if line_stamps.AVAILABLE else []
-    assert [(c.name, c.when) for c in plan_runs()] == [("single", ""), ("detail", "eager_only"), *timing, ("probe", "")]
+    assert [(c.name, c.when) for c in plan_runs()] == [("single", ""), *timing, ("probe", "")]
     single = plan_runs()[0]
-    # the measuring run's records plus graph-level callbacks; nothing per launch, per node or per line
+    # the measuring run's records, the API records a prediction reads, graph-level callbacks and (3.12+) the user's
+    # lines; nothing per node, no Python call per launch
     assert (single.api_filter, single.callbacks, single.node_events, single.node_sources, single.launch_sources,
-            single.profile, single.stamp) == ("sparse", True, False, False, False, False, "")
+            single.profile, single.stamp) == ("needed", True, False, False, False, False, "all" if line_stamps.AVAILABLE else "")
     for asked in ({"detail": "node"}, {"launch_sources": True}, {"profile": True}):
         names = [c.name for c in plan_runs(**asked)]  # type: ignore[arg-type]
         assert names == ["measure", "detail", "probe"], asked  # the light run times, the detail run adds what was asked
-        assert plan_runs(**asked)[0].api_filter == "sparse"  # type: ignore[arg-type]
+        assert plan_runs(**asked)[0].api_filter == "needed" and plan_runs(**asked)[0].stamp == ""  # type: ignore[arg-type]
     assert [c.name for c in plan_runs(ranked=True)] == ["single"]  # ranks would re-rendezvous for a second run
     assert plan_runs(ranked=True)[0] == single
     assert [c.name for c in plan_runs(runs="2", ranked=True)] == ["measure", "detail"]
@@ -141,35 +142,32 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
 
 
 def test_a_script_that_built_no_graph_gets_the_timing_run_on_python_312(monkeypatch: pytest.MonkeyPatch) -> None:
-    """issue 30: on Python 3.12+ (line stamps), a script that built no graph gets the timing run after its detail run
-    (the loop's untraced periods for the prediction, and the first-graph probe); a script that built graphs does not
-    ('eager_only'); the probe run stays last, made only where the timing run was not."""
+    """issues 29-30: on Python 3.12+ (line stamps), a script that built no graph gets the timing run right after the one
+    traced run, which recorded its launches and stamped its lines (no detail run: two runs); a script that built graphs
+    does not ('eager_only'); the probe run stays last, made only where the timing run was not."""
     from graphmode.analyzers.run_plan import plan_runs
     from graphmode.tracer import line_stamps
 
     monkeypatch.setattr(line_stamps, "AVAILABLE", True)
     plan = plan_runs()
-    assert [(c.name, c.when, c.stamp) for c in plan] == [("single", "", ""), ("detail", "eager_only", "all"),
-                                                         ("timing", "eager_only", "lines"), ("probe", "", "")]
-    assert not plan[2].cupti and plan[2].stamp_lines == ()  # its lines are decided after the detail run
-    # the detail run of a script that built no graph records what the prediction reads: no getters, no node callbacks
-    assert (plan[1].api_filter, plan[1].node_events, plan[1].node_sources) == ("needed", False, False)
+    assert [(c.name, c.when, c.stamp) for c in plan] == [("single", "", "all"), ("timing", "eager_only", "lines"),
+                                                         ("probe", "", "")]
+    assert not plan[1].cupti and plan[1].stamp_lines == ()  # its lines are decided after the one run
     assert [c.api_filter for c in plan_runs(runs="full")] == ["sparse", "all", "none", "none"]  # asked-for runs keep 'all'
     monkeypatch.setattr(line_stamps, "AVAILABLE", False)
-    assert [c.name for c in plan_runs()] == ["single", "detail", "probe"]
+    assert [(c.name, c.stamp) for c in plan_runs()] == [("single", ""), ("probe", "")]
 
 
-def test_a_script_that_built_no_graph_gets_its_detail_run(tmp_path: Path) -> None:
-    """SYNTHETIC traces: the detail run planned 'eager_only' is made after a first run that instantiated no graph and
-    ran kernels (the prediction finds the loop's step from the launches and lines it records), not after one that
-    built a graph or ran no kernel."""
-    from graphmode.analyzers.run_plan import structure_wanted
+def test_a_script_that_built_no_graph_gets_its_timing_run(tmp_path: Path) -> None:
+    """SYNTHETIC traces: the timing run planned 'eager_only' is made after a first run that instantiated no graph and
+    ran kernels (a loop to predict a graph for), not after one that built a graph or ran no kernel."""
+    from graphmode.analyzers.run_plan import built_no_graph
     from graphmode.tracer.store import load
 
     for instantiates, kernels, wanted in ((0, True, True), (1, True, False), (0, False, False)):
         path = _script_trace(tmp_path / f"t{instantiates}{kernels}.gmtrace", instantiates=instantiates, kernels=kernels)
         with load(path) as t:
-            assert structure_wanted(t) is wanted, (instantiates, kernels)
+            assert built_no_graph(t) is wanted, (instantiates, kernels)
 
 
 def test_the_one_run_times_and_a_later_detail_run_gives_the_structure(tmp_path: Path) -> None:

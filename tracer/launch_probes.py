@@ -289,11 +289,12 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced [--api-filter=F]]",
               file=sys.stderr)
         return 2
-    session = None
+    session, said = None, {}
     if "--traced" in argv:
         _traced = True
         config = single_config()  # `graphmode run`'s one traced run; --api-filter: a candidate's API records instead
         kwargs = session_kwargs(config if api is None else dataclasses.replace(config, api_filter=api), nvtx=False)
+        said = {"api_filter": kwargs["api_filter"]}  # which calibration the process is for (costmodel.probe_api_filter)
         session = CuptiSession(**kwargs)
         session.start()
     try:
@@ -301,7 +302,7 @@ def main(argv: list[str]) -> int:
     finally:
         if session is not None:
             session.stop()
-    print(json.dumps(out | {"traced": _traced} | ({"api_filter": api} if api else {})))
+    print(json.dumps(out | {"traced": _traced} | said))
     return 0
 
 

@@ -29,7 +29,7 @@ class RunConfig:
     cupti: bool = True  # False: the timing run, which loads no CUPTI at all (and makes no CUDA call of its own)
     stamp: str = ""  # host stamps of the user's lines (tracer.line_stamps, Python 3.12+): '' none, 'all', 'lines'
     stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
-    # '' : always made; 'eager_only': made only where the runs so far built no graph (RunDecisions.structure_wanted)
+    # '' : always made; 'eager_only': made only where the runs so far built no graph (RunDecisions.built_no_graph)
     when: str = ""
 
     def __post_init__(self) -> None:
@@ -60,14 +60,24 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
 
 def single_config(name: str = "single") -> RunConfig:
     """The one traced run that `graphmode run` makes by default (issue 29; docs/design.md, "One traced run"): the
-    measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans; API records of the
-    graph lifecycle and synchronizations only), plus what is rare: the graph-level resource callbacks that name the
-    graphs and read their topology, and the call sites of lifecycle calls. Not what costs per launch or per node (API
-    records of every call, node callbacks, line events, a profiler). What its records still cost a launch and a capture
-    is calibrated (`graphmode calibrate --launch-only`: tracer.launch_probes --traced) and taken off by the analysis
-    (analyzers.tracer_cost). `name`: 'single', or 'measure' where a detail run follows (the analysis then takes
-    structure from the detail run)."""
-    return RunConfig(name, detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
+    measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans), the API records
+    a prediction reads (launches, copies, allocations, synchronizations, events, the graph lifecycle: api_filter
+    'needed', not the getters and queries), what is rare (the graph-level resource callbacks that name the graphs and
+    read their topology, the call sites of lifecycle calls) and, on Python 3.12+, a stamp of each execution of the
+    user's own lines: so that a script that built no graph is found its step and priced from this run, with no detail
+    run (a timing run follows it). Not what costs per node (node callbacks) or a Python call per launch (launch
+    sources, a profiler). What its records cost a launch and a capture is calibrated (`graphmode calibrate
+    --launch-only`: tracer.launch_probes --traced; 'needed' API records add 1.1 us to a PyTorch launch's 6.0, 2.1 us to
+    a cuBLAS call's 11.4: benchmarks/notes/s19) and taken off by the analysis (analyzers.tracer_cost), with what its
+    stamps cost (about 1 us each, measured at the run's end). `name`: 'single', or 'measure' where a detail run follows
+    (the analysis then takes structure from the detail run)."""
+    return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
+                     stamp="all" if line_stamps.AVAILABLE and name == "single" else "")  # 'measure': the detail run stamps
+
+
+# The one traced run as sessions 17-18 recorded it (API records of the graph lifecycle and synchronizations only, no
+# stamps): its traces are still corrected, by the calibration made under it (CostModel.tracer_sparse)
+SPARSE_SINGLE = RunConfig("single", detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
 
 
 def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:

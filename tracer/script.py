@@ -68,12 +68,12 @@ class RunDecisions:
 
     `lines_to_time`: the lines the timing run stamps ('file:line'; none: no timing run). `why_no_probe_run`: None
     where the probe run is wanted, else why not (returned as ScriptRuns.probe_skipped for the front door to say).
-    `structure_wanted`: whether a run planned `when='eager_only'` is made (the detail run of a script that built no
-    graph: the launches and lines that find its loop's step for the prediction)."""
+    `built_no_graph`: whether a run planned `when='eager_only'` is made (the timing run of a script that built no
+    graph: its loop's periods untraced, for the prediction)."""
 
     lines_to_time: Callable[[Trace], list[str]]
     why_no_probe_run: Callable[[Trace], object | None]
-    structure_wanted: Callable[[Trace], bool] = lambda trace: False
+    built_no_graph: Callable[[Trace], bool] = lambda trace: False
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -199,6 +199,8 @@ class ScriptTracer:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
+                if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
+                    run_entry["stamp_cost_ns"] = stamp_cost_ns()
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
@@ -570,7 +572,7 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     status = 0
     for pass_id, config in enumerate(plan):
         ok = code == 0 and status == 0  # after a failure: nothing to time, no prediction to make
-        if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.structure_wanted, False)):
+        if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.built_no_graph, False)):
             continue
         if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
             no_lines: list[str] = []
