@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
           "[95%] / graphed | eager: predicted / eager-only untraced |")
     print("|---|---|---|---|---|")
     for path in traces:
-        program = path.name.split(".")[0]
+        program = re.sub(r"-r\d+$", "", path.name.split(".")[0])  # '<program>-r2.gmtrace': round 2 of a device call
         t = found.get(program, {})
         regions = predictions(path)
         sizes = sorted({int(m[1]) for d in t.get("graphed", []) for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})
