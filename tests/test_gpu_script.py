@@ -382,15 +382,20 @@ def test_an_eager_run_measures_its_processs_first_graph_and_the_prediction_uses_
 
 @needs_torch
 def test_one_traced_run_by_default(tmp_path: Path) -> None:
-    """issue 29: plain `graphmode run` runs the script once, traced lightly (no API record of a launch, no node
-    callback), and names the graph from graph-level callbacks, with its topology."""
+    """issue 29: plain `graphmode run` runs the script once, traced lightly (API records of the launches, which a
+    script that built no graph is predicted from, but no node callback and no getter or query), names the graph from
+    graph-level callbacks, with its topology, and (Python 3.12+) stamps the user's lines, saying what a stamp cost."""
     t, proc = _graphmode_run(tmp_path, "torch_cudagraph.py", "--steps", "50", options=("--runs", "auto"))
     assert proc.stdout.count("ok: 50 eager steps and 50 replays") == 1  # one run
     assert [(p.pass_id, p.name, p.status) for p in t.passes] == [(0, "single", "complete")]
     assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
     (run,) = t.meta["runs"]
     assert "context_error_at_end" not in run
-    assert t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch'")[0][0] == 0
+    assert t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch'")[0][0] >= 50 * 3  # eager steps
+    assert t.rows("SELECT count(*) FROM api_calls WHERE name LIKE '%Get%' OR name LIKE '%Query%'")[0][0] == 0
+    assert t.rows("SELECT count(*) FROM graph_nodes WHERE source <> ''")[0][0] == 0  # no node callbacks
+    if sys.version_info >= (3, 12):
+        assert t.rows("SELECT count(*) FROM line_stamps")[0][0] > 50 and run["stamp_cost_ns"] > 0
     graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][1] >= 3
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50
