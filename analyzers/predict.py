@@ -33,6 +33,8 @@ from graphmode.analyzers.capture_advice import advise
 from graphmode.analyzers.break_even import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    CORRECTED_SLOWDOWN_BOUND,
+    SINGLE_CPU_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
     bootstrap_medians,
     replay_interval,
@@ -56,6 +58,7 @@ from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import torch_windows
+from graphmode.analyzers.tracer_cost import tracer_correction
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -537,13 +540,23 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     saved = t_e - t_g
     low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
-    if eager_run == "timing" and not never and high is not None:
-        # the timing run itself may run a CPU-bound loop slower than untraced (per_graph's TIMING_RUN_SLOWDOWN_BOUND,
-        # measured): the interval's upper end allows an eager period that much shorter, as a script's graphs' do
-        deflated = t_e / (1 + TIMING_RUN_SLOWDOWN_BOUND) - t_g
+    bound, both = _eager_bound(trace, eager_run, model, torch_program)
+    if bound and not never and high is not None:
+        # The eager period is one process's: the timing run's (untraced, but another process than the one the graph
+        # would run in: on the lent H200 one process ran a loop 0.56-1.75x the next untraced one, benchmarks/notes/s19)
+        # or the one traced run's (its tracer's calibrated cost taken off, or not calibrated). The interval allows an
+        # eager period `bound` shorter (upper end) and, but for an uncorrected traced period (only ever too long),
+        # that much longer (lower end).
+        deflated = t_e / (1 + bound) - t_g
         wider = smallest_replays(one_point, deflated) if deflated > 0 else None
         high, high_never = (max(high, wider), False) if wider is not None else (None, True)
-        notes.append(note("prediction_eager_timed", slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
+        if both and low is not None:
+            inflated = smallest_replays(one_point, t_e * (1 + bound) - t_g)
+            low = min(low, inflated) if inflated is not None else low
+        if eager_run == "timing":
+            notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both))
+        else:
+            notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both))
     if breakers:
         notes.append(note("capture_breakers_assumed_fixed"))
     return RegionPrediction(
@@ -557,6 +570,21 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
         first_graph_from=extra_from,
     )
+
+
+def _eager_bound(trace: Trace, eager_run: str, model: CostModel | None, torch_program: bool) -> tuple[float, bool]:
+    """(how far the prediction's eager period may be from the program's in another process, whether either way) by the
+    run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; the one traced run's, its tracer's
+    calibrated cost taken off, CORRECTED_SLOWDOWN_BOUND either way; as traced (not calibrated), SINGLE_CPU_BOUND, too
+    long only; (0, False) for a runner's or a detail run's period (its own notes say what slowed it)."""
+    if eager_run == "timing":
+        return TIMING_RUN_SLOWDOWN_BOUND, True
+    one_run = next((p.pass_id for p in trace.passes if p.name == eager_run), None) if eager_run in ("single", "measure") else None
+    if one_run is not None:
+        if tracer_correction(trace, one_run, model, torch_program) is not None:
+            return CORRECTED_SLOWDOWN_BOUND, True
+        return SINGLE_CPU_BOUND, False
+    return 0.0, False
 
 
 def _path(dist: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

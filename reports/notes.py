@@ -247,6 +247,16 @@ def _torch_capture_ratio(n: Note) -> str:
             f"({short_ns(dispatch)}, priced by their launchers; the rest is the step's own Python): {why}")
 
 
+def _prediction_eager_one_run(n: Note) -> str:
+    bound = _num(n, "slowdown_bound")
+    if n.values.get("either_way"):
+        return (f"the eager period is the one traced run's, with the tracer's calibrated cost taken off: it may still be "
+                f"up to {bound:.0%} from the program's untraced either way (measured): the break-even interval allows "
+                "that; a timing run (Python 3.12+, the default `graphmode run`) times the loop untraced")
+    return (f"the eager period is the one traced run's as traced (its launcher not calibrated): up to {bound:.0%} too "
+            "long (measured): the break-even interval's upper end allows an eager period that much shorter")
+
+
 def _first_graph_share(n: Note) -> str:
     extra, one = _num(n, "extra_ns"), _num(n, "one_time_ns")
     share = f"{short_ns(extra)} of the predicted one-time cost ({100 * extra / one:.0f}%)"
@@ -553,9 +563,10 @@ TEMPLATES: dict[str, Template] = {
                             "calibration before graphmode timed one): priced as a capture"),
     "node_api_build": _node_api_build,
     "torch_capture_ratio": _torch_capture_ratio,
-    "prediction_eager_timed": ("the eager period is the timing run's, which may run a CPU-bound loop up to "
-                               "{slowdown_bound:.0%} slower than untraced (measured): the break-even interval's upper end "
-                               "allows an eager period that much shorter"),
+    "prediction_eager_timed": ("the eager period is the timing run's, one process of the program untraced; another "
+                               "process may run the loop up to {slowdown_bound:.0%} faster or slower (measured): the "
+                               "break-even interval allows an eager period that much shorter or longer"),
+    "prediction_eager_one_run": _prediction_eager_one_run,
     "shape_later_graph": ("priced as the process's graph number {nth} (one graph per shape, this shape's after the earlier "
                           "shapes'): the first graph's extra and PyTorch's first-capture work are in shape 1's one-time cost"),
     "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "
