@@ -69,7 +69,7 @@ def _step(s: StepResult) -> Headline:
     b = s.break_even
     net = s.saved_in_run_ns - s.one_time_ns if s.saved_in_run_ns is not None and s.one_time_ns is not None else None
     h = _from_break_even("step", s.step_id, s.graphs, b, s.graphed_steps, s.one_time_ns, s.period_source,
-                         s.one_time_statement if s.one_time_basis == "statement" else "", saved=s.saved_ns, net=net)
+                         s.one_time_statement if s.one_time_basis.startswith("statement") else "", saved=s.saved_ns, net=net)
     # the step's own periods where no break-even was computed (no eager twin: the graphed step is still measured)
     return dataclasses.replace(h, eager_ns=h.eager_ns if h.eager_ns is not None else s.eager_ns,
                                graphed_ns=h.graphed_ns if h.graphed_ns is not None else s.graphed_ns)

@@ -524,7 +524,9 @@ class StepResult:
     graphed_ns: float | None
     saved_ns: float | None  # per step
     one_time_ns: float | None  # all the step's graphs, with the warm-ups a graphing call threw away
-    one_time_basis: str  # 'graphs' (sum of the graphs' one-time costs) | 'statement' (the graphing statement timed untraced)
+    # 'graphs' (sum of the graphs' one-time costs) | 'statement' (the graphing statement, timed untraced by the timing
+    # run) | 'statement_corrected' (timed by the one traced run's stamps, the tracer's calibrated cost taken off)
+    one_time_basis: str
     one_time_statement: str  # 'file:line' of that statement ('' unless basis 'statement')
     break_even: BreakEven | None
     basis: str  # 'measured' (an eager twin of the step ran) | 'predicted' | 'none'

@@ -91,7 +91,7 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
     graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program)
     try:
         lines = eager_step_rows(trace, detail, table, run.line_stamps) if detail is not None and detail is not table else None
-        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines, run.line_stamps)
+        steps, graphs = find_steps(trace, sg, table, graphs, timing.name, lines, run.line_stamps, tracer)
         # A multi-graph step's graphs are measured as its segments (their results rebuilt): where the step had an
         # eager twin, a graph without its own states no saving, measured or predicted; otherwise each is priced again
         # on its segment, then the step.

@@ -56,7 +56,7 @@ from graphmode.analyzers.results import (
 from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
-from graphmode.analyzers.tracer_cost import CORRECTED
+from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, window_extra
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
 from graphmode.tracer.store import Trace
 
@@ -189,16 +189,21 @@ def _sub(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
 
-def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
-                       stamps_of: StampsOf | None = None) -> tuple[str, float] | None:
-    """('file:line', untraced ns) of the one statement that made all the step's graphs, warm-ups included (a
-    `make_graphed_callables` call: it runs its callables on sample inputs, throws the results away, then captures),
-    as the timing run timed it from its stamp of that line to the next stamp it made. Found from the detail run,
-    which stamped every line: the captures of all the step's graphs lie in one execution of one line, and that
-    execution's span to the timing run's next stamped line is mostly the graphs' making (MIN_REGION_SHARE). None
-    without a timing run that stamped the line, or where the runs executed it differently."""
+def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], stamps_of: StampsOf | None = None,
+                       tracer: TracerCorrection | None = None,
+                       captures_taken_ns: float = 0.0) -> tuple[str, float, str] | None:
+    """('file:line', ns, basis) of the one statement that made all the step's graphs, warm-ups included (a
+    `make_graphed_callables` call: it runs its callables on sample inputs, throws the results away, then captures).
+    Found from the pass that stamped every line (the detail run, or the one traced run): the captures of all the step's
+    graphs lie in one execution of one line, and that execution's span to the next stamped line is mostly the graphs'
+    making (MIN_REGION_SHARE). Timed by the timing run from its stamp of that line to the next stamp it made (basis
+    'statement'); without a timing run, by the one traced run's own stamps, less what its tracing added there (`tracer`:
+    the warm-ups' launches and the stamps, tracer_cost.window_extra; `captures_taken_ns`: the graphs' capture
+    corrections, taken off already from their own costs), basis 'statement_corrected'. None without either, or where
+    the runs executed the line differently."""
     tp = timing_pass_id(trace)
-    if tp is None or sg.structure_pass == sg.timing_pass:
+    one_run = tp is None and sg.structure_pass == sg.timing_pass and tracer is not None
+    if not one_run and (tp is None or sg.structure_pass == sg.timing_pass):
         return None
     ev = trace.rows("SELECT min(start_ns), max(end_ns), count(DISTINCT graph_id), min(thread_id), max(thread_id) "
                     "FROM graph_events WHERE pass_id = ? AND event IN ('capture', 'instantiate', 'upload') AND graph_id IN "
@@ -207,15 +212,26 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
         return None
     r0, r1, thread = int(ev[0][0]), int(ev[0][1]), int(ev[0][3])
     read = stamps_of or partial(line_stamps, trace)
-    d, t = read(sg.structure_pass), read(tp)
+    d = read(sg.structure_pass)
     mine = np.flatnonzero(d["thread_id"] == thread)
-    if not mine.size or not t["ts_ns"].size:
+    if not mine.size:
         return None
     i = int(np.searchsorted(d["ts_ns"][mine], r0, side="right")) - 1
     if i < 0 or i + 1 >= mine.size or d["ts_ns"][mine[i + 1]] < r1:
         return None  # the captures are not inside one execution of one line
     a = mine[i]
     loc, k = str(d["loc"][a]), int(d["seq"][a])
+    if one_run:
+        assert tracer is not None
+        lo, hi = int(d["ts_ns"][a]), int(d["ts_ns"][mine[i + 1]])
+        if r1 - lo < MIN_REGION_SHARE * (hi - lo):
+            return None
+        made = (hi - lo) - window_extra(trace, sg.structure_pass, lo, hi, tracer) - captures_taken_ns
+        return (loc, float(made), "statement_corrected") if made > 0 else None
+    assert tp is not None  # not one_run: a timing run stamped the line
+    t = read(tp)
+    if not t["ts_ns"].size:
+        return None
     name = str(d["thread_name"][a])
     on = t["thread_name"] == name
     t_at = np.flatnonzero(on & (t["loc"] == loc))
@@ -238,7 +254,7 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
     # the timing run's span whole: scaling it by the detail run's share (region / d_span) read 0.86x the program's own
     # clock on one process (benchmarks/notes/s15), the whole span 0.97-1.0x: the detail run's callbacks slow the
     # statement's tail (after its last instantiation) more than its making
-    return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta])
+    return loc, float(t["ts_ns"][tb] - t["ts_ns"][ta]), "statement"
 
 
 def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_source: str,
@@ -264,12 +280,13 @@ def _spread(source: str) -> float:
 
 def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,
                step_line_rows: Callable[[int], tuple[np.ndarray, np.ndarray, bool] | None] | None = None,
-               stamps_of: StampsOf | None = None) -> tuple[tuple[StepResult, ...], tuple[GraphResult, ...]]:
+               stamps_of: StampsOf | None = None,
+               tracer: TracerCorrection | None = None) -> tuple[tuple[StepResult, ...], tuple[GraphResult, ...]]:
     """The run's recurring steps that replay graphs, and the per-graph results with the graphs of a multi-graph
     step measured as its segments. `t`: the timing pass's iteration table (untraced periods applied); `graphs`:
     analyzers.per_graph's results; `run`: the timing pass's name; `step_line_rows(graph)`: rows of `t` where that
     graph's eager twin started at an execution of the line that starts its replays' steps (one row a step), or None
-    (`eager_step_rows`).
+    (`eager_step_rows`); `tracer`: the one traced run's correction, where it was applied (graphing_statement).
 
     Where the eager steps hold the step's graphs' kernels in another order or interleaved (autograd runs a whole
     model's backward, not a layer's at a time), no eager twin is found kernel for kernel; the eager step is then the
@@ -289,7 +306,7 @@ def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[
             found = step_line_rows(pattern[0])
             if found is not None and int(np.isfinite(found[1]).sum()) >= MIN_STEPS:
                 e_steps = found[1], found[2]
-        step, graphs = _multi_graph_step(trace, sg, pattern, g_inst, e_inst, e_steps, by_id, graphs, run, stamps_of)
+        step, graphs = _multi_graph_step(trace, sg, pattern, g_inst, e_inst, e_steps, by_id, graphs, run, stamps_of, tracer)
         steps.append(step)
     in_steps = set(pattern or ())
     for g in graphs:  # a graph replayed once per step: its own step
@@ -319,7 +336,8 @@ def _one_graph_step(step_id: int, g: GraphResult, run: str) -> StepResult:
 def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], g_inst: StepInstances,
                       e_inst: StepInstances | None, e_steps: tuple[np.ndarray, bool] | None,
                       by_id: dict[int, GraphResult], graphs: tuple[GraphResult, ...],
-                      run: str, stamps_of: StampsOf | None = None) -> tuple[StepResult, tuple[GraphResult, ...]]:
+                      run: str, stamps_of: StampsOf | None = None,
+                      tracer: TracerCorrection | None = None) -> tuple[StepResult, tuple[GraphResult, ...]]:
     m = len(pattern)
     segments: list[StepSegment] = []
     for i in range(m):
@@ -345,24 +363,27 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         and rest_saved is not None else None
 
     costs = [by_id[g].cost for g in dict.fromkeys(pattern) if g in by_id]
-    statement = graphing_statement(trace, sg, pattern, stamps_of)
+    taken = -float(sum((c.tracer_correction_ns or 0.0) for c in costs if c is not None))  # the captures' (negative) corrections
+    statement = graphing_statement(trace, sg, pattern, stamps_of, tracer, taken)
     excess = float(sum((c.first_launch_excess_ns or 0.0) for c in costs if c is not None))
     if statement is not None:
         one_time: float | None = statement[1] + excess
-        one_basis, where = "statement", statement[0]
+        one_basis, where = statement[2], statement[0]
     else:
         one_time = float(sum(c.total_ns for c in costs if c is not None)) if costs and None not in costs else None
         one_basis, where = "graphs", ""
     graphed_steps = int(g_inst.rows.shape[0])
     eager_infl, graph_infl = _inflations(by_id, pattern, e_source, g_inst.source)
-    timed_cost = statement is not None or any(c is not None and c.untraced_correction_ns is not None for c in costs)
+    timed_cost = (statement is not None and statement[2] == "statement") or any(
+        c is not None and c.untraced_correction_ns is not None for c in costs)
     be: BreakEven | None = None
     if has_eager:
         be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
                                graph_inflation=graph_infl,
                                eager_spread=_spread(e_source),
                                one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CORRECTED_CAPTURE_BOUND
-                               if any(c is not None and c.tracer_correction_ns is not None for c in costs)
+                               if statement is not None or any(c is not None and c.tracer_correction_ns is not None
+                                                               for c in costs)
                                else CAPTURE_SLOWDOWN_BOUND)
     step = StepResult(
         step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=Stat.of_finite(e_period),

@@ -118,6 +118,19 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
     return extra, count
 
 
+def window_extra(trace: Trace, pass_id: int, lo: int, hi: int, c: TracerCorrection) -> float:
+    """What tracing added to a stretch of one thread's time [lo, hi) on the pass's clock (ns): each eager kernel whose
+    launch call started inside it, at its launcher's calibrated cost, and each stamp of the user's lines inside it.
+    (Captures are the graphs' own correction, GraphCost.tracer_correction_ns.)"""
+    names = [str(n) for (n,) in trace.rows(
+        "SELECT g.name FROM api_calls a JOIN gpu_spans g ON g.pass_id = a.pass_id AND g.correlation_id = a.correlation_id "
+        "WHERE a.pass_id = ? AND a.start_ns >= ? AND a.start_ns < ? AND g.kind = 'kernel' AND g.graph_id = 0",
+        [pass_id, lo, hi])]
+    launched = sum(c.per_kernel[k].median for n in names if (k := launcher_of(n, c.framework)) in c.per_kernel)
+    stamped = int(np.searchsorted(c.stamps, hi, side="left") - np.searchsorted(c.stamps, lo, side="left")) if c.stamps.size else 0
+    return float(launched + stamped * c.per_stamp)
+
+
 def with_tracer_cost(t: IterationTable, extra: np.ndarray) -> IterationTable:
     """The table with the tracer's cost taken off its CPU-bound rows (not GPU-bound, a finite period, not already
     timed by the timing run): period and work = max(traced - extra, the row's own GPU busy time)."""

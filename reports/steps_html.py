@@ -36,6 +36,10 @@ def steps_html(a: TraceAnalysis) -> str:
         if s.one_time_basis == "statement":
             notes.append(f"step {s.step_id}: its one-time cost is the statement at {s.one_time_statement} that made its "
                          "graphs, warm-ups included, as the run without CUPTI timed it")
+        elif s.one_time_basis == "statement_corrected":
+            notes.append(f"step {s.step_id}: its one-time cost is the statement at {s.one_time_statement} that made its "
+                         "graphs, warm-ups included, as the one traced run timed it, the tracer's calibrated cost of its "
+                         "launches, captures and line stamps taken off")
     hint = "".join(f"<p class='hint'>{html.escape(n)}</p>" for n in notes)
     return (f"<table class='steps'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             "<p class='hint'>Trimmed means; break-even: replays (steps) to pay back the one-time cost [95% interval]. "
