@@ -567,6 +567,9 @@ TEMPLATES: dict[str, Template] = {
                                "process may run the loop up to {slowdown_bound:.0%} faster or slower (measured): the "
                                "break-even interval allows an eager period that much shorter or longer"),
     "prediction_eager_one_run": _prediction_eager_one_run,
+    "eager_two_runs": ("the eager period is the mean of two processes' readings of the loop: the timing run's, untraced "
+                       "({timing_ns!t}), and the one traced run's with the tracer's calibrated cost taken off "
+                       "({one_run_ns!t}); one process of a program can run a loop 0.56-1.75x the next (measured)"),
     "shape_later_graph": ("priced as the process's graph number {nth} (one graph per shape, this shape's after the earlier "
                           "shapes'): the first graph's extra and PyTorch's first-capture work are in shape 1's one-time cost"),
     "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "
