@@ -351,21 +351,21 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         # A script: the detail run's iterations give the shape of the spread; their level is the per-graph
         # answer's eager period (the measuring run's, or the timing run's where it timed CPU-bound iterations),
         # so that the prediction and the measured graph compare against the same eager baseline.
-        level = script_eager[0]
-        if script_eager[1] == "timing" and (other := _one_run_level(trace, traced_id, graph, t_e, float(np.median(busy)), model,
-                                                                          torch_program)):
+        level, level_run = script_eager
+        if level_run == "timing" and (other := _one_run_level(trace, traced_id, graph, t_e, float(np.median(busy)), model,
+                                                                torch_program)):
             # Two processes read the loop: the timing run (untraced) and the one traced run that found its step (its
             # tracer's calibrated cost taken off). A process of the same program on the lent H200 read a loop 0.56-1.75x
             # the next one; the mean of the two readings was 11% from the untraced processes' median on session 19's
             # eager-only programs, each alone 23% and 25% (benchmarks/notes/s19).
             notes.append(note("eager_two_runs", timing_ns=level, one_run_ns=other))
-            level = (level + other) / 2
+            level, level_run = (level + other) / 2, TWO_RUNS
         scale = level / t_e
         wall = wall * scale
         t_e = float(np.median(wall))
         region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
-        eager_run = script_eager[1]
-        notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=script_eager[1], scale=scale))
+        eager_run = level_run
+        notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=level_run, scale=scale))
     if rows.shape[0] < n_it:
         notes.append(note("iterations_left_out", left_out=n_it - int(rows.shape[0]), iterations=n_it))
     if region.wall_traced:
@@ -562,8 +562,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         if both and low is not None:
             inflated = smallest_replays(one_point, t_e * (1 + bound) - t_g)
             low = min(low, inflated) if inflated is not None else low
-        if eager_run == "timing":
-            notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both))
+        if eager_run in ("timing", TWO_RUNS):
+            notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both, two_runs=eager_run == TWO_RUNS))
         else:
             notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both))
     if breakers:
@@ -579,6 +579,10 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         framework=_estimate(fw, fw_spread.median) if fw_spread is not None else None, build="node_api" if api else "capture",
         first_graph_from=extra_from,
     )
+
+
+# The eager level of a script that built no graph where both its runs read the loop: their mean (_to_graph)
+TWO_RUNS = "two_runs"
 
 
 def _one_run_level(trace: Trace, pass_id: int, graph: EagerGraph, traced_ns: float, busy_ns: float,
@@ -602,7 +606,7 @@ def _eager_bound(trace: Trace, eager_run: str, model: CostModel | None, torch_pr
     run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; the one traced run's, its tracer's
     calibrated cost taken off, CORRECTED_SLOWDOWN_BOUND either way; as traced (not calibrated), SINGLE_CPU_BOUND, too
     long only; (0, False) for a runner's or a detail run's period (its own notes say what slowed it)."""
-    if eager_run == "timing":
+    if eager_run in ("timing", TWO_RUNS):
         return TIMING_RUN_SLOWDOWN_BOUND, True
     one_run = next((p.pass_id for p in trace.passes if p.name == eager_run), None) if eager_run in ("single", "measure") else None
     if one_run is not None:

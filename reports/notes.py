@@ -223,10 +223,21 @@ def _probe_cost(n: Note) -> str:
 
 
 def _eager_period_scaled(n: Note) -> str:
+    scale = _num(n, "scale")
+    if n["run"] == "two_runs":
+        return (f"the traced run's iterations give the eager period's spread, scaled by {scale:.2f} to the two runs' mean "
+                "(above)")
     run = {"measure": "measuring", "single": "one traced", "corrected": "one traced"}.get(str(n["run"]), str(n["run"]))
     whose = "per-graph answer's" if n["per_graph"] else "loop's, as its per-iteration table reads it"
-    return (f"the eager period is the {whose} (from the {run} run): the detail run's iterations "
-            f"scaled by {_num(n, 'scale'):.2f} to its median")
+    return (f"the eager period is the {whose} (from the {run} run): the traced run's iterations "
+            f"scaled by {scale:.2f} to its median")
+
+
+def _prediction_eager_timed(n: Note) -> str:
+    bound = _num(n, "slowdown_bound")
+    whose = ("two processes' mean (above)" if n.get("two_runs") else "the timing run's, one process of the program untraced")
+    return (f"the eager period is {whose}; another process may run the loop up to {bound:.0%} faster or slower "
+            "(measured): the break-even interval allows an eager period that much shorter or longer")
 
 
 def _node_api_build(n: Note) -> str:
@@ -563,9 +574,7 @@ TEMPLATES: dict[str, Template] = {
                             "calibration before graphmode timed one): priced as a capture"),
     "node_api_build": _node_api_build,
     "torch_capture_ratio": _torch_capture_ratio,
-    "prediction_eager_timed": ("the eager period is the timing run's, one process of the program untraced; another "
-                               "process may run the loop up to {slowdown_bound:.0%} faster or slower (measured): the "
-                               "break-even interval allows an eager period that much shorter or longer"),
+    "prediction_eager_timed": _prediction_eager_timed,
     "prediction_eager_one_run": _prediction_eager_one_run,
     "eager_two_runs": ("the eager period is the mean of two processes' readings of the loop: the timing run's, untraced "
                        "({timing_ns!t}), and the one traced run's with the tracer's calibrated cost taken off "

@@ -111,7 +111,7 @@ def test_the_step_is_found_and_its_lines_are_the_steps(analyses: dict[str, tuple
     (r,) = _regions(a)
     steps = int(_truths("eager-only", program)[0].get("steps", 40))
     assert r.iterations >= steps
-    assert any(n.kind == "eager_period_scaled" and n["run"] == "timing" for n in r.notes)
+    assert any(n.kind == "eager_period_scaled" and n["run"] == "two_runs" for n in r.notes)
     assert r.advice is not None and r.advice.lines_from == "line_stamps"
     file, spans = r.advice.lines.rsplit(":", 1)
     assert file == f"{program}.py"
@@ -246,7 +246,7 @@ def test_an_eager_period_from_the_timing_run_widens_the_break_even_interval_both
         for r in _regions(a):
             assert r.eager_period is not None and r.replay_period is not None and r.one_time is not None
             assert any(n.kind == "prediction_eager_timed" and n["slowdown_bound"] == TIMING_RUN_SLOWDOWN_BOUND
-                       and n["either_way"] for n in r.notes)
+                       and n["either_way"] and n["two_runs"] for n in r.notes)
             deflated = r.eager_period.ns / (1 + TIMING_RUN_SLOWDOWN_BOUND) - r.replay_period.ns
             assert r.break_even_high is None or r.break_even_high >= smallest_replays(r.one_time.ns, deflated), name
             inflated = smallest_replays(r.one_time.ns, r.eager_period.ns * (1 + TIMING_RUN_SLOWDOWN_BOUND) - r.replay_period.ns)
