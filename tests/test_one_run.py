@@ -7,6 +7,7 @@ a period and of a capture, the break-even interval's allowance); real recordings
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
 import math
@@ -304,3 +305,30 @@ def test_the_one_run_times_make_graphed_callables_with_its_warm_ups(tmp_path: Pa
     assert b is not None and b.replays is not None and abs(b.replays - truth) <= 1
     assert b.interval_low is not None and b.interval_high is not None and b.interval_low <= truth <= b.interval_high
     assert a.headline is not None and a.headline.one_time_statement.endswith("mgc_mobilenet.py:54")
+
+
+def test_what_tracing_added_to_a_stretch_is_its_launches_and_stamps(tmp_path: Path) -> None:
+    """SYNTHETIC: launch calls at 100, 200, 300 (pointwise kernels: 10 ns each to trace) and 250 (a cuBLAS nvjet kernel:
+    30 ns); stamps at 150, 260 and 500, 5 ns each. The stretch [100, 300): kernels launched at 100, 200, 250 (10 + 10 + 30
+    = 50) and stamps at 150, 260 (2 x 5 = 10): 60. A period [100, 250) of an iteration starting at its launch call 100:
+    its kernel at 100 and 200 (20) and the stamp at 150 (5): 25."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import SyntheticTrace
+
+    from graphmode.analyzers.tracer_cost import window_extra
+
+    st = SyntheticTrace().add_pass(0, "graph", name="single")
+    for at, name in ((100, "vectorized_elementwise_kernel"), (200, "vectorized_elementwise_kernel"),
+                     (250, "nvjet_sm90_tst_64x8_64x16"), (300, "elementwise_kernel")):
+        corr = st.api(0, "cudaLaunchKernel", "kernel_launch", at, at + 5)
+        st.span(0, name, at + 1000, at + 1010, corr)  # the GPU runs behind: the stretch is read on the CPU's side
+    path = st.write(tmp_path / "t.gmtrace")
+    c = TracerCorrection({"torch_pointwise": _spread(10.0), "torch_library": _spread(30.0)}, None, None, "torch",
+                         per_stamp=5.0, stamps=np.array([150, 260, 500], dtype=np.int64))
+    with load(path) as trace:
+        assert window_extra(trace, 0, 100, 300, c) == 60.0
+        t = _table([150], [20], [False], [1100])
+        t = dataclasses.replace(t, start_ns=np.array([100], dtype=np.int64))
+        extra, count = launch_extra(trace, 0, t, c)
+    # the kernels by their GPU start in [1100, 1250): 1100 and 1200 (20); the stamps by the CPU side [100, 250): 150 (5)
+    assert list(extra) == [25.0] and list(count) == [2]
