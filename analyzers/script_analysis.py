@@ -23,6 +23,10 @@ from graphmode.analyzers.tracer_cost import launch_extra, tracer_correction, wit
 from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
 
+# The one traced run's stamps of the user's lines are said where they cost the program at least this share of the run
+# (a Python-heavy script of the user's own lines: each stamp about 1 us on the H200)
+STAMPS_SAID_SHARE = 0.01
+
 
 @dataclass(frozen=True)
 class RunParts:
@@ -81,6 +85,12 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
     tracer = tracer_correction(trace, sg.timing_pass, model, torch_program)
     if tracer is not None:
         table = with_tracer_cost(table, launch_extra(trace, sg.timing_pass, table, tracer)[0])
+        if tracer.stamps.size and tracer.per_stamp > 0:
+            # what the run's stamps of the user's lines cost the program, said where it is more than a trace of the run
+            spent, took = tracer.stamps.size * tracer.per_stamp, float(timing.end_ns - timing.start_ns)
+            if took > 0 and spent >= STAMPS_SAID_SHARE * took:
+                notes.append(note("one_run_stamps", stamps=int(tracer.stamps.size), per_stamp_ns=tracer.per_stamp,
+                                  total_ns=spent, share=spent / took))
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "

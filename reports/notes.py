@@ -462,6 +462,8 @@ TEMPLATES: dict[str, Template] = {
     "reading_note": "reading the trace: {text}",
     "records_dropped": "{count:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount",
     "tracer_slowed": _tracer_slowed,
+    "one_run_stamps": ("the one traced run stamped your script's own lines {stamps:,} times ({per_stamp_ns!t} each, measured: "
+                       "{total_ns!t} in all, {share:.0%} of the run); what they cost is taken off the periods they fell in"),
     "cpu_profile_unreadable": "the CPU profile is not shown: {error}",
     # TraceAnalysis.cannot_compute: what the trace does not allow, and why
     "no_graph": "no CUDA graph was built or replayed in this run: nothing to compare (graphmode answers what graphs buy)",
