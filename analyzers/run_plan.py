@@ -22,11 +22,14 @@ from graphmode.tracer.run_configs import MEASURE, PROBE_RUN, RunConfig, detail_c
 from graphmode.tracer.script import RunDecisions, instantiations
 from graphmode.tracer.store import Trace
 
-# The probe run runs the script once more: not for a script whose measuring run took longer than this (s).
+# The probe run runs the script once more: not for a script whose measuring run took longer than this (s). Nor the
+# timing run that `auto` plans for a script that built no graph: a long script is run once by default (issue 29: at
+# most 2x its wall time; many programs take minutes to load a model, some cannot run twice); `--runs full` times it.
 PROBE_RUN_MAX_S = 60.0
+TIMING_RUN_MAX_S = PROBE_RUN_MAX_S
 
-__all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "ProbeRunSkipped", "lines_to_time", "plan_runs", "probe_run_wanted",
-           "built_no_graph"]
+__all__ = ["DECISIONS", "PROBE_RUN_MAX_S", "TIMING_RUN_MAX_S", "ProbeRunSkipped", "TimingRunSkipped", "built_no_graph",
+           "lines_to_time", "plan_runs", "probe_run_wanted", "timing_run_wanted"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,15 @@ class ProbeRunSkipped:
     limit_s: float = PROBE_RUN_MAX_S
 
 
+@dataclass(frozen=True)
+class TimingRunSkipped:
+    """Why the timing run `auto` planned for a script that built no graph was not made: its first run took
+    `measuring_s`, over `limit_s` (TIMING_RUN_MAX_S)."""
+
+    measuring_s: float
+    limit_s: float = TIMING_RUN_MAX_S
+
+
 def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
               runs: str = "auto", ranked: bool = False) -> list[RunConfig]:
     """The runs `graphmode run` makes (docs/design.md, "graphmode run: the runs it makes").
@@ -48,9 +60,10 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     'auto' (the default): one traced run (tracer.run_configs.single_config: the measuring run's records, the launches'
     API records, graph-level callbacks and stamps of the user's lines; the tracer's calibrated cost is taken off by the
     analysis), then a detail run only where the user asked for what only it records (node detail, the line of every
-    launch, a CPU profile), or, where the script built no graph (built_no_graph), the timing run (Python 3.12+: the
-    loop's CPU-bound periods untraced, since the one run's tracer cost per launch in framework code can exceed the
-    calibrated one 2-3x, and the first-graph probe), then the probe run where the prediction wants it
+    launch, a CPU profile), or, where the script built no graph (built_no_graph), the timing run (Python 3.12+, where
+    the first run took at most TIMING_RUN_MAX_S: timing_run_wanted; the loop's CPU-bound periods untraced, since the
+    one run's tracer cost per launch in framework code can exceed the calibrated one 2-3x, and the first-graph
+    probe), then the probe run where the prediction wants it
     (probe_run_wanted), except for one rank of a multi-process job
     (`ranked`): the one run alone. A job's ranks would each start their second run when their own first run ended, and a rank's second
     run could meet what another rank's first run left behind (docs/ranks.md).
@@ -100,11 +113,23 @@ def probe_run_wanted(trace: Trace) -> ProbeRunSkipped | None:
         return ProbeRunSkipped("no_kernels")
     if uses_torch(trace) and uses_trees(trace):
         return ProbeRunSkipped("trees")
-    first = trace.passes[0] if trace.passes else None
-    took = (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
+    took = _first_run_s(trace)
     if took > PROBE_RUN_MAX_S:
         return ProbeRunSkipped("too_long", measuring_s=took)
     return None
+
+
+def _first_run_s(trace: Trace) -> float:
+    first = trace.passes[0] if trace.passes else None
+    return (first.end_ns - first.start_ns) / 1e9 if first is not None else 0.0
+
+
+def timing_run_wanted(trace: Trace) -> TimingRunSkipped | None:
+    """None where the timing run planned for a script that built no graph ('eager_only') is made; else why not: the
+    first run took longer than TIMING_RUN_MAX_S (the prediction then comes from the one run, its eager period corrected
+    and its interval wider: analyzers.predict, note prediction_eager_one_run)."""
+    took = _first_run_s(trace)
+    return TimingRunSkipped(took) if took > TIMING_RUN_MAX_S else None
 
 
 def lines_to_time(trace: Trace) -> list[str]:
@@ -144,4 +169,5 @@ def built_no_graph(trace: Trace) -> bool:
     return bool(trace.rows("SELECT count(*) FROM gpu_spans WHERE pass_id = 0 AND kind = 'kernel'")[0][0])
 
 
-DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted, built_no_graph=built_no_graph)
+DECISIONS = RunDecisions(lines_to_time=lines_to_time, why_no_probe_run=probe_run_wanted, built_no_graph=built_no_graph,
+                         why_no_timing_run=timing_run_wanted)

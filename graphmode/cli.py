@@ -495,7 +495,7 @@ def run(
 
     The script runs once, traced lightly; what that tracing costs (calibrated by `graphmode calibrate`) is taken
     off the figures and shown beside them. More runs only where asked for or needed: a script that built no graph
-    runs twice more, for its loop's structure and untraced periods (--runs; why
+    runs once more, untraced, for its loop's periods, where its first run took at most 60 s (--runs; why
     and when: docs/design.md, "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
     or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """
@@ -527,9 +527,9 @@ def run(
         _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
         raise typer.Exit(code)
     _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
-    from graphmode.reports.run_notes import probe_run_note
+    from graphmode.reports.run_notes import probe_run_note, timing_run_note
 
-    for note in (done.note, probe_run_note(done.probe_skipped)):
+    for note in (done.note, timing_run_note(done.timing_skipped), probe_run_note(done.probe_skipped)):
         if note:
             _say(f"graphmode: {note}", err=True, fg="yellow")
     trace = _load(path)

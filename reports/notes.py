@@ -263,7 +263,8 @@ def _prediction_eager_one_run(n: Note) -> str:
     if n.values.get("either_way"):
         return (f"the eager period is the one traced run's, with the tracer's calibrated cost taken off: it may still be "
                 f"up to {bound:.0%} from the program's untraced either way (measured): the break-even interval allows "
-                "that; a timing run (Python 3.12+, the default `graphmode run`) times the loop untraced")
+                "that; a timing run times the loop untraced (Python 3.12+: `graphmode run` makes one after a first run of at "
+                "most 60 s, `--runs full` always)")
     return (f"the eager period is the one traced run's as traced (its launcher not calibrated): up to {bound:.0%} too "
             "long (measured): the break-even interval's upper end allows an eager period that much shorter")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphmode.analyzers.run_plan import ProbeRunSkipped
+from graphmode.analyzers.run_plan import ProbeRunSkipped, TimingRunSkipped
 
 
 def probe_run_note(skipped: object | None) -> str | None:
@@ -12,3 +12,12 @@ def probe_run_note(skipped: object | None) -> str | None:
         return None
     return (f"no probe run (the measuring run took {skipped.measuring_s:.0f} s, over {skipped.limit_s:.0f} s): a graph's "
             "first-graph extra in the prediction is the cost model's, not measured in this program's process")
+
+
+def timing_run_note(skipped: object | None) -> str | None:
+    """The note for the timing run of a script that built no graph, where it was not made (its first run was long)."""
+    if not isinstance(skipped, TimingRunSkipped):
+        return None
+    return (f"no timing run (the first run took {skipped.measuring_s:.0f} s, over {skipped.limit_s:.0f} s: a long script "
+            "is run once): the prediction's eager period is the traced run's, the tracer's calibrated cost taken off, "
+            "with a wider interval; `--runs full` times the loop untraced")

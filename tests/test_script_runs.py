@@ -3,6 +3,7 @@ and a run that stops when the `graphmode run` process that started it is killed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,3 +300,48 @@ def test_the_timing_run_ends_with_the_first_graph_probe(tmp_path: Path, monkeypa
 
     with load(trace) as t:
         assert probe_run_wanted(t) == ProbeRunSkipped("probed")
+
+
+def test_a_long_script_that_built_no_graph_is_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 29: `auto` plans the timing run for a script that built no graph, but not for one whose first run took over
+    TIMING_RUN_MAX_S (60 s): it is run once (no probe run either: PROBE_RUN_MAX_S), and the user is told why and what
+    to run. run_script with
+    the analyzers' decisions; each run a stand-in that writes a SYNTHETIC trace of 2 s or 90 s (no GPU here)."""
+    from graphmode.analyzers.run_plan import DECISIONS, TIMING_RUN_MAX_S, TimingRunSkipped, plan_runs, timing_run_wanted
+    from graphmode.reports.run_notes import timing_run_note
+    from graphmode.tracer import line_stamps
+    from graphmode.tracer import script as script_module
+    from graphmode.tracer.store import load
+
+    monkeypatch.setattr(line_stamps, "AVAILABLE", True)
+    script = tmp_path / "loop.py"
+    script.write_text("pass\n")
+    for seconds, runs in ((2.0, ["single", "timing"]), (90.0, ["single"])):
+        made: list[str] = []
+
+        def child(config: Any, path: Path, args: list[str], out: Path, append: bool, pass_id: int,
+                  seconds: float = seconds) -> tuple[int, dict[str, Any]]:
+            made.append(config.name)
+            if pass_id == 0:
+                _script_trace(out, measuring_s=seconds)
+            if config.name == "timing":  # the timing run ends with the first-graph probe (no probe run after it)
+                import duckdb
+
+                con = duckdb.connect(str(out))
+                con.execute("INSERT INTO meta VALUES ('first_graph_probe', '{\"extra_ns\": 1.0}')")
+                con.close()
+            return 0, {"path": str(out)}
+
+        monkeypatch.setattr(script_module, "_run_child", child)
+        decide = dataclasses.replace(DECISIONS, lines_to_time=lambda trace: ["loop.py:1"])  # a line to stamp
+        done = script_module.run_script(script, [], tmp_path / f"t{seconds:.0f}.gmtrace", plan_runs(), decide)
+        assert made == runs, seconds
+        if seconds > TIMING_RUN_MAX_S:
+            assert isinstance(done.timing_skipped, TimingRunSkipped) and abs(done.timing_skipped.measuring_s - 90.0) < 1e-3
+            note = timing_run_note(done.timing_skipped)
+            assert note is not None and note.startswith("no timing run (the first run took 90 s, over 60 s")
+            assert "--runs full" in note
+            with load(done.path) as t:
+                assert timing_run_wanted(t) == done.timing_skipped
+        else:
+            assert done.timing_skipped is None and timing_run_note(done.timing_skipped) is None

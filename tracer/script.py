@@ -69,11 +69,13 @@ class RunDecisions:
     `lines_to_time`: the lines the timing run stamps ('file:line'; none: no timing run). `why_no_probe_run`: None
     where the probe run is wanted, else why not (returned as ScriptRuns.probe_skipped for the front door to say).
     `built_no_graph`: whether a run planned `when='eager_only'` is made (the timing run of a script that built no
-    graph: its loop's periods untraced, for the prediction)."""
+    graph: its loop's periods untraced, for the prediction). `why_no_timing_run`: None where such a timing run is made,
+    else why not (returned as ScriptRuns.timing_skipped)."""
 
     lines_to_time: Callable[[Trace], list[str]]
     why_no_probe_run: Callable[[Trace], object | None]
     built_no_graph: Callable[[Trace], bool] = lambda trace: False
+    why_no_timing_run: Callable[[Trace], object | None] = lambda trace: None
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -552,6 +554,7 @@ class ScriptRuns:
     runs: tuple[str, ...]
     note: str  # why a planned run was not made ('' when all were)
     probe_skipped: object | None = None  # why the planned probe run was not made (RunDecisions.why_no_probe_run)
+    timing_skipped: object | None = None  # why the timing run planned 'eager_only' was not made (RunDecisions.why_no_timing_run)
 
 
 def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
@@ -569,11 +572,17 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
     made: list[str] = []
     note = ""
     probe_skipped: object | None = None
+    timing_skipped: object | None = None
     status = 0
     for pass_id, config in enumerate(plan):
         ok = code == 0 and status == 0  # after a failure: nothing to time, no prediction to make
         if config.when == "eager_only" and not (ok and decide is not None and _decided(out, decide.built_no_graph, False)):
             continue
+        if config.when == "eager_only" and config.name == "timing" and decide is not None:
+            why_not = _decided(out, decide.why_no_timing_run, None)
+            if why_not is not None:
+                timing_skipped = why_not
+                continue
         if config.stamp == "lines" and not config.stamp_lines:  # the timing run: which lines, now that two runs are in
             no_lines: list[str] = []
             lines = _decided(out, decide.lines_to_time, no_lines) if ok and decide is not None else no_lines
@@ -601,7 +610,7 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         if status in (130, 143) or status < 0:
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
-    return ScriptRuns(code, out, tuple(made), note, probe_skipped)
+    return ScriptRuns(code, out, tuple(made), note, probe_skipped, timing_skipped)
 
 
 _D = TypeVar("_D")
