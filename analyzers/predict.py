@@ -22,6 +22,7 @@ gives every formula.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from graphmode.analyzers.break_even import (
     smallest_replays,
 )
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
-from graphmode.analyzers.counterfactual import dispatch_ns, framework_of, launcher_of
+from graphmode.analyzers.counterfactual import dispatch_ns, framework_of
 from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
 from graphmode.analyzers.eager_graph import (
@@ -58,7 +59,7 @@ from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import torch_windows
-from graphmode.analyzers.tracer_cost import tracer_correction
+from graphmode.analyzers.tracer_cost import TracerCorrection, tracer_correction
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -310,9 +311,11 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
               wall_pass: int | None, seed: int, torch_program: bool = False, trees: bool = False,
               tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False,
-              nth_graph: int | None = None) -> RegionPrediction | None:
+              nth_graph: int | None = None,
+              correction_of: Callable[[int], TracerCorrection | None] = lambda pass_id: None) -> RegionPrediction | None:
     """The region's graph, priced (module doc). `nth_graph`: price it as the process's nth graph (a step's later input
-    shapes, _price_shapes) instead of after the graphs the trace instantiated before the region."""
+    shapes, _price_shapes) instead of after the graphs the trace instantiated before the region. `correction_of`: a
+    pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
@@ -352,8 +355,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         # answer's eager period (the measuring run's, or the timing run's where it timed CPU-bound iterations),
         # so that the prediction and the measured graph compare against the same eager baseline.
         level, level_run = script_eager
-        if level_run == "timing" and (other := _one_run_level(trace, traced_id, graph, t_e, float(np.median(busy)), model,
-                                                                torch_program)):
+        if level_run == "timing" and (other := _one_run_level(correction_of(traced_id), graph, t_e, float(np.median(busy)))):
             # Two processes read the loop: the timing run (untraced) and the one traced run that found its step (its
             # tracer's calibrated cost taken off). A process of the same program on the lent H200 read a loop 0.56-1.75x
             # the next one; the mean of the two readings was 11% from the untraced processes' median on session 19's
@@ -549,7 +551,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     saved = t_e - t_g
     low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
-    bound, both = _eager_bound(trace, eager_run, model, torch_program)
+    bound, both = _eager_bound(trace, eager_run, correction_of)
     if bound and not never and high is not None:
         # The eager period is one process's: the timing run's (untraced, but another process than the one the graph
         # would run in: on the lent H200 one process ran a loop 0.56-1.75x the next untraced one, benchmarks/notes/s19)
@@ -585,23 +587,22 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
 TWO_RUNS = "two_runs"
 
 
-def _one_run_level(trace: Trace, pass_id: int, graph: EagerGraph, traced_ns: float, busy_ns: float,
-                   model: CostModel | None, torch_program: bool) -> float | None:
+def _one_run_level(c: TracerCorrection | None, graph: EagerGraph, traced_ns: float, busy_ns: float) -> float | None:
     """What the one traced run read of a region's eager period (`traced_ns`, its median), less what its tracing added to
     an iteration: each of the region's kernels at its launcher's calibrated cost (as analyzers.tracer_cost takes it off a
     period; its stamps, a few microseconds an iteration, are left in), never below the iteration's GPU busy time
-    (`busy_ns`). None where the pass is not the calibrated one traced run (a detail run's), or nothing was taken off."""
-    c = tracer_correction(trace, pass_id, model, torch_program)
+    (`busy_ns`). `c`: the traced pass's correction; None where it is not the calibrated one traced run (a detail run),
+    and None returned then, or where nothing was taken off."""
     if c is None:
         return None
     kernels = graph.ops.name[graph.ops.kind.astype(str) == "kernel"]
-    extra = float(sum(c.per_kernel[k].median for n in kernels if (k := launcher_of(str(n), c.framework)) in c.per_kernel))
+    extra = float(sum(c.per_launch(str(n)) for n in kernels))
     if extra <= 0:
         return None
     return max(traced_ns - extra, busy_ns)
 
 
-def _eager_bound(trace: Trace, eager_run: str, model: CostModel | None, torch_program: bool) -> tuple[float, bool]:
+def _eager_bound(trace: Trace, eager_run: str, correction_of: Callable[[int], TracerCorrection | None]) -> tuple[float, bool]:
     """(how far the prediction's eager period may be from the program's in another process, whether either way) by the
     run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; the one traced run's, its tracer's
     calibrated cost taken off, CORRECTED_SLOWDOWN_BOUND either way; as traced (not calibrated), SINGLE_CPU_BOUND, too
@@ -610,7 +611,7 @@ def _eager_bound(trace: Trace, eager_run: str, model: CostModel | None, torch_pr
         return TIMING_RUN_SLOWDOWN_BOUND, True
     one_run = next((p.pass_id for p in trace.passes if p.name == eager_run), None) if eager_run in ("single", "measure") else None
     if one_run is not None:
-        if tracer_correction(trace, one_run, model, torch_program) is not None:
+        if correction_of(one_run) is not None:
             return CORRECTED_SLOWDOWN_BOUND, True
         return SINGLE_CPU_BOUND, False
     return 0.0, False
@@ -874,11 +875,14 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     tree_starts = [w.start_ns for w in torch_windows(trace, traced.pass_id, True) if w.kind == "recording"] if trees else []
     out = []
 
+    # each pass's tracer correction, derived once for all its regions (the one run's: its eager level and interval)
+    correction_of = functools.cache(lambda pass_id: tracer_correction(trace, pass_id, model, torch_program))
+
     def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
         method = "node_api" if build == "node_api" or from_trace else "capture"
         return _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
-                         method, from_trace, nth)
+                         method, from_trace, nth, correction_of)
 
     # a step that changes input shape: one graph per shape, shape k priced as the process's k-th graph
     steps = _shape_steps(regions)

@@ -98,7 +98,7 @@ class Run:
             else:
                 detail = None
             if detail is not None:
-                    out = _line_timing(self.trace, self.iterations(sg)[0], self.iterations(detail)[0], self.line_stamps)
+                out = _line_timing(self.trace, self.iterations(sg)[0], self.iterations(detail)[0], self.line_stamps)
             self._cache[key] = out
         lt: LineTiming | None = self._cache[key]
         return lt

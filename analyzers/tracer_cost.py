@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,16 @@ class TracerCorrection:
     framework: str  # whose launchers price the pass's eager kernels ('torch', 'inductor', 'xla', 'raw')
     per_stamp: float = 0.0
     stamps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def per_launch(self, name: str) -> float:
+        """What tracing added to the launch of one eager kernel of this name: its launcher's calibrated cost
+        (analyzers.counterfactual.launcher_of), 0 for a launcher not calibrated."""
+        k = launcher_of(name, self.framework)
+        return self.per_kernel[k].median if k in self.per_kernel else 0.0
+
+    def stamps_between(self, lo: Any, hi: Any) -> Any:
+        """How many of the pass's stamps fall in [lo, hi) (numbers or arrays of them)."""
+        return np.searchsorted(self.stamps, hi, side="left") - np.searchsorted(self.stamps, lo, side="left")
 
 
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
@@ -98,8 +109,7 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
     starts = np.asarray(s["start_ns"], dtype=np.int64)
     names = np.asarray(s["name"], dtype=object)
     uniq, inv = np.unique(names.astype(str), return_inverse=True) if names.size else (np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64))
-    price = np.array([c.per_kernel[k].median if (k := launcher_of(str(n), c.framework)) in c.per_kernel else 0.0
-                      for n in uniq], dtype=np.float64)
+    price = np.array([c.per_launch(str(n)) for n in uniq], dtype=np.float64)
     cost = price[inv] if starts.size else np.zeros(0)
     cum = np.concatenate([[0.0], np.cumsum(cost)])
     lo = t.gpu_start_ns.astype(np.int64)
@@ -113,8 +123,7 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
         # a stamp runs on the CPU when its line does: counted over the period on the CPU's side, from its first launch
         cpu_lo = np.where(t.start_ns >= 0, t.start_ns, lo).astype(np.int64)
         cpu_hi = cpu_lo + np.where(ok, t.period, 0).astype(np.int64)
-        n = np.searchsorted(c.stamps, cpu_hi, side="left") - np.searchsorted(c.stamps, cpu_lo, side="left")
-        extra = extra + np.where(ok, n * c.per_stamp, 0.0)
+        extra = extra + np.where(ok, c.stamps_between(cpu_lo, cpu_hi) * c.per_stamp, 0.0)
     return extra, count
 
 
@@ -126,9 +135,7 @@ def window_extra(trace: Trace, pass_id: int, lo: int, hi: int, c: TracerCorrecti
         "SELECT g.name FROM api_calls a JOIN gpu_spans g ON g.pass_id = a.pass_id AND g.correlation_id = a.correlation_id "
         "WHERE a.pass_id = ? AND a.start_ns >= ? AND a.start_ns < ? AND g.kind = 'kernel' AND g.graph_id = 0",
         [pass_id, lo, hi])]
-    launched = sum(c.per_kernel[k].median for n in names if (k := launcher_of(n, c.framework)) in c.per_kernel)
-    stamped = int(np.searchsorted(c.stamps, hi, side="left") - np.searchsorted(c.stamps, lo, side="left")) if c.stamps.size else 0
-    return float(launched + stamped * c.per_stamp)
+    return float(sum(c.per_launch(n) for n in names) + int(c.stamps_between(lo, hi)) * c.per_stamp)
 
 
 def with_tracer_cost(t: IterationTable, extra: np.ndarray) -> IterationTable:
