@@ -153,19 +153,16 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     if config == "timing_only":
         record["stamp_lines"] = lines or []
         trace.unlink(missing_ok=True)
-    if (spec is not None or config == "graphmode") and trace.exists() and not report:
-        record["trace_bytes"] = trace.stat().st_size
-        if not keep:
-            trace.unlink()
-    elif (spec is not None or config == "graphmode") and trace.exists():
-        r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
-                           capture_output=True, text=True, timeout=timeout)
-        try:
-            report = json.loads(r.stdout)
-            # keep what the comparison needs: the per-graph results, the warnings and notes
-            record["report"] = {k: report.get(k) for k in ("graphs", "totals", "steps", "headline", "warnings", "cannot_compute", "status")}
-        except ValueError:
-            record["report_error"] = (r.stderr or r.stdout)[-2000:]
+    if (spec is not None or config == "graphmode") and trace.exists():
+        if report:
+            r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
+                               capture_output=True, text=True, timeout=timeout)
+            try:
+                doc = json.loads(r.stdout)
+                # keep what the comparison needs: the per-graph results, the warnings and notes
+                record["report"] = {k: doc.get(k) for k in ("graphs", "totals", "steps", "headline", "warnings", "cannot_compute", "status")}
+            except ValueError:
+                record["report_error"] = (r.stderr or r.stdout)[-2000:]
         record["trace_bytes"] = trace.stat().st_size
         if not keep:
             trace.unlink()
