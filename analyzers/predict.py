@@ -876,7 +876,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     out = []
 
     # each pass's tracer correction, derived once for all its regions (the one run's: its eager level and interval)
-    correction_of = functools.cache(lambda pass_id: tracer_correction(trace, pass_id, model, torch_program))
+    correction_of = functools.cache(lambda pass_id: tracer_correction(trace, pass_id, model, torch_program, run.line_stamps))
 
     def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)

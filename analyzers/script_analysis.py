@@ -82,7 +82,7 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
     # the one traced run: its calibrated tracer cost taken off its CPU-bound periods and captures (analyzers.tracer_cost)
-    tracer = tracer_correction(trace, sg.timing_pass, model, torch_program)
+    tracer = tracer_correction(trace, sg.timing_pass, model, torch_program, run.line_stamps)
     if tracer is not None:
         table = with_tracer_cost(table, launch_extra(trace, sg.timing_pass, table, tracer)[0])
         if tracer.stamps.size and tracer.per_stamp > 0:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
 from graphmode.analyzers.counterfactual import framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
-from graphmode.analyzers.stamps import line_stamps
+from graphmode.analyzers.stamps import StampsOf, line_stamps
 from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.run_configs import SPARSE_SINGLE, single_config
 from graphmode.tracer.store import Trace
@@ -83,9 +84,10 @@ def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
     return None
 
 
-def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch_program: bool) -> TracerCorrection | None:
+def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch_program: bool,
+                      stamps_of: StampsOf | None = None) -> TracerCorrection | None:
     """The pass's correction, or None (no model, a model without the tracer's costs for the pass's configuration, a
-    pass recorded otherwise)."""
+    pass recorded otherwise). `stamps_of`: reads a pass's line stamps (default: from the trace; the Run's, read once)."""
     kind = calibrated_pass(trace, pass_id) if model is not None else None
     costs = (model.tracer if kind == "single" else model.tracer_sparse) if model is not None and kind else {}
     if not costs:
@@ -95,7 +97,8 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     per_kernel = {k: v for k, v in costs.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
     said = run_entry(trace, pass_id).get("stamp_cost_ns")
     per_stamp = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
-    stamps = np.sort(np.asarray(line_stamps(trace, pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
+    read = stamps_of or partial(line_stamps, trace)
+    stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
     return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
                             framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps)
 
