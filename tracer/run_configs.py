@@ -31,6 +31,9 @@ class RunConfig:
     stamp_lines: tuple[str, ...] = ()  # with stamp='lines': 'file:line' of each line to stamp
     # '' : always made; 'eager_only': made only where the runs so far built no graph (RunDecisions.built_no_graph)
     when: str = ""
+    # PyTorch's caching-allocator history (tracer.allocator_history): what each step allocates, for the memory a graph
+    # of it would hold
+    allocator_history: bool = False
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -65,14 +68,16 @@ def single_config(name: str = "single") -> RunConfig:
     'needed', not the getters and queries), what is rare (the graph-level resource callbacks that name the graphs and
     read their topology, the call sites of lifecycle calls) and, on Python 3.12+, a stamp of each execution of the
     user's own lines: so that a script that built no graph is found its step and priced from this run, with no detail
-    run (a timing run follows it). Not what costs per node (node callbacks) or a Python call per launch (launch
+    run (a timing run follows it); and PyTorch's allocator history (tracer.allocator_history: what the step would hold
+    as a graph, about 0.2 us an allocator action, measured at the run's end and taken off like the stamps). Not what costs per node (node callbacks) or a Python call per launch (launch
     sources, a profiler). What its records cost a launch and a capture is calibrated (`graphmode calibrate
     --launch-only`: tracer.launch_probes --traced; 'needed' API records add 1.1 us to a PyTorch launch's 6.0, 2.1 us to
     a cuBLAS call's 11.4: benchmarks/notes/s19) and taken off by the analysis (analyzers.tracer_cost), with what its
     stamps cost (about 1 us each, measured at the run's end). `name`: 'single', or 'measure' where a detail run follows
     (the analysis then takes structure from the detail run)."""
     return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
-                     stamp="all" if line_stamps.AVAILABLE and name == "single" else "")  # 'measure': the detail run stamps
+                     stamp="all" if line_stamps.AVAILABLE and name == "single" else "",  # 'measure': the detail run stamps
+                     allocator_history=name == "single")
 
 
 # The one traced run as sessions 17-18 recorded it (API records of the graph lifecycle and synchronizations only, no

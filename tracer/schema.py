@@ -7,10 +7,10 @@ CUPTI clock (cupti.get_timestamp()), for host markers as well as for CUDA API ca
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FORMAT_NAME = "graphmode-trace"
 # Version 1 kept the pyinstrument profile as one JSON string in meta.cpu_profile (tens of MB);
-# version 2 keeps it in the profile_* tables. Readers read both. Version 3 adds line_stamps.
+# version 2 keeps it in the profile_* tables. Readers read both. Version 3 adds line_stamps, version 4 memory_events.
 OLDEST_READABLE_VERSION = 1
 
 # Column lists keep their order: writers may pass columns in any order, the store reorders them.
@@ -133,6 +133,17 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("function", "VARCHAR"),
         ("ts_ns", "BIGINT"),  # when the line started to execute
     ],
+    # PyTorch's caching-allocator actions in a script's one traced run (tracer/allocator_history.py): each block
+    # allocated and freed, as PyTorch's allocator history gives them (torch.cuda.memory._snapshot()['device_traces'] of
+    # the traced device), on the CUPTI clock (moved from PyTorch's Unix-time microseconds).
+    "memory_events": [
+        ("pass_id", "INTEGER"),
+        ("ts_ns", "BIGINT"),
+        ("action", "VARCHAR"),  # alloc | free_completed | segment_alloc | segment_free | ... (PyTorch's names)
+        ("addr", "BIGINT"),  # the block's (or segment's) device address
+        ("size", "BIGINT"),  # bytes, as the allocator rounded them
+        ("stream", "BIGINT"),  # the stream the block belongs to
+    ],
     # The CPU profile (pyinstrument), tracer/profile_store.py. Frames are pyinstrument's own frame
     # strings, interned; a stack is a path in a prefix tree of frames; a sample names its stack.
     "profile_frames": [
@@ -154,7 +165,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 # The schema version in which each table or column first appeared: a reader of an older file sees
 # these as empty tables / default values.
 ADDED_IN: dict[str, int] = {"profile_frames": 2, "profile_stacks": 2, "profile_samples": 2,
-                            "graph_events.return_code": 2, "line_stamps": 3}
+                            "graph_events.return_code": 2, "line_stamps": 3, "memory_events": 4}
 
 # Columns a writer may omit: filled with these defaults so that partial records still load.
 DEFAULTS: dict[str, object] = {

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from graphmode.tracer import allocator_history
 from graphmode.tracer import first_graph_probe  # read as a module attribute: set at run time (and by tests)
 from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
 from graphmode.tracer.cuda_util import init_device
@@ -121,6 +122,8 @@ class ScriptTracer:
         self._torch: Any = None
         self._stamper: Any = None
         self._clock_pairs: list[tuple[int, int]] = []  # (perf_counter_ns, CUPTI timestamp) at start and stop
+        self._unix_pairs: list[tuple[int, int]] = []  # (time.time_ns, CUPTI timestamp) at start and stop
+        self._ordinal = 0
         self.start_ns = 0
 
     @property
@@ -130,6 +133,7 @@ class ScriptTracer:
     def start(self) -> None:
         cfg = self.config
         device = init_device(device_ordinal())
+        self._ordinal = device.ordinal
         if self.nvtx and "NVTX_INJECTION64_PATH" not in os.environ:
             # Must name the libcupti loaded here, and be set before the code's first NVTX call.
             lib = loaded_cupti_library()
@@ -157,7 +161,10 @@ class ScriptTracer:
         # The measuring run hears only when each cudagraph-tree recording, torch.cuda.graph block or Dynamo compilation
         # starts and ends (two Python calls each): PyTorch's work around the capture is part of the graph's one-time
         # cost.
-        self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks).install()
+        self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks,
+                                 allocator_history=cfg.allocator_history).install()
+        if cfg.allocator_history:  # the allocator history's times are Unix time: moved onto CUPTI's by these pairs
+            self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         if cfg.stamp:
             self._stamper = start_stamper(cfg)
             if self._stamper is not None:
@@ -175,6 +182,9 @@ class ScriptTracer:
         if self._stamper is not None:
             self._stamper.stop()
             self._clock_pairs.append(_clock_pair(timestamp))  # CUPTI is still attached: this call attaches nothing
+        history_on = self._torch is not None and self._torch.history is not None and bool(self._unix_pairs)
+        if history_on:
+            self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         heard = self._torch.uninstall() if self._torch is not None else None
         light = self._torch is not None and self._torch.recordings_only
         observed = {"torch": None if light else heard,
@@ -193,12 +203,18 @@ class ScriptTracer:
         raw = self._session.stop()
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
+        history = self._collect_history() if history_on else None
+        if history is not None:
+            run_entry["allocator_history"] = history[1]
         if sync_error:
             run_entry["context_error_at_end"] = sync_error  # the program left its CUDA context broken
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         try:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
+            if history is not None and len(history[0]["ts_ns"]):
+                n = len(history[0]["ts_ns"])
+                writer.append("memory_events", {**history[0], "pass_id": np.full(n, self.pass_id, dtype=np.int32)})
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
                 if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
@@ -230,6 +246,25 @@ class ScriptTracer:
                 else:
                     writer.close(status, reason)
         return writer.path  # the trace moves to the temporary folder when the disk fills up
+
+
+    def _collect_history(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """PyTorch's allocator history of this run (tracer.allocator_history), collected and turned off, with what one
+        of its actions cost (measured now, after the program): (columns of memory_events, the run entry's
+        'allocator_history'); None where PyTorch would not give it (the reason goes into meta.torch's errors)."""
+        hooks = self._torch
+        torch = hooks.torch
+        try:
+            cols = allocator_history.collect(torch, self._ordinal, _clock_map(self._unix_pairs))
+            allocator_history.disable(torch)
+        except Exception as e:
+            hooks.errors.append(f"allocator history: {type(e).__name__}: {e}")
+            return None
+        n = len(cols["ts_ns"])
+        said = dict(hooks.history or {})
+        entry = {"entries": n, "full": n >= int(said.get("max_entries", allocator_history.MAX_ENTRIES)), **said,
+                 "entry_cost_ns": allocator_history.entry_cost_ns(torch) if n else None}
+        return cols, entry
 
 
 def _probe_first_graph() -> dict[str, Any]:
@@ -282,11 +317,11 @@ def start_stamper(cfg: RunConfig) -> Any:
     return stamper
 
 
-def _clock_pair(cupti_now: Any) -> tuple[int, int]:
-    """(perf_counter_ns, CUPTI timestamp) read together: the CUPTI reading between two host readings."""
-    a = time.perf_counter_ns()
+def _clock_pair(cupti_now: Any, host: Callable[[], int] = time.perf_counter_ns) -> tuple[int, int]:
+    """(host clock, CUPTI timestamp) read together: the CUPTI reading between two host readings."""
+    a = host()
     c = int(cupti_now())
-    b = time.perf_counter_ns()
+    b = host()
     return (a + b) // 2, c
 
 

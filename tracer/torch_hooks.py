@@ -46,6 +46,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from graphmode.tracer import allocator_history
 from graphmode.tracer.cupti_session import timestamp
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.sources import user_source
@@ -152,11 +153,16 @@ class TorchHooks:
     """Install with `install()` before the program runs; `uninstall()` returns what goes into meta.torch."""
 
     def __init__(self, memory: GraphMemorySampler | None = None, clock: Callable[[], int] | None = None,
-                 recordings_only: bool = False):
+                 recordings_only: bool = False, allocator_history: bool = False):
         """`recordings_only`: hear only when each cudagraph-tree recording, torch.cuda.graph block and Dynamo
         compilation starts and ends (Dynamo's callback handler and the block's enter and exit: nothing else is
-        hooked), for the measuring and timing runs' one-time costs."""
+        hooked), for the measuring and timing runs' one-time costs. `allocator_history`: turn PyTorch's allocator
+        history on as the program imports torch (tracer.allocator_history; `history` says what was turned on, the
+        tracer collects it)."""
         self.recordings_only = recordings_only
+        self.allocator_history = allocator_history
+        self.history: dict[str, Any] | None = None  # tracer.allocator_history.enable's answer, once on
+        self.torch: ModuleType | None = None
         if clock is None:
             clock = timestamp
         self._clock = clock
@@ -200,6 +206,12 @@ class TorchHooks:
 
     def _on_torch(self, torch: ModuleType) -> None:
         self.torch_version = str(getattr(torch, "__version__", ""))
+        self.torch = torch
+        if self.allocator_history:
+            def on() -> None:
+                self.history = allocator_history.enable(torch)
+
+            self._guard("allocator history", on)
         self._guard("torch.cuda.graph", self._wrap_graph_block)
         if self.recordings_only:
             return
