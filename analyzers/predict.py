@@ -60,6 +60,8 @@ from graphmode.analyzers.regions import Region, line_regions, marker_regions, nv
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.tracer_cost import TracerCorrection, tracer_correction
+from graphmode.analyzers.step_memory import (cublas_workspace_bytes, kept_workspaces, memory_events, memory_unknown,
+                                             step_memory, with_workspaces)
 from graphmode.analyzers.results import (
     CaptureBreaker,
     Estimate,
@@ -747,17 +749,50 @@ def _price_shapes(trace: Trace, members: Sequence[Region], price: Callable[[Regi
 def _shape_group(members: Sequence[tuple[Region, RegionPrediction]]) -> ShapeGroup:
     """A step that changes input shape, its shapes priced (_price_shapes): their one-time costs together, the sum of
     each graph's point and interval ends (every region's draws share one seed); the group's basis is its first shape's,
-    without the shape. Memory: an eager trace records no graph pool and no tensor sizes, so none is given (a typed
-    reason)."""
+    without the shape. Memory: the sum of each shape's graph's pool (analyzers.step_memory: each graph its own pool, as
+    torch.cuda.graph makes it) and the largest one's (graphs sharing one pool); unknown (with the first shape's
+    reason) where a shape's is."""
     first = members[0][0].basis
     costs = [p.one_time for _, p in members]
     total = None if any(c is None for c in costs) else Estimate(
         sum(c.ns for c in costs if c is not None), sum(c.low_ns for c in costs if c is not None),
         sum(c.high_ns for c in costs if c is not None))
+    mems = [p.memory for _, p in members]
+    known = [m.bytes for m in mems if m is not None]
+    unknown = next((p.memory_unknown for _, p in members if p.memory is None), None)
     return ShapeGroup(basis=Note(first.kind, {k: v for k, v in first.values.items() if k not in ("shape", "shapes")}),
                       labels=tuple(p.label for _, p in members),
                       shapes=n if isinstance(n := first.get("shapes"), int) else len(members), one_time=total,
-                      memory_bytes=None, memory_unknown=note("shape_memory_unmeasured", shapes=len(members)))
+                      memory_bytes=sum(known) if len(known) == len(mems) else None,
+                      memory_unknown=unknown if len(known) < len(mems) else None,
+                      memory_largest_bytes=max(known) if len(known) == len(mems) else None)
+
+
+def _first_graph_workspaces(trace: Trace, pass_id: int, regions: Sequence[Region], out: list[RegionPrediction],
+                            groups: list[ShapeGroup]) -> tuple[list[RegionPrediction], list[ShapeGroup]]:
+    """The process's first graph (the earliest to-graph region with a memory figure, where no graph was instantiated
+    before it) holds, besides its step, the cuBLAS workspaces its capture stream allocates: as many as the eager run
+    kept (analyzers.step_memory.kept_workspaces); its shape group's totals with them."""
+    by_label = {r.label: r for r in regions}
+    firsts = sorted((by_label[p.label].wall_start, i) for i, p in enumerate(out)
+                    if p.memory is not None and p.label in by_label and p.direction == "to_graph")
+    if not firsts or _graphs_before(trace, firsts[0][0]) != 0:
+        return out, groups
+    i = firsts[0][1]
+    said = next((r.get("allocator_history") for r in trace.meta.get("runs", []) or [] if r.get("pass_id") == pass_id), None)
+    config = said.get("cublas_workspace_config") if isinstance(said, dict) else None
+    size = cublas_workspace_bytes(str(trace.meta.get("compute_capability", "")), config if isinstance(config, str) else None)
+    extra = kept_workspaces(trace, pass_id, size) * size
+    memory = out[i].memory
+    if not extra or memory is None:
+        return out, groups
+    first = dataclasses.replace(out[i], memory=with_workspaces(memory, extra))
+    out = out[:i] + [first] + out[i + 1:]
+    groups = [dataclasses.replace(g, memory_bytes=g.memory_bytes + extra,
+                                  memory_largest_bytes=max(g.memory_largest_bytes, first.memory.bytes) if first.memory else g.memory_largest_bytes)
+              if first.label in g.labels and g.memory_bytes is not None and g.memory_largest_bytes is not None else g
+              for g in groups]
+    return out, groups
 
 
 # ---------------------------------------------------------------------------------------------- entry point
@@ -878,11 +913,19 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     # each pass's tracer correction, derived once for all its regions (the one run's: its eager level and interval)
     correction_of = functools.cache(lambda pass_id: tracer_correction(trace, pass_id, model, torch_program, run.line_stamps))
 
+    events = functools.cache(lambda: memory_events(trace, traced.pass_id))
+
     def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
         method = "node_api" if build == "node_api" or from_trace else "capture"
-        return _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
-                         method, from_trace, nth, correction_of)
+        p = _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
+                      method, from_trace, nth, correction_of)
+        if p is None or p.direction != "to_graph":
+            return p
+        # the memory its graph would hold: a PyTorch program's allocator history (analyzers.step_memory)
+        mem = step_memory(events(), r.starts, r.ends) if torch_program else None
+        return dataclasses.replace(p, memory=mem, memory_unknown=None if mem is not None else
+                                   memory_unknown(trace, traced.pass_id, events(), torch_program))
 
     # a step that changes input shape: one graph per shape, shape k priced as the process's k-th graph
     steps = _shape_steps(regions)
@@ -893,6 +936,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     for r in regions:  # per region: at most MAX_REGIONS
         if (p := by_region.get(id(r)) if id(r) in in_steps else price(r)) is not None:
             out.append(p)
+    out, groups = _first_graph_workspaces(trace, traced.pass_id, regions, out, groups)
     # The converse, for graphs replayed with no eager twin in the trace (the runner's graph always has one).
     if not any(r.runner for r in regions):
         twinned = {r.graph_id for r in regions}

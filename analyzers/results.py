@@ -595,6 +595,23 @@ class CaptureAdvice:
 
 
 @dataclass(frozen=True)
+class StepMemory:
+    """What one region's graph would hold (bytes; analyzers.step_memory): the private pool a capture of the step would
+    reserve, by PyTorch's caching allocator's rules, median over its recurrences with the least and most of them; and
+    the median peak of the step's own live bytes, which the pool rounds up to its segments; `steps`: recurrences read.
+    The process's first graph also holds the library workspaces its capture stream needs (`workspace_bytes`)."""
+
+    bytes: int
+    low_bytes: int
+    high_bytes: int
+    live_bytes: int
+    steps: int
+    # included in bytes, low_bytes and high_bytes: the cuBLAS workspaces the process's first capture allocates in its
+    # pool (one per workspace the eager program made: torch.cuda.graph captures on a stream of its own)
+    workspace_bytes: int = 0
+
+
+@dataclass(frozen=True)
 class ShapeGroup:
     """A step that changes input shape: one graph per shape (its regions, "shape k of N"), and what they cost together."""
 
@@ -604,8 +621,11 @@ class ShapeGroup:
     # all the shapes' graphs, shape k priced as the process's k-th graph (its first-graph extra and PyTorch's
     # first-capture work once); the sum of each graph's point and interval ends (their draws share one seed)
     one_time: Estimate | None
-    memory_bytes: int | None  # what the shapes' graphs would hold; None where the trace gives no basis for it
+    memory_bytes: int | None  # what the shapes' graphs would hold, each in its own pool (the sum of their peaks); None
+    # where the trace gives no basis for it
     memory_unknown: Note | None  # why memory_bytes is None
+    # the largest shape's: what graphs that share one pool would hold at least (captured largest first, `pool=`)
+    memory_largest_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -652,6 +672,10 @@ class RegionPrediction:
     first_graph_from: str = ""
     # what to capture and how (to_graph regions; None for to_eager)
     advice: CaptureAdvice | None = None
+    # the memory its graph would hold (to_graph regions of a PyTorch program whose one traced run recorded the
+    # allocator's history: analyzers.step_memory), else why not (memory_unknown; None for to_eager)
+    memory: StepMemory | None = None
+    memory_unknown: Note | None = None
 
 
 @dataclass(frozen=True)

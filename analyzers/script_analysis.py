@@ -91,6 +91,12 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
             if took > 0 and spent >= STAMPS_SAID_SHARE * took:
                 notes.append(note("one_run_stamps", stamps=int(tracer.stamps.size), per_stamp_ns=tracer.per_stamp,
                                   total_ns=spent, share=spent / took))
+        if tracer.actions.size and tracer.per_action > 0:
+            # what PyTorch's allocator history cost the program (what each step would hold as a graph), likewise
+            spent, took = tracer.actions.size * tracer.per_action, float(timing.end_ns - timing.start_ns)
+            if took > 0 and spent >= STAMPS_SAID_SHARE * took:
+                notes.append(note("one_run_allocator_history", actions=int(tracer.actions.size),
+                                  per_action_ns=tracer.per_action, total_ns=spent, share=spent / took))
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "

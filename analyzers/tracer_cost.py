@@ -15,7 +15,9 @@ So, where the cost model calibrated them and the pass was recorded by that very 
   `traced_work`;
 - a graph captured in the pass loses per-graph + per-node x nodes from its one-time cost (GraphCost.tracer_correction_ns);
 - a CPU-bound iteration also loses what the run's stamps of the user's lines cost in its period (the number of stamps
-  there x the cost of one, which the run measures after the program: `stamp_cost_ns` in its meta.runs entry).
+  there x the cost of one, which the run measures after the program: `stamp_cost_ns` in its meta.runs entry), and
+  what PyTorch's allocator history cost it (its actions there x the cost of one, measured likewise:
+  `allocator_history.entry_cost_ns`).
 
 The calibration is per configuration: the one traced run of now (single_config: API records of launches too, since
 session 19) under CostModel.tracer, that of sessions 17-18 (SPARSE_SINGLE) under CostModel.tracer_sparse.
@@ -59,6 +61,9 @@ class TracerCorrection:
     framework: str  # whose launchers price the pass's eager kernels ('torch', 'inductor', 'xla', 'raw')
     per_stamp: float = 0.0
     stamps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # per action of PyTorch's allocator history (tracer.allocator_history), at the pass's actions (times, sorted)
+    per_action: float = 0.0
+    actions: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def per_launch(self, name: str) -> float:
         """What tracing added to the launch of one eager kernel of this name: its launcher's calibrated cost
@@ -69,6 +74,12 @@ class TracerCorrection:
     def stamps_between(self, lo: Any, hi: Any) -> Any:
         """How many of the pass's stamps fall in [lo, hi) (numbers or arrays of them)."""
         return np.searchsorted(self.stamps, hi, side="left") - np.searchsorted(self.stamps, lo, side="left")
+
+    def host_cost(self, lo: Any, hi: Any) -> Any:
+        """What the run's own host work cost in [lo, hi) (ns; numbers or arrays of them): its stamps of the user's
+        lines and its allocator history's actions, each at its measured cost."""
+        acts = np.searchsorted(self.actions, hi, side="left") - np.searchsorted(self.actions, lo, side="left")
+        return self.stamps_between(lo, hi) * self.per_stamp + acts * self.per_action
 
 
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
@@ -99,8 +110,15 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     per_stamp = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
     read = stamps_of or partial(line_stamps, trace)
     stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
+    history = run_entry(trace, pass_id).get("allocator_history") or {}
+    said = history.get("entry_cost_ns") if isinstance(history, dict) else None
+    per_action = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
+    actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
+        "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
+        [pass_id])], dtype=np.int64)) if per_action else np.zeros(0, dtype=np.int64)
     return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
-                            framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps)
+                            framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps,
+                            per_action if actions.size else 0.0, actions)
 
 
 def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrection) -> tuple[np.ndarray, np.ndarray]:
@@ -122,11 +140,12 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
     b = np.searchsorted(starts, hi, side="left")
     extra = np.where(ok, cum[b] - cum[a], 0.0)
     count = np.where(ok, b - a, 0)
-    if c.stamps.size and c.per_stamp > 0:
-        # a stamp runs on the CPU when its line does: counted over the period on the CPU's side, from its first launch
+    if (c.stamps.size and c.per_stamp > 0) or (c.actions.size and c.per_action > 0):
+        # a stamp runs on the CPU when its line does, an allocator action when its op does: counted over the period
+        # on the CPU's side, from its first launch
         cpu_lo = np.where(t.start_ns >= 0, t.start_ns, lo).astype(np.int64)
         cpu_hi = cpu_lo + np.where(ok, t.period, 0).astype(np.int64)
-        extra = extra + np.where(ok, c.stamps_between(cpu_lo, cpu_hi) * c.per_stamp, 0.0)
+        extra = extra + np.where(ok, c.host_cost(cpu_lo, cpu_hi), 0.0)
     return extra, count
 
 
@@ -138,7 +157,7 @@ def window_extra(trace: Trace, pass_id: int, lo: int, hi: int, c: TracerCorrecti
         "SELECT g.name FROM api_calls a JOIN gpu_spans g ON g.pass_id = a.pass_id AND g.correlation_id = a.correlation_id "
         "WHERE a.pass_id = ? AND a.start_ns >= ? AND a.start_ns < ? AND g.kind = 'kernel' AND g.graph_id = 0",
         [pass_id, lo, hi])]
-    return float(sum(c.per_launch(n) for n in names) + int(c.stamps_between(lo, hi)) * c.per_stamp)
+    return float(sum(c.per_launch(n) for n in names) + float(c.host_cost(lo, hi)))
 
 
 def with_tracer_cost(t: IterationTable, extra: np.ndarray) -> IterationTable:

@@ -88,6 +88,15 @@ def _tracer_slowed(n: Note) -> str:
             f"vs {untraced / 1e3:.1f} us untraced): CPU and GPU figures come from the slowed pass")
 
 
+def _step_memory_unknown(n: Note) -> str:
+    why = {"not_torch": "graphmode reads PyTorch's allocator only, and this program's steps did not allocate through it",
+           "not_recorded": ("the traced run did not record PyTorch's allocator history (a trace of an earlier graphmode, or "
+                            "a run other than the one traced run): run `graphmode run` again to have it"),
+           "outside_history": ("the step's recurrences fell outside the allocator history the run kept (it keeps the "
+                               "latest actions)")}.get(str(n["reason"]), str(n["reason"]))
+    return f"the memory a graph of this step would hold is not known: {why}"
+
+
 def _break_even_unknown(n: Note) -> str:
     return f"break-even against {n['baseline']}: {word(Note(str(n['reason']), n.values))}"
 
@@ -465,6 +474,10 @@ TEMPLATES: dict[str, Template] = {
     "tracer_slowed": _tracer_slowed,
     "one_run_stamps": ("the one traced run stamped your script's own lines {stamps:,} times ({per_stamp_ns!t} each, measured: "
                        "{total_ns!t} in all, {share:.0%} of the run); what they cost is taken off the periods they fell in"),
+    "one_run_allocator_history": ("the one traced run recorded PyTorch's allocator history (what a graph of each step "
+                                  "would hold): {actions:,} allocations and frees ({per_action_ns!t} each, measured: "
+                                  "{total_ns!t} in all, {share:.0%} of the run); what they cost is taken off the periods "
+                                  "they fell in"),
     "cpu_profile_unreadable": "the CPU profile is not shown: {error}",
     # TraceAnalysis.cannot_compute: what the trace does not allow, and why
     "no_graph": "no CUDA graph was built or replayed in this run: nothing to compare (graphmode answers what graphs buy)",
@@ -648,9 +661,7 @@ TEMPLATES: dict[str, Template] = {
     "advice_move_out_first": lambda n: ("first move out of it what would break the capture: "
                                         + ", ".join(f"{a} at {w}" if w else str(a) for a, w in zip(_items(n["apis"]), _items(n["wheres"])))
                                         + f" ({_joined(n['kinds'])})"),
-    "shape_memory_unmeasured": ("the memory the {shapes} graphs would hold is not known from an eager trace: graphmode "
-                                "measures a graph's memory around its capture and instantiation (meta.graph_memory) and "
-                                "PyTorch's pools only for graphs the program built; capture one shape to measure it"),
+    "step_memory_unknown": _step_memory_unknown,
     # graph use (analyzers.coverage, graph_budget)
     "launch_sources_hint": ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
                             "(a CPU callback per launch: it slows the run)"),

@@ -14,7 +14,7 @@ from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction, 
 from graphmode.reports.names import cell, printable
 from graphmode.reports.notes import API_WORDS, word
 from graphmode.reports.pitfall_words import BREAKER_ADVICE
-from graphmode.reports.units import human_ns
+from graphmode.reports.units import human_bytes, human_ns
 
 
 def _est(e: Estimate | None) -> str:
@@ -59,7 +59,9 @@ def advice_text(r: RegionPrediction) -> str:
 def shape_group_text(g: ShapeGroup) -> str:
     """A step that changes input shape: one graph per shape, their one-time cost together, their memory."""
     cost = f"one-time cost of all {g.shapes} graphs {_est(g.one_time)}" if g.one_time is not None else "no one-time cost (no cost model)"
-    memory = f"they would hold {g.memory_bytes / 2**20:.1f} MiB" if g.memory_bytes is not None else \
+    memory = (f"they would hold {human_bytes(g.memory_bytes)}, each in its own pool (torch.cuda.graph's default; "
+              f"about {human_bytes(g.memory_largest_bytes)}, the largest shape's, where they share one pool: captured "
+              "largest first with pool=)") if g.memory_bytes is not None and g.memory_largest_bytes is not None else \
         (word(g.memory_unknown) if g.memory_unknown is not None else "")
     return (f"the step changes input shape ({len(g.labels)} regions, '{g.labels[0]}' to '{g.labels[-1]}'): one graph per shape; "
             f"{cost}" + (f"; {memory}" if memory else ""))
@@ -74,6 +76,25 @@ def _regions_table(title: str, regions: list[RegionPrediction], rows: list[tuple
     for name, cells in rows:
         t.add_row(name, *cells)
     return t
+
+
+def _memory(r: RegionPrediction) -> str:
+    """The pool its graph would reserve [its least and most recurrence], and the step's own live peak; '—' where
+    unknown."""
+    m = r.memory
+    if m is None:
+        return "—"
+    spread = f" [{human_bytes(m.low_bytes)}–{human_bytes(m.high_bytes)}]" if m.low_bytes != m.high_bytes else ""
+    workspaces = f", cuBLAS workspaces {human_bytes(m.workspace_bytes)}" if m.workspace_bytes else ""
+    return f"{human_bytes(m.bytes)}{spread} (live peak {human_bytes(m.live_bytes)}{workspaces})"
+
+
+def memory_unknown_text(regions: list[RegionPrediction]) -> str:
+    """Why the memory of the to-graph regions is not given, once ('' where it is, or for a program that is not
+    PyTorch's: other allocators are not read)."""
+    reasons = {r.memory_unknown.get("reason"): r.memory_unknown for r in regions if r.memory is None and r.memory_unknown is not None}
+    shown = [n for reason, n in reasons.items() if reason != "not_torch"]
+    return "; ".join(word(n) for n in shown)
 
 
 def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]]]:
@@ -95,6 +116,7 @@ def to_graph_rows(to_graph: list[RegionPrediction]) -> list[tuple[str, list[str]
         ("graph replay", [_est(r.replay_period) for r in to_graph]),
         ("saved per iteration", [_est(r.saved_per_iteration) for r in to_graph]),
         ("break-even replays", [_replays(r) for r in to_graph]),
+        ("memory the graph would hold", [_memory(r) for r in to_graph]),
         ("measured: one-time cost", [human_ns(r.measured_one_time_ns) for r in to_graph]),
         ("measured: graph replay", [human_ns(r.measured_replay_ns) for r in to_graph]),
         ("measured: break-even", [f"{r.measured_break_even:,}" if r.measured_break_even is not None else "—" for r in to_graph]),
@@ -142,6 +164,8 @@ def print_prediction(console: Console, p: Prediction | None) -> None:
                 console.print(f"[bold]what to capture:[/bold] {escape(cell(r.label))}: {escape(printable(text))}")
         for g in p.shape_groups:
             console.print(f"[bold]per shape:[/bold] {escape(printable(shape_group_text(g)))}")
+        if text := memory_unknown_text(to_graph):
+            console.print(f"  memory: {escape(printable(text))}")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]
     if to_eager:
         console.print(_regions_table("Graphs run without an eager twin: what the same work would cost launched eagerly", to_eager,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import html
 
 from graphmode.analyzers.results import Prediction, RegionPrediction
-from graphmode.reports.prediction import advice_text, graph_line, shape_group_text, to_eager_rows, to_graph_rows
+from graphmode.reports.prediction import (advice_text, graph_line, memory_unknown_text, shape_group_text, to_eager_rows,
+                                         to_graph_rows)
 from graphmode.reports.notes import word
 from graphmode.reports.pitfall_words import BREAKER_ADVICE
 
@@ -38,6 +39,8 @@ def prediction_html(p: Prediction | None) -> str:
                                                for r in to_graph) + "</ul>")
         advice = [f"<li><b>what to capture:</b> {html.escape(r.label)}: {html.escape(t)}</li>" for r in to_graph if (t := advice_text(r))]
         advice += [f"<li><b>per shape:</b> {html.escape(shape_group_text(g))}</li>" for g in p.shape_groups]
+        if text := memory_unknown_text(to_graph):
+            advice.append(f"<li><b>memory:</b> {html.escape(text)}</li>")
         if advice:
             out.append("<ul class='gm-capture-advice'>" + "".join(advice) + "</ul>")
     to_eager = [r for r in p.regions if r.direction == "to_eager"]

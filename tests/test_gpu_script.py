@@ -399,3 +399,44 @@ def test_one_traced_run_by_default(tmp_path: Path) -> None:
     graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][1] >= 3
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50
+
+
+STEP_MEMORY_SCRIPT = '''import torch
+
+x = torch.randn(1 << 20, device="cuda")  # 4 MiB
+
+
+def step(x):
+    a = x * 2  # 4 MiB
+    b = a + 1  # 4 MiB more
+    return b.relu()  # and 4 MiB more: 12 MiB of the step's own blocks live together; a and b freed on return
+
+
+y = step(x)
+for _ in range(60):
+    y = step(x)  # the previous y (a block from before the step) is freed here: not the step's
+    torch.cuda.synchronize()
+print("ok")
+'''
+
+
+@needs_torch
+def test_the_one_run_records_what_each_step_allocates(tmp_path: Path) -> None:
+    """issue 30: the one traced run records PyTorch's allocator history (tracer.allocator_history), on the trace's
+    clock, with what an action cost; the prediction gives the step's graph the peak of its own live blocks (three 4 MiB
+    tensors live together: 12 MiB) and the pool a capture would reserve for them (one 20 MiB segment)."""
+    from graphmode.analyzers import analyze
+
+    prog = tmp_path / "step_memory.py"
+    prog.write_text(STEP_MEMORY_SCRIPT)
+    t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "1"))
+    (run,) = t.meta["runs"]
+    hist = run["allocator_history"]
+    assert hist["entries"] > 60 * 3 and not hist["full"] and hist["entry_cost_ns"] > 0, hist
+    p = t.passes[0]
+    lo, hi, allocs = t.rows("SELECT min(ts_ns), max(ts_ns), count(*) FILTER (WHERE action = 'alloc') FROM memory_events")[0]
+    assert p.start_ns <= lo <= hi <= p.end_ns and allocs >= 60 * 3
+    [r] = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
+    assert r.memory is not None, r.memory_unknown
+    # 4 MiB blocks come from the large pool's 20 MiB segments: one holds all three
+    assert (r.memory.live_bytes, r.memory.bytes) == (12 << 20, 20 << 20) and r.memory.steps >= 10
