@@ -19,7 +19,7 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
-from _truth import report
+from _truth import pool_memory, report
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=200)
@@ -108,5 +108,7 @@ with torch.no_grad():
     torch.cuda.synchronize()
     graph_ns = (ns() - t0) / args.steps
 
+pool_reserved_bytes, pool_allocated_bytes = pool_memory(torch, g.pool())  # after the timings: what the graph holds
 report(workload="hf_static_decode", eager_ns=eager_ns, graph_ns=graph_ns, capture_block_ns=capture_block_ns,
-       housekeeping_ns=housekeeping_ns, first_replay_ns=first_replay_ns, steps=args.steps, layers=args.layers)
+       housekeeping_ns=housekeeping_ns, first_replay_ns=first_replay_ns, steps=args.steps, layers=args.layers,
+       pool_reserved_bytes=pool_reserved_bytes, pool_allocated_bytes=pool_allocated_bytes)

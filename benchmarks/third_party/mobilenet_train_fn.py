@@ -15,7 +15,7 @@ import time
 import torch
 import torchvision
 
-from _truth import report
+from _truth import pool_memory, report
 
 p = argparse.ArgumentParser()
 p.add_argument("--batch", type=int, default=8)
@@ -71,5 +71,6 @@ if args.graph:
         g.replay()
     torch.cuda.synchronize()
     truth["graph_ns"] = (ns() - t0) / args.steps
+    truth["pool_reserved_bytes"], truth["pool_allocated_bytes"] = pool_memory(torch, g.pool())  # what the graph holds
 
 report(**truth)

@@ -13,7 +13,7 @@ import time
 import torch
 import torchvision
 
-from _truth import report
+from _truth import pool_memory, report
 
 p = argparse.ArgumentParser()
 p.add_argument("--batch", type=int, default=16)
@@ -81,5 +81,7 @@ for _ in range(args.steps):
     g.replay()
 torch.cuda.synchronize()
 graph_ns = (ns() - t0) / args.steps
+pool_reserved_bytes, pool_allocated_bytes = pool_memory(torch, g.pool())  # after the timings: what the graph holds
 report(workload="resnet18_train", eager_ns=eager_ns, graph_ns=graph_ns, capture_block_ns=capture_block_ns,
-       housekeeping_ns=housekeeping_ns, first_replay_ns=first_replay_ns, steps=args.steps, batch=args.batch)
+       housekeeping_ns=housekeeping_ns, first_replay_ns=first_replay_ns, steps=args.steps, batch=args.batch,
+       pool_reserved_bytes=pool_reserved_bytes, pool_allocated_bytes=pool_allocated_bytes)

@@ -14,7 +14,7 @@ import time
 import timm
 import torch
 
-from _truth import report
+from _truth import pool_memory, report
 
 p = argparse.ArgumentParser()
 p.add_argument("--calls", type=int, default=30)
@@ -73,5 +73,7 @@ with torch.no_grad():
             g.replay()
         torch.cuda.synchronize()
         truth[f"graph_b{b}_ns"] = (ns() - t0) / args.calls
+    for b in sizes:  # after the timings: what each graph holds (its own pool)
+        truth[f"pool_reserved_b{b}_bytes"], truth[f"pool_allocated_b{b}_bytes"] = pool_memory(torch, graphs[b].pool())
 
 report(**truth)
