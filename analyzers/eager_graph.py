@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.tracer.store import Trace
 
 OP_KINDS = ("kernel", "memcpy", "memset", "host")
@@ -322,7 +323,7 @@ def name_mask(names: np.ndarray, pattern: str | re.Pattern[str]) -> np.ndarray:
     """Which names match a regular expression: one match per distinct name, not per call."""
     if names.size == 0:
         return np.zeros(0, dtype=bool)
-    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    uniq, inv = factorize(names)
     rx = re.compile(pattern) if isinstance(pattern, str) else pattern
     out: np.ndarray = np.array([bool(rx.search(u)) for u in uniq], dtype=bool)[inv]
     return out
@@ -433,7 +434,7 @@ def capture_breakers(act: WindowActivity) -> tuple[list[BreakerHit], int]:
     n = act.call_name.size
     if n == 0:
         return [], 0
-    uniq, inv = np.unique(act.call_name.astype(str), return_inverse=True)
+    uniq, inv = factorize(act.call_name)
     kind_of = []
     for name in uniq:  # per distinct API name
         kind_of.append(next((k for k, rx in BREAKER_RULES if re.search(rx, name)), ""))

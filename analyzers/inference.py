@@ -34,6 +34,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import has_stamps, line_stamps
 from graphmode.tracer.store import Trace
@@ -144,10 +145,10 @@ def eager_occurrences(trace: Trace, sg: ScriptGraphs, step: tuple[str, ...] = ()
     eager iterations); graphs with the same unit share its occurrences (`_owners`). `step`: instead of the graphs'
     units, this kernel sequence as graph 0's (`line_iterations`), its occurrences' source `source`."""
     e = trace.sql(_EAGER_SQL, [sg.timing_pass])
-    names = e["name"].astype(str)
+    names = e["name"]
     if names.size == 0:
         return []
-    vocab, codes = np.unique(names, return_inverse=True)
+    vocab, codes = factorize(names)
     stream = e["stream_id"].astype(np.int64)
     start, end = e["start_ns"].astype(np.int64), e["end_ns"].astype(np.int64)
     streams = np.unique(stream)
@@ -232,7 +233,7 @@ def sync_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:
     at = launch if by_launch else start
     idx = np.argsort(at, kind="stable")
     seg = np.searchsorted(ends, at[idx], side="left")
-    vocab, codes = np.unique(e["name"][idx].astype(str), return_inverse=True)
+    vocab, codes = factorize(e["name"][idx])
     cuts = np.flatnonzero(np.diff(seg)) + 1
     first = np.concatenate(([0], cuts)).astype(np.int64)
     last = np.concatenate((cuts, [idx.size])).astype(np.int64)
@@ -290,10 +291,10 @@ def loop_step(trace: Trace, pass_id: int) -> tuple[tuple[str, ...], str] | None:
     launch = e["launch_ns"][mine].astype(np.int64)
     order = np.argsort(launch, kind="stable")
     launch = launch[order]
-    names = e["name"][mine].astype(str)[order]
+    names = e["name"][mine][order]
     if launch.size < MIN_SYNC_ITERATIONS:
         return None
-    vocab, codes = np.unique(names, return_inverse=True)
+    vocab, codes = factorize(names)
     codes = codes.astype(np.int32)
     on = st["thread_id"] == thread
     locs, ts = st["loc"][on], st["ts_ns"][on]

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.capture_advice import advise
 from graphmode.analyzers.break_even import (
     BOOTSTRAP_RESAMPLES,
@@ -135,7 +136,7 @@ def _matched(act: WindowActivity, n_it: int) -> _Matched | None:
     cand = np.flatnonzero(counts == m)
     first = np.searchsorted(it, cand, side="left")
     rows = order[first[:, None] + np.arange(m)[None, :]]
-    _, codes = np.unique(act.op_name[rows].astype(str), return_inverse=True)
+    _, codes = factorize(act.op_name[rows])
     codes = codes.reshape(rows.shape)
     ref = codes[1] if cand.size >= 3 else codes[0]  # skip the first as a possible warm-up
     match = np.all(codes == ref, axis=1)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.rank_results import RankSetAnalysis
 from graphmode.analyzers.ranks import map_in_workers, start_worker, worker_database
@@ -42,7 +43,7 @@ def rank_page_data(a: RankSetAnalysis, workers: int = 1) -> RankPageData:
 
 def span_category(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
     cat: np.ndarray = kind.astype(object).copy()
-    uniq, inv = np.unique(name.astype(str), return_inverse=True)
+    uniq, inv = factorize(name)
     # once per distinct name
     nccl = np.array(["ncclDevKernel_" in u or "ncclKernel_" in u for u in uniq], dtype=bool)[inv]
     cat[nccl] = "NCCL collective"

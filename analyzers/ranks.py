@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers import analyze_metrics
 from graphmode.analyzers.collectives import (
     NCCL_SQL,
@@ -204,7 +205,7 @@ def _rank_tables(con: Any, rank: int, host: str, spans: dict[str, np.ndarray], k
     """Appends the rank's rows to `coll`, `calls` and `topo`."""
     n = len(spans["name"])
     # kernel names and graph keys once per distinct value, not per span
-    uniq, inv = np.unique(spans["name"].astype(str), return_inverse=True)
+    uniq, inv = factorize(spans["name"])
     kernel = np.array([kernel_base(u) for u in uniq], dtype=object)[inv] if n else np.array([], dtype=object)
     gids, ginv = np.unique(spans["graph_id"], return_inverse=True)
     gkey = (np.array([keys.get(int(g), f"graph {int(g)}") if g else "" for g in gids], dtype=object)[ginv]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.inference import LINE_SOURCE
 from graphmode.analyzers.notes import Note, NoteValue, note
 from graphmode.analyzers.repetition import REPEAT_SOURCE, SHAPE_MARK, parse_repeat, parse_shape
@@ -241,7 +242,7 @@ def line_regions(trace: Trace, traced_id: int, specs: Sequence[str]) -> tuple[li
     calls = trace.sql("SELECT start_ns, end_ns, source FROM api_calls WHERE pass_id = ? AND source <> '' ORDER BY start_ns, end_ns DESC",
                       [traced_id])
     src = calls["source"].astype(str) if calls["source"].size else np.zeros(0, dtype=str)
-    uniq, inv = np.unique(src, return_inverse=True)
+    uniq, inv = factorize(src)
     parsed = [_SOURCE.fullmatch(u) for u in uniq]  # per distinct source line
     for spec in specs:
         file, a, b = parse_line_spec(spec)

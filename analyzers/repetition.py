@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.inference import (
     MIN_SYNC_ITERATIONS,
     Occurrences,
@@ -76,7 +77,7 @@ def repeated_blocks(names: np.ndarray) -> list[RepeatedBlock]:
     n = names.size
     if n < MIN_SYNC_ITERATIONS:
         return []
-    vocab, codes = np.unique(names.astype(str), return_inverse=True)
+    vocab, codes = factorize(names)
     codes = codes.astype(np.int64)
     order = np.argsort(codes, kind="stable")
     same = codes[order][1:] == codes[order][:-1]

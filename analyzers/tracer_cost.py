@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
 from graphmode.analyzers.counterfactual import framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
@@ -129,7 +130,7 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
                   "ORDER BY start_ns", [pass_id])
     starts = np.asarray(s["start_ns"], dtype=np.int64)
     names = np.asarray(s["name"], dtype=object)
-    uniq, inv = np.unique(names.astype(str), return_inverse=True) if names.size else (np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64))
+    uniq, inv = factorize(names)
     price = np.array([c.per_launch(str(n)) for n in uniq], dtype=np.float64)
     cost = price[inv] if starts.size else np.zeros(0)
     cum = np.concatenate([[0.0], np.cumsum(cost)])
