@@ -499,6 +499,9 @@ def run(
     and when: docs/design.md, "graphmode run: the runs it makes"). Its arguments, output and exit code pass through; if it raises
     or you press Ctrl-C, the trace of what ran is still written and the report says so.
     """
+    from graphmode.tracer.phases import mark
+
+    mark("parent: run command entered")
     _check_detail(detail)
     if runs not in ("auto", "1", "2", "full"):
         _fail(f"--runs must be 'auto', '1', '2' or 'full', not {runs!r}")
@@ -509,12 +512,13 @@ def run(
         _fail(_no_gpu_message(reason), 3)
     from graphmode.analyzers.run_plan import DECISIONS, plan_runs
     from graphmode.tracer.ranks import detect_rank, rank_trace_path
-    from graphmode.tracer.script import run_script
+    from graphmode.tracer.script import finish_runs, run_script
 
     # one rank of a job (torchrun, mpirun, srun) writes <stem>.rank<R>.gmtrace
     path = rank_trace_path(out or Path(script.with_suffix(".gmtrace").name))
     plan = plan_runs(detail=detail, launch_sources=launch_sources, profile=profile, sources=sources, runs=runs,
                      ranked=detect_rank() is not None)
+    mark("parent: cli ready")
     done = run_script(script, list(ctx.args), path, plan, DECISIONS)  # analyzers decide between runs, tracer runs them
     path = done.path  # in the temporary folder if the disk filled up
     if not path.exists():
@@ -525,6 +529,7 @@ def run(
         from graphmode.reports.ranks import rank_run_note
 
         _say(rank_run_note(path, rank.rank, rank.world_size), err=True)
+        finish_runs()
         raise typer.Exit(code)
     _say(f"graphmode: trace written to {path} ({' + '.join(done.runs)} run{'s' if len(done.runs) > 1 else ''})", err=True)
     from graphmode.reports.run_notes import probe_run_note, timing_run_note
@@ -537,8 +542,10 @@ def run(
 
     page = None if no_html else (html or path.with_suffix(".html"))
     report_and_page(trace, report, page)
+    mark("parent: reported")
     if page is not None:
         _say(f"graphmode: interactive report in {page}", err=True)
+    finish_runs()  # the last run's process, which ended while the report was made
     raise typer.Exit(code)
 
 

@@ -345,3 +345,30 @@ def test_a_long_script_that_built_no_graph_is_run_once(tmp_path: Path, monkeypat
                 assert timing_run_wanted(t) == done.timing_skipped
         else:
             assert done.timing_skipped is None and timing_run_note(done.timing_skipped) is None
+
+
+def test_graphmode_run_goes_on_once_a_run_wrote_its_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 29 (benchmarks/notes/s20, call 3: a run's process took 1.1-1.5 s to end after its trace was closed):
+    _run_child returns when the run's process says its trace is written (its exit code with it), the process still
+    ending; finish_runs waits for it. A stand-in process (no GPU here) writes the result, then takes 1.5 s to end."""
+    import subprocess
+    import time
+
+    from graphmode.tracer import script as script_module
+    from graphmode.tracer.run_configs import single_config
+
+    stand_in = ("import json, sys, time; spec = json.loads(sys.argv[1]); "
+                "open(spec['result'], 'w').write(json.dumps({'path': spec['out'], 'exit_code': 3})); time.sleep(1.5)")
+    real_popen = subprocess.Popen
+
+    def popen(cmd: list[str], **kw: Any) -> Any:
+        return real_popen([cmd[0], "-c", stand_in, cmd[3]], **kw)
+
+    monkeypatch.setattr(script_module.subprocess, "Popen", popen)
+    t0 = time.perf_counter()
+    status, said = script_module._run_child(single_config(), tmp_path / "s.py", [], tmp_path / "t.gmtrace", False, 0)
+    returned = time.perf_counter() - t0
+    assert (status, said["path"]) == (3, str(tmp_path / "t.gmtrace"))
+    assert returned < 1.4 and len(script_module._EXITING) == 1
+    script_module.finish_runs()
+    assert time.perf_counter() - t0 >= 1.5 and script_module._EXITING == []

@@ -19,6 +19,7 @@ trace of what ran is written or left readable.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import runpy
@@ -47,6 +48,7 @@ from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
 from graphmode.tracer.passes import launch_events, map_graph_ids
+from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile
 from graphmode.tracer.ranks import device_ordinal, rank_meta, rank_meta_at_stop, rank_trace_path
 from graphmode.tracer.run_configs import (
@@ -392,7 +394,9 @@ class TimingTracer:
             entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
             # The run ends with the first-graph probe (tracer.first_graph_probe): untraced, as the probe must be (CUPTI
             # attached earlier in the process takes most of the extra it measures away), and the process ends next.
+            mark(f"child {self.config.name}: stamps written")
             probe = run_probe(writer, self.config.name) if status == "complete" else {}
+            mark(f"child {self.config.name}: first-graph probe done")
             try:
                 writer.set_meta({"runs": _runs_with(existing, entry), **probe})
             finally:
@@ -418,7 +422,9 @@ class ProbeTracer:
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
         entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
         try:
+            mark(f"child {self.config.name}: stamps written")
             probe = run_probe(writer, self.config.name) if status == "complete" else {}
+            mark(f"child {self.config.name}: first-graph probe done")
             writer.set_meta({"runs": _runs_with(writer.get_meta(), entry), **probe})
         finally:
             writer.close(keep_status=True)
@@ -505,7 +511,9 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
 
     if pass_id == 0 and (warning := warning_before_run(path)):
         print(warning, file=sys.stderr)
+    mark(f"child {config.name}: graphmode imported")
     tracer.start()  # raises NoGpuError before anything of the user's runs
+    mark(f"child {config.name}: tracer started")
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(path.resolve().parent))
@@ -534,11 +542,13 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         finally:
             # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done
             hold()
+            mark(f"child {config.name}: script ended")
             sys.argv, sys.path[:] = saved_argv, saved_path
             info["exit_code"] = code
             written = tracer.stop(status, reason, {"script": info})
-            if result_file:
-                Path(result_file).write_text(json.dumps({"path": str(written)}))
+            mark(f"child {config.name}: trace written")
+            if result_file:  # the trace is closed: `graphmode run` goes on while this process ends (_run_child)
+                Path(result_file).write_text(json.dumps({"path": str(written), "exit_code": code}))
     return code
 
 
@@ -565,19 +575,51 @@ def _run_child(config: RunConfig, script: Path, args: list[str], out: Path, appe
     forward = lambda signum, frame: proc.send_signal(signum)  # noqa: E731
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if on_main else None  # the child handles Ctrl-C
     old_term = signal.signal(signal.SIGTERM, forward) if on_main else None
+    said: dict[str, Any] = {}
     try:
-        status = proc.wait()
+        status: int | None = None
+        while status is None:  # until the process ends or says its trace is written and closed
+            try:
+                status = proc.wait(timeout=CHILD_POLL_S)
+            except subprocess.TimeoutExpired:
+                said = _said(result)
+                if "exit_code" in said:
+                    break
+        if status is None:  # the trace is written: what ending the process takes (PyTorch's, CUDA's) is not waited for
+            if not _EXITING:
+                atexit.register(finish_runs)  # whatever ends `graphmode run` (an error too) waits for it first
+            _EXITING.append(proc)
+            status = int(said["exit_code"])
+        else:
+            said = _said(result)
     finally:
         if on_main:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
+        Path(result).unlink(missing_ok=True)
+    return status, said
+
+
+# How often `graphmode run` looks whether a run's process said its trace is written (the process then takes a second or
+# more to end: PyTorch's and CUDA's teardown, which the next decision overlaps; benchmarks/notes/s20, call 3)
+CHILD_POLL_S = 0.05
+_EXITING: list[subprocess.Popen[bytes]] = []  # runs' processes whose trace is written, still ending
+
+
+def _said(result: str) -> dict[str, Any]:
+    """What a run's process wrote of its trace ({} before it wrote it whole)."""
     try:
         said = json.loads(Path(result).read_text() or "{}")
     except (OSError, ValueError):
-        said = {}
-    finally:
-        Path(result).unlink(missing_ok=True)
-    return status, said
+        return {}
+    return said if isinstance(said, dict) else {}
+
+
+def finish_runs() -> None:
+    """Waits for the runs' processes that wrote their trace and were still ending (before the next run starts, and
+    before `graphmode run` exits)."""
+    while _EXITING:
+        _EXITING.pop().wait()
 
 
 @dataclass(frozen=True)
@@ -629,7 +671,10 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
             if why is not None:
                 probe_skipped = None if why is _UNREADABLE else why
                 continue
+        mark(f"parent: {config.name} run decided")
+        finish_runs()  # the previous run's process has ended before this one starts
         status, said = _run_child(config, path, args, out, append=pass_id > 0, pass_id=pass_id)
+        mark(f"parent: {config.name} run ended")
         made.append(config.name)
         if pass_id == 0:
             code = status
@@ -645,7 +690,8 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         if status in (130, 143) or status < 0:
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
-    return ScriptRuns(code, out, tuple(made), note, probe_skipped, timing_skipped)
+    return ScriptRuns(code, out, tuple(made), note, probe_skipped, timing_skipped)  # the last process may be ending:
+    # finish_runs before exiting
 
 
 _D = TypeVar("_D")

@@ -2,6 +2,9 @@
 
 import sys
 
-from graphmode.tracer.script import child_main
+from graphmode.tracer.phases import mark
+
+mark("child: python started")
+from graphmode.tracer.script import child_main  # noqa: E402
 
 sys.exit(child_main(sys.argv[1:]))
