@@ -107,21 +107,25 @@ def _run(tmp: Path, source: str, out: Path, *options: str, env: dict[str, str] |
                           cwd=tmp, env=env or ENV, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("detail", ["graph", "node"])
-def test_graphs_without_kernels_and_a_failed_update(tmp_path: Path, detail: str) -> None:
+@pytest.mark.parametrize(("runs", "detail"), [("2", "graph"), ("2", "node"), ("auto", "graph")])
+def test_graphs_without_kernels_and_a_failed_update(tmp_path: Path, runs: str, detail: str) -> None:
+    """`--runs 2` (a measuring run, which names no graph, then the detail run) and the default one traced run: the two
+    explicit memset graphs, the failed update, one pass naming the graphs and 10 launches in each run."""
     out = tmp_path / "memset.gmtrace"
-    proc = _run(tmp_path, MEMSET_GRAPHS, out, "--detail", detail)
+    proc = _run(tmp_path, MEMSET_GRAPHS, out, "--runs", runs, "--detail", detail)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "memset graphs ok" in proc.stdout and "Traceback" not in proc.stderr
+    passes = [0, 1] if runs == "2" else [0]
     with load(out) as t:
         assert t.meta["status"] == "complete" and validate_trace(t) == []
+        assert [p.pass_id for p in t.passes] == passes
         assert t.rows("SELECT count(*), sum(num_nodes) FROM graphs WHERE origin = 'explicit'") == [(2, 5)]
         assert t.rows("SELECT DISTINCT node_type FROM graph_nodes") == [("memset",)]
         events = t.rows("SELECT event, return_code FROM graph_events WHERE event <> 'launch' ORDER BY start_ns")
         assert ("update", 910) in events
         assert [e for e, _ in events if e == "instantiate"] == ["instantiate", "instantiate"]
-        # 10 launches in each run (measuring and detail)
-        assert t.rows("SELECT pass_id, count(*) FROM graph_events WHERE event = 'launch' GROUP BY 1 ORDER BY 1") == [(0, 10), (1, 10)]
+        # 10 launches in each run
+        assert t.rows("SELECT pass_id, count(*) FROM graph_events WHERE event = 'launch' GROUP BY 1 ORDER BY 1") == [(p, 10) for p in passes]
         update_graph = t.rows("SELECT graph_id FROM graph_events WHERE event = 'update'")[0][0]
         first_graph = t.rows("SELECT graph_id FROM graph_events WHERE event = 'instantiate' ORDER BY start_ns LIMIT 1")[0][0]
         assert update_graph == first_graph  # the update concerns the executable it tried to change
