@@ -510,6 +510,7 @@ def run(
     reason = _gpu_unavailable()
     if reason is not None:
         _fail(_no_gpu_message(reason), 3)
+    mark("parent: GPU checked")
     from graphmode.analyzers.run_plan import DECISIONS, plan_runs
     from graphmode.tracer.ranks import detect_rank, rank_trace_path
     from graphmode.tracer.script import finish_runs, run_script

@@ -188,6 +188,7 @@ class ScriptTracer:
         if history_on:
             self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         heard = self._torch.uninstall() if self._torch is not None else None
+        mark(f"child {self.config.name}: hooks removed")
         light = self._torch is not None and self._torch.recordings_only
         observed = {"torch": None if light else heard,
                     "graph_memory": self._memory.columns() if self._memory is not None else None}
@@ -202,18 +203,22 @@ class ScriptTracer:
             sync_error = f"{type(e).__name__}: {e}"
         end = timestamp()
         cfg = self.config
+        mark(f"child {cfg.name}: synchronized")
         raw = self._session.stop()
+        mark(f"child {cfg.name}: CUPTI stopped")
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped}
         history = self._collect_history() if history_on else None
         if history is not None:
             run_entry["allocator_history"] = history[1]
+            mark(f"child {cfg.name}: allocator history collected")
         if sync_error:
             run_entry["context_error_at_end"] = sync_error  # the program left its CUDA context broken
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         try:
             write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
+            mark(f"child {cfg.name}: records written")
             if history is not None and len(history[0]["ts_ns"]):
                 n = len(history[0]["ts_ns"])
                 writer.append("memory_events", {**history[0], "pass_id": np.full(n, self.pass_id, dtype=np.int32)})
@@ -221,6 +226,7 @@ class ScriptTracer:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
                 if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
                     run_entry["stamp_cost_ns"] = stamp_cost_ns()
+                mark(f"child {cfg.name}: stamps written")
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
