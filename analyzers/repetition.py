@@ -135,7 +135,7 @@ def _main_stream(trace: Trace, pass_id: int) -> tuple[np.ndarray, np.ndarray]:
     """A pass's eager kernels on its main stream, in GPU order: their names, and their grid and block dimensions (one row
     of 6 per kernel; zeros where not recorded)."""
     r = trace.sql(_MAIN_STREAM_SQL, [pass_id])
-    names = r["name"].astype(str)
+    names = r["name"]  # as read (objects): a fixed-width copy of mangled names costs more than the analysis (analyzers.codes)
     dims = np.stack([r[c].astype(np.int64) for c in _DIMS], axis=1) if names.size else np.zeros((0, len(_DIMS)), dtype=np.int64)
     return names, dims
 
