@@ -143,3 +143,22 @@ def test_one_graph_per_batch_size_holds_what_each_graphed_pool_measured(tmp_path
     assert g.memory_bytes == sum(r.memory.bytes for r in regions if r.memory)
     assert g.memory_largest_bytes == max(r.memory.bytes for r in regions if r.memory)
     assert "each in its own pool" in shape_group_text(g)
+
+
+def test_the_json_report_gives_each_graphs_memory(tmp_path: Path) -> None:
+    """The JSON report of the ViT recording validates against its schema and gives each region's memory and the
+    shape group's, as the analysis has them."""
+    import jsonschema
+
+    from graphmode.reports.json_report import load_schema, report_dict
+
+    p = tmp_path / "vit.gmtrace"
+    p.write_bytes(lzma.decompress((S20 / "vit_batch_graphs-r1.gmtrace.xz").read_bytes()))
+    with load(p) as t:
+        a = analyze(t)
+    doc = json.loads(json.dumps(report_dict(a)))
+    jsonschema.Draft202012Validator(load_schema()).validate(doc)
+    regions = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert [r["memory"]["bytes"] for r in doc["prediction"]["regions"] if r["direction"] == "to_graph"] == \
+        [r.memory.bytes for r in regions if r.memory]
+    assert doc["prediction"]["shape_groups"][0]["memory_bytes"] == a.prediction.shape_groups[0].memory_bytes
