@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 # record_dtypes and cupti_module are imported from here too (their home is cupti_records)
 from graphmode.tracer.cupti_records import api_category, cupti_module, name_pointers, record_dtypes, record_size
+from graphmode.tracer.phases import mark
 from graphmode.tracer.sources import location_text, user_source
 from graphmode.tracer.topology import read_topology
 
@@ -365,12 +366,14 @@ class CuptiSession:
             return self.raw
         cupti = cupti_module()
         cupti.activity_flush_all(1)
+        mark("cupti: flushed")
         for k in self._kinds:
             try:
                 cupti.activity_disable(k)
             except Exception:
                 pass
         cupti.activity_flush_all(1)
+        mark("cupti: disabled and flushed")
         dropped = ctypes.c_size_t(0)
         try:
             cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
@@ -384,7 +387,9 @@ class CuptiSession:
         for graph_id, handle in list(self._graph_handles.items()):
             self._read_topology(graph_id, handle)
         self._graph_handles.clear()
+        mark("cupti: unsubscribed, graphs read")
         self._resolve_names()
+        mark("cupti: names read")
 
         for ev in self.raw.resource_events:
             if ev.stack:
@@ -397,6 +402,7 @@ class CuptiSession:
                 cupti.finalize()
             except Exception as e:
                 self.raw.callback_errors.append(f"cuptiFinalize: {e}")
+            mark("cupti: finalized")
         self.started = False
         return self.raw
 
