@@ -263,6 +263,9 @@ class ScriptTracer:
         hooks = self._torch
         torch = hooks.torch
         try:
+            if not torch.cuda.is_initialized():  # torch imported, CUDA never used through it: nothing to read, and
+                allocator_history.disable(torch)  # reading it would create a context now
+                return None
             cols = allocator_history.collect(torch, self._ordinal, _clock_map(self._unix_pairs))
             allocator_history.disable(torch)
         except Exception as e:
