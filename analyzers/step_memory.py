@@ -197,17 +197,30 @@ def cublas_workspace_bytes(compute_capability: str, config: str | None = None) -
     return 4096 * 8 * 1024 if major in WORKSPACE_32MB_MAJORS else 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
+# a cuBLAS or cuBLASLt kernel, by name (cutlass and xmma GEMMs, cuBLAS's gemv/gemm kernels, nvjet on Hopper)
+BLAS_KERNEL = re.compile(r"gemm|gemv|cutlass|xmma|cublas|nvjet", re.IGNORECASE)
+
+
 def kept_workspaces(trace: Trace, pass_id: int, size: int) -> int:
-    """How many blocks of exactly one cuBLAS workspace's size the pass allocated and never freed: the workspaces of
-    the program's eager streams (cuBLAS's and cuBLASLt's), which the first capture on torch.cuda.graph's own stream
-    allocates again, in its pool (session 20, device call 2: the four programs' first graphs held 32 or 64 MiB more
-    than their step, one 32 MiB block for each such block of their eager run)."""
+    """How many cuBLAS workspaces the pass's eager streams allocated: blocks of exactly one workspace's size, allocated
+    and never freed, whose next kernel launched is a cuBLAS one (a workspace is allocated at a stream's first cuBLAS
+    call, just before its kernel; a model's parameter of that size is followed by its initialization or by none). The
+    first capture on torch.cuda.graph's own stream allocates them again, in its pool (session 20, device call 2: the
+    four programs' first graphs held 32 or 64 MiB more than their step, one 32 MiB block for each such block of their
+    eager run, each followed by a GEMM)."""
     if size <= 0:
         return 0
-    return int(trace.rows(
-        "SELECT count(*) FROM memory_events a WHERE a.pass_id = ? AND a.action = 'alloc' AND a.size = ? AND NOT EXISTS "
+    kept = trace.rows(
+        "SELECT a.ts_ns FROM memory_events a WHERE a.pass_id = ? AND a.action = 'alloc' AND a.size = ? AND NOT EXISTS "
         "(SELECT 1 FROM memory_events f WHERE f.pass_id = a.pass_id AND f.action = 'free_completed' AND f.addr = a.addr "
-        "AND f.ts_ns > a.ts_ns)", [pass_id, size])[0][0])
+        "AND f.ts_ns > a.ts_ns)", [pass_id, size])
+    count = 0
+    for (ts,) in kept:  # a handful
+        nxt = trace.rows("SELECT g.name FROM api_calls c JOIN gpu_spans g ON g.pass_id = c.pass_id AND g.correlation_id = "
+                         "c.correlation_id WHERE c.pass_id = ? AND c.start_ns >= ? AND g.kind = 'kernel' ORDER BY c.start_ns "
+                         "LIMIT 1", [pass_id, int(ts)])
+        count += bool(nxt and BLAS_KERNEL.search(str(nxt[0][0])))
+    return count
 
 
 def with_workspaces(m: StepMemory, workspace_bytes: int) -> StepMemory:

@@ -162,3 +162,28 @@ def test_the_json_report_gives_each_graphs_memory(tmp_path: Path) -> None:
     assert [r["memory"]["bytes"] for r in doc["prediction"]["regions"] if r["direction"] == "to_graph"] == \
         [r.memory.bytes for r in regions if r.memory]
     assert doc["prediction"]["shape_groups"][0]["memory_bytes"] == a.prediction.shape_groups[0].memory_bytes
+
+
+def test_a_workspace_is_a_kept_block_of_its_size_followed_by_a_blas_kernel(tmp_path: Path) -> None:
+    """DERIVED from the ResNet-18 recording: its two 32 MiB workspaces (each followed by a cutlass GEMM) count; a
+    SYNTHETIC 32 MiB block added before them, kept and followed by the program's first kernel (not a GEMM: a
+    parameter's initialization, say), does not."""
+    from graphmode.analyzers.step_memory import kept_workspaces
+    from graphmode.tracer.store import TraceWriter
+
+    p = tmp_path / "resnet.gmtrace"
+    p.write_bytes(lzma.decompress((S20 / "resnet_train-r1.gmtrace.xz").read_bytes()))
+    with load(p) as t:
+        assert kept_workspaces(t, 0, 32 << 20) == 2
+        first_launch, name = t.rows("SELECT c.start_ns, g.name FROM api_calls c JOIN gpu_spans g ON g.pass_id = c.pass_id "
+                                    "AND g.correlation_id = c.correlation_id WHERE c.pass_id = 0 AND g.kind = 'kernel' "
+                                    "ORDER BY c.start_ns LIMIT 1")[0]
+    assert "gemm" not in name.lower()
+    w = TraceWriter(p, append=True)
+    try:
+        w.append("memory_events", {"pass_id": [0], "ts_ns": [int(first_launch) - 1000], "action": ["alloc"],
+                                   "addr": [1 << 40], "size": [32 << 20], "stream": [0]})
+    finally:
+        w.close(keep_status=True)
+    with load(p) as t:
+        assert kept_workspaces(t, 0, 32 << 20) == 2
