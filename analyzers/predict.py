@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -253,8 +254,20 @@ def _around(value: float, spread: Spread | None) -> Spread:
     return Spread.of(value * np.exp(MEASURED_EXTRA_LOG_SD * _UNIT_Z))  # type: ignore[return-value]
 
 
-def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[CaptureBreaker], int]:
+# PyTorch's caching allocator grows its pool with cudaMalloc, and under stream capture it does so in relaxed capture mode
+# (c10/cuda/CUDACachingAllocator.cpp, cudaMallocMaybeCapturing: the graph gets the new addresses, replays allocate
+# nothing): in a PyTorch program such a call is the pool growing, not a call that would break torch.cuda.graph's capture
+TORCH_POOL_MALLOC = re.compile(r"^cudaMalloc(_v\d+)?$")
+
+
+def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int, torch_program: bool = False
+              ) -> tuple[list[CaptureBreaker], int, Note | None]:
+    """The region's capture breakers, how many synchronizations end its iterations, and, in a PyTorch program, a note
+    for the cudaMalloc calls of its caching allocator (not breakers: TORCH_POOL_MALLOC)."""
     hits, trailing = capture_breakers(act)
+    pool = [h for h in hits if torch_program and h.kind == "allocation" and TORCH_POOL_MALLOC.match(h.api)]
+    hits = [h for h in hits if h not in pool]
+    grew = note("torch_pool_grew", calls=sum(h.calls for h in pool), iterations=n_it) if pool else None
     out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1)) for h in hits]
     # Stream-level findings are read from the representative iteration: once per iteration.
     if graph.uncaptured:
@@ -263,7 +276,7 @@ def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int) -> tuple[list[C
         out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0))
     if graph.external_waits:
         out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits)))
-    return out, trailing
+    return out, trailing, grew
 
 
 def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall_pass: int | None,
@@ -333,10 +346,10 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if matched is None or matched.rows.shape[0] == 0:
         return None  # no eager GPU work in these iterations: nothing to capture
     graph = iteration_graph(act, matched.rep)
-    breakers, trailing = _breakers(act, graph, n_it)
+    breakers, trailing, grew = _breakers(act, graph, n_it, torch_program)
     advice = advise(trace, traced_id, int(starts[matched.rep]), int(ends[matched.rep]), act.op_name[matched.rows[0]].astype(str).tolist(),
                     region.basis, region.graph_id, breakers, torch_program, (starts, ends))
-    notes: list[Note] = []
+    notes: list[Note] = [grew] if grew is not None else []
     rows = matched.rows
     dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
     busy = _busy(act, rows)

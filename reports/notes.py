@@ -662,6 +662,9 @@ TEMPLATES: dict[str, Template] = {
                                         + ", ".join(f"{a} at {w}" if w else str(a) for a, w in zip(_items(n["apis"]), _items(n["wheres"])))
                                         + f" ({_joined(n['kinds'])})"),
     "step_memory_unknown": _step_memory_unknown,
+    "torch_pool_grew": ("PyTorch's caching allocator grew its memory pool inside the region ({calls:,} cudaMalloc over "
+                        "{iterations:,} iterations): not a capture breaker, since PyTorch allows its own cudaMalloc "
+                        "during capture and the graph takes the blocks from its private pool"),
     # graph use (analyzers.coverage, graph_budget)
     "launch_sources_hint": ("the lines that launch eager kernels are recorded with `graphmode run --launch-sources` "
                             "(a CPU callback per launch: it slows the run)"),
