@@ -204,3 +204,35 @@ def test_pytorchs_pool_growing_is_not_a_capture_breaker(tmp_path: Path) -> None:
         cupy = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
     assert [b for r in cupy for b in r.breakers if b.kind == "allocation" and b.api.startswith("cudaMalloc")]
     assert not [n for r in cupy for n in r.notes if n.kind == "torch_pool_grew"]
+
+
+def test_the_history_is_read_into_columns_on_the_traces_clock() -> None:
+    """tracer.allocator_history against a stand-in for torch (no GPU here): `enable` asks for no stack context and skips
+    the free requests where PyTorch's signature allows it; `collect` takes the traced device's actions, Unix-time
+    microseconds moved by the given clock map, addresses and sizes as int64."""
+    import types
+
+    from graphmode.tracer import allocator_history
+
+    calls: list[dict[str, object]] = []
+
+    def record(**kw: object) -> None:
+        calls.append(kw)
+
+    def impl(enabled: object = "all", context: object = "all", stacks: str = "all", max_entries: int = 0,
+             device: object = None, clear_history: bool = False, compile_context: bool = False,
+             global_record_annotations: bool = False, skip_actions: object = None) -> None:
+        """PyTorch 2.11's signature."""
+
+    traces = [[], [{"action": "alloc", "addr": 0x7F00_0000_0000, "size": 4 << 20, "stream": 0, "time_us": 1_000_000},
+                   {"action": "free_completed", "addr": 0x7F00_0000_0000, "size": 4 << 20, "stream": 0, "time_us": 1_000_250}]]
+    memory = types.SimpleNamespace(_record_memory_history=record, _record_memory_history_impl=impl,
+                                   _snapshot=lambda: {"device_traces": traces})
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(memory=memory))
+    said = allocator_history.enable(torch)
+    assert calls[-1]["context"] is None and calls[-1]["skip_actions"] == ["free_requested"] and calls[-1]["clear_history"]
+    assert said["skipped"] == ["free_requested"] and said["max_entries"] == allocator_history.MAX_ENTRIES
+    cols = allocator_history.collect(torch, 1, lambda unix_ns: unix_ns - 999_000_000)  # Unix ns -> a trace clock
+    assert cols["ts_ns"].tolist() == [1_000_000, 1_250_000] and cols["action"] == ["alloc", "free_completed"]
+    assert cols["addr"].dtype == np.int64 and cols["size"].tolist() == [4 << 20, 4 << 20]
+    assert allocator_history.collect(torch, 3, lambda x: x)["ts_ns"].size == 0  # a device with no trace
