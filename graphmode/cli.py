@@ -159,8 +159,9 @@ DEFAULT_OUT = Path("graphmode-{workload}.gmtrace")
 
 
 def _gpu_unavailable() -> str | None:
-    """None when cupti-python loads and a GPU is usable, else why not (one line)."""
-    from graphmode.tracer.cuda_util import NoGpuError, init_device
+    """None when cupti-python loads and a GPU is usable, else why not (one line). Makes no CUDA context: `graphmode run`
+    holds none while the script's runs use the GPU (what needs one makes it: tracer.cuda_util.init_device)."""
+    from graphmode.tracer.cuda_util import NoGpuError, check_device
     from graphmode.tracer.ranks import device_ordinal
 
     try:
@@ -168,7 +169,7 @@ def _gpu_unavailable() -> str | None:
     except ImportError as e:
         return f"cupti-python is not importable ({e})"
     try:
-        init_device(device_ordinal())  # a rank of a job checks its own GPU, and opens no context on GPU 0
+        check_device(device_ordinal())  # a rank of a job checks its own GPU
     except NoGpuError as e:
         return str(e).splitlines()[0]
     return None

@@ -56,12 +56,12 @@ class Device:
 _DEVICE: Device | None = None
 
 
-def init_device(ordinal: int = 0) -> Device:
-    """Initialises the driver and makes the device's primary context current (shared with PyTorch/CuPy)."""
-    global _DEVICE
+def check_device(ordinal: int = 0) -> None:
+    """Raises NoGpuError where init_device would (no cuda-python, no driver, no such device), without making a
+    context: `graphmode run`'s own process checks the GPU before it starts the script's runs, and a context there would
+    hold GPU memory (and about 0.3 s) for the whole of the user's runs."""
     if _DEVICE is not None and _DEVICE.ordinal == ordinal:
-        check(_driver().cuCtxSetCurrent(_DEVICE.context), "cuCtxSetCurrent")
-        return _DEVICE
+        return
     try:
         cu = _driver()
     except ImportError as e:  # pragma: no cover - depends on the install
@@ -75,6 +75,16 @@ def init_device(ordinal: int = 0) -> Device:
     count = check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
     if count <= ordinal:
         raise NoGpuError(f"no CUDA device {ordinal} (this machine has {count})")
+
+
+def init_device(ordinal: int = 0) -> Device:
+    """Initialises the driver and makes the device's primary context current (shared with PyTorch/CuPy)."""
+    global _DEVICE
+    if _DEVICE is not None and _DEVICE.ordinal == ordinal:
+        check(_driver().cuCtxSetCurrent(_DEVICE.context), "cuCtxSetCurrent")
+        return _DEVICE
+    check_device(ordinal)
+    cu = _driver()
     dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
     ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
     check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
