@@ -6,7 +6,8 @@ and the truths the device calls printed (GRAPHMODE_TRUTH lines in benchmarks/not
 markdown table: per predicted region, the predicted replay, one-time cost, break-even and eager period against the
 graphed processes' (median and range, each process's break-even from its own eager step, replay and one-time cost:
 capture block + first replay - steady replay, benchmarks/script_fidelity.py's rule) and the eager-only processes'
-own eager clocks. Usage: python benchmarks/eager_only.py [TRACE ...] [--truths FILE ...]
+own eager clocks; and the memory each graph would hold against the pool the graphed program's graph held (its
+`pool_reserved*_bytes`, printed since session 20). Usage: python benchmarks/eager_only.py [TRACE ...] [--truths FILE ...]
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def main(argv: list[str]) -> int:
     traces = args.traces or sorted((ROOT / "tests/data/scripts/eager_only").glob("*.gmtrace.xz"))
     found = truths(args.truths or sorted((ROOT / "benchmarks/notes/s18").glob("call*-truth.txt")))
     print("| program, region | replay: predicted / graphed | one-time: predicted / graphed | break-even: predicted "
-          "[95%] / graphed | eager: predicted / eager-only untraced |")
-    print("|---|---|---|---|---|")
+          "[95%] / graphed | eager: predicted / eager-only untraced | memory: predicted / graphed pool |")
+    print("|---|---|---|---|---|---|")
     for path in traces:
         program = re.sub(r"-r\d+$", "", path.name.split(".")[0])  # '<program>-r2.gmtrace': round 2 of a device call
         t = found.get(program, {})
@@ -104,11 +105,15 @@ def main(argv: list[str]) -> int:
             ot = r.one_time.ns if r.one_time else None
             ep = r.eager_period.ns if r.eager_period else None
             label = f"{program}{', ' + suffix[1:] if suffix else ''} ({r.graph.kernels if r.graph else '?'} kernels)"
+            # the graph's pool as the graphed program printed it (truths of session 20 on: _truth.pool_memory)
+            pools = [float(d[k]) for d in t.get("graphed", []) if (k := f"pool_reserved{suffix}_bytes") in d]
+            mem = r.memory.bytes if r.memory else None
             print(f"| {label} | {rp / 1e6 if rp else float('nan'):.2f} / {_spread([f['replay'] for f in figs])} "
                   f"({_err(rp, [f['replay'] for f in figs])}) | {ot / 1e6 if ot else float('nan'):.2f} / "
                   f"{_spread([f['one_time'] for f in figs])} ({_err(ot, [f['one_time'] for f in figs])}) | "
                   f"{r.break_even} [{r.break_even_low}, {r.break_even_high}] / {_spread([f['break_even'] for f in figs], 1)} | "
-                  f"{ep / 1e6 if ep else float('nan'):.2f} / {_spread(eager_only)} ({_err(ep, eager_only)}) |")
+                  f"{ep / 1e6 if ep else float('nan'):.2f} / {_spread(eager_only)} ({_err(ep, eager_only)}) | "
+                  f"{f'{mem / 2**20:.1f}' if mem is not None else '-'} / {_spread(pools, 2**20, 'MiB')} ({_err(mem, pools)}) |")
     return 0
 
 
