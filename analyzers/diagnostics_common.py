@@ -1,16 +1,10 @@
 """What the diagnostics (analyzers.pitfalls, analyzers.torch_diagnostics) share, below both so that neither imports
-the other: how they print a duration, and the script's own line in its exception."""
+the other: the script's own line in its exception."""
 
 from __future__ import annotations
 
 from graphmode.tracer.sources import is_library_file
 from graphmode.tracer.store import Trace
-
-
-def _us(ns: float | None) -> str:
-    if ns is None:
-        return "?"
-    return f"{ns / 1e3:,.1f} us" if abs(ns) < 1e7 else f"{ns / 1e6:,.1f} ms"
 
 
 def _user_frame(trace: Trace) -> str:
