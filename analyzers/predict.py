@@ -60,7 +60,7 @@ from graphmode.analyzers.eager_graph import (
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.run import Run, build_run
-from graphmode.analyzers.torch_windows import torch_windows
+from graphmode.analyzers.torch_windows import run_entry, torch_windows
 from graphmode.analyzers.tracer_cost import TracerCorrection, tracer_correction
 from graphmode.analyzers.step_memory import (cublas_workspace_bytes, kept_workspaces, memory_events, memory_unknown,
                                              step_memory, with_workspaces)
@@ -793,18 +793,18 @@ def _first_graph_workspaces(trace: Trace, pass_id: int, regions: Sequence[Region
     if not firsts or _graphs_before(trace, firsts[0][0]) != 0:
         return out, groups
     i = firsts[0][1]
-    said = next((r.get("allocator_history") for r in trace.meta.get("runs", []) or [] if r.get("pass_id") == pass_id), None)
+    said = run_entry(trace, pass_id).get("allocator_history")
     config = said.get("cublas_workspace_config") if isinstance(said, dict) else None
     size = cublas_workspace_bytes(str(trace.meta.get("compute_capability", "")), config if isinstance(config, str) else None)
     extra = kept_workspaces(trace, pass_id, size) * size
     memory = out[i].memory
     if not extra or memory is None:
         return out, groups
-    first = dataclasses.replace(out[i], memory=with_workspaces(memory, extra))
-    out = out[:i] + [first] + out[i + 1:]
+    first_memory = with_workspaces(memory, extra)
+    out = out[:i] + [dataclasses.replace(out[i], memory=first_memory)] + out[i + 1:]
     groups = [dataclasses.replace(g, memory_bytes=g.memory_bytes + extra,
-                                  memory_largest_bytes=max(g.memory_largest_bytes, first.memory.bytes) if first.memory else g.memory_largest_bytes)
-              if first.label in g.labels and g.memory_bytes is not None and g.memory_largest_bytes is not None else g
+                                  memory_largest_bytes=max(g.memory_largest_bytes, first_memory.bytes))
+              if out[i].label in g.labels and g.memory_bytes is not None and g.memory_largest_bytes is not None else g
               for g in groups]
     return out, groups
 
@@ -939,7 +939,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
         # the memory its graph would hold: a PyTorch program's allocator history (analyzers.step_memory)
         mem = step_memory(events(), r.starts, r.ends) if torch_program else None
         return dataclasses.replace(p, memory=mem, memory_unknown=None if mem is not None else
-                                   memory_unknown(trace, traced.pass_id, events(), torch_program))
+                                   memory_unknown(events(), torch_program))
 
     # a step that changes input shape: one graph per shape, shape k priced as the process's k-th graph
     steps = _shape_steps(regions)

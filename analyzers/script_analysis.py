@@ -85,18 +85,19 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
     tracer = tracer_correction(trace, sg.timing_pass, model, torch_program, run.line_stamps)
     if tracer is not None:
         table = with_tracer_cost(table, launch_extra(trace, sg.timing_pass, table, tracer)[0])
-        if tracer.stamps.size and tracer.per_stamp > 0:
-            # what the run's stamps of the user's lines cost the program, said where it is more than a trace of the run
-            spent, took = tracer.stamps.size * tracer.per_stamp, float(timing.end_ns - timing.start_ns)
-            if took > 0 and spent >= STAMPS_SAID_SHARE * took:
-                notes.append(note("one_run_stamps", stamps=int(tracer.stamps.size), per_stamp_ns=tracer.per_stamp,
-                                  total_ns=spent, share=spent / took))
-        if tracer.actions.size and tracer.per_action > 0:
-            # what PyTorch's allocator history cost the program (what each step would hold as a graph), likewise
-            spent, took = tracer.actions.size * tracer.per_action, float(timing.end_ns - timing.start_ns)
-            if took > 0 and spent >= STAMPS_SAID_SHARE * took:
-                notes.append(note("one_run_allocator_history", actions=int(tracer.actions.size),
-                                  per_action_ns=tracer.per_action, total_ns=spent, share=spent / took))
+        # what the run's own host work cost the program (its stamps of the user's lines; PyTorch's allocator history,
+        # for what each step would hold as a graph), said where it is more than a trace of the run
+        took = float(timing.end_ns - timing.start_ns)
+
+        def said(spent: float) -> bool:
+            return spent > 0 and took > 0 and spent >= STAMPS_SAID_SHARE * took
+
+        if said(spent := tracer.stamps.size * tracer.per_stamp):
+            notes.append(note("one_run_stamps", stamps=int(tracer.stamps.size), per_stamp_ns=tracer.per_stamp,
+                              total_ns=spent, share=spent / took))
+        if said(spent := tracer.actions.size * tracer.per_action):
+            notes.append(note("one_run_allocator_history", actions=int(tracer.actions.size),
+                              per_action_ns=tracer.per_action, total_ns=spent, share=spent / took))
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "

@@ -167,7 +167,7 @@ def step_memory(ev: MemoryEvents, starts: np.ndarray, ends: np.ndarray) -> StepM
     return StepMemory(int(np.median(pools)), int(min(pools)), int(max(pools)), int(np.median(peaks)), len(peaks))
 
 
-def memory_unknown(trace: Trace, pass_id: int, ev: MemoryEvents, torch_program: bool) -> Note:
+def memory_unknown(ev: MemoryEvents, torch_program: bool) -> Note:
     """Why a region's memory is not given: not a PyTorch program (other allocators' pools are not read), a run that
     did not record PyTorch's allocator history (a trace of an earlier graphmode, a run other than the one traced
     run), or a region outside what the history kept (its ring holds the latest actions)."""

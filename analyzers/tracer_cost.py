@@ -74,13 +74,22 @@ class TracerCorrection:
 
     def stamps_between(self, lo: Any, hi: Any) -> Any:
         """How many of the pass's stamps fall in [lo, hi) (numbers or arrays of them)."""
-        return np.searchsorted(self.stamps, hi, side="left") - np.searchsorted(self.stamps, lo, side="left")
+        return _between(self.stamps, lo, hi)
 
     def host_cost(self, lo: Any, hi: Any) -> Any:
         """What the run's own host work cost in [lo, hi) (ns; numbers or arrays of them): its stamps of the user's
         lines and its allocator history's actions, each at its measured cost."""
-        acts = np.searchsorted(self.actions, hi, side="left") - np.searchsorted(self.actions, lo, side="left")
-        return self.stamps_between(lo, hi) * self.per_stamp + acts * self.per_action
+        return self.stamps_between(lo, hi) * self.per_stamp + _between(self.actions, lo, hi) * self.per_action
+
+
+def _between(times: np.ndarray, lo: Any, hi: Any) -> Any:
+    """How many of the sorted `times` fall in [lo, hi)."""
+    return np.searchsorted(times, hi, side="left") - np.searchsorted(times, lo, side="left")
+
+
+def _measured_cost(said: Any) -> float:
+    """A cost the run measured in its process (meta.runs[]), 0 where it gave none."""
+    return float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
 
 
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
@@ -107,13 +116,12 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
     per_kernel = {k: v for k, v in costs.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
-    said = run_entry(trace, pass_id).get("stamp_cost_ns")
-    per_stamp = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
+    entry = run_entry(trace, pass_id)
+    per_stamp = _measured_cost(entry.get("stamp_cost_ns"))
     read = stamps_of or partial(line_stamps, trace)
     stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
-    history = run_entry(trace, pass_id).get("allocator_history") or {}
-    said = history.get("entry_cost_ns") if isinstance(history, dict) else None
-    per_action = float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
+    history = entry.get("allocator_history")
+    per_action = _measured_cost(history.get("entry_cost_ns") if isinstance(history, dict) else None)
     actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
         "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
         [pass_id])], dtype=np.int64)) if per_action else np.zeros(0, dtype=np.int64)

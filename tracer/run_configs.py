@@ -69,8 +69,8 @@ def single_config(name: str = "single") -> RunConfig:
     read their topology, the call sites of lifecycle calls) and, on Python 3.12+, a stamp of each execution of the
     user's own lines: so that a script that built no graph is found its step and priced from this run, with no detail
     run (a timing run follows it); and PyTorch's allocator history (tracer.allocator_history: what the step would hold
-    as a graph, about 0.2 us an allocator action, measured at the run's end and taken off like the stamps). Not what costs per node (node callbacks) or a Python call per launch (launch
-    sources, a profiler). What its records cost a launch and a capture is calibrated (`graphmode calibrate
+    as a graph, about 0.2 us an allocator action, measured at the run's end and taken off like the stamps). Not what
+    costs per node (node callbacks) or a Python call per launch (launch sources, a profiler). What its records cost a launch and a capture is calibrated (`graphmode calibrate
     --launch-only`: tracer.launch_probes --traced; 'needed' API records add 1.1 us to a PyTorch launch's 6.0, 2.1 us to
     a cuBLAS call's 11.4: benchmarks/notes/s19) and taken off by the analysis (analyzers.tracer_cost), with what its
     stamps cost (about 1 us each, measured at the run's end). `name`: 'single', or 'measure' where a detail run follows

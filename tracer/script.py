@@ -255,7 +255,6 @@ class ScriptTracer:
                     writer.close(status, reason)
         return writer.path  # the trace moves to the temporary folder when the disk fills up
 
-
     def _collect_history(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """PyTorch's allocator history of this run (tracer.allocator_history), collected and turned off, with what one
         of its actions cost (measured now, after the program): (columns of memory_events, the run entry's
@@ -431,7 +430,7 @@ class ProbeTracer:
         entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(self.config), "status": status, "reason": reason}
         entry.update({k: v for k, v in (extra_meta or {}).items() if k == "script"})
         try:
-            mark(f"child {self.config.name}: stamps written")
+            mark(f"child {self.config.name}: first-graph probe started")
             probe = run_probe(writer, self.config.name) if status == "complete" else {}
             mark(f"child {self.config.name}: first-graph probe done")
             writer.set_meta({"runs": _runs_with(writer.get_meta(), entry), **probe})
@@ -646,7 +645,8 @@ class ScriptRuns:
 def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.PathLike[str],
                plan: list[RunConfig] | None = None, decide: RunDecisions | None = None) -> ScriptRuns:
     """Runs the script once per planned run, each in a fresh process, all into one trace file. A planned timing or
-    probe run is made as `decide` says (analyzers.run_plan.DECISIONS); without it, neither is."""
+    probe run is made as `decide` says (analyzers.run_plan.DECISIONS); without it, neither is. The last run's process
+    may still be ending when this returns (_run_child): finish_runs waits for it."""
     path, out = Path(script), Path(out)
     if not path.is_file():
         raise FileNotFoundError(f"no such script: {path}")
@@ -699,8 +699,7 @@ def run_script(script: str | os.PathLike[str], args: list[str], out: str | os.Pa
         if status in (130, 143) or status < 0:
             note = f"the {config.name} run ended with exit status {status}: the {skipped} run was not made"
             break
-    return ScriptRuns(code, out, tuple(made), note, probe_skipped, timing_skipped)  # the last process may be ending:
-    # finish_runs before exiting
+    return ScriptRuns(code, out, tuple(made), note, probe_skipped, timing_skipped)
 
 
 _D = TypeVar("_D")
