@@ -1,7 +1,8 @@
 """A CUPTI activity + resource-callback session through cupti-python.
 
 Design (docs/design.md, 'Tracer'): while the workload runs, the buffer-completed callback only copies
-the buffer's valid bytes (one memmove per buffer, no per-record Python work); decoding into columns
+the buffer's valid bytes (one memmove per buffer, no per-record Python work: the callbacks are registered through
+ctypes, tracer.cupti_buffers, because cupti-python's wrap every record in an object first); decoding into columns
 happens after the run, vectorised with the numpy record dtypes that cupti-python exposes. Graph and
 node ids come from CUPTI *resource* callbacks, subscribed for the graph/node/exec callback ids only:
 a Python callback on a per-launch callback id would cost tens of microseconds per launch.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 # record_dtypes and cupti_module are imported from here too (their home is cupti_records)
+from graphmode.tracer.cupti_buffers import RawBuffers, register_buffers
 from graphmode.tracer.cupti_records import api_category, cupti_module, name_pointers, record_dtypes, record_size
 from graphmode.tracer.phases import mark
 from graphmode.tracer.sources import location_text, user_source
@@ -57,6 +59,10 @@ class RawActivity:
     """Bytes of completed CUPTI buffers and everything needed to decode them later."""
 
     chunks: list[bytes] = field(default_factory=list)
+    # how CUPTI's buffers reached the tracer (tracer.cupti_buffers): 'raw' (our ctypes callbacks) or 'cupti-python',
+    # and why not 'raw' where it was asked for and could not be registered
+    buffers: str = ""
+    buffers_fallback: str = ""
     names: dict[int, str] = field(default_factory=dict)  # char* -> string, resolved before CUPTI lets go
     dropped: int = 0
     resource_events: list[ResourceEvent] = field(default_factory=list)
@@ -197,6 +203,7 @@ class CuptiSession:
         self._source_cbids: set[tuple[str, int]] = set()
         self._cb_names: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._raw_buffers: RawBuffers | None = None  # our buffer callbacks, kept alive while CUPTI may call them
         self.started = False
         # (api, cbdata, exiting) -> None, called for both sites of the followed API calls (tracer.graph_memory)
         self.on_api_call: Callable[[str, Any, bool], None] | None = None
@@ -306,7 +313,9 @@ class CuptiSession:
         # CUPTI's default thread id is pthread_self(); SYSTEM gives the OS thread id (gettid), the
         # id that host markers record with threading.get_native_id().
         cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
-        cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+        self.raw.buffers, self.raw.buffers_fallback, self._raw_buffers = register_buffers(
+            self.buffer_size, self.raw.chunks, self.raw.callback_errors, loaded_cupti_library,
+            lambda: cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed))
         kinds = [K.DRIVER, K.RUNTIME] if self.api_filter != "none" else []
         kinds += [K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION] if self.gpu_kinds else []
         if self.detail == "graph":

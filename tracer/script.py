@@ -207,7 +207,10 @@ class ScriptTracer:
         raw = self._session.stop()
         mark(f"child {cfg.name}: CUPTI stopped")
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
-                                     "api_filter": raw.api_filter, "dropped_records": raw.dropped}
+                                     "api_filter": raw.api_filter, "dropped_records": raw.dropped,
+                                     "cupti_buffers": raw.buffers}
+        if raw.buffers_fallback:
+            run_entry["cupti_buffers_fallback"] = raw.buffers_fallback
         history = self._collect_history() if history_on else None
         if history is not None:
             run_entry["allocator_history"] = history[1]
