@@ -366,6 +366,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     t_e = float(np.median(wall))
     script_eager = _script_eager(analysis, region)
     eager_run = ""  # the run the eager period's level comes from, where a script's analysis gave it
+    found: tuple[float, str] | None = None
     if script_eager is not None and region.wall_traced and t_e > 0:
         # A script: the detail run's iterations give the shape of the spread; their level is the per-graph
         # answer's eager period (the measuring run's, or the timing run's where it timed CPU-bound iterations),
@@ -378,12 +379,23 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
             # eager-only programs, each alone 23% and 25% (benchmarks/notes/s19).
             notes.append(note("eager_two_runs", timing_ns=level, one_run_ns=other))
             level, level_run = (level + other) / 2, TWO_RUNS
+        found = level, level_run
+    elif (not region.graph_id and region.mode == "eager" and not region.runner and region.wall_traced and t_e > 0
+          and (corrected := _one_run_level(correction_of(traced_id), graph, t_e, float(np.median(busy)))) is not None):
+        # a loop the script's analysis gives no eager period for (one beside its graphs, analyzers.repetition
+        # .loops_beside_graphs): the one traced run's own reading, its tracer's calibrated cost taken off
+        found = corrected, next(p.name for p in trace.passes if p.pass_id == traced_id)
+        notes.append(note("eager_period_corrected", traced_ns=t_e, taken_off_ns=t_e - corrected,
+                          kernels=int((graph.ops.kind.astype(str) == "kernel").sum())))
+    if found is not None:
+        level, level_run = found
         scale = level / t_e
         wall = wall * scale
         t_e = float(np.median(wall))
         region = dataclasses.replace(region, wall_traced=False, correction=region.correction * scale)
         eager_run = level_run
-        notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=level_run, scale=scale))
+        if script_eager is not None:
+            notes.append(note("eager_period_scaled", per_graph=bool(region.graph_id), run=level_run, scale=scale))
     if rows.shape[0] < n_it:
         notes.append(note("iterations_left_out", left_out=n_it - int(rows.shape[0]), iterations=n_it))
     if region.wall_traced:
@@ -611,8 +623,10 @@ def _one_run_level(c: TracerCorrection | None, graph: EagerGraph, traced_ns: flo
     and None returned then, or where nothing was taken off."""
     if c is None:
         return None
-    kernels = graph.ops.name[graph.ops.kind.astype(str) == "kernel"]
-    extra = float(sum(c.per_launch(str(n)) for n in kernels))
+    kernels = [str(n) for n in graph.ops.name[graph.ops.kind.astype(str) == "kernel"]]
+    # priced by the region's own launcher: a loop of ATen kernels beside Inductor's graphs is PyTorch's eager launch
+    framework = framework_of(kernels, c.framework in ("torch", "inductor"))
+    extra = float(sum(c.per_launch(n, framework) for n in kernels))
     if extra <= 0:
         return None
     return max(traced_ns - extra, busy_ns)

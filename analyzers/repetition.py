@@ -38,6 +38,7 @@ import numpy as np
 
 from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.inference import (
+    LOOP_STEP_MIN,
     MIN_SYNC_ITERATIONS,
     Occurrences,
     eager_occurrences,
@@ -296,6 +297,70 @@ def split_by_shape(trace: Trace, pass_id: int, o: Occurrences) -> list[Occurrenc
 
 
 REPETITION_MARGIN = 1.1  # the repetition's step replaces the synchronization or line rule's where it covers this much more GPU time
+
+BESIDE_SHARE = 0.5  # a loop beside graphs is a step of the model run another way: at least this share of a graph's kernels
+
+_GRAPHS_IN_USE_SQL = """
+SELECT min(start_ns), max(end_ns) FROM graph_events WHERE pass_id = ? AND event IN ('capture', 'build', 'instantiate', 'launch')
+"""
+_MAIN_STREAM_TIMES_SQL = """
+SELECT name, stream_id, start_ns FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0 AND stream_id = (
+  SELECT stream_id FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0
+  GROUP BY stream_id ORDER BY count(*) DESC, stream_id LIMIT 1)
+ORDER BY start_ns
+"""
+
+
+def _select(o: Occurrences, sel: np.ndarray) -> Occurrences:
+    return dataclasses.replace(o, launch=o.launch[sel], thread=o.thread[sel], gpu_start=o.gpu_start[sel],
+                               gpu_end=o.gpu_end[sel], gpu_busy=o.gpu_busy[sel], launch_call_ns=o.launch_call_ns[sel])
+
+
+def _inside(times: np.ndarray, spans: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per time: whether it falls inside one of the spans ([start, end] arrays each)."""
+    out = np.zeros(times.size, dtype=bool)
+    for lo, hi in spans:  # per group of spans: the window, and one per twin's occurrences
+        if not lo.size:
+            continue
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        k = np.searchsorted(lo, times, side="right") - 1
+        ok = k >= 0
+        out[ok] |= times[ok] <= np.maximum.accumulate(hi)[k[ok]]
+    return out
+
+
+def loops_beside_graphs(trace: Trace, sg: ScriptGraphs, twins: list[Occurrences]) -> list[Occurrences]:
+    """A script that replays graphs and also ran a loop of eager work before its first graph was made or after its
+    last replay (its model run another way, without graphs: the uncompiled model, a baseline loop): that loop's steps,
+    as graph 0's eager iterations (source 'repeat LENGTH RECURRENCES', as repetition_iterations gives them). Found by
+    kernel repetition among the timing pass's main-stream eager kernels that ran outside the graphs' use (from the
+    first capture, build or instantiate to the end of the last launch call) and outside the stretches of the graphs'
+    eager twins (`twins`: from the first's start to the last's end, with the eager work between them), as blocks recurring at least LOOP_STEP_MIN times back to back: a graphing call's warm-ups, a capture's
+    side-stream warm-up and a step's eager remainder between its graphs recur less or run inside the graphs' use; and
+    at least BESIDE_SHARE as long as the smallest graph's kernels (a model's step, not a cache's fill loop).
+    [] where there is none, or the pass recorded no graph lifecycle."""
+    window = trace.rows(_GRAPHS_IN_USE_SQL, [sg.timing_pass])
+    if not window or window[0][0] is None:
+        return []
+    spans = [(np.asarray([int(window[0][0])], dtype=np.int64), np.asarray([int(window[0][1])], dtype=np.int64))]
+    # a twin's whole stretch: the eager work between its iterations (a decode step's sampling) is the step's remainder
+    spans += [(np.asarray([int(o.gpu_start.min())]), np.asarray([int(o.gpu_end.max())])) for o in twins if o.gpu_start.size]
+    k = trace.sql(_MAIN_STREAM_TIMES_SQL, [sg.timing_pass])
+    if not k["name"].size:
+        return []
+    names = k["name"][~_inside(k["start_ns"].astype(np.int64), spans)]
+    least = min((len(g.kernels) for g in sg.graphs if g.kernels), default=0)
+    blocks = [b for b in repeated_blocks(names) if b.recurrences >= LOOP_STEP_MIN and len(b.names) >= BESIDE_SHARE * least] \
+        if names.size else []
+    out: list[Occurrences] = []
+    for s, b in enumerate(blocks, start=1):  # per loop found: one, or a few
+        mark = f"{STEP_MARK}{s}/{len(blocks)}" if len(blocks) > 1 else ""
+        for o in eager_occurrences(trace, sg, step=b.names, source=f"{REPEAT_SOURCE}{len(b.names)} {b.recurrences}{mark}"):
+            o = _select(o, ~_inside(o.gpu_start.astype(np.int64), spans))
+            if o.gpu_start.size >= LOOP_STEP_MIN:
+                out.extend(split_by_shape(trace, sg.timing_pass, o))
+    return out
 
 
 def loop_iterations(trace: Trace, sg: ScriptGraphs) -> list[Occurrences]:

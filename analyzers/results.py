@@ -509,6 +509,26 @@ class StepSegment:
 
 
 @dataclass(frozen=True)
+class OtherWay:
+    """The same step run another way in the program: a loop without graphs whose steps start at the same line as the
+    step's graphed ones (the uncompiled model, or torch.compile without graphs, beside reduce-overhead's graphs; a
+    baseline loop), compared with the step at step level (analyzers.steps.with_other_ways). Measured, in the same
+    process, but with other kernels than the graphs replay: the saving holds what graphing changed and whatever else
+    the other way changed (a compiler's fusions, other libraries)."""
+
+    line: str  # 'file:line' that starts both loops' steps
+    source: str  # how the eager loop was found (its iterations' source, e.g. 'repeat 218 204')
+    eager: Stat  # its steps' periods
+    eager_ns: float  # trimmed mean
+    graphed_ns: float  # the step's graphed period (trimmed mean)
+    saved_ns: float  # per step
+    eager_kernels: int  # kernels an eager step of that loop runs
+    graph_kernels: int  # kernels the step's graphs replay
+    period_source: str  # the eager loop's periods: 'corrected' (the one traced run, its tracer's calibrated cost taken off) | 'timing' | a pass name (as traced)
+    break_even: int | None  # replays of the step until its one-time cost is paid back at this saving (None: never)
+
+
+@dataclass(frozen=True)
 class StepResult:
     """A recurring step of the program that replays graphs: its eager and graphed periods, what it saves, the
     one-time cost of all its graphs and its break-even (analyzers.steps)."""
@@ -536,6 +556,8 @@ class StepResult:
     remainder_saved_ns: float | None  # the change in the eager stretches
     invariant_residual_ns: float | None  # saved_ns - graphs_saved_ns - remainder_saved_ns (noise of the trimmed means)
     saved_in_run_ns: float | None  # saved per step x graphed steps (the first included)
+    # where the step had no eager twin: the same step run another way in the program, measured at step level
+    other_way: OtherWay | None = None
 
 
 # ---- Prediction (issue 11): what a CUDA graph would cost and save, before it is built (analyzers.predict) ----

@@ -23,7 +23,7 @@ from graphmode.analyzers.inference import (
     nvtx_ranges,
 )
 from graphmode.analyzers.periods import IterationTable, script_iterations
-from graphmode.analyzers.repetition import loop_iterations
+from graphmode.analyzers.repetition import loop_iterations, loops_beside_graphs
 from graphmode.analyzers.script_graphs import ScriptGraphs, choose_passes, script_graphs
 from graphmode.analyzers.stamps import StampsOf as StampsOf  # its home is the stamps module
 from graphmode.analyzers.stamps import has_stamps, line_stamps
@@ -130,10 +130,14 @@ def table_for(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences] | None 
     """The timing pass's iterations, and per graph the eager iterations a replay does the work of. A script that
     built no graph: its loop's steps, as graph 0's eager iterations (analyzers.repetition.loop_iterations: between
     synchronizations, between executions of its call line, or the block of kernels it repeats; one part per input shape).
+    A script that built graphs: besides their eager twins, a loop of other eager work before the first graph or after
+    the last replay, as graph 0's (analyzers.repetition.loops_beside_graphs).
     `replays`: the pass's graph_replays where already derived."""
     eager = eager_occurrences(trace, sg)
     if not eager and not any(g.kernels for g in sg.graphs):
         eager = loop_iterations(trace, sg)
+    elif any(g.kernels for g in sg.graphs):  # an eager loop besides the graphs (the model run another way)
+        eager = eager + loops_beside_graphs(trace, sg, eager)
     units = {o.graph_id: o.units for o in eager}
     replays = graph_replays(trace, sg) if replays is None else replays
     return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass)), units

@@ -18,7 +18,7 @@ from graphmode.analyzers.per_graph import graph_results
 from graphmode.analyzers.periods import IterationTable, empty_table, runner_iterations
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.run import Run, build_run
-from graphmode.analyzers.steps import eager_step_rows, find_steps
+from graphmode.analyzers.steps import eager_step_rows, find_steps, with_other_ways
 from graphmode.analyzers.tracer_cost import launch_extra, tracer_correction, with_tracer_cost
 from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
@@ -116,6 +116,9 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         graphs = tuple(dataclasses.replace(g, counterfactual=None) if g.graph_id in measured else g for g in graphs)
         graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program, skip=measured)
         steps = with_predicted_steps(steps, graphs)
+        # a step with no eager twin, beside a loop that ran the same line without graphs: compared at step level
+        if detail is not None and run.has_stamps(detail.pass_id):
+            steps = with_other_ways(trace, sg, detail, table, steps, run.line_stamps)
     except Exception as e:  # a bug in the step model must not take the per-graph report with it
         steps = ()
         notes.append(note("step_model_failed", error_type=type(e).__name__, error=str(e)))

@@ -38,21 +38,23 @@ from graphmode.analyzers.break_even import (
     CPU_BOUND_SLOWDOWN_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
+    smallest_replays,
 )
 from graphmode.analyzers.notes import note
-from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import (
     BreakEven,
     GraphCost,
     GraphResult,
     ModeMetrics,
+    OtherWay,
     Period,
     Stat,
     StepResult,
     StepSegment,
     trimmed_mean,
 )
+from graphmode.analyzers.repetition import REPEAT_SOURCE
 from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
@@ -500,3 +502,53 @@ def runner_step(eager: ModeMetrics, graph: ModeMetrics, b: BreakEven, costs: Seq
         segments=(StepSegment(0, "graph", ids[0], e, w, saved),), graphs_saved_ns=saved,
         remainder_saved_ns=0.0 if saved is not None else None, invariant_residual_ns=0.0 if saved is not None else None,
         saved_in_run_ns=saved * b.run_replays if saved is not None else None)
+
+
+def with_other_ways(trace: Trace, sg: ScriptGraphs, detail: IterationTable, t: IterationTable,
+                    steps: tuple[StepResult, ...], stamps_of: StampsOf | None = None) -> tuple[StepResult, ...]:
+    """The steps with no eager twin, each with the same step run another way where the program ran one (OtherWay): a
+    loop of other eager work (graph 0's iterations: analyzers.repetition.loops_beside_graphs) whose steps start at the
+    same line as the step's graphed steps (analyzers.untraced.starting_lines, from the stamps of the user's lines in
+    `detail`, the pass that recorded them; its table and `t`, the timing pass's with its periods corrected, are the same
+    table in the one traced run, or hold graph 0's rows in the same order). Of several such loops, the one with the
+    most steps. Steps unchanged where none qualifies (no stamps, no such loop, another line)."""
+    wanted = {s.step_id for s in steps if s.basis != "measured" and s.graphed_ns}
+    zero = (detail.graph_id == 0) & np.isin(detail.mode, ("eager", "eager_sync_each")) & (detail.role == "steady")
+    if not wanted or not zero.any():
+        return steps
+    loc, _ = starting_lines(trace, detail, (stamps_of or partial(line_stamps, trace))(detail.pass_id))
+    loops: dict[str, tuple[str, np.ndarray]] = {}  # source -> (its line, its rows in detail)
+    for src in np.unique(detail.source[zero]):  # per loop beside the graphs: one or a few
+        rows = np.flatnonzero(zero & (detail.source == src))
+        lines = Counter(str(x) for x in loc[rows] if x)
+        if lines:
+            loops[str(src)] = lines.most_common(1)[0][0], rows
+    t_zero = (t.graph_id == 0) & np.isin(t.mode, ("eager", "eager_sync_each")) & (t.role == "steady")
+    kernels = {g.graph_id: len(g.kernels) for g in sg.graphs}
+    out = []
+    for s in steps:
+        graphed = np.flatnonzero((detail.graph_id == s.graphs[0]) & (detail.mode == "graph"))
+        lines = Counter(str(x) for x in loc[graphed] if x)
+        line = lines.most_common(1)[0][0] if lines and s.step_id in wanted else ""
+        same = sorted(((src, rows) for src, (l, rows) in loops.items() if line and l == line), key=lambda x: -x[1].size)
+        if not same:
+            out.append(s)
+            continue
+        src, _ = same[0]
+        rows = np.flatnonzero(t_zero & (t.source == src))
+        period = t.work[rows].astype(np.float64)
+        eager_ns, stat = _tm(period), Stat.of_finite(period)
+        if eager_ns is None or stat is None or s.graphed_ns is None:
+            out.append(s)
+            continue
+        by = {str(x) for x in t.timed_by[rows]}
+        source = CORRECTED if CORRECTED in by else "timing" if "timing" in by else \
+            next((p.name for p in trace.passes if p.pass_id == t.pass_id), "")
+        saved = eager_ns - s.graphed_ns
+        replays = smallest_replays(s.one_time_ns, saved) if s.one_time_ns is not None and saved > 0 else None
+        length = int(src[len(REPEAT_SOURCE):].split()[0]) if src.startswith(REPEAT_SOURCE) else 0
+        out.append(dataclasses.replace(s, other_way=OtherWay(
+            line=line, source=src, eager=stat, eager_ns=eager_ns, graphed_ns=s.graphed_ns, saved_ns=saved,
+            eager_kernels=length, graph_kernels=sum(kernels.get(g, 0) for g in s.graphs), period_source=source,
+            break_even=replays)))
+    return tuple(out)

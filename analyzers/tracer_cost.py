@@ -36,7 +36,7 @@ import numpy as np
 
 from graphmode.analyzers.codes import factorize
 from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
-from graphmode.analyzers.counterfactual import framework_of, launcher_of
+from graphmode.analyzers.counterfactual import INDUCTOR_KERNEL, framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf, line_stamps
 from graphmode.analyzers.torch_windows import run_entry
@@ -66,10 +66,11 @@ class TracerCorrection:
     per_action: float = 0.0
     actions: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def per_launch(self, name: str) -> float:
+    def per_launch(self, name: str, framework: str = "") -> float:
         """What tracing added to the launch of one eager kernel of this name: its launcher's calibrated cost
-        (analyzers.counterfactual.launcher_of), 0 for a launcher not calibrated."""
-        k = launcher_of(name, self.framework)
+        (analyzers.counterfactual.launcher_of; in `framework` where given, else the pass's), 0 for a launcher not
+        calibrated."""
+        k = launcher_of(name, framework or self.framework)
         return self.per_kernel[k].median if k in self.per_kernel else 0.0
 
     def stamps_between(self, lo: Any, hi: Any) -> Any:
@@ -139,15 +140,23 @@ def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrect
     starts = np.asarray(s["start_ns"], dtype=np.int64)
     names = np.asarray(s["name"], dtype=object)
     uniq, inv = factorize(names)
-    price = np.array([c.per_launch(str(n)) for n in uniq], dtype=np.float64)
-    cost = price[inv] if starts.size else np.zeros(0)
-    cum = np.concatenate([[0.0], np.cumsum(cost)])
+
+    def cumulative(price: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(price[inv] if starts.size else np.zeros(0))])
+
+    cum = cumulative(np.array([c.per_launch(str(n)) for n in uniq], dtype=np.float64))
     lo = t.gpu_start_ns.astype(np.int64)
     ok = np.isfinite(t.period)
     hi = lo + np.where(ok, t.period, 0).astype(np.int64)
     a = np.searchsorted(starts, lo, side="left")
     b = np.searchsorted(starts, hi, side="left")
     extra = np.where(ok, cum[b] - cum[a], 0.0)
+    if c.framework == "inductor":
+        # a program that compiled with Inductor and also ran ATen eagerly (the uncompiled model beside its compiled
+        # graphs): a period without one of Inductor's kernels was launched by PyTorch's eager dispatch, priced so
+        inductor = cumulative(np.array([bool(INDUCTOR_KERNEL.match(str(n))) for n in uniq], dtype=np.float64))
+        aten = cumulative(np.array([c.per_launch(str(n), "torch") for n in uniq], dtype=np.float64))
+        extra = np.where(ok & (inductor[b] - inductor[a] == 0), aten[b] - aten[a], extra)
     count = np.where(ok, b - a, 0)
     if (c.stamps.size and c.per_stamp > 0) or (c.actions.size and c.per_action > 0):
         # a stamp runs on the CPU when its line does, an allocator action when its op does: counted over the period

@@ -242,6 +242,12 @@ def _eager_period_scaled(n: Note) -> str:
             f"scaled by {scale:.2f} to its median")
 
 
+def _eager_period_corrected(n: Note) -> str:
+    return (f"the eager period is the one traced run's reading ({human_ns(_num(n, 'traced_ns'))} an iteration, median) less what "
+            f"tracing added to its {n['kernels']} launches ({human_ns(_num(n, 'taken_off_ns'))}, each at its launcher's cost as "
+            "`graphmode calibrate` measured it)")
+
+
 def _prediction_eager_timed(n: Note) -> str:
     bound = _num(n, "slowdown_bound")
     whose = ("two processes' mean (above)" if n.get("two_runs") else "the timing run's, one process of the program untraced")
@@ -579,6 +585,7 @@ TEMPLATES: dict[str, Template] = {
                   "`graphmode report --predict-lines FILE:FIRST-LAST` on a recording made with --launch-sources"),
     "probe_cost": _probe_cost,
     "eager_period_scaled": _eager_period_scaled,
+    "eager_period_corrected": _eager_period_corrected,
     "iterations_left_out": ("{left_out} of {iterations} iterations launched different work and were left out of the per-node "
                             "durations"),
     "traced_eager_period": ("the eager period and the capture estimate come from a traced pass: they include the tracer's "

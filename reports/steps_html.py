@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from graphmode.analyzers.results import TraceAnalysis
-from graphmode.reports.summary_text import step_cells
+from graphmode.reports.summary_text import other_way_lines, step_cells
 from graphmode.reports.units import human_ns
 
 
@@ -16,10 +16,11 @@ def _row(cells: list[str], cls: str = "") -> str:
 
 
 def steps_html(a: TraceAnalysis) -> str:
-    """'' unless a step replays several graphs."""
+    """'' unless a step replays several graphs or was compared with the same step run another way."""
+    other = "".join(f"<p class='hint'>{html.escape(n)}</p>" for n in other_way_lines(a))
     steps = [s for s in a.steps if len(s.graphs) > 1]
     if not steps:
-        return ""
+        return other
     by_id = {g.graph_id: g for g in a.graphs}
     head = "".join(f"<th>{h}</th>" for h in ("", "replays", "eager", "graphed", "saved", "one-time", "break-even"))
     body = "".join(_row(cells, kind) for s in steps for kind, cells in step_cells(s, by_id, "eager work between"))
@@ -43,4 +44,4 @@ def steps_html(a: TraceAnalysis) -> str:
     hint = "".join(f"<p class='hint'>{html.escape(n)}</p>" for n in notes)
     return (f"<table class='steps'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             "<p class='hint'>Trimmed means; break-even: replays (steps) to pay back the one-time cost [95% interval]. "
-            "Each graph's saving is its own segment of the step: its eager twin's span less its replay's.</p>" + hint)
+            "Each graph's saving is its own segment of the step: its eager twin's span less its replay's.</p>" + hint + other)

@@ -79,6 +79,32 @@ def sites(a: TraceAnalysis) -> list[str]:
     return [f"graph{'s' if len(ids) > 1 else ''} {', '.join(str(i) for i in ids)}: {where}" for where, ids in by_site.items()]
 
 
+_PERIOD_WORDS = {"corrected": "in this run, the tracer's calibrated cost taken off", "timing": "by the run without CUPTI"}
+
+
+def other_way_lines(a: TraceAnalysis) -> list[str]:
+    """One sentence per step compared with the same step run another way in the program (analyzers.results.OtherWay):
+    measured at step level, with other kernels than its graphs'. The terminal and the page show the same words."""
+    out = []
+    for s in a.steps:
+        o = s.other_way
+        if o is None:
+            continue
+        file, _, line = o.line.rpartition(":")
+        where = cell(f"{PurePath(file).name}:{line}")
+        measured = _PERIOD_WORDS.get(o.period_source, f"as the {o.period_source} run traced it")
+        pays = (f"at that saving its one-time cost ({human_ns(s.one_time_ns)}) pays back after {o.break_even:,} replays"
+                if o.break_even is not None and s.one_time_ns is not None else
+                "at that saving it never pays back" if o.saved_ns <= 0 else "")
+        kernels = f"{o.eager.n:,} steps of {o.eager_kernels:,} kernels, against the graph's {o.graph_kernels:,}" \
+            if o.eager_kernels else f"{o.eager.n:,} steps"
+        out.append(f"{s.label[0].upper()}{s.label[1:]} also ran without graphs at {where} ({kernels}): {human_ns(o.eager_ns)} "
+                   f"a step against {human_ns(o.graphed_ns)} graphed, {human_ns(o.saved_ns)} saved a step, measured "
+                   f"({measured}); its kernels are not the graph's, so this includes whatever else that way changed "
+                   f"(a compiler's fusions, other libraries){'; ' + pays if pays else ''}.")
+    return out
+
+
 def print_summary(console: Console, a: TraceAnalysis) -> None:
     """Steps (with their graphs and the eager work between them) and the other graphs, one row each."""
     if not a.graphs:
@@ -103,3 +129,5 @@ def print_summary(console: Console, a: TraceAnalysis) -> None:
     console.print(t)
     for line in sites(a):
         console.print(Text(f"  {line}"))
+    for line in other_way_lines(a):
+        console.print(Text(line))

@@ -5,7 +5,10 @@
   cost the counterfactual predicts; never traced by graphmode when used as the truth).
 Timed by the program's own clock: N calls back to back, one synchronize at the end; the calls that compile and
 record are timed alone. `--graph-break`: a graph break in the middle of the forward, so that reduce-overhead replays
-two graphs a call (several graphs a step, with no eager twin). Prints one GRAPHMODE_TRUTH line
+two graphs a call (several graphs a step, with no eager twin). `--first eager|default`: in the same process, before
+the timed mode, the same calls run the model that other way (`eager`: the uncompiled model, ATen's kernels;
+`default`: torch.compile without graphs) through the same line, timed the same way: a script that also ran its
+model another way (issue 28's step-level comparison). Prints one GRAPHMODE_TRUTH line per mode timed
 (benchmarks/third_party/_truth.py).
 """
 
@@ -22,6 +25,8 @@ p.add_argument("--mode", choices=("default", "reduce-overhead"), default="reduce
 p.add_argument("--calls", type=int, default=200)
 p.add_argument("--graph-break", action="store_true",
                help="a graph break after layer2: Dynamo compiles two partitions, reduce-overhead replays two graphs a call")
+p.add_argument("--first", choices=("eager", "default"),
+               help="before --mode, run the same calls with the model this other way, in this process, through the same line")
 args = p.parse_args()
 ns = time.perf_counter_ns
 torch.manual_seed(0)
@@ -45,27 +50,39 @@ class Broken(torch.nn.Module):
 
 
 x = torch.randn(1, 3, 224, 224, device="cuda")
-f = torch.compile(Broken(model) if args.graph_break else model, mode=args.mode)
 
 
-def call() -> torch.Tensor:
-    if args.mode == "reduce-overhead":
+def make(mode: str) -> torch.nn.Module:
+    net = Broken(model) if args.graph_break else model
+    return net if mode == "eager" else torch.compile(net, mode=mode)
+
+
+def call(f: torch.nn.Module, mode: str) -> torch.Tensor:
+    if mode == "reduce-overhead":
         torch.compiler.cudagraph_mark_step_begin()
     return f(x)
 
 
-with torch.no_grad():
-    warm = []
-    for _ in range(4):  # compile, then (reduce-overhead) warm-up, recording, first replay
+def timed(mode: str) -> None:
+    f = make(mode)
+    with torch.no_grad():
+        warm = []
+        for _ in range(4):  # compile, then (reduce-overhead) warm-up, recording, first replay
+            torch.cuda.synchronize()
+            t0 = ns()
+            y = call(f, mode)
+            torch.cuda.synchronize()
+            warm.append(ns() - t0)
         torch.cuda.synchronize()
         t0 = ns()
-        y = call()
+        for _ in range(args.calls):
+            y = call(f, mode)
         torch.cuda.synchronize()
-        warm.append(ns() - t0)
-    torch.cuda.synchronize()
-    t0 = ns()
-    for _ in range(args.calls):
-        y = call()
-    torch.cuda.synchronize()
-    call_ns = (ns() - t0) / args.calls
-report(workload="resnet50_compile_break" if args.graph_break else "resnet50_compile", mode=args.mode, call_ns=call_ns, first_calls_ns=warm, calls=args.calls)
+        call_ns = (ns() - t0) / args.calls
+    extra = {"first": args.first, "order": 0 if mode == args.first else 1} if args.first else {}
+    report(workload="resnet50_compile_break" if args.graph_break else "resnet50_compile", mode=mode, call_ns=call_ns,
+           first_calls_ns=warm, calls=args.calls, **extra)
+
+
+for mode in ([args.first] if args.first else []) + [args.mode]:
+    timed(mode)
