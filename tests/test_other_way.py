@@ -135,8 +135,13 @@ def test_terminal_json_and_page_say_the_same_comparison(after_eager: tuple[Path,
     console = Console(width=200, record=True)
     print_report(a, console, detail=False)
     assert " ".join(line.split()) in " ".join(console.export_text().split())
-    (s,) = [s for s in report_dict(a)["steps"] if s["other_way"] is not None]
+    d = report_dict(a)
+    (s,) = [s for s in d["steps"] if s["other_way"] is not None]
     assert s["other_way"]["line"] == "compile_resnet50.py:63" and s["other_way"]["eager_kernels"] == 218
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "reports" / "report.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(d)), schema)  # the schema holds steps[].other_way
     with load(path) as t:
         page, _ = html_page(t, a)
     assert "also ran without graphs at compile_resnet50.py:63" in page
