@@ -54,7 +54,7 @@ from graphmode.analyzers.results import (
     StepSegment,
     trimmed_mean,
 )
-from graphmode.analyzers.repetition import REPEAT_SOURCE
+from graphmode.analyzers.repetition import REPEAT_SOURCE, parse_repeat
 from graphmode.analyzers.run import StampsOf
 from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
@@ -546,7 +546,7 @@ def with_other_ways(trace: Trace, sg: ScriptGraphs, detail: IterationTable, t: I
             next((p.name for p in trace.passes if p.pass_id == t.pass_id), "")
         saved = eager_ns - s.graphed_ns
         replays = smallest_replays(s.one_time_ns, saved) if s.one_time_ns is not None and saved > 0 else None
-        length = int(src[len(REPEAT_SOURCE):].split()[0]) if src.startswith(REPEAT_SOURCE) else 0
+        length = parse_repeat(src)[0] if src.startswith(REPEAT_SOURCE) else 0
         out.append(dataclasses.replace(s, other_way=OtherWay(
             line=line, source=src, eager=stat, eager_ns=eager_ns, graphed_ns=s.graphed_ns, saved_ns=saved,
             eager_kernels=length, graph_kernels=sum(kernels.get(g, 0) for g in s.graphs), period_source=source,
