@@ -190,6 +190,10 @@ SINGLE_CAPTURE_BOUND = 1.85
 # call 3, on a machine whose untraced programs ran 1.3-1.6x slower than in s19)
 CORRECTED_SLOWDOWN_BOUND = 0.85
 CORRECTED_CAPTURE_BOUND = 0.75  # PyTorch captures: 0.77-1.72x (traced: 1.21-2.33x)
+# ... and how much too low (the untraced process's up to 1 + this times the corrected figure): PyTorch one-time costs read
+# 0.60-0.66x the untraced process's on a ViT's first two graphs (0.75x already as traced; s21 call 3): the process's
+# own variation, which the correction cannot know
+CORRECTED_CAPTURE_LOW_BOUND = 0.7
 
 
 def break_even_series(
@@ -205,6 +209,7 @@ def break_even_series(
     graph_inflation: float = 0.0,
     one_time_inflation: float = 0.0,
     eager_spread: float = 0.0,
+    one_time_deficit: float = 0.0,
 ) -> BreakEven:
     """Break-even of one graph of a script from per-iteration periods: an eager iteration's (one unit of
     work) and a replay's (units_per_replay units), each summarised by its trimmed mean (results.trimmed_mean).
@@ -216,7 +221,8 @@ def break_even_series(
     `one_time_inflation`: how much higher than untraced the one-time cost may be; the lower end allows it
     that much lower. `eager_spread`: how far either way the eager period may be from untraced (a traced period with
     the tracer's calibrated cost taken off, analyzers.tracer_cost): the upper end allows it that much shorter, the
-    lower end that much longer."""
+    lower end that much longer. `one_time_deficit`: how much lower than untraced the one-time cost may be; the upper end
+    allows it that much higher."""
     e = np.asarray(eager_values, dtype=np.float64)
     g = np.asarray(graph_values, dtype=np.float64)
     e, g = e[np.isfinite(e)], g[np.isfinite(g)]
@@ -241,9 +247,9 @@ def break_even_series(
     boot_saved = rng.normal(te, se_e, resamples) * units_per_replay - rng.normal(tg, se_g, resamples)
     low, high = interval_bounds(_replays_vector(one_time_ns, boot_saved))
     shorter = max(eager_inflation, eager_spread)
-    if shorter > 0 and np.isfinite(high):
+    if (shorter > 0 or one_time_deficit > 0) and np.isfinite(high):
         deflated = t_eager / (1 + shorter) - t_graph
-        high = max(high, float(smallest_replays(one_time_ns, deflated)) if deflated > 0 else np.inf)
+        high = max(high, float(smallest_replays(one_time_ns * (1 + one_time_deficit), deflated)) if deflated > 0 else np.inf)
     if (graph_inflation > 0 or one_time_inflation > 0 or eager_spread > 0) and np.isfinite(low):
         low = min(low, float(smallest_replays(one_time_ns / (1 + one_time_inflation),
                                               t_eager * (1 + eager_spread) - t_graph / (1 + graph_inflation))))

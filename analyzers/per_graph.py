@@ -14,6 +14,7 @@ import numpy as np
 from graphmode.analyzers.break_even import (
     CAPTURE_SLOWDOWN_BOUND,
     CORRECTED_CAPTURE_BOUND,
+    CORRECTED_CAPTURE_LOW_BOUND,
     CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
     SINGLE_CAPTURE_BOUND,
@@ -205,7 +206,7 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         if graph is not None and timing_traced and graph.bound in cpu_side and graph.run not in ("timing", CORRECTED):
             graph_inflation = cpu_bound
             notes.append(note("traced_cpu_bound_replays", slowdown_bound=cpu_bound))
-        one_time_inflation = 0.0
+        one_time_inflation = one_time_deficit = 0.0
         # the measuring run's parts (the timing run's correction and statements are not of them)
         measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) \
             - (cost.tracer_correction_ns or 0.0) if cost is not None else 0.0
@@ -219,9 +220,9 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                 statement_ends=tuple(short_loc(b) for _, b in statements), statement_ns=cost.call_ns,
                 slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
         elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
-            one_time_inflation = CORRECTED_CAPTURE_BOUND
+            one_time_inflation, one_time_deficit = CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,
-                              slowdown_bound=CORRECTED_CAPTURE_BOUND))
+                              slowdown_bound=CORRECTED_CAPTURE_BOUND, low_bound=CORRECTED_CAPTURE_LOW_BOUND))
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = SINGLE_CAPTURE_BOUND if run == "single" else CAPTURE_SLOWDOWN_BOUND
             notes.append(note("one_time_traced", slowdown_bound=one_time_inflation))
@@ -232,7 +233,7 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             be = break_even_series("eager", e_vals, _values(mine, "graph", "steady"), units,
                                    cost.total_ns if cost is not None else None, replays, eager_inflation=inflation,
                                    graph_inflation=graph_inflation, one_time_inflation=one_time_inflation,
-                                   eager_spread=spread)
+                                   eager_spread=spread, one_time_deficit=one_time_deficit)
             if be.saved_per_replay_ns is not None and graph is not None:
                 saved_in_run = be.saved_per_replay_ns * graph.iterations
         status = ("replayed" if replays else "built_before_tracing" if g is None

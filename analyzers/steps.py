@@ -34,6 +34,7 @@ import numpy as np
 from graphmode.analyzers.break_even import (
     CAPTURE_SLOWDOWN_BOUND,
     CORRECTED_CAPTURE_BOUND,
+    CORRECTED_CAPTURE_LOW_BOUND,
     CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
@@ -380,13 +381,14 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         c is not None and c.untraced_correction_ns is not None for c in costs)
     be: BreakEven | None = None
     if has_eager:
+        corrected_cost = not timed_cost and (statement is not None or any(
+            c is not None and c.tracer_correction_ns is not None for c in costs))
         be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
                                graph_inflation=graph_infl,
                                eager_spread=_spread(e_source),
                                one_time_inflation=TIMING_RUN_SLOWDOWN_BOUND if timed_cost else CORRECTED_CAPTURE_BOUND
-                               if statement is not None or any(c is not None and c.tracer_correction_ns is not None
-                                                               for c in costs)
-                               else CAPTURE_SLOWDOWN_BOUND)
+                               if corrected_cost else CAPTURE_SLOWDOWN_BOUND,
+                               one_time_deficit=CORRECTED_CAPTURE_LOW_BOUND if corrected_cost else 0.0)
     step = StepResult(
         step_id=1, label="step of graphs " + ", ".join(str(g) for g in pattern), graphs=pattern, eager=Stat.of_finite(e_period),
         graphed=Stat.of_finite(g_inst.period), eager_steps=int(np.isfinite(e_period).sum()),

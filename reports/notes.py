@@ -200,7 +200,9 @@ def _one_time_tracer_cost_taken_off(n: Note) -> str:
     return (f"its one-time cost comes from the one traced run, which read {short_ns(measured)}; the calibrated cost of "
             f"tracing a capture (per graph and per captured kernel) comes off: {short_ns(off)} taken off; the corrected "
             f"figure may still be up to {1 + bound:.1f}x too high (docs/benchmarks.md), which the break-even "
-            "interval's lower end allows for")
+            "interval's lower end allows for" + (
+                f", or {1 + _num(n, 'low_bound'):.1f}x too low (another process of the program), which its upper end "
+                "allows for" if n.get("low_bound") else ""))
 
 
 def _one_time_traced(n: Note) -> str:
