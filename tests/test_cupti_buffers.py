@@ -75,3 +75,16 @@ def test_a_library_that_cannot_take_the_callbacks_falls_back_and_says_why(monkey
     path, why, raw = register_buffers(1024, [], [], lambda: str(libc), lambda: called.append(True))
     assert path == CUPTI_PYTHON and called == [True] and "cuptiActivityRegisterCallbacks" in why
     assert cupti_buffers._registered is None or cupti_buffers._registered is not raw
+
+
+def test_a_buffer_outlives_the_callbacks_that_handed_it_out() -> None:
+    """A buffer given to CUPTI under one session's callbacks and handed back under the next one's is still alive (one
+    registry for the process), its bytes copied by the callbacks registered now, then let go."""
+    first = RawBuffers(2048, [], [])
+    address, size = _request(first)
+    del first  # the session that registered them is gone; CUPTI still holds the buffer
+    ctypes.memmove(address, b"\x01" * 24, 24)
+    sink: list[bytes] = []
+    RawBuffers(2048, sink, [])._complete(None, 0, address, size, 24)
+    assert sink == [b"\x01" * 24]
+    assert address not in cupti_buffers._LIVE

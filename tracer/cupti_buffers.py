@@ -33,6 +33,9 @@ _COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_vo
 
 
 _registered: RawBuffers | None = None
+# address -> the ctypes array CUPTI is filling: one registry for the process, so that a buffer handed out under one
+# session's callbacks stays alive until CUPTI hands it back, whichever callbacks are registered by then
+_LIVE: dict[int, Any] = {}
 
 
 def wanted() -> str:
@@ -48,7 +51,7 @@ class RawBuffers:
         self.size = size
         self.sink = sink
         self.errors = errors
-        self._live: dict[int, Any] = {}  # address -> the ctypes array CUPTI is filling (kept alive until completed)
+        self._live = _LIVE
         # the C function pointers must outlive the registration: CUPTI keeps calling them until it is finalized
         self._request = _REQUEST(self._requested)
         self._complete = _COMPLETE(self._completed)
