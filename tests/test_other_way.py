@@ -71,6 +71,53 @@ def test_only_a_long_loop_of_other_work_outside_the_graphs_use_is_one_beside_the
     assert loop.gpu_end.tolist() == [10_000 + i * 1_000 + 200 + 90 for i in range(25)]  # C's end
 
 
+def _loop_then_graph(path: Path, replay_line: int) -> TraceAnalysis:
+    """SYNTHETIC, hand-built (ns): an eager loop of A, B, C, 25 steps 2,000 apart from 10,000, each step started by a
+    stamp of t.py:9 and its kernels launched 100, 200 and 300 after it; graph 1 of P, Q, R captured over 500 and
+    instantiated over 1,000 (a one-time cost of 1,500); then 25 replays 1,000 apart from 300,000, each started by a
+    stamp of t.py:`replay_line` and launched 100 after it."""
+    t = ScriptTrace()
+
+    def stamp(ts: int, line: int) -> None:
+        t._add("line_stamps", pass_id=0, thread_id=1, thread_name="MainThread", file="t.py", line=line, function="run",
+               ts_ns=ts)
+
+    for i in range(25):
+        s = 10_000 + 2_000 * i
+        stamp(s, 9)
+        for k, name in enumerate("ABC"):
+            at = s + 100 * (k + 1)
+            t.eager_kernel(name, at, (at + 20, at + 90))
+    t.captured_graph(1, ["P", "Q", "R"], (200_000, 200_500), (201_000, 202_000))
+    for j in range(25):
+        r = 300_000 + 1_000 * j
+        stamp(r, replay_line)
+        t.replay(1, r + 100, (r + 150, r + 600))
+    with load(t.write_script(path)) as trace:
+        return analyze(trace)
+
+
+def test_the_step_against_a_loop_at_its_line_hand_computed_synthetic(tmp_path: Path) -> None:
+    """SYNTHETIC (_loop_then_graph): the loop's steps start 2,000 apart at t.py:9 (24 with a next one), the graph's
+    1,000 apart at the same line, so the step run another way reads 2,000 a step against 1,000: 1,000 saved, and the
+    graph's one-time cost of 1,500 is paid back after ceil(1,500 / 1,000) = 2 replays. Both loops run 3 kernels."""
+    a = _loop_then_graph(tmp_path / "same_line.gmtrace", replay_line=9)
+    (step,) = a.steps
+    o = step.other_way
+    assert step.basis == "predicted" and step.one_time_ns == 1_500 and o is not None
+    assert (o.line, o.source, o.eager_kernels, o.graph_kernels) == ("t.py:9", "repeat 3 25", 3, 3)
+    assert (o.eager.n, o.eager_ns, o.graphed_ns, o.saved_ns, o.break_even) == (24, 2_000, 1_000, 1_000, 2)
+
+
+def test_a_loop_at_another_line_is_not_the_step_run_another_way_synthetic(tmp_path: Path) -> None:
+    """SYNTHETIC: the same, with the replays started at t.py:12: the loop is still found beside the graph (a region to
+    predict), but it is not the step's other way."""
+    a = _loop_then_graph(tmp_path / "other_line.gmtrace", replay_line=12)
+    (step,) = a.steps
+    assert step.other_way is None
+    assert a.prediction is not None and any(r.graph_id == 0 and r.direction == "to_graph" for r in a.prediction.regions)
+
+
 def _truths() -> list[dict[str, Any]]:
     prefix = "GRAPHMODE_TRUTH "
     lines = (DATA / "recording.log").read_text().splitlines()
