@@ -425,6 +425,7 @@ class BreakerHit:
     api: str
     where: str
     calls: int  # over the iterations looked at
+    first_only: bool = False  # every one of them in the first iteration looked at
 
 
 def capture_breakers(act: WindowActivity) -> tuple[list[BreakerHit], int]:
@@ -448,7 +449,11 @@ def capture_breakers(act: WindowActivity) -> tuple[list[BreakerHit], int]:
     trailing = inside & (act.call_start > last_launch[np.clip(act.call_iteration, 0, None)])
     hits = inside & ~trailing
     out: dict[tuple[str, str, str], int] = {}
-    for k, name, src in zip(kinds[hits], act.call_name[hits], act.call_source[hits]):  # breaking calls: few
+    later: set[tuple[str, str, str]] = set()  # keys with a call after the first iteration
+    for k, name, src, it in zip(kinds[hits], act.call_name[hits], act.call_source[hits], act.call_iteration[hits]):  # few
         key = (str(k), str(name), str(src))
         out[key] = out.get(key, 0) + 1
-    return [BreakerHit(k, a, w, c) for (k, a, w), c in sorted(out.items(), key=lambda kv: -kv[1])], int(trailing.sum())
+        if int(it) > 0:
+            later.add(key)
+    return [BreakerHit(k, a, w, c, (k, a, w) not in later) for (k, a, w), c in sorted(out.items(), key=lambda kv: -kv[1])], \
+        int(trailing.sum())

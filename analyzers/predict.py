@@ -77,6 +77,9 @@ from graphmode.tracer.store import Trace
 
 MAX_REGIONS = 20
 MAX_WINDOWS = 1000  # iterations read per region for the graph and node durations (all of them give the period)
+# A capture breaker seen only in a region's first iteration is a first call's one-off where the region ran at least this
+# many iterations: the warm-up iterations PyTorch's documentation runs before torch.cuda.graph (3), and one captured
+WARMUP_ITERATIONS = 4
 # Graph node types (graph_nodes.node_type) as the cost model counts them.
 _NODE_TYPE = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "host": "host",
               "event_record": "event", "wait_event": "event", "ext_semas_signal": "event", "ext_semas_wait": "event"}
@@ -260,14 +263,22 @@ def _around(value: float, spread: Spread | None) -> Spread:
 TORCH_POOL_MALLOC = re.compile(r"^cudaMalloc(_v\d+)?$")
 
 
-def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int, torch_program: bool = False
-              ) -> tuple[list[CaptureBreaker], int, Note | None]:
-    """The region's capture breakers, how many synchronizations end its iterations, and, in a PyTorch program, a note
-    for the cudaMalloc calls of its caching allocator (not breakers: TORCH_POOL_MALLOC)."""
+def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int, torch_program: bool = False, from_first: bool = False
+              ) -> tuple[list[CaptureBreaker], int, list[Note]]:
+    """The region's capture breakers, how many synchronizations end its iterations, and notes: in a PyTorch program, for
+    the cudaMalloc calls of its caching allocator (not breakers: TORCH_POOL_MALLOC); and, where the iterations looked
+    at start with the region's first (`from_first`) and there are at least WARMUP_ITERATIONS of them, for the calls that
+    ran in that first iteration only: a first call's one-off (a library's workspace, its autotuning), which a capture
+    made after warm-up iterations (as PyTorch's documentation for torch.cuda.graph says) never sees."""
     hits, trailing = capture_breakers(act)
     pool = [h for h in hits if torch_program and h.kind == "allocation" and TORCH_POOL_MALLOC.match(h.api)]
     hits = [h for h in hits if h not in pool]
-    grew = note("torch_pool_grew", calls=sum(h.calls for h in pool), iterations=n_it) if pool else None
+    notes = [note("torch_pool_grew", calls=sum(h.calls for h in pool), iterations=n_it)] if pool else []
+    first = [h for h in hits if h.first_only and from_first and n_it >= WARMUP_ITERATIONS]
+    if first:
+        hits = [h for h in hits if h not in first]
+        notes.append(note("breakers_first_iteration_only", apis=tuple(dict.fromkeys(h.api for h in first)),
+                          calls=sum(h.calls for h in first), iterations=n_it))
     out = [CaptureBreaker(h.kind, h.api, h.where, h.calls, h.calls / max(n_it, 1)) for h in hits]
     # Stream-level findings are read from the representative iteration: once per iteration.
     if graph.uncaptured:
@@ -276,7 +287,7 @@ def _breakers(act: WindowActivity, graph: EagerGraph, n_it: int, torch_program: 
         out.append(CaptureBreaker("unjoined_stream", f"stream {s}", "", 1, 1.0))
     if graph.external_waits:
         out.append(CaptureBreaker("external_event", "cudaStreamWaitEvent", "", graph.external_waits, float(graph.external_waits)))
-    return out, trailing, grew
+    return out, trailing, notes
 
 
 def _measured(trace: Trace, analysis: TraceAnalysis | None, region: Region, wall_pass: int | None,
@@ -334,7 +345,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
-    if starts.size > MAX_WINDOWS:  # the graph and per-node durations from a contiguous block in the middle
+    subsampled = starts.size > MAX_WINDOWS
+    if subsampled:  # the graph and per-node durations from a contiguous block in the middle
         order = np.argsort(starts, kind="stable")
         keep = order[starts.size // 2 - MAX_WINDOWS // 2:][:MAX_WINDOWS]
         starts, ends = starts[keep], ends[keep]
@@ -346,10 +358,10 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if matched is None or matched.rows.shape[0] == 0:
         return None  # no eager GPU work in these iterations: nothing to capture
     graph = iteration_graph(act, matched.rep)
-    breakers, trailing, grew = _breakers(act, graph, n_it, torch_program)
+    breakers, trailing, breaker_notes = _breakers(act, graph, n_it, torch_program, from_first=not subsampled)
     advice = advise(trace, traced_id, int(starts[matched.rep]), int(ends[matched.rep]), act.op_name[matched.rows[0]].astype(str).tolist(),
                     region.basis, region.graph_id, breakers, torch_program, (starts, ends))
-    notes: list[Note] = [grew] if grew is not None else []
+    notes: list[Note] = list(breaker_notes)
     rows = matched.rows
     dur = np.median((act.op_end[rows] - act.op_start[rows]).astype(np.float64), axis=0)  # per op position
     busy = _busy(act, rows)

@@ -250,6 +250,14 @@ def _eager_period_corrected(n: Note) -> str:
             "`graphmode calibrate` measured it)")
 
 
+def _breakers_first_iteration_only(n: Note) -> str:
+    calls = f"{n['calls']} call{'s' if n['calls'] != 1 else ''}"
+    return (f"{_joined(n['apis'])} ran only in the region's first iteration ({calls}; {n['iterations']} iterations): a "
+            "first call's one-off (a library's first-call setup: a workspace, autotuning, initialization), which a capture "
+            "made after warm-up iterations (as PyTorch's documentation for torch.cuda.graph says) never sees: not a capture "
+            "breaker")
+
+
 def _prediction_eager_timed(n: Note) -> str:
     bound = _num(n, "slowdown_bound")
     whose = ("two processes' mean (above)" if n.get("two_runs") else "the timing run's, one process of the program untraced")
@@ -588,6 +596,7 @@ TEMPLATES: dict[str, Template] = {
     "probe_cost": _probe_cost,
     "eager_period_scaled": _eager_period_scaled,
     "eager_period_corrected": _eager_period_corrected,
+    "breakers_first_iteration_only": _breakers_first_iteration_only,
     "iterations_left_out": ("{left_out} of {iterations} iterations launched different work and were left out of the per-node "
                             "durations"),
     "traced_eager_period": ("the eager period and the capture estimate come from a traced pass: they include the tracer's "
