@@ -192,7 +192,9 @@ def test_a_workspace_is_a_kept_block_of_its_size_followed_by_a_blas_kernel(tmp_p
 def test_pytorchs_pool_growing_is_not_a_capture_breaker(tmp_path: Path) -> None:
     """PyTorch's caching allocator calls cudaMalloc under capture in relaxed mode (the graph takes the blocks from its
     pool): in the ViT's steps (a PyTorch program) those calls are a note, not a breaker, and the advice does not ask to
-    move them out. In a CuPy program (tests/data/scripts/timed/cupy_unsynchronized) its cudaMalloc stays a breaker."""
+    move them out. In a CuPy program (tests/data/scripts/timed/cupy_unsynchronized) its cudaMalloc is not PyTorch's pool
+    growing: it ran in the loop's first iteration only (2 calls of 310 iterations), so it is said as a first call's
+    one-off (analyzers.predict._breakers), not as the pool's growth."""
     _, a = _analysis(tmp_path, "vit_batch_graphs")
     regions = [r for r in a.prediction.regions if r.direction == "to_graph"]
     assert not [b for r in regions for b in r.breakers if b.api.startswith("cudaMalloc")]
@@ -202,8 +204,9 @@ def test_pytorchs_pool_growing_is_not_a_capture_breaker(tmp_path: Path) -> None:
     p.write_bytes(lzma.decompress((S20.parent / "timed" / "cupy_unsynchronized.gmtrace.xz").read_bytes()))
     with load(p) as t:
         cupy = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
-    assert [b for r in cupy for b in r.breakers if b.kind == "allocation" and b.api.startswith("cudaMalloc")]
     assert not [n for r in cupy for n in r.notes if n.kind == "torch_pool_grew"]
+    (first,) = [n for r in cupy for n in r.notes if n.kind == "breakers_first_iteration_only"]
+    assert first["apis"] == ("cudaMalloc_v3020",) and first["calls"] == 2
 
 
 def test_the_history_is_read_into_columns_on_the_traces_clock() -> None:
