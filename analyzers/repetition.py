@@ -124,7 +124,7 @@ def _overlap(a: RepeatedBlock, b: RepeatedBlock) -> bool:
 
 
 _MAIN_STREAM_SQL = """
-SELECT name, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM gpu_spans
+SELECT name, start_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM gpu_spans
 WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0 AND stream_id = (
   SELECT stream_id FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0
   GROUP BY stream_id ORDER BY count(*) DESC, stream_id LIMIT 1)
@@ -280,6 +280,12 @@ def shape_parts(signature: np.ndarray | None, busy: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.asarray(cuts, dtype=np.int64), np.arange(n), side="right")
 
 
+def _select(o: Occurrences, sel: np.ndarray) -> Occurrences:
+    """The occurrences `sel` picks (a mask or indices over them)."""
+    return dataclasses.replace(o, launch=o.launch[sel], thread=o.thread[sel], gpu_start=o.gpu_start[sel],
+                               gpu_end=o.gpu_end[sel], gpu_busy=o.gpu_busy[sel], launch_call_ns=o.launch_call_ns[sel])
+
+
 def split_by_shape(trace: Trace, pass_id: int, o: Occurrences) -> list[Occurrences]:
     """One step's iterations cut where its input shape changes (shape_parts), each part an Occurrences whose source
     ends ' shape K/N'; the step unchanged where it has one shape."""
@@ -290,9 +296,7 @@ def split_by_shape(trace: Trace, pass_id: int, o: Occurrences) -> list[Occurrenc
     out = []
     for k in range(parts):  # per shape: a handful
         sel = part == k
-        out.append(dataclasses.replace(o, source=f"{o.source}{SHAPE_MARK}{k + 1}/{parts}", launch=o.launch[sel], thread=o.thread[sel],
-                                       gpu_start=o.gpu_start[sel], gpu_end=o.gpu_end[sel], gpu_busy=o.gpu_busy[sel],
-                                       launch_call_ns=o.launch_call_ns[sel]))
+        out.append(dataclasses.replace(_select(o, sel), source=f"{o.source}{SHAPE_MARK}{k + 1}/{parts}"))
     return out
 
 
@@ -303,30 +307,13 @@ BESIDE_SHARE = 0.5  # a loop beside graphs is a step of the model run another wa
 _GRAPHS_IN_USE_SQL = """
 SELECT min(start_ns), max(end_ns) FROM graph_events WHERE pass_id = ? AND event IN ('capture', 'build', 'instantiate', 'launch')
 """
-_MAIN_STREAM_TIMES_SQL = """
-SELECT name, stream_id, start_ns FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0 AND stream_id = (
-  SELECT stream_id FROM gpu_spans WHERE pass_id = $1 AND kind = 'kernel' AND graph_id = 0
-  GROUP BY stream_id ORDER BY count(*) DESC, stream_id LIMIT 1)
-ORDER BY start_ns
-"""
 
 
-def _select(o: Occurrences, sel: np.ndarray) -> Occurrences:
-    return dataclasses.replace(o, launch=o.launch[sel], thread=o.thread[sel], gpu_start=o.gpu_start[sel],
-                               gpu_end=o.gpu_end[sel], gpu_busy=o.gpu_busy[sel], launch_call_ns=o.launch_call_ns[sel])
-
-
-def _inside(times: np.ndarray, spans: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Per time: whether it falls inside one of the spans ([start, end] arrays each)."""
+def _inside(times: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Per time: whether it falls inside one of the spans ([start, end] each)."""
     out = np.zeros(times.size, dtype=bool)
-    for lo, hi in spans:  # per group of spans: the window, and one per twin's occurrences
-        if not lo.size:
-            continue
-        order = np.argsort(lo, kind="stable")
-        lo, hi = lo[order], hi[order]
-        k = np.searchsorted(lo, times, side="right") - 1
-        ok = k >= 0
-        out[ok] |= times[ok] <= np.maximum.accumulate(hi)[k[ok]]
+    for lo, hi in spans:  # the graphs' use, and one stretch per twin: a handful
+        out |= (times >= lo) & (times <= hi)
     return out
 
 
@@ -343,10 +330,10 @@ def loops_beside_graphs(trace: Trace, sg: ScriptGraphs, twins: list[Occurrences]
     window = trace.rows(_GRAPHS_IN_USE_SQL, [sg.timing_pass])
     if not window or window[0][0] is None:
         return []
-    spans = [(np.asarray([int(window[0][0])], dtype=np.int64), np.asarray([int(window[0][1])], dtype=np.int64))]
+    spans = [(int(window[0][0]), int(window[0][1]))]
     # a twin's whole stretch: the eager work between its iterations (a decode step's sampling) is the step's remainder
-    spans += [(np.asarray([int(o.gpu_start.min())]), np.asarray([int(o.gpu_end.max())])) for o in twins if o.gpu_start.size]
-    k = trace.sql(_MAIN_STREAM_TIMES_SQL, [sg.timing_pass])
+    spans += [(int(o.gpu_start.min()), int(o.gpu_end.max())) for o in twins if o.gpu_start.size]
+    k = trace.sql(_MAIN_STREAM_SQL, [sg.timing_pass])
     if not k["name"].size:
         return []
     names = k["name"][~_inside(k["start_ns"].astype(np.int64), spans)]

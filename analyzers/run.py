@@ -134,10 +134,10 @@ def table_for(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences] | None 
     the last replay, as graph 0's (analyzers.repetition.loops_beside_graphs).
     `replays`: the pass's graph_replays where already derived."""
     eager = eager_occurrences(trace, sg)
-    if not eager and not any(g.kernels for g in sg.graphs):
-        eager = loop_iterations(trace, sg)
-    elif any(g.kernels for g in sg.graphs):  # an eager loop besides the graphs (the model run another way)
+    if any(g.kernels for g in sg.graphs):  # an eager loop besides the graphs (the model run another way)
         eager = eager + loops_beside_graphs(trace, sg, eager)
+    elif not eager:
+        eager = loop_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
     replays = graph_replays(trace, sg) if replays is None else replays
     return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass)), units

@@ -514,8 +514,12 @@ def with_other_ways(trace: Trace, sg: ScriptGraphs, detail: IterationTable, t: I
     `detail`, the pass that recorded them; its table and `t`, the timing pass's with its periods corrected, are the same
     table in the one traced run, or hold graph 0's rows in the same order). Of several such loops, the one with the
     most steps. Steps unchanged where none qualifies (no stamps, no such loop, another line)."""
+    def steady_loop(table: IterationTable) -> np.ndarray:  # graph 0's steady eager rows: the loops beside the graphs
+        rows: np.ndarray = (table.graph_id == 0) & np.isin(table.mode, ("eager", "eager_sync_each")) & (table.role == "steady")
+        return rows
+
     wanted = {s.step_id for s in steps if s.basis != "measured" and s.graphed_ns}
-    zero = (detail.graph_id == 0) & np.isin(detail.mode, ("eager", "eager_sync_each")) & (detail.role == "steady")
+    zero = steady_loop(detail)
     if not wanted or not zero.any():
         return steps
     loc, _ = starting_lines(trace, detail, (stamps_of or partial(line_stamps, trace))(detail.pass_id))
@@ -525,18 +529,18 @@ def with_other_ways(trace: Trace, sg: ScriptGraphs, detail: IterationTable, t: I
         lines = Counter(str(x) for x in loc[rows] if x)
         if lines:
             loops[str(src)] = lines.most_common(1)[0][0], rows
-    t_zero = (t.graph_id == 0) & np.isin(t.mode, ("eager", "eager_sync_each")) & (t.role == "steady")
+    t_zero = steady_loop(t)
     kernels = {g.graph_id: len(g.kernels) for g in sg.graphs}
     out = []
     for s in steps:
         graphed = np.flatnonzero((detail.graph_id == s.graphs[0]) & (detail.mode == "graph"))
         lines = Counter(str(x) for x in loc[graphed] if x)
         line = lines.most_common(1)[0][0] if lines and s.step_id in wanted else ""
-        same = sorted(((src, rows) for src, (l, rows) in loops.items() if line and l == line), key=lambda x: -x[1].size)
-        if not same:
+        src = max((src for src, (at, rows) in loops.items() if line and at == line), key=lambda x: loops[x][1].size,
+                  default=None)
+        if src is None:
             out.append(s)
             continue
-        src, _ = same[0]
         rows = np.flatnonzero(t_zero & (t.source == src))
         period = t.work[rows].astype(np.float64)
         eager_ns, stat = _tm(period), Stat.of_finite(period)
