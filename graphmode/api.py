@@ -88,11 +88,10 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
     An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
     """
     require_gpu("graphmode.trace()")
-    from graphmode.tracer.run_configs import MEASURE, detail_config
+    from graphmode.tracer.run_configs import region_config
     from graphmode.tracer.script import ScriptTracer, _exception_info
 
-    costly = detail == "node" or launch_sources or profile or sources
-    config = detail_config(detail, launch_sources, profile, name="single") if costly else MEASURE
+    config = region_config(detail, launch_sources, profile, sources)
     tracer = ScriptTracer(out, config, workload="region")
     handle = TraceHandle(tracer.out)  # a rank of a job writes <stem>.rank<R>.gmtrace
     tracer.start()

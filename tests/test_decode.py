@@ -211,3 +211,34 @@ def test_a_note_every_run_makes_is_kept_once(tmp_path) -> None:
     measuring and the detail run is one note, a different one from the later run is added."""
     same = "the program started torch's profiler 1 time(s)"
     assert _notes_of_two_runs(tmp_path / "t.gmtrace", [same], [same, "pass 1: something else"]) == [same, "pass 1: something else"]
+
+
+def test_a_pass_without_graph_trace_folds_each_replay_from_its_nodes() -> None:
+    """Synthetic: a region traced with graph_trace=False (graphmode.trace(): GRAPH_TRACE crashed the replay of a graph
+    instantiated before CUPTI attached). One eager kernel; two cuGraphLaunch calls (correlation 10 and 11), whose nodes
+    came as kernel and memset records: replay 10 is a memset [90, 95] on stream 3 and two kernels [100, 110] and
+    [105, 130] of graph 7; replay 11 one kernel [200, 220] that carries no graph id, found by its launch's correlation.
+    Each replay becomes one graph span from its first node's start to its last node's end, on its first node's stream;
+    the node records leave the table."""
+    api = cupti_mod.activity_api_dtype
+    launch = int(getattr(cupti_mod.driver_api_trace_cbid, "cuGraphLaunch"))
+    chunk = b"".join([
+        _kernel(10, 20, 1, 0x1000),
+        _record(api, int(K.DRIVER), cbid=launch, start=80, end=85, correlation_id=10, thread_id=42),
+        _record(api, int(K.DRIVER), cbid=launch, start=150, end=152, correlation_id=11, thread_id=42),
+        _record(cupti_mod.activity_memset4_dtype, int(K.MEMSET), bytes=64, start=90, end=95, correlation_id=10,
+                stream_id=3, graph_id=7, graph_node_id=1),
+        _kernel(105, 130, 10, 0x1000, graph_id=7, node_id=3),
+        _kernel(100, 110, 10, 0x1000, graph_id=7, node_id=2),
+        _kernel(200, 220, 11, 0x1000),
+    ])
+    raw = RawActivity(chunks=[chunk], names={0x1000: "scale<float>"}, graph_from_nodes=True)
+    spans = decode(raw, pass_id=0, graph_labels={7: "step graph"})["gpu_spans"]
+    rows = sorted(zip(spans["kind"], spans["start_ns"], spans["end_ns"], spans["graph_id"], spans["correlation_id"],
+                      spans["stream_id"], spans["name"]), key=lambda r: r[1])
+    assert rows == [("kernel", 10, 20, 0, 1, 7, "scale<float>"),
+                    ("graph", 90, 130, 7, 10, 3, "step graph"),
+                    ("graph", 200, 220, 0, 11, 7, "graph 0")]
+    # recorded with GRAPH_TRACE (the default), the same node records stay what they are
+    raw.graph_from_nodes = False
+    assert list(decode(raw, pass_id=0)["gpu_spans"]["kind"]).count("graph") == 0

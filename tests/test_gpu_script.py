@@ -348,6 +348,91 @@ def test_trace_context_manager_records_a_region(tmp_path: Path) -> None:
     wl.teardown()
 
 
+_REGION_AFTER_GRAPH = """
+import sys
+import graphmode
+from cuda.bindings import driver as cu
+from graphmode.tracer.workloads import make_workload
+
+wl = make_workload("chain", n=10_000, kernels=4)
+wl.setup()
+graph, _ = wl.build_graph()
+err, exe = cu.cuGraphInstantiate(graph, 0)
+assert int(err) == 0, err
+def replays(n):
+    for _ in range(n):
+        assert int(cu.cuGraphLaunch(exe, wl.stream)[0]) == 0
+    cu.cuStreamSynchronize(wl.stream)
+replays(3)  # instantiated and replayed before CUPTI attached
+with graphmode.trace(sys.argv[1]) as t:
+    replays(20)
+print("ok")
+"""
+
+
+def test_a_region_replays_a_graph_instantiated_before_it(tmp_path: Path) -> None:
+    """README's `with graphmode.trace(): g.replay()`, on a graph instantiated before the block: under CUPTI's GRAPH_TRACE
+    its first replay crashed the process (SIGSEGV, CUPTI 13.0, driver 580: benchmarks/notes/s22, call 3). The region
+    records each replay folded from its nodes' records: one graph span per replay, the graph named as built before
+    tracing started, no kernel left over as eager work. Run in a child process, where a crash fails the test."""
+    out = tmp_path / "region.gmtrace"
+    proc = subprocess.run([sys.executable, "-c", _REGION_AFTER_GRAPH, str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])
+    t = load(out)
+    assert t.meta["status"] == "complete" and validate_trace(t) == []
+    graphs = t.sql("SELECT graph_id, start_ns, end_ns FROM gpu_spans WHERE kind = 'graph' ORDER BY start_ns")
+    assert len(graphs["graph_id"]) == 20 and len(set(graphs["graph_id"].tolist())) == 1 and graphs["graph_id"][0] != 0
+    assert (graphs["end_ns"] > graphs["start_ns"]).all()
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'kernel'")[0][0] == 0  # the 80 nodes are in the spans
+    (origin,) = t.rows("SELECT origin FROM graphs WHERE graph_id = ?", [int(graphs["graph_id"][0])])[0]
+    assert origin == "unknown"
+    from graphmode.analyzers import analyze
+
+    assert analyze(t).status == "complete"
+
+
+_GRAPH_INSIDE_REGION = """
+import sys
+import graphmode
+from cuda.bindings import driver as cu
+from graphmode.tracer.workloads import make_workload
+
+wl = make_workload("chain", n=10_000, kernels=4)
+wl.setup()
+def replays(exe, n):
+    for _ in range(n):
+        assert int(cu.cuGraphLaunch(exe, wl.stream)[0]) == 0
+    assert int(cu.cuStreamSynchronize(wl.stream)[0]) == 0
+with graphmode.trace(sys.argv[1]) as t:
+    graph, _ = wl.build_graph()
+    err, exe = cu.cuGraphInstantiate(graph, 0)
+    assert int(err) == 0, err
+    replays(exe, 5)
+replays(exe, 20)  # after the block: CUPTI detached
+wl.reset()
+replays(exe, 1)
+ok, why = wl.verify()
+assert ok, why
+print("ok")
+"""
+
+
+def test_a_graph_built_in_a_region_replays_after_it(tmp_path: Path) -> None:
+    """A graph instantiated inside `graphmode.trace()` and replayed after the block, once CUPTI detached: under
+    GRAPH_TRACE such a replay hit an illegal memory access (a timm ViT's torch.cuda.graph, CUPTI 13.0, driver 580:
+    benchmarks/notes/s22, call 4). The region records no GRAPH_TRACE: the replays after it run, and compute what
+    they should (the workload's own check of its outputs)."""
+    out = tmp_path / "inside.gmtrace"
+    proc = subprocess.run([sys.executable, "-c", _GRAPH_INSIDE_REGION, str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])
+    t = load(out)
+    ids = t.sql("SELECT graph_id FROM gpu_spans WHERE kind = 'graph'")["graph_id"]
+    assert len(ids) == 5 and len(set(ids.tolist())) == 1 and ids[0] != 0  # the 5 replays inside, one graph
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'kernel'")[0][0] == 0  # its nodes folded into them
+
+
 def test_an_eager_run_measures_its_processs_first_graph_and_the_prediction_uses_it(tmp_path: Path) -> None:
     """`graphmode run` on eager-only cuda-python code: an untraced run (the timing run, or else the probe run) ends with
     the first-graph probe (tracer.first_graph_probe) in the script's process, and the prediction's first-graph extra is

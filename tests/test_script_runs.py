@@ -143,6 +143,27 @@ def test_one_traced_run_by_default_and_for_a_rank_of_a_job() -> None:
         plan_runs(runs="3")
 
 
+def test_a_region_records_its_graph_replays_from_their_nodes() -> None:
+    """`graphmode.trace()` attaches CUPTI to a program that may have instantiated its graphs already; under GRAPH_TRACE,
+    CUPTI 13.0 crashed such a graph's replay (benchmarks/notes/s22, call 3). Its configurations, asked for more or
+    not, fold each replay from its nodes' records instead; `graphmode run`'s runs, which attach before the program
+    starts, keep GRAPH_TRACE. A RunConfig read back from an older trace's meta (no such field) is GRAPH_TRACE's."""
+    from dataclasses import asdict
+
+    from graphmode.analyzers.run_plan import plan_runs
+    from graphmode.tracer.run_configs import MEASURE, RunConfig, region_config, session_kwargs
+
+    for asked in ({}, {"detail": "node"}, {"launch_sources": True}, {"profile": True}, {"sources": True}):
+        cfg = region_config(**asked)  # type: ignore[arg-type]
+        assert cfg.graph_trace is False and session_kwargs(cfg)["graph_trace"] is False, asked
+    assert {k: v for k, v in asdict(region_config()).items() if k != "graph_trace"} == \
+        {k: v for k, v in asdict(MEASURE).items() if k != "graph_trace"}  # otherwise the measuring run's records
+    assert region_config(detail="node").detail == "node" and region_config(detail="node").node_events
+    assert all(c.graph_trace for c in plan_runs() + plan_runs(detail="node") + plan_runs(ranked=True))
+    old = {k: v for k, v in asdict(MEASURE).items() if k != "graph_trace"}
+    assert RunConfig(**old).graph_trace is True
+
+
 def test_a_script_that_built_no_graph_gets_the_timing_run_on_python_312(monkeypatch: pytest.MonkeyPatch) -> None:
     """issues 29-30: on Python 3.12+ (line stamps), a script that built no graph gets the timing run right after the one
     traced run, which recorded its launches and stamped its lines (no detail run: two runs); a script that built graphs

@@ -76,6 +76,9 @@ class RawActivity:
     callback_errors: list[str] = field(default_factory=list)
     # with api_filter='needed': callback ids recorded and switched off, per API
     api_filter: dict[str, int] = field(default_factory=dict)
+    # graph detail without GRAPH_TRACE records (CuptiSession graph_trace=False): the decoder folds the records of each
+    # replay's nodes into one whole-graph span
+    graph_from_nodes: bool = False
 
 
 # One callback per graph or executable: rare, so a Python callback on them costs nothing that matters.
@@ -173,6 +176,7 @@ class CuptiSession:
         node_events: bool | None = None,
         callbacks: bool = True,
         gpu_kinds: bool = True,
+        graph_trace: bool = True,
     ):
         """`api_filter`: 'all' records every driver and runtime call; 'needed' only those api_needed()
         names. `node_events`: per-node resource callbacks (default: on, and always on at node detail,
@@ -197,6 +201,13 @@ class CuptiSession:
         # sites); the activity records alone, for a run that must not be slowed
         self.callbacks = callbacks
         self.gpu_kinds = gpu_kinds  # kernel, copy, memset, synchronization records (graph launches always)
+        # graph detail: a replay's span from CUPTI's GRAPH_TRACE record (True), or folded from its nodes' kernel, copy
+        # and memset records (False: a session attached in a process whose graphs may predate it, as
+        # `graphmode.trace()` is; under GRAPH_TRACE, CUPTI 13.0 crashed the replay of a graph instantiated before it
+        # attached, benchmarks/notes/s22)
+        self.graph_trace = graph_trace or detail == "node"
+        if not self.graph_trace and not gpu_kinds:
+            raise ValueError("graph_trace=False folds each replay from its nodes' records: it needs gpu_kinds=True")
         self._graph_handles: dict[int, int] = {}  # graph id -> handle, for the program's graphs alive now
         self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
         self._instantiate_cbids: set[tuple[str, int]] = set()
@@ -318,8 +329,9 @@ class CuptiSession:
             lambda: cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed))
         kinds = [K.DRIVER, K.RUNTIME] if self.api_filter != "none" else []
         kinds += [K.CONCURRENT_KERNEL, K.MEMCPY, K.MEMSET, K.SYNCHRONIZATION] if self.gpu_kinds else []
-        if self.detail == "graph":
+        if self.detail == "graph" and self.graph_trace:
             kinds.append(K.GRAPH_TRACE)
+        self.raw.graph_from_nodes = self.detail == "graph" and not self.graph_trace
         if self._nvtx:
             kinds.append(K.MARKER)
         for k in kinds:

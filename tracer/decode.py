@@ -167,6 +167,11 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
         )
     if spans:
         out["gpu_spans"] = _concat(spans, pass_id)
+        if raw.graph_from_nodes and int(K.GRAPH_TRACE) not in recs:
+            calls = out.get("api_calls")
+            launches = (np.asarray(calls["correlation_id"])[np.asarray(calls["category"]) == "graph_launch"]
+                        if calls is not None else np.zeros(0, dtype=np.int64))
+            out["gpu_spans"] = fold_graph_nodes(out["gpu_spans"], launches, graph_labels or {})
 
     if int(K.SYNCHRONIZATION) in recs:
         r = recs[int(K.SYNCHRONIZATION)]
@@ -184,6 +189,48 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
     if int(K.MARKER) in recs:
         out["markers"] = _nvtx_ranges(recs[int(K.MARKER)], raw.names, pass_id)
     return out
+
+
+def fold_graph_nodes(spans: dict[str, Any], launch_correlations: np.ndarray, labels: Mapping[int, str]) -> dict[str, Any]:
+    """A graph-detail pass recorded without GRAPH_TRACE (RawActivity.graph_from_nodes): the kernel, copy and memset
+    records of each replay's nodes become one whole-graph span, as GRAPH_TRACE would have given it (from the first
+    node's start to the last node's end, on the first node's stream), and leave the table. A node record is one with
+    a graph id, or whose correlation id is a graph launch's (`launch_correlations`). A replay is the node records of
+    one correlation id (one launch call)."""
+    kind = np.asarray(spans["kind"], dtype=object)
+    corr = np.asarray(spans["correlation_id"], dtype=np.int64)
+    gid = np.asarray(spans["graph_id"], dtype=np.int64)
+    node = np.isin(kind, ("kernel", "memcpy", "memset")) & ((gid != 0) | np.isin(corr, launch_correlations))
+    if not node.any():
+        return spans
+    idx = np.flatnonzero(node)
+    start = np.asarray(spans["start_ns"], dtype=np.int64)[idx]
+    order = idx[np.lexsort((start, corr[idx]))]  # by launch, then by start: each launch's first node first
+    keys, first = np.unique(corr[order], return_index=True)
+    end = np.asarray(spans["end_ns"], dtype=np.int64)
+    g_start = np.asarray(spans["start_ns"], dtype=np.int64)[order[first]]
+    g_end = np.maximum.reduceat(end[order], first)
+    g_id = np.maximum.reduceat(gid[order], first)
+    lead = order[first]
+    folded: dict[str, Any] = {}
+    for k, v in spans.items():
+        col = np.asarray(v)
+        if k == "kind":
+            folded[k] = np.full(len(keys), "graph", dtype=object)
+        elif k == "name":
+            folded[k] = lookup(g_id, labels, lambda g: f"graph {g}")
+        elif k == "start_ns":
+            folded[k] = g_start
+        elif k == "end_ns":
+            folded[k] = g_end
+        elif k == "graph_id":
+            folded[k] = g_id
+        elif k in ("device_id", "context_id", "stream_id", "correlation_id", "pass_id"):
+            folded[k] = col[lead]
+        else:  # what is a node's own (grid, bytes, node id): none for a whole-graph span
+            folded[k] = np.full(len(keys), "" if col.dtype == object else 0, dtype=col.dtype)
+    keep = ~node
+    return {k: np.concatenate([np.asarray(v)[keep], folded[k]]) for k, v in spans.items()}
 
 
 def drop_untimed_spans(tables: dict[str, dict[str, Any]], pass_id: int) -> str | None:

@@ -5,7 +5,7 @@ without importing the runner (which imports the calibration, which imports the p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graphmode.tracer import line_stamps  # read as a module attribute: tests set AVAILABLE
@@ -34,6 +34,10 @@ class RunConfig:
     # PyTorch's caching-allocator history (tracer.allocator_history): what each step allocates, for the memory a graph
     # of it would hold
     allocator_history: bool = False
+    # graph detail: each replay's span from CUPTI's GRAPH_TRACE record (True), or folded from its nodes' records
+    # (False): for a session attached in a process whose graphs may predate it (`graphmode.trace()`): under
+    # GRAPH_TRACE, CUPTI 13.0 crashed the replay of a graph instantiated before it attached (benchmarks/notes/s22)
+    graph_trace: bool = True
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -80,6 +84,17 @@ def single_config(name: str = "single") -> RunConfig:
                      allocator_history=name == "single")
 
 
+def region_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False,
+                  sources: bool = False) -> RunConfig:
+    """What `graphmode.trace()` records around a region of a running program: the measuring run's records, or the
+    detail run's where more was asked (node detail, launch sources, a profile, the line of each node). Its graph
+    replays are folded from their nodes' records (graph_trace=False): the program's graphs may have been instantiated
+    before the region, and under GRAPH_TRACE CUPTI 13.0 crashed their replays (benchmarks/notes/s22)."""
+    costly = detail == "node" or launch_sources or profile or sources
+    cfg = detail_config(detail, launch_sources, profile, name="single") if costly else MEASURE
+    return replace(cfg, graph_trace=False)
+
+
 # The one traced run as sessions 17-18 recorded it (API records of the graph lifecycle and synchronizations only, no
 # stamps): its traces are still corrected, by the calibration made under it (CostModel.tracer_sparse)
 SPARSE_SINGLE = RunConfig("single", detail="graph", api_filter="sparse", callbacks=True, node_events=False, node_sources=False)
@@ -90,7 +105,8 @@ def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
     source_api = LIFECYCLE_API if not cfg.launch_sources else f"{LIFECYCLE_API}|{LAUNCH_API}"
     return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": nvtx,
             "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
-            "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds}
+            "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds,
+            "graph_trace": cfg.graph_trace}
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:
