@@ -177,6 +177,9 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     source = ("pytorch pools" if any(r.pool_bytes is not None for r in rows)
               else "device free memory" if any(r.device_bytes is not None for r in rows) else "not sampled")
     notes: list[Note] = []
+    before = sum(1 for (_, _, origin, _, b, i, u, *_rest) in graphs if origin == "unknown" and b is None and i is None and u is None)
+    if before:  # replayed in the trace, built before it (a region traced later): no start-up to count
+        notes.append(note("budget_built_before_trace", graphs=before))
     empty = sum(1 for r in rows if r.verdict == "empty graph")
     if empty:
         notes.append(note("budget_empty_graphs", graphs=empty))

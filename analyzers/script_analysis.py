@@ -19,7 +19,13 @@ from graphmode.analyzers.periods import IterationTable, empty_table, runner_iter
 from graphmode.analyzers.results import BreakEven, GraphCost, GraphResult, GraphTotals, ModeMetrics, OverheadSaved, Stat, StepResult
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.steps import eager_step_rows, find_steps, with_other_ways
-from graphmode.analyzers.tracer_cost import launch_extra, tracer_correction, with_tracer_cost
+from graphmode.analyzers.tracer_cost import (
+    NODE_RECORDS_REPLAY_SLOWDOWN,
+    launch_extra,
+    replays_from_nodes,
+    tracer_correction,
+    with_tracer_cost,
+)
 from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
 
@@ -98,6 +104,8 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         if said(spent := tracer.actions.size * tracer.per_action):
             notes.append(note("one_run_allocator_history", actions=int(tracer.actions.size),
                               per_action_ns=tracer.per_action, total_ns=spent, share=spent / took))
+    if replays_from_nodes(trace, sg.timing_pass) and (table.mode == "graph").any():
+        notes.append(note("replays_from_node_records", slowdown_bound=NODE_RECORDS_REPLAY_SLOWDOWN))
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "

@@ -82,6 +82,9 @@ class ScriptGraphs:
     # graph -> its capture through instantiation outside PyTorch, as the timing run timed it
     # (analyzers.timing_run.CaptureSpan)
     capture_spans: dict[int, Any] = field(default_factory=dict)
+    # the timing pass recorded a graph being built (a capture, a node added, an instantiation; linked to a graph or
+    # not): False where every graph it replayed was built before tracing started (a region traced later)
+    builds_recorded: bool = True
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -247,8 +250,11 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
     spans: dict[int, Any] = {}
     if timing is not None and s_id != t_id:
         calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard, stamps_of=stamps_of)
+    builds = bool(lifecycle) or bool(trace.rows(
+        "SELECT count(*) FROM api_calls WHERE pass_id = ? AND category IN ('capture', 'graph_build', 'instantiate')",
+        [t_id])[0][0])
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
-                        tuple(w.kind for w in heard_windows), calls, spans)
+                        tuple(w.kind for w in heard_windows), calls, spans, builds)
 
 
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:

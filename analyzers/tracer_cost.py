@@ -45,6 +45,16 @@ from graphmode.tracer.store import Trace
 
 CORRECTED = "corrected"  # IterationTable.timed_by of a period the tracer's cost was taken off
 
+# A pass whose graph replays were recorded node by node (RunConfig.graph_trace False: `graphmode.trace()`, attached to
+# a program whose graphs may predate it): a timm ViT-small's 150-node graph replayed 4.7-4.9% slower than untraced in
+# the same process, 0.5 us a node (benchmarks/notes/s22, call 4; GRAPH_TRACE's one record a replay: 1.00-1.02x)
+NODE_RECORDS_REPLAY_SLOWDOWN = 0.05
+
+
+def replays_from_nodes(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass recorded its graph replays from their nodes' records (RunConfig.graph_trace False)."""
+    return (run_entry(trace, pass_id).get("config") or {}).get("graph_trace") is False
+
 # What of a run's configuration (meta.runs[].config) the tracer's cost depends on: a pass is corrected only where
 # these are the one traced run's, under which the calibration's traced probes ran (tracer.launch_probes --traced)
 _COST_FIELDS = ("detail", "api_filter", "callbacks", "node_events", "gpu_kinds", "launch_sources", "profile")

@@ -205,6 +205,20 @@ def _one_time_tracer_cost_taken_off(n: Note) -> str:
                 "allows for" if n.get("low_bound") else ""))
 
 
+def _one_time_before_trace(n: Note) -> str:
+    return ("it was built before tracing started (a region traced after the program built its graphs): its one-time "
+            "cost is not in this trace, and its first replay here is not its first (what that replay took beyond a "
+            "steady one was the tracer attaching, not the graph); trace from before the capture to see it "
+            "(graphmode run, or graphmode.trace() around the capture)")
+
+
+def _replays_from_node_records(n: Note) -> str:
+    return ("the graph replays were recorded node by node (a region's trace: graph-level records crashed the replays "
+            "of graphs built before it), which made a timm ViT's replay up to "
+            f"{100 * _num(n, 'slowdown_bound'):.0f}% slower than untraced (0.5 us a node); the replay figures may be "
+            "that much high")
+
+
 def _one_time_traced(n: Note) -> str:
     return ("its one-time cost comes from a traced run, where CUPTI slows a capture (the programs' own timers read capture "
             "blocks up to 1.4x slower in the measuring run than untraced, up to 2.8x in the one traced run: "
@@ -570,6 +584,8 @@ TEMPLATES: dict[str, Template] = {
                                  "which the break-even interval's lower end allows for"),
     "one_time_timed_untraced": _one_time_timed_untraced,
     "one_time_traced": _one_time_traced,
+    "one_time_before_trace": _one_time_before_trace,
+    "replays_from_node_records": _replays_from_node_records,
     "framework_share": _framework_share,
     "never_replayed": "instantiated but never replayed: its one-time cost bought nothing in this run",
     # a pitfall's facts (analyzers.pitfalls, torch_diagnostics): worded as its evidence (reports.pitfall_words also
@@ -691,6 +707,8 @@ TEMPLATES: dict[str, Template] = {
                    "'building graphs' runs from there to the end of the last one; 'steady state' is the rest"),
     "budget_empty_graphs": ("{graphs} empty graph{graphs!s} (no nodes), such as the one PyTorch's cudagraph trees capture to "
                             "keep their memory pool alive"),
+    "budget_built_before_trace": ("{graphs} graph{graphs!s} replayed here had been built before tracing started: "
+                                  "start-up not in this trace, counted as 0"),
     "budget_no_memory_samples": ("no memory samples in this trace (recorded before graphmode sampled graph memory, or not by "
                                  "`graphmode run`)"),
     "budget_device_memory": ("memory is the drop in free device memory over each graph's capture and instantiation: "
