@@ -86,6 +86,9 @@ def trace(out: str | os.PathLike[str] = "graphmode-trace.gmtrace", detail: str =
     little cost). `detail='node'`, `launch_sources`, `profile` or `sources` (the line that created each
     graph node) record more in the same run, which slows it; the report says which figures that affects.
     An exception inside the block is recorded (status 'failed') and re-raised; the trace is written.
+    A graph built before the block is measured by its replays; what it cost to build is not in the trace (put the
+    capture inside the block, or use `graphmode run`). Replays are recorded node by node, which CUDA graphs built
+    before or replayed after the block survive (graph-level records crashed them) and which reads them up to 5% slower.
     """
     require_gpu("graphmode.trace()")
     from graphmode.tracer.run_configs import region_config
