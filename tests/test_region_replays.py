@@ -23,6 +23,7 @@ from graphmode.analyzers.tracer_cost import NODE_RECORDS_REPLAY_SLOWDOWN
 from graphmode.reports.json_report import report_dict
 from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import Trace, load
+from graphmode.views import html_page
 from rich.console import Console
 
 DATA = Path(__file__).resolve().parent / "data" / "scripts" / "region_s22"
@@ -70,6 +71,8 @@ def test_a_graph_built_before_the_region_has_no_one_time_cost(region: tuple[str,
     d = report_dict(a)
     (jg,) = d["graphs"]
     assert jg["cost"] is None and jg["break_even"]["one_time_ns"] is None
+    page, _ = html_page(t, a)
+    assert "built before tracing started" in page and "node by node" in page
 
 
 def test_the_replay_period_against_the_programs_own_clock_in_the_same_process() -> None:
