@@ -17,6 +17,7 @@ import numpy as np
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.coverage_results import GraphBudget, GraphBudgetRow, TorchGraphs
 from graphmode.analyzers.results import TraceAnalysis
+from graphmode.analyzers.script_graphs import builds_recorded
 from graphmode.tracer.store import Trace
 
 MAX_ROWS = 500
@@ -177,9 +178,8 @@ def graph_budget(trace: Trace, pass_id: int | None, torch_graphs: TorchGraphs | 
     source = ("pytorch pools" if any(r.pool_bytes is not None for r in rows)
               else "device free memory" if any(r.device_bytes is not None for r in rows) else "not sampled")
     notes: list[Note] = []
-    before = sum(1 for (_, _, origin, _, b, i, u, *_rest) in graphs if origin == "unknown" and b is None and i is None and u is None)
-    if before:  # replayed in the trace, built before it (a region traced later): no start-up to count
-        notes.append(note("budget_built_before_trace", graphs=before))
+    if not builds_recorded(trace, pass_id):  # replayed in the trace, built before it (a region traced later)
+        notes.append(note("budget_built_before_trace", graphs=len(rows)))
     empty = sum(1 for r in rows if r.verdict == "empty graph")
     if empty:
         notes.append(note("budget_empty_graphs", graphs=empty))

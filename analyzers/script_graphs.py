@@ -250,11 +250,18 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
     spans: dict[int, Any] = {}
     if timing is not None and s_id != t_id:
         calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard, stamps_of=stamps_of)
-    builds = bool(lifecycle) or bool(trace.rows(
-        "SELECT count(*) FROM api_calls WHERE pass_id = ? AND category IN ('capture', 'graph_build', 'instantiate')",
-        [t_id])[0][0])
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
-                        tuple(w.kind for w in heard_windows), calls, spans, builds)
+                        tuple(w.kind for w in heard_windows), calls, spans, bool(lifecycle) or builds_recorded(trace, t_id))
+
+
+def builds_recorded(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass recorded a graph being built: a capture, a node added, an instantiation or upload, linked to
+    a graph (graph_events) or not (the API call alone, as a measuring run without callbacks records it). False where
+    every graph it replayed was built before tracing started (a region traced later)."""
+    return bool(trace.rows(
+        "SELECT (SELECT count(*) FROM graph_events WHERE pass_id = ? AND event IN ('capture', 'build', 'instantiate', "
+        "'upload')) + (SELECT count(*) FROM api_calls WHERE pass_id = ? AND category IN ('capture', 'graph_build', "
+        "'instantiate', 'upload'))", [pass_id, pass_id])[0][0])
 
 
 def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:

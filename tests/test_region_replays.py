@@ -93,3 +93,14 @@ def test_the_replay_period_against_the_programs_own_clock_in_the_same_process() 
     assert g.graph is not None
     assert abs(g.graph.period.trimmed_mean / inside - 1) < 0.01, (g.graph.period.trimmed_mean, inside)
     assert 0 < inside / outside - 1 <= NODE_RECORDS_REPLAY_SLOWDOWN, inside / outside
+
+
+def test_builds_the_pass_could_not_link_are_not_called_before_tracing(tmp_path: Path) -> None:
+    """A measuring run without callbacks (examples/two_threads.py, two threads each capturing a graph) records the
+    captures and instantiations as API calls it cannot link to the graphs' ids: those graphs were built in the trace,
+    so they keep their first-launch excess, and nothing says they were built before it."""
+    with load(Path(__file__).resolve().parent / "data" / "scripts" / "two_threads_measure_only.gmtrace") as t:
+        a = analyze(t)
+        assert {g.origin for g in a.graphs} == {"unknown"} and all(g.cost is not None for g in a.graphs)
+        kinds = {n.kind for g in a.graphs for n in g.notes} | {n.kind for n in (a.graph_budget.notes if a.graph_budget else ())}
+        assert not kinds & {"one_time_before_trace", "budget_built_before_trace"}
