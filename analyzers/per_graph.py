@@ -154,10 +154,13 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                   units_by_graph: dict[int, int] | None = None,
                   failed_captures: set[int] | None = None,
                   stamp_overhead: dict[tuple[int, str], float] | None = None,
-                  tracer: TracerCorrection | None = None) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
+                  tracer: TracerCorrection | None = None,
+                  replay_inflation: float = 0.0) -> tuple[tuple[GraphResult, ...], GraphTotals | None]:
     """Per-graph results, the headline's graph first (then by time saved, then replays). `units_by_graph`: per
     graph, eager iterations one replay does the work of (analyzers.inference). `tracer`: the timing pass's
-    calibrated tracer cost (analyzers.tracer_cost), taken off its captures."""
+    calibrated tracer cost (analyzers.tracer_cost), taken off its captures. `replay_inflation`: how much too long the
+    pass's replays may read (a region's, recorded node by node: analyzers.tracer_cost.NODE_RECORDS_REPLAY_SLOWDOWN),
+    which each break-even interval allows for."""
     units_of = units_by_graph or {}
     ids = [g.graph_id for g in sg.graphs] + sorted({int(x) for x in t.graph_id if x and sg.graph(int(x)) is None})
     instantiated = {c.graph_id for c in sg.lifecycle if c.event == "instantiate"}
@@ -222,6 +225,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         if graph is not None and timing_traced and graph.bound in cpu_side and graph.run not in ("timing", CORRECTED):
             graph_inflation = cpu_bound
             notes.append(note("traced_cpu_bound_replays", slowdown_bound=cpu_bound))
+        if graph is not None:
+            graph_inflation = max(graph_inflation, replay_inflation)
         one_time_inflation = one_time_deficit = 0.0
         # the measuring run's parts (the timing run's correction and statements are not of them)
         measured = cost.total_ns - (cost.untraced_correction_ns or 0.0) - (cost.call_ns or 0.0) \

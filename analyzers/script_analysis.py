@@ -104,14 +104,16 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         if said(spent := tracer.actions.size * tracer.per_action):
             notes.append(note("one_run_allocator_history", actions=int(tracer.actions.size),
                               per_action_ns=tracer.per_action, total_ns=spent, share=spent / took))
-    if replays_from_nodes(trace, sg.timing_pass) and (table.mode == "graph").any():
+    node_replays = replays_from_nodes(trace, sg.timing_pass) and bool((table.mode == "graph").any())
+    if node_replays:
         notes.append(note("replays_from_node_records", slowdown_bound=NODE_RECORDS_REPLAY_SLOWDOWN))
     failed = {int(g) for (g,) in trace.rows(
         "SELECT DISTINCT e.graph_id FROM graph_events e JOIN api_calls a ON a.pass_id = e.pass_id AND a.thread_id = e.thread_id "
         "AND a.start_ns BETWEEN e.start_ns AND e.end_ns WHERE e.pass_id = ? AND e.event = 'capture' "
         "AND a.return_code BETWEEN 900 AND 908", [sg.structure_pass])}
     graphs, totals = graph_results(sg, table, timing.name, timing_traced=True, units_by_graph=units, failed_captures=failed,
-                                   stamp_overhead=overhead, tracer=tracer)
+                                   stamp_overhead=overhead, tracer=tracer,
+                                   replay_inflation=NODE_RECORDS_REPLAY_SLOWDOWN if node_replays else 0.0)
     # graphs with no eager twin: their saving predicted, before the steps read their break-evens
     graphs = with_counterfactuals(trace, sg.structure_pass, graphs, model, torch_program)
     try:

@@ -104,3 +104,35 @@ def test_builds_the_pass_could_not_link_are_not_called_before_tracing(tmp_path: 
         assert {g.origin for g in a.graphs} == {"unknown"} and all(g.cost is not None for g in a.graphs)
         kinds = {n.kind for g in a.graphs for n in g.notes} | {n.kind for n in (a.graph_budget.notes if a.graph_budget else ())}
         assert not kinds & {"one_time_before_trace", "budget_built_before_trace"}
+
+
+def test_the_break_even_interval_allows_replays_read_node_by_node_synthetic(tmp_path: Path) -> None:
+    """SYNTHETIC (tests/synthetic_script.py): 20 eager iterations 1,100 ns apart, a capture, instantiate and upload of
+    1,000 ns in all, and 20 replays the GPU runs back to back every 1,000 ns (GPU-bound). Saved 100 a replay, break-even
+    ceil(1,000 / 100) = 10. The interval's lower end allows the one-time cost 1.5x too high (a traced run's capture):
+    ceil(666.7 / 100) = 7; recorded as a region, node by node, the replays may also read 5% long:
+    ceil(666.7 / (1,100 - 1,000 / 1.05)) = ceil(666.7 / 147.6) = 5."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from synthetic_script import eager_then_graph
+
+    eager = [1000 + 1100 * i for i in range(20)]
+    replays = [(40_000 + 200 * i, (41_000 + 1000 * i, 41_995 + 1000 * i), None) for i in range(20)]
+    lows = {}
+    for nodes in (False, True):
+        def region(t: Any, nodes: bool = nodes) -> None:
+            if nodes:
+                t.meta["runs"] = [{"pass_id": 0, "config": {"name": "measure", "detail": "graph", "graph_trace": False}}]
+        path = eager_then_graph(tmp_path / f"nodes-{nodes}.gmtrace", eager_starts=eager, last_eager_end=eager[-1] + 200,
+                                capture=(30_000, 30_500), instantiate=(30_600, 31_000), upload=(31_000, 31_100),
+                                replays=replays, extra=region)
+        with load(path) as t:
+            a = analyze(t)
+        (g,) = a.graphs
+        assert g.graph is not None and g.graph.bound == "gpu" and g.break_even is not None
+        assert (g.break_even.eager_ns, g.break_even.graph_ns, g.break_even.one_time_ns, g.break_even.replays) == \
+            (1100.0, 1000.0, 1000.0, 10)
+        lows[nodes] = g.break_even.interval_low
+        assert ("replays_from_node_records" in [n.kind for n in a.cannot_compute]) is nodes
+    assert lows == {False: 7, True: 5}
