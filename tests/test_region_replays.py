@@ -15,12 +15,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.results import TraceAnalysis
 from graphmode.analyzers.tracer_cost import NODE_RECORDS_REPLAY_SLOWDOWN
-from graphmode.reports.json_report import report_dict
+from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.reports.terminal import print_report
 from graphmode.tracer.store import Trace, load
 from graphmode.views import html_page
@@ -69,6 +70,7 @@ def test_a_graph_built_before_the_region_has_no_one_time_cost(region: tuple[str,
     assert "it cost" not in text.split("\n", 3)[1] + text.split("\n", 3)[2]  # the headline names no build cost
     assert "built before tracing started" in text and "had been built before tracing started" in text
     d = report_dict(a)
+    jsonschema.validate(json.loads(json.dumps(d)), load_schema())
     (jg,) = d["graphs"]
     assert jg["cost"] is None and jg["break_even"]["one_time_ns"] is None
     page, _ = html_page(t, a)
