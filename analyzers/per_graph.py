@@ -8,7 +8,6 @@ Reads the iteration table of the timing pass (analyzers.periods) and the graphs 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -59,12 +58,12 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable,
           tracer: TracerCorrection | None = None) -> GraphCost | None:
-    parts = one_time_parts(sg, graph_id)
-    if built_before_trace(sg, parts):
-        # its first replay here is not its first, and what it read beyond a steady one is the newly attached
-        # tracer's (a 4-kernel graph's first replay in such a region read 7.1 ms: benchmarks/notes/s22): no one-time
-        # cost
+    if not sg.builds_recorded:
+        # built before tracing started: its first replay here is not its first, and what it read beyond a steady one
+        # is the newly attached tracer's (a 4-kernel graph's first replay in such a region read 7.1 ms:
+        # benchmarks/notes/s22): no one-time cost
         return None
+    parts = one_time_parts(sg, graph_id)
     first = np.flatnonzero((t.mode == "graph") & (t.role == "first_launch"))
     steady = (t.mode == "graph") & (t.role == "steady")
     first_ns = steady_ns = excess = None
@@ -131,14 +130,6 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
                      tracer_correction_ns=taken_off)
 
 
-def built_before_trace(sg: ScriptGraphs, parts: dict[str, Any]) -> bool:
-    """Whether the graph was built before tracing started (a region traced after the program built its graphs):
-    nothing of its build is in the pass (`parts`: script_graphs.one_time_parts: a capture, a build, its instantiation
-    or upload, a PyTorch recording of it), nor any build the pass could not link to a graph (a measuring run without
-    callbacks records the calls, not whose they are)."""
-    return not sg.builds_recorded and not any(k in parts for k in ("capture", "build", "instantiate", "upload", "recordings"))
-
-
 def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
     """What the statement around one cudagraph-tree recording adds to the one-time cost beyond its window (which the
     other parts hold, less the first replay the recording makes inside it: `inside_ns`): its time outside the window,
@@ -193,7 +184,7 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                     notes.append(note("first_warmup_left_out", first_call_ns=first_call))
         graph = period_of(mine, "graph", run)
         cost = _cost(sg, g, gid, label, mine, tracer)
-        if cost is None and replays and built_before_trace(sg, one_time_parts(sg, gid)):
+        if replays and not sg.builds_recorded:
             notes.append(note("one_time_before_trace"))
         for name, p in (("eager", eager), ("replay", graph)):
             if p is not None and (tiny := tiny_sample_note(name, p.iterations)) is not None:

@@ -83,7 +83,8 @@ class ScriptGraphs:
     # (analyzers.timing_run.CaptureSpan)
     capture_spans: dict[int, Any] = field(default_factory=dict)
     # the timing pass recorded a graph being built (a capture, a node added, an instantiation; linked to a graph or
-    # not): False where every graph it replayed was built before tracing started (a region traced later)
+    # not): False where every graph it replayed was built before tracing started (a region traced later). Its lifecycle
+    # (and so every graph's one_time_parts) is then empty too.
     builds_recorded: bool = True
 
     def graph(self, graph_id: int) -> GraphStructure | None:

@@ -55,6 +55,7 @@ def replays_from_nodes(trace: Trace, pass_id: int) -> bool:
     """Whether the pass recorded its graph replays from their nodes' records (RunConfig.graph_trace False)."""
     return (run_entry(trace, pass_id).get("config") or {}).get("graph_trace") is False
 
+
 # What of a run's configuration (meta.runs[].config) the tracer's cost depends on: a pass is corrected only where
 # these are the one traced run's, under which the calibration's traced probes ran (tracer.launch_probes --traced)
 _COST_FIELDS = ("detail", "api_filter", "callbacks", "node_events", "gpu_kinds", "launch_sources", "profile")

@@ -54,7 +54,8 @@ def _coverage_table(c: GraphCoverage) -> Table:
     if c.kernels_from_topology:
         notes.append("graph-detail trace: kernels in graphs = the graph's kernel nodes x its launches")
     if c.unknown_graph_launches:
-        notes.append(f"{c.unknown_graph_launches:,} launches of graphs whose structure the trace did not record (built before tracing, or in a run without callbacks): their kernels are not counted")
+        notes.append(f"{c.unknown_graph_launches:,} launches of graphs whose structure the trace did not record "
+                     "(built before tracing, or in a run without callbacks): their kernels are not counted")
     if len(c.ranges) > MAX_RANGE_ROWS:
         notes.append(f"{len(c.ranges) - MAX_RANGE_ROWS} more ranges in the JSON report")
     t.caption = printable("; ".join(notes)) or None

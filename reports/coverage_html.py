@@ -44,7 +44,8 @@ def _coverage(c: GraphCoverage) -> str:
     if c.kernels_from_topology:
         notes.append("Graph-detail trace: kernels in graphs are the graph's kernel nodes × its launches.")
     if c.unknown_graph_launches:
-        notes.append(f"{c.unknown_graph_launches:,} launches of graphs whose structure the trace did not record (built before tracing, or in a run without callbacks): their kernels are not counted.")
+        notes.append(f"{c.unknown_graph_launches:,} launches of graphs whose structure the trace did not record "
+                     "(built before tracing, or in a run without callbacks): their kernels are not counted.")
     out = (f"<table class='headline gm-coverage'>{head}{''.join(rows)}</table>"
            + "".join(f"<p class='hint'>{_e(n)}</p>" for n in notes))
     if c.eager_lines:
