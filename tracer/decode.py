@@ -204,14 +204,14 @@ def fold_graph_nodes(spans: dict[str, Any], launch_correlations: np.ndarray, lab
     if not node.any():
         return spans
     idx = np.flatnonzero(node)
-    start = np.asarray(spans["start_ns"], dtype=np.int64)[idx]
-    order = idx[np.lexsort((start, corr[idx]))]  # by launch, then by start: each launch's first node first
-    keys, first = np.unique(corr[order], return_index=True)
+    start = np.asarray(spans["start_ns"], dtype=np.int64)
     end = np.asarray(spans["end_ns"], dtype=np.int64)
-    g_start = np.asarray(spans["start_ns"], dtype=np.int64)[order[first]]
+    order = idx[np.lexsort((start[idx], corr[idx]))]  # by launch, then by start: each launch's first node first
+    keys, first = np.unique(corr[order], return_index=True)
+    lead = order[first]  # each launch's first node
+    g_start = start[lead]
     g_end = np.maximum.reduceat(end[order], first)
     g_id = np.maximum.reduceat(gid[order], first)
-    lead = order[first]
     folded: dict[str, Any] = {}
     for k, v in spans.items():
         col = np.asarray(v)
