@@ -481,6 +481,12 @@ def test_one_traced_run_by_default(tmp_path: Path) -> None:
     assert t.rows("SELECT count(*) FROM graph_nodes WHERE source <> ''")[0][0] == 0  # no node callbacks
     if sys.version_info >= (3, 12):
         assert t.rows("SELECT count(*) FROM line_stamps")[0][0] > 50 and run["stamp_cost_ns"] > 0
+        # the CPU's speed on the main thread (analyzers.cpu_speed): a sample at the first stamp at least, on the pass's
+        # clock (CUPTI's, as the stamps are), each the reference loop's measured time
+        speed = run["cpu_speed"]
+        p = t.passes[0]
+        assert speed["ts_ns"] and len(speed["ts_ns"]) == len(speed["ns"]) and all(0 < x < 1e9 for x in speed["ns"])
+        assert all(p.start_ns <= x <= p.end_ns for x in speed["ts_ns"]), (speed, p)
     graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][1] >= 3
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50

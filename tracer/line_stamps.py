@@ -19,6 +19,13 @@ thread, or in another module, keeps the measuring run's period (flagged).
 
 A stamp is (OS thread id and Python thread name, code location, `time.perf_counter_ns()`). This module uses the
 standard library alone (tests run it under any Python 3.12 found).
+
+The CPU's speed, beside the stamps: at the first stamp and then at the first stamp at least SPEED_EVERY_NS after the
+last sample, the stamp callback times a fixed pure-Python loop (speed_reference) on the main thread. On the lent H200 a
+ViT's CPU-bound calls and that loop ran 1.7-1.8x slower together in stretches of seconds, on the thread that ran them
+(a sampler on another thread did not see it: benchmarks/notes/s23); the samples let the analysis say how much the CPU's
+speed moved under the figures it reads (analyzers.cpu_speed). A sample takes 30-60 us, every 50 ms or more (a second,
+after SPEED_DENSE samples): 0.1% of the run at most, which the run's entry says (what the samples took, in all).
 """
 
 from __future__ import annotations
@@ -34,6 +41,20 @@ from typing import Any
 AVAILABLE = sys.version_info >= (3, 12)
 MAX_STAMPS = 2_000_000  # per run: 24 bytes each; past it stamping stops and the run says so
 _TOOL_IDS = (3, 4, 2, 5)
+SPEED_EVERY_NS = 50_000_000  # at most one sample of the CPU's speed per 50 ms of the run,
+SPEED_DENSE = 2_000  # for this many samples (100 s of stamping or more), then
+SPEED_SPARSE_EVERY_NS = 1_000_000_000  # one a second (a long run's metadata stays small: 5,600 samples an hour)
+SPEED_LOOP = 1_000  # the reference: this many additions to a Python int in a `for` loop (30-60 us: 0.1% at most)
+SPEED_REFERENCE = f"{SPEED_LOOP:,} additions to a Python int in a for loop, on the main thread"
+
+
+def speed_reference(n: int = SPEED_LOOP, clock: Callable[[], int] = time.perf_counter_ns) -> int:
+    """How long the reference loop took this time (ns)."""
+    t0 = clock()
+    s = 0
+    for i in range(n):
+        s += i
+    return clock() - t0
 
 
 def _mon() -> Any:
@@ -55,7 +76,7 @@ class LineStamper:
     """Stamps executions of the user's lines between start() and stop(); columns() gives them."""
 
     def __init__(self, is_user: Callable[[str], bool], lines: Collection[tuple[str, int]] | None = None,
-                 limit: int = MAX_STAMPS):
+                 limit: int = MAX_STAMPS, speed_every_ns: int = SPEED_EVERY_NS):
         if not AVAILABLE:
             raise RuntimeError(f"line stamps need Python 3.12 or newer (sys.monitoring); this is {sys.version.split()[0]}")
         self._is_user = is_user
@@ -74,6 +95,9 @@ class LineStamper:
         self._natives: dict[int, tuple[int, str]] = {}
         self._loc = array("l")
         self._ts = array("q")
+        self.speed_every_ns = speed_every_ns  # 0: no samples of the CPU's speed (the callback still checks)
+        self._speed_ts = array("q")  # when each sample started (perf_counter_ns)
+        self._speed_ns = array("q")  # how long the reference took
         self.truncated = False
         self.start_ns = self.end_ns = 0
         self._main = threading.main_thread().ident
@@ -107,8 +131,12 @@ class LineStamper:
         # threading.get_native_id() is a system call, dearer than the rest of a stamp: the stamp keeps the
         # cheap thread ident, mapped to the OS thread id once per thread
         ident, native, natives, clock = threading.get_ident, threading.get_native_id, self._natives, time.perf_counter_ns
+        every = self.speed_every_ns
+        speed_ts, speed_ts_append, speed_ns_append = self._speed_ts, self._speed_ts.append, self._speed_ns.append
+        next_sample = 0 if every > 0 else 1 << 62
 
         def on_line(code: CodeType, line: int) -> Any:
+            nonlocal next_sample
             tid = ident()
             if tid != main:
                 return disable  # another thread's line: never stamped, and never called again
@@ -126,7 +154,13 @@ class LineStamper:
                 natives[tid] = (native(), threading.current_thread().name)
             tid_append(tid)
             loc_append(idx)
-            ts_append(clock())
+            now = clock()
+            ts_append(now)
+            if now >= next_sample:  # the CPU's speed now (after the stamp: it falls in the period this line starts)
+                took = speed_reference()
+                speed_ts_append(now)
+                speed_ns_append(took)
+                next_sample = now + took + (every if len(speed_ts) < SPEED_DENSE else max(every, SPEED_SPARSE_EVERY_NS))
             return None
 
         return on_line
@@ -168,6 +202,14 @@ class LineStamper:
                 "line": [self._loc_list[i][1] for i in loc], "function": [self._loc_list[i][2] for i in loc],
                 "ts_ns": list(moved)}
 
+    def speed_samples(self, offset_ns: int | Callable[[Any], Any] = 0) -> dict[str, Any]:
+        """The samples of the CPU's speed, for the run's entry in the trace's metadata (meta.runs[].cpu_speed): when
+        each started (moved like the stamps by `offset_ns`) and what the reference took (ns)."""
+        ts: list[int] = self._speed_ts.tolist()
+        moved = offset_ns(ts) if callable(offset_ns) else [t + offset_ns for t in ts] if offset_ns else ts
+        return {"reference": SPEED_REFERENCE, "every_ns": self.speed_every_ns, "ts_ns": [int(t) for t in moved],
+                "ns": self._speed_ns.tolist()}
+
     def __len__(self) -> int:
         return len(self._ts)
 
@@ -185,7 +227,9 @@ def stamp_cost_ns(n: int = 20_000, repeats: int = 5) -> float | None:
     scope: dict[str, Any] = {}
     exec(compile("def loop(n):\n    for _ in range(n):\n        x = 1\n", name, "exec"), scope)  # noqa: S102
     loop = scope["loop"]
-    probe = LineStamper(lambda f: True, [(name, 3)], limit=n * (repeats + 1) + 100)
+    # its callback checks for a sample of the CPU's speed as the run's does (the check is part of a stamp's cost), but
+    # is never due to take one (speed_every_ns 0)
+    probe = LineStamper(lambda f: True, [(name, 3)], limit=n * (repeats + 1) + 100, speed_every_ns=0)
     mon.use_tool_id(tool, "graphmode-stamp-cost")
     try:
         probe.tool = tool

@@ -357,7 +357,11 @@ def write_stamps(writer: TraceWriter, stamper: Any, pass_id: int, to_clock: Any 
     n = len(cols["ts_ns"])
     if n:
         writer.append("line_stamps", {**cols, "pass_id": np.full(n, pass_id, dtype=np.int32)})
-    return {"line_stamps": n, "line_stamps_truncated": bool(stamper.truncated)}
+    said: dict[str, Any] = {"line_stamps": n, "line_stamps_truncated": bool(stamper.truncated)}
+    speed = stamper.speed_samples(to_clock)
+    if speed["ts_ns"]:  # the CPU's speed on the main thread during the run (analyzers.cpu_speed)
+        said["cpu_speed"] = speed
+    return said
 
 
 class TimingTracer:
