@@ -28,6 +28,7 @@ from typing import Any
 
 from graphmode.analyzers.costmodel import ModelChoice, find_model
 from graphmode.analyzers.cpu_profile import cpu_profile_summary
+from graphmode.analyzers.cpu_speed import cpu_speeds, speed_notes
 from graphmode.analyzers.critical_path import critical_path_notes, critical_paths
 from graphmode.analyzers.graph_use import graph_use_fields
 from graphmode.analyzers.headline import headline_of
@@ -140,6 +141,8 @@ def analyze_metrics(run: Run, choice: ModelChoice, details: bool = True) -> Trac
     dropped = max(int(trace.meta.get("dropped_records", 0) or 0), sum(p.dropped_records for p in trace.passes))
     if dropped:
         warnings.append(note("records_dropped", count=dropped))
+    speeds = cpu_speeds(trace)  # how fast the CPU ran under each run's figures (analyzers.cpu_speed)
+    warnings.extend(speed_notes(speeds))
 
     # One pipeline: the parts particular to the trace's kind (a script's per-graph results and steps, from the measuring
     # run and the run that recorded the graphs, analyzers.script_analysis; a runner's modes against each eager baseline
@@ -203,7 +206,7 @@ def analyze_metrics(run: Run, choice: ModelChoice, details: bool = True) -> Trac
         traced_detail=traced.detail if traced else None, modes=tuple(modes), overhead_saved=tuple(saved),
         graph_costs=tuple(costs), break_even=tuple(breaks), kernels=tuple(kernels), critical_paths=tuple(paths),
         distortion=tuple(distortion), warnings=tuple(warnings), cannot_compute=tuple(cannot), source_lines=lines,
-        graphs=parts.graphs, totals=parts.totals, steps=parts.steps,
+        graphs=parts.graphs, totals=parts.totals, steps=parts.steps, cpu_speed=speeds,
     )
     return result
 

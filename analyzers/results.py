@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.coverage_results import GraphBudget, GraphCoverage, TorchGraphs
+from graphmode.analyzers.cpu_speed import CpuSpeed
 from graphmode.analyzers.notes import Note
 
 
@@ -382,6 +383,8 @@ class TraceAnalysis:
     graph_budget: GraphBudget | None = None  # memory and start-up time per graph (analyzers.graph_budget)
 
     prediction: Prediction | None = None  # what a graph would cost and save, predicted from the eager work (analyzers.predict)
+    # how fast the CPU ran on each run's main thread, where the run sampled it (analyzers.cpu_speed)
+    cpu_speed: tuple[CpuSpeed, ...] = ()
 
     def primary_graph(self) -> GraphResult | None:
         """The graph the headline names (the first of `graphs`), when the trace has per-graph results."""

@@ -502,6 +502,15 @@ TEMPLATES: dict[str, Template] = {
     "reading_note": "reading the trace: {text}",
     "records_dropped": "{count:,} CUPTI activity records were dropped for lack of buffer space: API and GPU figures undercount",
     "tracer_slowed": _tracer_slowed,
+    "cpu_speed_varied": ("the CPU ran at changing speeds in the {run} run: a fixed Python loop timed on its main thread "
+                         "({samples:,} times, at most every {every_ns!t}) took {fast_ns!t} at its fastest tenth and "
+                         "{slow_ns!t} at its slowest ({ratio:.2f}x), and {slow_share:.0%} of the samples took {slow_at}x "
+                         "the fastest tenth or longer; CPU-bound figures of that run (eager steps, captures) move with "
+                         "it, so compare them with another run or process with that in mind"),
+    "cpu_speed_slower_run": ("the CPU ran slower in the {run} run than in the {other_run} run: the same Python loop took "
+                             "{median_ns!t} there (median) against {other_fast_ns!t} at the {other_run} run's fastest "
+                             "tenth ({ratio:.2f}x); CPU-bound figures taken from the {run} run (eager steps, captures) may "
+                             "read up to that much high against the {other_run} run's"),
     "one_run_stamps": ("the one traced run stamped your script's own lines {stamps:,} times ({per_stamp_ns!t} each, measured: "
                        "{total_ns!t} in all, {share:.0%} of the run); what they cost is taken off the periods they fell in"),
     "one_run_allocator_history": ("the one traced run recorded PyTorch's allocator history (what a graph of each step "
