@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import lzma
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +20,7 @@ from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 from graphmode.views import html_page
 from tests.conftest import ROOT
-from tests.test_untraced import _python_with_monitoring
+from tests.test_untraced import _python_with_monitoring, run_driver
 
 
 def _trace(tmp_path: Path, ns: list[int], every: int = 500_000_000, name: str = "single") -> Path:
@@ -111,8 +109,8 @@ def test_the_stamper_samples_the_cpus_speed_at_its_stamps(tmp_path: Path) -> Non
     one at the first stamp 0.1 s (plus the last sample's own time) after the last: 3 or 4 in 0.35 s, each the loop's
     measured time (positive, well under a second), each at one of the stamps' times (moved by the offset, as the stamps
     are). With speed_every_ns 0 (what stamp_cost_ns's probe uses) no sample is taken. After SPEED_DENSE samples they
-    thin out to one per SPEED_SPARSE_EVERY_NS: with 3 dense samples 10 ms apart, then one per 0.2 s, 0.35 s holds 4 or
-    5 (at about 0, 10, 20 ms, then 220 ms and perhaps 420 ms if the script's last lines run late)."""
+    thin out to one per SPEED_SPARSE_EVERY_NS: with 3 dense samples 10 ms apart, then one per 0.2 s, 0.35 s holds 4
+    (at about 0, 10, 20 and 220 ms; 3 on a machine that stalls the script past 150 ms between samples)."""
     py = _python_with_monitoring()
     assert py is not None
     user = tmp_path / "user.py"
@@ -122,11 +120,7 @@ def test_the_stamper_samples_the_cpus_speed_at_its_stamps(tmp_path: Path) -> Non
     stamper = ROOT / "tracer" / "line_stamps.py"
 
     def run(every: int, dense: int = 2_000, sparse: int = 1_000_000_000) -> dict:
-        out = subprocess.run([py, str(driver), str(stamper), str(user), str(every), str(dense), str(sparse)],
-                             capture_output=True, text=True,
-                             timeout=60, env={**os.environ, "PYTHONPATH": ""})
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
+        return run_driver(py, driver, stamper, user, every, dense, sparse)
 
     got = run(100_000_000)
     sp = got["speed"]
@@ -140,9 +134,9 @@ def test_the_stamper_samples_the_cpus_speed_at_its_stamps(tmp_path: Path) -> Non
     assert 0 < got["cost"] < 100_000
     assert run(0)["speed"]["ns"] == []
     thin = run(10_000_000, dense=3, sparse=200_000_000)["speed"]["ts_ns"]
-    assert len(thin) in (4, 5)
+    assert len(thin) in (3, 4)
     gaps = [b - a for a, b in zip(thin, thin[1:])]
-    assert all(10_000_000 <= g < 100_000_000 for g in gaps[:2]) and all(g >= 200_000_000 for g in gaps[2:])
+    assert all(10_000_000 <= g < 200_000_000 for g in gaps[:2]) and all(g >= 200_000_000 for g in gaps[2:])
 
 
 SPEED_S23 = Path(__file__).resolve().parent / "data" / "scripts" / "speed_s23"

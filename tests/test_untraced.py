@@ -214,6 +214,15 @@ t.start(); t.join()
 """
 
 
+def run_driver(py: str, driver: Path, *args: object) -> dict:
+    """Runs a driver script of the stamper under `py` (graphmode not importable: the stamper is loaded from its file)
+    and returns the JSON it printed."""
+    out = subprocess.run([py, str(driver), *map(str, args)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": ""})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 @pytest.mark.skipif(_python_with_monitoring() is None, reason="no Python 3.12+ here (sys.monitoring): the stamper needs one")
 def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: Path) -> None:
     py = _python_with_monitoring()
@@ -225,10 +234,7 @@ def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: P
     stamper = ROOT / "tracer" / "line_stamps.py"
 
     def run(lines: str, limit: int = 1000) -> dict:
-        out = subprocess.run([py, str(driver), str(stamper), str(user), lines, str(limit)], capture_output=True, text=True,
-                             timeout=60, env={**os.environ, "PYTHONPATH": ""})
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
+        return run_driver(py, driver, stamper, user, lines, limit)
 
     every = run("all")
     c = every["cols"]
