@@ -9,7 +9,8 @@ The runs that stamp the user's lines (tracer.line_stamps) time that loop on the 
 (meta.runs[].cpu_speed: when each sample started, on the pass's clock, and what it took). Here, per pass: the fastest and
 slowest tenth of the samples, their ratio, the share of samples SLOW_AT times the fastest tenth or slower, and the median
 sample against the fastest tenth of any run of the trace. Two notes:
-- `cpu_speed_varied`: inside one run the slowest tenth took VARIED_AT times the fastest or more;
+- `cpu_speed_varied`: inside one run the slowest tenth took VARIED_AT times the fastest or more, and VARIED_SHARE of
+  the samples or more were slow;
 - `cpu_speed_slower_run`: of a trace's runs, one whose median sample took VARIED_AT times another's fastest tenth or more
   (graphmode run's timing run on a slow CPU while the traced run had a fast one: the untraced eager figures it gives
   read high).
@@ -32,6 +33,9 @@ from graphmode.tracer.store import Trace
 MIN_SAMPLES = 5  # fewer: too few to say how the speed moved
 VARIED_AT = 1.25  # the slowest tenth this much slower than the fastest: the report says the CPU's speed moved
 SLOW_AT = 1.25  # a sample this much slower than the fastest tenth is a slow one
+# and at least this share of a run's samples slow: one sample an interrupt stretched is not a slow stretch (a quiet 2-core
+# VM read 1.10-1.20x between the tenths, with 0-7% of 40 samples slow)
+VARIED_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class CpuSpeed:
 
     @property
     def varied(self) -> bool:
-        return self.samples >= MIN_SAMPLES and self.ratio >= VARIED_AT
+        return self.samples >= MIN_SAMPLES and self.ratio >= VARIED_AT and self.slow_share >= VARIED_SHARE
 
 
 def samples(trace: Trace, pass_id: int) -> tuple[np.ndarray, np.ndarray]:

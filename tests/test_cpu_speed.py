@@ -71,6 +71,19 @@ def test_a_cpu_that_ran_slow_in_stretches_is_said(tmp_path: Path) -> None:
     assert any(w["kind"] == "cpu_speed_varied" and "1.75x" in w["text"] for w in doc["warnings"])
 
 
+def test_one_stretched_sample_in_ten_is_not_a_slow_stretch(tmp_path: Path) -> None:
+    """SYNTHETIC: 9 samples at 100 us and 1 at 300 us (an interrupt): p10 = 100 us; p90 at index 8.1 of the sorted ten
+    = 100 + 0.1 x 200 = 120 us, ratio 1.2 < VARIED_AT; and slow share 0.1. With 2 of 10 at 300 us: p90 at index 8.1 =
+    300 us, ratio 3.0, slow share 0.2: said."""
+    with load(_trace(tmp_path, [100_000] * 9 + [300_000])) as t:
+        s = cpu_speed(t, 0)
+        assert s is not None and s.slow_ns == pytest.approx(120_000) and s.slow_share == 0.1 and not s.varied
+    (tmp_path / "two").mkdir()
+    with load(_trace(tmp_path / "two", [100_000] * 8 + [300_000] * 2)) as t:
+        s = cpu_speed(t, 0)
+        assert s is not None and (s.ratio, s.slow_share) == (3.0, 0.2) and s.varied
+
+
 def test_too_few_samples_say_nothing_and_a_run_without_samples_has_none(tmp_path: Path) -> None:
     """SYNTHETIC: 4 samples (below MIN_SAMPLES) that differ 2x: summed up, not flagged; a pass whose run entry has no
     cpu_speed (an older trace, Python < 3.12) has no CpuSpeed."""
