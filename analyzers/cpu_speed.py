@@ -15,6 +15,12 @@ sample against the fastest tenth of any run of the trace. Two notes:
   (graphmode run's timing run on a slow CPU while the traced run had a fast one: the untraced eager figures it gives
   read high).
 
+Where a script that built no graph has its loop read by two runs (analyzers.predict: the timing run's reading and the
+one traced run's, its tracer's cost taken off, averaged), a run whose median sample took VARIED_AT times the other's
+or more is left out of that eager level (slower_run): in the one recording of session 23 where both runs took enough
+samples and one ran on a slower CPU (1.64x), the kept reading was nearer the program's untraced clock than the mean for
+each of its four shapes (benchmarks/notes/s23).
+
 The figures themselves are not scaled by the samples: on the lent H200 the ViT's calls slowed less than the reference in
 the slow stretches (1.64x against 1.78x), so dividing by the reference's slowdown put eager figures 0-30% below the
 untraced programs' (benchmarks/notes/s23). Said, not corrected."""
@@ -113,3 +119,18 @@ def speed_notes(speeds: tuple[CpuSpeed, ...]) -> list[Note]:
             notes.append(note("cpu_speed_slower_run", pass_id=s.pass_id, run=s.run, median_ns=s.median_ns,
                               other_run=fastest.run, other_fast_ns=fastest.fast_ns, ratio=ratio))
     return notes
+
+
+def slower_run(speeds: tuple[CpuSpeed, ...], a: int, b: int) -> tuple[int, float] | None:
+    """Of passes `a` and `b`, the one whose median sample took VARIED_AT times the other's or more, with that ratio; None
+    where either took fewer than MIN_SAMPLES samples or neither ran that much slower. (analyzers.predict: a script's
+    eager level from the run whose CPU was not slow.)"""
+    sa = next((s for s in speeds if s.pass_id == a), None)
+    sb = next((s for s in speeds if s.pass_id == b), None)
+    if sa is None or sb is None or min(sa.samples, sb.samples) < MIN_SAMPLES or min(sa.median_ns, sb.median_ns) <= 0:
+        return None
+    if sa.median_ns >= VARIED_AT * sb.median_ns:
+        return a, sa.median_ns / sb.median_ns
+    if sb.median_ns >= VARIED_AT * sa.median_ns:
+        return b, sb.median_ns / sa.median_ns
+    return None

@@ -44,6 +44,7 @@ from graphmode.analyzers.break_even import (
     replays_per_draw,
     smallest_replays,
 )
+from graphmode.analyzers.cpu_speed import cpu_speeds, slower_run
 from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
 from graphmode.analyzers.counterfactual import dispatch_ns, framework_of
 from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
@@ -388,9 +389,22 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
             # Two processes read the loop: the timing run (untraced) and the one traced run that found its step (its
             # tracer's calibrated cost taken off). A process of the same program on the lent H200 read a loop 0.56-1.75x
             # the next one; the mean of the two readings was 11% from the untraced processes' median on session 19's
-            # eager-only programs, each alone 23% and 25% (benchmarks/notes/s19).
-            notes.append(note("eager_two_runs", timing_ns=level, one_run_ns=other))
-            level, level_run = (level + other) / 2, TWO_RUNS
+            # eager-only programs, each alone 23% and 25% (benchmarks/notes/s19). Where one of the two ran on a CPU
+            # VARIED_AT slower than the other's (their samples of the CPU's speed, analyzers.cpu_speed), its reading is
+            # left out (benchmarks/notes/s23).
+            timing_id = next((p.pass_id for p in trace.passes if p.name == "timing"), None)
+            speeds = analysis.cpu_speed if analysis is not None else cpu_speeds(trace)
+            slow = slower_run(speeds, timing_id, traced_id) if timing_id is not None else None
+            if slow is None:
+                notes.append(note("eager_two_runs", timing_ns=level, one_run_ns=other))
+                level, level_run = (level + other) / 2, TWO_RUNS
+            else:
+                traced_name = next(p.name for p in trace.passes if p.pass_id == traced_id)
+                slow_run, kept_run = ("timing", traced_name) if slow[0] == timing_id else (traced_name, "timing")
+                notes.append(note("eager_slow_cpu_run_left_out", run=slow_run, kept_run=kept_run, ratio=slow[1],
+                                  timing_ns=level, one_run_ns=other))
+                if slow[0] == timing_id:
+                    level, level_run = other, traced_name
         found = level, level_run
     elif (not region.graph_id and region.mode == "eager" and not region.runner and region.wall_traced and t_e > 0
           and (corrected := _one_run_level(correction_of(traced_id), graph, t_e, float(np.median(busy)))) is not None):
@@ -592,22 +606,26 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     low, high, high_never = replay_interval(replays_per_draw(one_draw, saved_draw))
     never = saved <= 0
     bound, both = _eager_bound(trace, eager_run, correction_of)
-    if bound and not never and high is not None:
+    if bound and not never:
         # The eager period is one process's: the timing run's (untraced, but another process than the one the graph
         # would run in: on the lent H200 one process ran a loop 0.56-1.75x the next untraced one, benchmarks/notes/s19)
         # or the one traced run's (its tracer's calibrated cost taken off, or not calibrated). The interval allows an
         # eager period `bound` shorter (upper end) and, but for an uncorrected traced period (only ever too long),
-        # that much longer (lower end).
-        deflated = t_e / (1 + bound) - t_g
-        wider = smallest_replays(one_point, deflated) if deflated > 0 else None
-        high, high_never = (max(high, wider), False) if wider is not None else (None, True)
+        # that much longer (lower end), the lower end also where the upper is already "never".
+        widened = high is not None or (both and low is not None)  # what the note below says was allowed for
+        if high is not None:
+            deflated = t_e / (1 + bound) - t_g
+            wider = smallest_replays(one_point, deflated) if deflated > 0 else None
+            high, high_never = (max(high, wider), False) if wider is not None else (None, True)
         if both and low is not None:
             inflated = smallest_replays(one_point, t_e * (1 + bound) - t_g)
             low = min(low, inflated) if inflated is not None else low
-        if eager_run in ("timing", TWO_RUNS):
+        if widened and eager_run in ("timing", TWO_RUNS):
             notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both, two_runs=eager_run == TWO_RUNS))
-        else:
-            notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both))
+        elif widened:
+            left_out = any(n.kind == "eager_slow_cpu_run_left_out" and n["run"] == "timing" for n in notes)
+            notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both,
+                              **({"timing_left_out": True} if left_out else {})))
     if breakers:
         notes.append(note("capture_breakers_assumed_fixed"))
     return RegionPrediction(

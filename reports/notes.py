@@ -299,6 +299,10 @@ def _torch_capture_ratio(n: Note) -> str:
 
 def _prediction_eager_one_run(n: Note) -> str:
     bound = _num(n, "slowdown_bound")
+    if n.values.get("either_way") and n.values.get("timing_left_out"):
+        return (f"the eager period is the one traced run's, with the tracer's calibrated cost taken off (the timing run's "
+                f"reading was left out, above): it may still be up to {bound:.0%} from the program's untraced either way "
+                "(measured): the break-even interval allows that")
     if n.values.get("either_way"):
         return (f"the eager period is the one traced run's, with the tracer's calibrated cost taken off: it may still be "
                 f"up to {bound:.0%} from the program's untraced either way (measured): the break-even interval allows "
@@ -638,6 +642,11 @@ TEMPLATES: dict[str, Template] = {
     "eager_two_runs": ("the eager period is the mean of two processes' readings of the loop: the timing run's, untraced "
                        "({timing_ns!t}), and the one traced run's with the tracer's calibrated cost taken off "
                        "({one_run_ns!t}); one process of a program can run a loop 0.56-1.75x the next (measured)"),
+    "eager_slow_cpu_run_left_out": ("the eager period is the {kept_run} run's reading alone: two processes read the loop, "
+                                    "the timing run ({timing_ns!t}, untraced) and the one traced run ({one_run_ns!t}, "
+                                    "the tracer's calibrated cost taken off), but the {run} run's CPU ran {ratio:.2f}x "
+                                    "slower than the {kept_run} run's (a Python loop timed on the main thread in both), "
+                                    "so its reading was left out"),
     "shape_later_graph": ("priced as the process's graph number {nth} (one graph per shape, this shape's after the earlier "
                           "shapes'): the first graph's extra and PyTorch's first-capture work are in shape 1's one-time cost"),
     "node_api_first_graph_unmeasured": ("the model has no first-graph measurement for a node-API build: a captured first "

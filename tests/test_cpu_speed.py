@@ -14,7 +14,7 @@ import pytest
 from synthetic import SyntheticTrace
 
 from graphmode.analyzers import analyze
-from graphmode.analyzers.cpu_speed import SLOW_AT, VARIED_AT, cpu_speed, cpu_speeds, samples
+from graphmode.analyzers.cpu_speed import SLOW_AT, VARIED_AT, CpuSpeed, cpu_speed, cpu_speeds, samples, slower_run
 from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.reports.notes import word
 from graphmode.tracer.store import load
@@ -215,3 +215,44 @@ def test_a_timing_run_on_a_slow_cpu_is_said_and_the_programs_own_clock_agrees(re
         assert "ran slower in the timing run than in the single run" in word(n) and "slower in the timing run" in page
     else:
         assert not slower and timing.vs_fastest < VARIED_AT
+
+
+def test_slower_run_compares_two_runs_medians() -> None:
+    """SYNTHETIC CpuSpeed values: medians 100 and 130 us: 1.3x >= VARIED_AT, the second is slower; 100 and 120 us:
+    1.2x, neither; 4 samples in one of them (below MIN_SAMPLES): no answer."""
+    def s(pass_id: int, median: float, n: int = 10) -> CpuSpeed:
+        return CpuSpeed(pass_id, "r", n, median, median, 1.0, 0.0, median, median * n, 1e9, "synthetic", 50_000_000)
+
+    assert slower_run((s(0, 100_000), s(1, 130_000)), 0, 1) == (1, pytest.approx(1.3))
+    assert slower_run((s(0, 130_000), s(1, 100_000)), 0, 1) == (0, pytest.approx(1.3))
+    assert slower_run((s(0, 100_000), s(1, 120_000)), 0, 1) is None
+    assert slower_run((s(0, 100_000), s(1, 200_000, n=4)), 0, 1) is None
+    assert slower_run((s(0, 100_000),), 0, 1) is None
+
+
+def test_a_timing_run_on_a_slow_cpu_is_left_out_of_the_predicted_eager_level(recorded: tuple[str, Path]) -> None:
+    """A script that built no graph has its loop read twice: by the timing run (untraced) and by the one traced run (its
+    tracer's calibrated cost taken off); the prediction's eager level is their mean, unless one ran on a CPU 1.25x
+    slower than the other's. In the slow-timing recording the timing run's median sample took 1.64x the single run's,
+    so every shape's level is the single run's reading alone, its interval allowing CORRECTED_SLOWDOWN_BOUND either way;
+    and for every shape that reading is closer to the ViT's own clock in the untraced process before the recording than
+    the two runs' mean (what the report said before). The fast-timing recording keeps the mean."""
+    name, path = recorded
+    with load(path) as t:
+        regions = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
+    assert len(regions) == 4
+    untraced = _truth()[(name, "untraced")]
+    for r, b in zip(regions, (1, 2, 4, 8)):
+        kinds = {n.kind: n for n in r.notes}
+        assert r.eager_period is not None
+        if name == "vit_eager_fast_timing":
+            assert "eager_two_runs" in kinds and "eager_slow_cpu_run_left_out" not in kinds
+            continue
+        left = kinds["eager_slow_cpu_run_left_out"]
+        assert (left["run"], left["kept_run"]) == ("timing", "single") and 1.5 <= left["ratio"] <= 2.0
+        assert "eager_two_runs" not in kinds and kinds["prediction_eager_one_run"]["timing_left_out"] is True
+        one_run, timing = float(left["one_run_ns"]), float(left["timing_ns"])
+        assert r.eager_period.ns == pytest.approx(one_run, rel=1e-6)
+        truth = untraced[f"eager_b{b}_ns"]
+        assert abs(one_run - truth) < abs((one_run + timing) / 2 - truth), (b, one_run, timing, truth)
+        assert "the timing run's reading was left out" in word(kinds["prediction_eager_one_run"])
