@@ -19,8 +19,7 @@ from graphmode.reports.json_report import load_schema, report_dict
 from graphmode.reports.notes import word
 from graphmode.tracer.store import load
 from graphmode.views import html_page
-from tests.conftest import ROOT
-from tests.test_untraced import _python_with_monitoring, run_driver
+from tests.test_untraced import _python_with_monitoring, stamper_driver
 
 
 def _trace(tmp_path: Path, ns: list[int], every: int = 500_000_000, name: str = "single") -> Path:
@@ -124,16 +123,10 @@ def test_the_stamper_samples_the_cpus_speed_at_its_stamps(tmp_path: Path) -> Non
     are). With speed_every_ns 0 (what stamp_cost_ns's probe uses) no sample is taken. After SPEED_DENSE samples they
     thin out to one per SPEED_SPARSE_EVERY_NS: with 3 dense samples 10 ms apart, then one per 0.2 s, 0.35 s holds 4
     (at about 0, 10, 20 and 220 ms; 3 on a machine that stalls the script past 150 ms between samples)."""
-    py = _python_with_monitoring()
-    assert py is not None
-    user = tmp_path / "user.py"
-    user.write_text(BUSY_SCRIPT)
-    driver = tmp_path / "driver.py"
-    driver.write_text(SPEED_DRIVER)
-    stamper = ROOT / "tracer" / "line_stamps.py"
+    call = stamper_driver(tmp_path, BUSY_SCRIPT, SPEED_DRIVER)
 
     def run(every: int, dense: int = 2_000, sparse: int = 1_000_000_000) -> dict:
-        return run_driver(py, driver, stamper, user, every, dense, sparse)
+        return call(every, dense, sparse)
 
     got = run(100_000_000)
     sp = got["speed"]

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -214,27 +215,33 @@ t.start(); t.join()
 """
 
 
-def run_driver(py: str, driver: Path, *args: object) -> dict:
-    """Runs a driver script of the stamper under `py` (graphmode not importable: the stamper is loaded from its file)
-    and returns the JSON it printed."""
-    out = subprocess.run([py, str(driver), *map(str, args)], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": ""})
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+def stamper_driver(tmp_path: Path, user_source: str, driver_source: str) -> Callable[..., dict]:
+    """Writes a user script and a driver script of the stamper into `tmp_path`; returns run(*args): the driver run
+    under a Python 3.12+ (graphmode not importable: the driver loads tracer/line_stamps.py from its file) with the
+    stamper's file, the user script and `args`, and the JSON it printed."""
+    py = _python_with_monitoring()
+    assert py is not None
+    user = tmp_path / "user.py"
+    user.write_text(user_source)
+    driver = tmp_path / "driver.py"
+    driver.write_text(driver_source)
+    stamper = ROOT / "tracer" / "line_stamps.py"
+
+    def run(*args: object) -> dict:
+        out = subprocess.run([py, str(driver), str(stamper), str(user), *map(str, args)], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "PYTHONPATH": ""})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    return run
 
 
 @pytest.mark.skipif(_python_with_monitoring() is None, reason="no Python 3.12+ here (sys.monitoring): the stamper needs one")
 def test_the_stamper_stamps_the_users_lines_and_only_the_chosen_ones(tmp_path: Path) -> None:
-    py = _python_with_monitoring()
-    assert py is not None
-    user = tmp_path / "user.py"
-    user.write_text(USER_SCRIPT)
-    driver = tmp_path / "driver.py"
-    driver.write_text(STAMPER_DRIVER)
-    stamper = ROOT / "tracer" / "line_stamps.py"
+    call = stamper_driver(tmp_path, USER_SCRIPT, STAMPER_DRIVER)
 
     def run(lines: str, limit: int = 1000) -> dict:
-        return run_driver(py, driver, stamper, user, lines, limit)
+        return call(lines, limit)
 
     every = run("all")
     c = every["cols"]
