@@ -205,6 +205,19 @@ def _print_detail(console: Console, a: TraceAnalysis) -> None:
             t.add_row(escape(d.mode), human_ns(d.timing_median_ns), human_ns(d.traced_median_ns), human_ns(d.slowdown_ns), f"{d.ratio:.2f}x")
         console.print(t)
 
+    if a.cpu_speed:
+        t = Table(title="The CPU's speed on the main thread: a fixed Python loop's time, sampled in each run",
+                  title_justify="left")
+        for col in ("run", "samples", "fastest tenth", "median", "slowest tenth", "slow samples", "median vs fastest",
+                    "its cost"):
+            t.add_column(col, justify="right")
+        for c in a.cpu_speed:
+            vs = f"{c.vs_fastest:.2f}x" if c.vs_fastest == c.vs_fastest else "—"  # NaN: no fastest to compare with
+            cost = f"{100 * c.spent_ns / c.run_ns:.3f}%" if c.run_ns and c.run_ns > 0 else "—"
+            t.add_row(escape(c.run), f"{c.samples:,}", human_ns(c.fast_ns), human_ns(c.median_ns), human_ns(c.slow_ns),
+                      f"{100 * c.slow_share:.0f}%", vs, cost)
+        console.print(t)
+
     if a.kernels:
         top = min(MAX_KERNEL_ROWS, len(a.kernels))
         in_graphs = any(k.graph_count for k in a.kernels)  # an eager-only run: the eager columns alone

@@ -249,3 +249,24 @@ def test_a_timing_run_on_a_slow_cpu_is_left_out_of_the_predicted_eager_level(rec
         truth = untraced[f"eager_b{b}_ns"]
         assert abs(one_run - truth) < abs((one_run + timing) / 2 - truth), (b, one_run, timing, truth)
         assert "the timing run's reading was left out" in word(kinds["prediction_eager_one_run"])
+
+
+def test_the_detailed_terminal_report_lists_each_runs_speed(recorded: tuple[str, Path]) -> None:
+    """`graphmode report --detail`: a table with a row per run that sampled the CPU (samples, its tenths and median, the
+    median against the trace's fastest tenth, what the samples cost the run), as the analysis computed them."""
+    import io
+
+    from rich.console import Console
+
+    from graphmode.reports.terminal import print_report
+
+    _, path = recorded
+    with load(path) as t:
+        a = analyze(t)
+    out = io.StringIO()
+    print_report(a, Console(file=out, width=140), detail=True)
+    text = out.getvalue()
+    assert "The CPU's speed on the main thread" in text
+    for s in a.cpu_speed:
+        row = next(line for line in text.splitlines() if line.startswith("│") and f" {s.run} " in line)
+        assert f"{s.samples}" in row and f"{s.vs_fastest:.2f}x" in row and f"{100 * s.slow_share:.0f}%" in row
