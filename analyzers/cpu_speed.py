@@ -2,7 +2,7 @@
 
 A CPU-bound figure (an eager step whose launches set its pace, a capture) is as fast as the CPU that ran it. On the lent
 H200 the same ViT forward ran at 3.3-3.9 ms a call in some stretches of a process and 6.0-6.7 ms in others, untraced,
-and a fixed pure-Python loop on the same thread ran 1.75x slower in the slow stretches (benchmarks/notes/s23). Whoever
+and a fixed pure-Python loop on the same thread ran 1.78x slower in the slow stretches (benchmarks/notes/s23). Whoever
 compares such a figure with another process's, or with the timing run's, compares the CPU's speeds too.
 
 The runs that stamp the user's lines (tracer.line_stamps) time that loop on the main thread at most every 50 ms
