@@ -33,7 +33,8 @@ from graphmode.reports.diagnostics_html import cpu_profile_html, diagnostics_htm
 from graphmode.reports.html_plotly import plotly_bundle, trace_types
 from graphmode.reports.notes import word
 from graphmode.reports.steps_html import steps_html
-from graphmode.reports.html_sections import esc, graph_title, graphs_html, headline_table, kernel_table_html, time_split_html, verdict_html
+from graphmode.reports.html_sections import (cpu_speed_html, esc, graph_title, graphs_html, headline_table, kernel_table_html,
+                                             time_split_html, verdict_html)
 from graphmode.analyzers.timeline import Selection
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.tracer.store import PassInfo
@@ -207,6 +208,9 @@ def render_html(a: TraceAnalysis, data: PageData, *, chosen: bool = False) -> tu
         if items:
             body += f"<ul class='{cls}'>" + "".join(f"<li>{html.escape(word(s))}</li>" for s in items) + "</ul>"
     parts.append(_section("Headline numbers", body, "gm-headline"))
+    speed = cpu_speed_html(a)
+    if speed:
+        parts.append(_section("The CPU's speed", speed, "gm-cpu-speed-section"))
     diagnostics = diagnostics_html(a.pitfalls)
     if diagnostics:
         parts.append(_section("Diagnostics", diagnostics))

@@ -18,7 +18,7 @@ from graphmode.reports.names import demangle, short_name
 from graphmode.analyzers.notes import Note
 from graphmode.reports.notes import break_even_reason, word
 from graphmode.reports.terminal import headline
-from graphmode.reports.units import human_ns
+from graphmode.reports.units import human_ns, short_ns
 
 BOUND_LABELS = {
     "cpu": "CPU-bound: the GPU waited for the next launch",
@@ -307,3 +307,24 @@ def kernel_table_html(totals: KernelTotals | None) -> str:
         hint += f" Showing the {len(totals.kernels):,} of {totals.distinct:,} kernels with the most GPU time."
     return (f"<p class='hint'>{esc(hint)}</p><table class='sortable kernels' id='gm-kernels'>{head}<tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def cpu_speed_html(a: TraceAnalysis) -> str:
+    """A row per run that sampled the CPU's speed on its main thread (analyzers.cpu_speed); '' where none did."""
+    speeds = getattr(a, "cpu_speed", ())
+    if not speeds:
+        return ""
+    rows = []
+    for c in speeds:
+        vs = f"{c.vs_fastest:.2f}x" if c.vs_fastest == c.vs_fastest else "—"  # NaN: no fastest to compare with
+        cost = f"{100 * c.spent_ns / c.run_ns:.3f}%" if c.run_ns and c.run_ns > 0 else "—"
+        rows.append(f"<tr><td>{esc(c.run)}</td>{_count(c.samples)}{_num(c.fast_ns)}{_num(c.median_ns)}{_num(c.slow_ns)}"
+                    f"<td class='num'>{100 * c.slow_share:.0f}%</td><td class='num'>{esc(vs)}</td>"
+                    f"<td class='num'>{esc(cost)}</td></tr>")
+    head = ("<thead><tr><th data-type='text'>run</th><th>samples</th><th>fastest tenth</th><th>median</th>"
+            "<th>slowest tenth</th><th>slow samples</th><th>median vs fastest</th><th>its cost</th></tr></thead>")
+    reference = next((c.reference for c in speeds if c.reference), "a fixed Python loop")
+    hint = (f"How fast the CPU ran on the program's main thread: each run timed {reference}, at most every "
+            f"{short_ns(speeds[0].every_ns)}. CPU-bound figures (eager steps, captures) move with it; a run whose median "
+            "sits well above the fastest tenth ran on a slower CPU.")
+    return f"<p class='hint'>{esc(hint)}</p><table id='gm-cpu-speed'>{head}<tbody>" + "".join(rows) + "</tbody></table>"

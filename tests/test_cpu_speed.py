@@ -270,3 +270,25 @@ def test_the_detailed_terminal_report_lists_each_runs_speed(recorded: tuple[str,
     for s in a.cpu_speed:
         row = next(line for line in text.splitlines() if line.startswith("│") and f" {s.run} " in line)
         assert f"{s.samples}" in row and f"{s.vs_fastest:.2f}x" in row and f"{100 * s.slow_share:.0f}%" in row
+
+
+def test_the_page_has_a_table_of_each_runs_speed(recorded: tuple[str, Path]) -> None:
+    """The page: a section with a row per run that sampled, as the analysis computed them; none for a trace without
+    samples."""
+    _, path = recorded
+    with load(path) as t:
+        a = analyze(t)
+        page, _ = html_page(t, a)
+    assert "id='gm-cpu-speed'" in page and "at most every 50 ms" in page
+    for s in a.cpu_speed:
+        assert f"<td>{s.run}</td><td class='num' data-sort='{s.samples}'>{s.samples}</td>" in page
+        assert f"<td class='num'>{s.vs_fastest:.2f}x</td>" in page
+
+
+def test_a_page_without_samples_has_no_speed_section(tmp_path: Path) -> None:
+    """SYNTHETIC: a trace whose run took no sample (an older recording, Python < 3.12): no section."""
+    t2 = SyntheticTrace().add_pass(0, "timing")
+    t2.iterations(0, "eager", [1000] * 3, start=0)
+    with load(t2.write(tmp_path / "old.gmtrace")) as t:
+        page, _ = html_page(t, analyze(t))
+    assert "gm-cpu-speed" not in page
