@@ -5,7 +5,7 @@ workload, the untraced processes' own timers (the truth) and the traces of `grap
 run) in the same batch. Each trace is analysed twice: with the installed cost model (the tracer's calibrated cost taken
 off, analyzers.tracer_cost) and with the same model without its tracer costs (the figures as traced). Prints, per
 workload and figure, the truth, both readings and their ratios to the truth; and per workload the wall time of
-`graphmode run` over the untraced program's.
+`graphmode run` over the untraced program's; and, for traces that sampled it, the CPU's speed of each traced run.
 
     python3 benchmarks/one_run.py RESULTS.jsonl TRACES_DIR [--markdown OUT.md]
 """
@@ -80,6 +80,16 @@ def readings(trace_path: Path, workload: str, corrected: bool) -> dict[str, dict
     return out
 
 
+def _speeds(trace_path: Path) -> tuple[Any, ...]:
+    """The CPU's speed on the main thread of each run of a trace (analyzers.cpu_speed): which process of a program ran
+    on a slow CPU, the traced one or not (the untraced processes take no samples)."""
+    from graphmode.analyzers.cpu_speed import cpu_speeds
+    from graphmode.tracer.store import load
+
+    with load(trace_path) as t:
+        return cpu_speeds(t)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=Path)
@@ -120,7 +130,19 @@ def main() -> None:
         pu = [r["process_s"] for r in recs if r["workload"] == w and r["config"] == "untraced"]
         if pw and pu:
             walls.append(f"| {w} | {np.median(pu):.1f} | {np.median(pw):.1f} | {np.median(pw) / np.median(pu):.2f} |")
+    speeds = ["| trace | run | samples | median sample | fastest tenth | median over the workload's fastest tenth |",
+              "|---|---|---|---|---|---|"]
+    for w in sorted({r["workload"] for r in recs}):
+        found = []
+        for p in sorted(args.traces.glob(f"{w}-graphmode-*.gmtrace")):
+            found += [(p.name, s) for s in _speeds(p)]
+        fastest = min((s.fast_ns for _, s in found), default=0.0)
+        for name, s in found:
+            speeds.append(f"| {name} | {s.run} | {s.samples} | {s.median_ns / 1e3:.1f} us | {s.fast_ns / 1e3:.1f} us | "
+                          f"{s.median_ns / fastest:.2f} |" if fastest else "")
     text = "\n".join(rows) + "\n\n" + "\n".join(walls) + "\n"
+    if len(speeds) > 2:  # traces recorded since session 23 sample the CPU's speed (analyzers.cpu_speed)
+        text += "\n" + "\n".join(speeds) + "\n"
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
