@@ -69,9 +69,17 @@ class CpuSpeed:
 
 def samples(trace: Trace, pass_id: int) -> tuple[np.ndarray, np.ndarray]:
     """(start times on the pass's clock, the reference's times), sorted by start; empty where the run took none."""
-    said: Any = run_entry(trace, pass_id).get("cpu_speed")
-    if not isinstance(said, dict):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return _columns(_said(trace, pass_id))
+
+
+def _said(trace: Trace, pass_id: int) -> dict[str, Any]:
+    """The run's meta.runs[].cpu_speed entry ({} where it has none)."""
+    said = run_entry(trace, pass_id).get("cpu_speed")
+    return said if isinstance(said, dict) else {}
+
+
+def _columns(said: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(start times, the reference's times) of a cpu_speed entry, sorted by start."""
     ts = np.asarray(said.get("ts_ns") or [], dtype=np.int64)
     ns = np.asarray(said.get("ns") or [], dtype=np.float64)
     n = min(ts.size, ns.size)
@@ -82,13 +90,13 @@ def samples(trace: Trace, pass_id: int) -> tuple[np.ndarray, np.ndarray]:
 def cpu_speed(trace: Trace, pass_id: int) -> CpuSpeed | None:
     """The pass's CPU speed, or None where its run took no sample (no line stamps: Python < 3.12, an older trace, a
     run that does not stamp)."""
-    ts, ns = samples(trace, pass_id)
+    said = _said(trace, pass_id)
+    _, ns = _columns(said)
     ns = ns[ns > 0]
     if not ns.size:
         return None
     p = next((p for p in trace.passes if p.pass_id == pass_id), None)
     fast, slow = (float(x) for x in np.percentile(ns, [10, 90]))
-    said = run_entry(trace, pass_id).get("cpu_speed") or {}
     return CpuSpeed(pass_id, p.name if p is not None else "", int(ns.size), fast, slow, slow / fast if fast > 0 else float("nan"),
                     float(np.mean(ns >= SLOW_AT * fast)), float(np.median(ns)), float(ns.sum()),
                     float(p.end_ns - p.start_ns) if p is not None else float("nan"), str(said.get("reference", "")),

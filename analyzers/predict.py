@@ -62,6 +62,7 @@ from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.regions import Region, line_regions, marker_regions, nvtx_regions
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import run_entry, torch_windows
+from graphmode.analyzers.untraced import timing_pass_id
 from graphmode.analyzers.tracer_cost import TracerCorrection, tracer_correction
 from graphmode.analyzers.step_memory import (cublas_workspace_bytes, kept_workspaces, memory_events, memory_unknown,
                                              step_memory, with_workspaces)
@@ -379,6 +380,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     t_e = float(np.median(wall))
     script_eager = _script_eager(analysis, region)
     eager_run = ""  # the run the eager period's level comes from, where a script's analysis gave it
+    timing_left_out = False  # the timing run read the loop, but on a slower CPU: its reading is not in the level
     found: tuple[float, str] | None = None
     if script_eager is not None and region.wall_traced and t_e > 0:
         # A script: the detail run's iterations give the shape of the spread; their level is the per-graph
@@ -392,7 +394,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
             # eager-only programs, each alone 23% and 25% (benchmarks/notes/s19). Where one of the two ran on a CPU
             # VARIED_AT slower than the other's (their samples of the CPU's speed, analyzers.cpu_speed), its reading is
             # left out (benchmarks/notes/s23).
-            timing_id = next((p.pass_id for p in trace.passes if p.name == "timing"), None)
+            timing_id = timing_pass_id(trace)
             speeds = analysis.cpu_speed if analysis is not None else cpu_speeds(trace)
             slow = slower_run(speeds, timing_id, traced_id) if timing_id is not None else None
             if slow is None:
@@ -405,6 +407,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
                                   timing_ns=level, one_run_ns=other))
                 if slow[0] == timing_id:
                     level, level_run = other, traced_name
+                    timing_left_out = True
         found = level, level_run
     elif (not region.graph_id and region.mode == "eager" and not region.runner and region.wall_traced and t_e > 0
           and (corrected := _one_run_level(correction_of(traced_id), graph, t_e, float(np.median(busy)))) is not None):
@@ -623,9 +626,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         if widened and eager_run in ("timing", TWO_RUNS):
             notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both, two_runs=eager_run == TWO_RUNS))
         elif widened:
-            left_out = any(n.kind == "eager_slow_cpu_run_left_out" and n["run"] == "timing" for n in notes)
             notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both,
-                              **({"timing_left_out": True} if left_out else {})))
+                              **({"timing_left_out": True} if timing_left_out else {})))
     if breakers:
         notes.append(note("capture_breakers_assumed_fixed"))
     return RegionPrediction(

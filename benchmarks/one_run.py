@@ -137,9 +137,8 @@ def main() -> None:
         for p in sorted(args.traces.glob(f"{w}-graphmode-*.gmtrace")):
             found += [(p.name, s) for s in _speeds(p)]
         fastest = min((s.fast_ns for _, s in found), default=0.0)
-        for name, s in found:
-            speeds.append(f"| {name} | {s.run} | {s.samples} | {s.median_ns / 1e3:.1f} us | {s.fast_ns / 1e3:.1f} us | "
-                          f"{s.median_ns / fastest:.2f} |" if fastest else "")
+        speeds += [f"| {name} | {s.run} | {s.samples} | {s.median_ns / 1e3:.1f} us | {s.fast_ns / 1e3:.1f} us | "
+                   f"{s.median_ns / fastest:.2f} |" for name, s in found if fastest > 0]
     text = "\n".join(rows) + "\n\n" + "\n".join(walls) + "\n"
     if len(speeds) > 2:  # traces recorded since session 23 sample the CPU's speed (analyzers.cpu_speed)
         text += "\n" + "\n".join(speeds) + "\n"
