@@ -531,3 +531,68 @@ def test_the_one_run_records_what_each_step_allocates(tmp_path: Path) -> None:
     assert r.memory is not None, r.memory_unknown
     # 4 MiB blocks come from the large pool's 20 MiB segments: one holds all three
     assert (r.memory.live_bytes, r.memory.bytes) == (12 << 20, 20 << 20) and r.memory.steps >= 10
+
+
+WINDOWS_SCRIPT = '''import torch
+
+x = torch.randn(256, 256, device="cuda")
+
+
+def step(x):
+    return (x @ x).relu().sum()
+
+
+for _ in range(80):  # an eager loop: 24 steps traced, then a window of up to 32 untraced, the rest traced
+    y = step(x)
+torch.cuda.synchronize()
+g = torch.cuda.CUDAGraph()  # the graph comes after the window: recorded by the session attached again
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    step(x)
+torch.cuda.current_stream().wait_stream(s)
+with torch.cuda.graph(g):
+    out = step(x)
+for _ in range(30):
+    g.replay()
+torch.cuda.synchronize()
+assert torch.allclose(out, step(x), rtol=1e-3), (out, step(x))
+print("ok")
+'''
+
+
+@needs_torch
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="untraced windows are opened from line stamps (Python 3.12+)")
+def test_the_one_run_detaches_cupti_for_an_untraced_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 24's experiment (GRAPHMODE_UNTRACED_WINDOWS=1, tracer.untraced_windows): the one traced run detaches
+    CUPTI for a stretch of a steady loop before the process's first graph, attaches it again, and records the graph
+    built after it; each session's correlation ids stay apart in the trace."""
+    prog = tmp_path / "windows.py"
+    prog.write_text(WINDOWS_SCRIPT)
+    monkeypatch.setenv("GRAPHMODE_UNTRACED_WINDOWS", "1")
+    t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "1"))
+    assert "ok" in proc.stdout
+    assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    (run,) = t.meta["runs"]
+    info = run["untraced_windows"]
+    assert not info.get("errors") and info["sessions"] == 2, info
+    (w,) = info["windows"]
+    file, _, line = w["anchor"].rpartition(":")
+    # the loop's lines (its `for`, its call of step, step's own line): each runs once a step
+    assert file.endswith("windows.py") and int(line) in (7, 10, 11), w
+    assert w["reason"] in ("iterations", "left") and 20 <= w["iterations"] <= 32, w
+    p = t.passes[0]
+    assert p.start_ns < w["start_ns"] < w["end_ns"] < p.end_ns
+    inside = t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'kernel' AND start_ns > ? AND start_ns < ?",
+                    [w["start_ns"] + 1_000_000, w["end_ns"] - 1_000_000])[0][0]
+    assert inside == 0  # detached: nothing recorded
+    anchors = t.rows("SELECT count(*) FROM line_stamps WHERE line = ? AND ts_ns BETWEEN ? AND ?",
+                     [int(line), w["start_ns"], w["end_ns"]])[0][0]
+    assert anchors == w["iterations"] + 1  # but every execution of the loop's line stamped
+    n, distinct = t.rows("SELECT count(*), count(DISTINCT correlation_id) FROM api_calls")[0]
+    assert n == distinct  # the second session's ids moved past the first's
+    launches = t.rows("SELECT count(*) FROM api_calls WHERE category = 'kernel_launch' AND start_ns < ?", [w["start_ns"]])[0][0]
+    assert launches >= 24
+    graphs = t.rows("SELECT num_nodes FROM graphs WHERE origin = 'capture'")
+    assert len(graphs) == 1 and graphs[0][0] >= 2
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 30  # folded from the nodes' records

@@ -99,6 +99,9 @@ class LineStamper:
         self._speed_ts = array("q")  # when each sample started (perf_counter_ns)
         self._speed_ns = array("q")  # how long the reference took
         self.truncated = False
+        # called after each stamp with (line index, the stamp's position, its time): the one run's untraced windows
+        # (tracer.untraced_windows); set before start()
+        self.on_stamp: Callable[[int, int, int], Any] | None = None
         self.start_ns = self.end_ns = 0
         self._main = threading.main_thread().ident
 
@@ -134,6 +137,7 @@ class LineStamper:
         every = self.speed_every_ns
         speed_ts, speed_ts_append, speed_ns_append = self._speed_ts, self._speed_ts.append, self._speed_ns.append
         next_sample = 0 if every > 0 else 1 << 62
+        hook = self.on_stamp
 
         def on_line(code: CodeType, line: int) -> Any:
             nonlocal next_sample
@@ -161,6 +165,8 @@ class LineStamper:
                 speed_ts_append(now)
                 speed_ns_append(took)
                 next_sample = now + took + (every if len(speed_ts) < SPEED_DENSE else max(every, SPEED_SPARSE_EVERY_NS))
+            if hook is not None:
+                hook(idx, len(ts) - 1, now)
             return None
 
         return on_line
@@ -209,6 +215,15 @@ class LineStamper:
         moved = offset_ns(ts) if callable(offset_ns) else [t + offset_ns for t in ts] if offset_ns else ts
         return {"reference": SPEED_REFERENCE, "every_ns": self.speed_every_ns, "ts_ns": [int(t) for t in moved],
                 "ns": self._speed_ns.tolist()}
+
+    def locs(self, a: int, b: int) -> Any:
+        """The line indices of stamps a..b-1."""
+        return self._loc[a:b]
+
+    def location(self, idx: int) -> str:
+        """'file:line' of a line index."""
+        file, line, _ = self._loc_list[idx]
+        return f"{file}:{line}"
 
     def __len__(self) -> int:
         return len(self._ts)

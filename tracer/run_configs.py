@@ -5,6 +5,7 @@ without importing the runner (which imports the calibration, which imports the p
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +39,9 @@ class RunConfig:
     # (False): for a session attached in a process whose graphs may predate it (`graphmode.trace()`): under
     # GRAPH_TRACE, CUPTI 13.0 crashed the replay of a graph instantiated before it attached (benchmarks/notes/s22)
     graph_trace: bool = True
+    # the one traced run detaches CUPTI for stretches of a steady loop before the process's first graph, timed by the
+    # stamps alone (tracer.untraced_windows); an experiment of session 24, on with GRAPHMODE_UNTRACED_WINDOWS=1
+    untraced_windows: bool = False
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -79,9 +83,10 @@ def single_config(name: str = "single") -> RunConfig:
     a cuBLAS call's 11.4: benchmarks/notes/s19) and taken off by the analysis (analyzers.tracer_cost), with what its
     stamps cost (about 1 us each, measured at the run's end). `name`: 'single', or 'measure' where a detail run follows
     (the analysis then takes structure from the detail run)."""
+    stamp = "all" if line_stamps.AVAILABLE and name == "single" else ""  # 'measure': the detail run stamps
     return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
-                     stamp="all" if line_stamps.AVAILABLE and name == "single" else "",  # 'measure': the detail run stamps
-                     allocator_history=name == "single")
+                     stamp=stamp, allocator_history=name == "single",
+                     untraced_windows=bool(stamp) and os.environ.get("GRAPHMODE_UNTRACED_WINDOWS") == "1")
 
 
 def region_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False,

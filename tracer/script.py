@@ -47,6 +47,7 @@ from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
+from graphmode.tracer.untraced_windows import WindowController
 from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile
@@ -127,6 +128,8 @@ class ScriptTracer:
         self._unix_pairs: list[tuple[int, int]] = []  # (time.time_ns, CUPTI timestamp) at start and stop
         self._ordinal = 0
         self.start_ns = 0
+        self._windows: Any = None  # tracer.untraced_windows.WindowController, where the config asks for windows
+        self._segments: list[Any] = []  # the RawActivity of each CUPTI session detached before the last
 
     @property
     def detail(self) -> str:
@@ -168,19 +171,43 @@ class ScriptTracer:
         if cfg.allocator_history:  # the allocator history's times are Unix time: moved onto CUPTI's by these pairs
             self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         if cfg.stamp:
-            self._stamper = start_stamper(cfg)
+            if cfg.untraced_windows:
+                self._windows = WindowController(self._detach, self._attach, self._may_detach,
+                                                 lambda a, b: self._stamper.locs(a, b))
+            self._stamper = start_stamper(cfg, self._windows.on_stamp if self._windows is not None else None)
             if self._stamper is not None:
                 self._clock_pairs.append(_clock_pair(timestamp))
+            else:
+                self._windows = None
         if cfg.profile:
             from pyinstrument import Profiler
 
             self._profiler = Profiler(interval=0.001, async_mode="disabled")
             self._profiler.start()
 
+    # -- untraced windows (tracer.untraced_windows): called from the stamp callback, on the main thread --
+    def _detach(self) -> None:
+        self._segments.append(self._session.stop())  # flushed and detached (cuptiFinalize)
+
+    def _attach(self) -> None:
+        old = self._session
+        # no GRAPH_TRACE after a detach: a graph instantiated while detached crashed its replays under it (module doc)
+        new = CuptiSession(**dict(session_kwargs(self.config, self.nvtx), graph_trace=False))
+        new.on_api_call = old.on_api_call
+        new.raw.own_spans = old.raw.own_spans  # the memory sampler's own calls (it holds this list)
+        new.start()
+        self._session = new
+
+    def _may_detach(self) -> bool:
+        """No graph in the process yet (no resource callback fired: they fire for graphs only)."""
+        return not self._session.raw.resource_events
+
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
         assert self._writer is not None and self._session is not None, "start() first"
 
         writer = self._writer
+        if self._windows is not None:
+            self._windows.finish(time.perf_counter_ns())  # attached again: the clock pair below needs CUPTI
         if self._stamper is not None:
             self._stamper.stop()
             self._clock_pairs.append(_clock_pair(timestamp))  # CUPTI is still attached: this call attaches nothing
@@ -219,14 +246,27 @@ class ScriptTracer:
             run_entry["context_error_at_end"] = sync_error  # the program left its CUDA context broken
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
+        segments = self._segments
+        if segments:  # the sessions detached for untraced windows: their records, apart (correlation ids restart)
+            raw.dropped += sum(r.dropped for r in segments)
+            raw.callback_errors[:0] = [e for r in segments for e in r.callback_errors]
         try:
-            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status))
+            for k, seg in enumerate(segments):
+                write_segment(writer, seg, self.pass_id, k << CORRELATION_SEGMENT_BITS)
+            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status),
+                              len(segments) << CORRELATION_SEGMENT_BITS)
             mark(f"child {cfg.name}: records written")
             if history is not None and len(history[0]["ts_ns"]):
                 n = len(history[0]["ts_ns"])
                 writer.append("memory_events", {**history[0], "pass_id": np.full(n, self.pass_id, dtype=np.int32)})
             if self._stamper is not None:
                 run_entry.update(write_stamps(writer, self._stamper, self.pass_id, _clock_map(self._clock_pairs)))
+                if self._windows is not None:
+                    run_entry["untraced_windows"] = {
+                        "traced_before": self._windows.traced_before, "window_iterations": self._windows.window_iterations,
+                        "window_max_ns": self._windows.window_max_ns, "sessions": len(segments) + 1,
+                        "windows": self._windows.entries(self._stamper.location, _clock_map(self._clock_pairs)),
+                        **({"errors": self._windows.errors} if self._windows.errors else {})}
                 if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
                     run_entry["stamp_cost_ns"] = stamp_cost_ns()
                 mark(f"child {cfg.name}: stamps written")
@@ -314,14 +354,15 @@ def _runs_with(meta: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, An
     return [r for r in meta.get("runs", []) if r.get("pass_id") != entry["pass_id"]] + [entry]
 
 
-def start_stamper(cfg: RunConfig) -> Any:
+def start_stamper(cfg: RunConfig, on_stamp: Callable[[int, int, int], Any] | None = None) -> Any:
     """Line stamps for a run (tracer.line_stamps): every user line ('all') or the configured ones; None (said
-    on stderr) without sys.monitoring (Python < 3.12) or a free tool id."""
+    on stderr) without sys.monitoring (Python < 3.12) or a free tool id. `on_stamp`: LineStamper.on_stamp."""
     lines = None
     if cfg.stamp == "lines":
         lines = [(f, int(n)) for f, _, n in (x.rpartition(":") for x in cfg.stamp_lines) if n.isdigit()]
     try:
         stamper = LineStamper(is_user_file, lines)
+        stamper.on_stamp = on_stamp
         stamper.start()
     except RuntimeError as e:  # Python < 3.12, or every sys.monitoring tool id taken (debuggers, coverage): run without
         print(f"graphmode: no line stamps in the {cfg.name} run ({e}); CPU-bound periods keep the measuring run's "
@@ -455,9 +496,35 @@ def run_probe(writer: TraceWriter, run: str) -> dict[str, Any]:
     return {"first_graph_probe": _probe_first_graph() | {"run": run, "execs_before": before}} if before == 0 else {}
 
 
-def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo) -> None:
+# Each CUPTI session a run attached numbers its correlation ids from the start again (benchmarks/notes/s24): the k-th
+# session's ids are moved up by k << CORRELATION_SEGMENT_BITS, so that they stay unique and grow with time.
+CORRELATION_SEGMENT_BITS = 40
+
+
+def _offset_correlations(tables: dict[str, dict[str, Any]], offset: int) -> None:
+    if not offset:
+        return
+    for cols in tables.values():
+        if "correlation_id" in cols:
+            c = np.asarray(cols["correlation_id"], dtype=np.int64)
+            cols["correlation_id"] = np.where(c != 0, c + offset, 0)
+
+
+def write_segment(writer: TraceWriter, raw: Any, pass_id: int, correlation_offset: int) -> None:
+    """The records of a session detached before the run's last (an untraced window followed): no graph existed in it
+    (tracer.untraced_windows opens a window only then), so its tables alone."""
+    tables = decode(raw, pass_id)
+    if (note := drop_untimed_spans(tables, pass_id)) is not None:
+        writer.add_note(note)
+    _offset_correlations(tables, correlation_offset)
+    for table, cols in tables.items():
+        writer.append(table, cols)
+
+
+def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation_offset: int = 0) -> None:
     pid = info.pass_id
     tables = decode(raw, pid)
+    _offset_correlations(tables, correlation_offset)
     if (note := drop_untimed_spans(tables, pid)) is not None:
         writer.add_note(note)
     api = tables.get("api_calls")

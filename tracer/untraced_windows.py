@@ -1,0 +1,160 @@
+"""Untraced windows inside the one traced run (issues 29 and 30; benchmarks/notes/s24): where the user's loop is steady
+and no CUDA graph exists yet, the run detaches CUPTI for a stretch of the loop's iterations, times them by the line
+stamps alone, and attaches CUPTI again.
+
+Why detach: a paused session (every activity kind off, the callback domains off, even unsubscribed) still cost a
+CPU-bound PyTorch forward 1.3-1.45x (sessions 22 and 24); detached (`cuptiFinalize`) the same forward ran at its
+untraced speed (0.97-1.0x). Attaching again is safe where no graph exists: a graph instantiated while GRAPH_TRACE was
+on crashed its replays after a detach, and one instantiated while detached crashed under GRAPH_TRACE once attached
+again (session 22), so a window opens only before the process's first graph, and the sessions attached after a window
+record no GRAPH_TRACE (each replay folded from its nodes' records, as `graphmode.trace()` does). CUPTI numbers
+correlation ids afresh in each attached session (from 19 again, session 24) while stream and context ids carry on: the
+tracer keeps each session's records apart (tracer.script).
+
+The rule, from the stamps of the user's lines (tracer.line_stamps; the main thread's only), cheap enough to run at each:
+- a line's *gap* is the number of stamps between two of its executions; a line whose gap came out the same
+  TRACED_BEFORE times in a row is a steady loop's line (its *anchor*), and the lines stamped in its last gap its *body*;
+- then, where `may_detach()` (no graph in the process), the window opens: CUPTI detaches;
+- it closes (CUPTI attaches again) at the first stamp of a line outside the body (the loop ended, or its body changed:
+  before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after WINDOW_ITERATIONS
+  executions of the anchor, or WINDOW_MAX_NS after it opened;
+- a loop gets one window per entry: no line of its body opens another until a line outside that body has run.
+The analysis times the anchor's executions inside each window (analyzers, "Untraced windows"). The traced iterations
+before a window are the step the analysis finds (its repetition rules need 20 in a row: LOOP_STEP_MIN), so
+TRACED_BEFORE is a few more.
+
+Standard library only (tests drive the controller with made-up stamps, synthetic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TRACED_BEFORE = 24  # a line's gap the same this many times in a row: a steady loop
+WINDOW_ITERATIONS = 32  # the anchor's executions a window lasts at most
+WINDOW_MAX_NS = 2_000_000_000  # and its time at most
+
+
+@dataclass
+class Window:
+    """One untraced window, on the stamps' clock (perf_counter_ns)."""
+
+    anchor: int  # the stamper's index of the anchor line
+    start_ns: int  # the anchor's stamp that opened it (the detach follows)
+    start_pos: int  # that stamp's position among the run's stamps
+    gap: int
+    detach_ns: int = 0  # what detaching took
+    end_ns: int = 0  # the stamp that closed it (the attach follows)
+    end_pos: int = -1
+    attach_ns: int = 0
+    iterations: int = 0  # the anchor's executions inside, after the one that opened it
+    reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'end'
+
+
+@dataclass
+class WindowController:
+    """Decides at each stamp whether to detach or attach CUPTI (module doc). `detach`/`attach` do it; `may_detach`
+    says whether a window may open now; `locs(a, b)` gives the stamper's line indices of stamps a..b-1."""
+
+    detach: Callable[[], None]
+    attach: Callable[[], None]
+    may_detach: Callable[[], bool]
+    locs: Callable[[int, int], Sequence[int]]
+    traced_before: int = TRACED_BEFORE
+    window_iterations: int = WINDOW_ITERATIONS
+    window_max_ns: int = WINDOW_MAX_NS
+    clock: Callable[[], int] = time.perf_counter_ns
+    windows: list[Window] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    _last: dict[int, int] = field(default_factory=dict)  # line -> position of its last stamp
+    _gap: dict[int, int] = field(default_factory=dict)
+    _run: dict[int, int] = field(default_factory=dict)  # line -> how many times in a row its gap came out the same
+    _done: dict[int, frozenset[int]] = field(default_factory=dict)  # anchors windowed in this entry of their loop -> body
+    _open: Window | None = None
+    _body: frozenset[int] = frozenset()
+    _off: bool = False  # after a failed detach or attach, or once the run ends: no more windows
+    _finished: bool = False
+
+    @property
+    def detached(self) -> bool:
+        return self._open is not None
+
+    def on_stamp(self, idx: int, pos: int, now: int) -> None:
+        """After the stamper's `pos`-th stamp, of line `idx`, at `now`."""
+        if self._finished:
+            return
+        prev = self._last.get(idx)
+        self._last[idx] = pos
+        gap = pos - prev if prev is not None else -1
+        w = self._open
+        if w is not None:
+            if idx not in self._body:
+                self.close(now, pos, "left")
+            elif idx == w.anchor:
+                if gap != w.gap:
+                    self.close(now, pos, "changed")
+                else:
+                    w.iterations += 1
+                    if w.iterations >= self.window_iterations:
+                        self.close(now, pos, "iterations")
+                    elif now - w.start_ns >= self.window_max_ns:
+                        self.close(now, pos, "time")
+            return
+        if self._done:  # a loop windowed in this entry: it may open another once a line outside its body ran
+            for a in [a for a, body in self._done.items() if idx not in body]:
+                del self._done[a]
+                self._run[a] = 0
+        if gap <= 0:
+            return
+        if gap == self._gap.get(idx):
+            run = self._run[idx] = self._run.get(idx, 0) + 1
+        else:
+            self._gap[idx] = gap
+            run = self._run[idx] = 1
+        if run < self.traced_before or self._off or any(idx in body for body in self._done.values()) or not self.may_detach():
+            return
+        body = frozenset(self.locs(prev + 1, pos + 1))  # type: ignore[operator]
+        w = Window(anchor=idx, start_ns=now, start_pos=pos, gap=gap)
+        t0 = self.clock()
+        try:
+            self.detach()
+        except Exception as e:  # the run goes on traced: no window
+            self.errors.append(f"detach: {type(e).__name__}: {e}")
+            self._off = True
+            return
+        w.detach_ns = self.clock() - t0
+        self._open, self._body = w, body
+        self._done[idx] = body
+
+    def close(self, now: int, pos: int, reason: str) -> None:
+        """Attaches CUPTI again (at a stamp, or at the run's end with reason 'end')."""
+        w = self._open
+        if w is None:
+            return
+        w.end_ns, w.end_pos, w.reason = now, pos, reason
+        self._open = None
+        t0 = self.clock()
+        try:
+            self.attach()
+        except Exception as e:
+            self.errors.append(f"attach: {type(e).__name__}: {e}")
+            self._off = True
+        w.attach_ns = self.clock() - t0
+        self.windows.append(w)
+
+    def finish(self, now: int) -> None:
+        """The run ends: a window still open closes (CUPTI attached again, reason 'end'); no stamp opens another."""
+        self._finished = True
+        self.close(now, -1, "end")
+
+    def entries(self, name: Callable[[int], str], move: Callable[[list[int]], Any]) -> list[dict[str, Any]]:
+        """The windows for the run's entry in the trace's metadata: times moved onto the pass's clock by `move`."""
+        out = []
+        for w in self.windows:
+            start, end = (int(t) for t in move([w.start_ns, w.end_ns]))
+            out.append({"anchor": name(w.anchor), "start_ns": start, "end_ns": end, "iterations": w.iterations,
+                        "gap_stamps": w.gap, "reason": w.reason, "detach_ns": w.detach_ns, "attach_ns": w.attach_ns})
+        return out
