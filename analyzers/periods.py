@@ -26,6 +26,7 @@ import numpy as np
 
 from graphmode.analyzers.inference import WARMUP_MAX, Occurrences
 from graphmode.analyzers.script_graphs import ScriptGraphs
+from graphmode.analyzers.untraced_windows import window_breaks
 from graphmode.tracer.store import Trace
 
 GPU_BOUND_IDLE = 0.10  # without launch records: GPU-bound when idle less than this share of the period
@@ -164,6 +165,8 @@ def script_iterations(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences]
     pid = sg.timing_pass
     gpu = _GpuWork.of(trace, pid)
     builds = np.array([c.start_ns for c in sg.lifecycle if c.event in ("capture", "build", "instantiate")], dtype=np.int64)
+    # an untraced window (analyzers.untraced_windows) breaks every stretch across it: its iterations were not recorded
+    builds = np.concatenate([builds, window_breaks(trace, pid)])
     capture_of: dict[int, list[int]] = {}
     for c in sg.lifecycle:
         if c.event in ("capture", "build") and c.graph_id:
