@@ -30,6 +30,7 @@ from graphmode.analyzers.script_graphs import GraphStructure, ScriptGraphs, one_
 from graphmode.analyzers.timing_run import RecordingCall
 from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction
 from graphmode.analyzers.untraced import short_loc
+from graphmode.analyzers.untraced_windows import WINDOW
 
 BOUND_MAJORITY = 0.8  # a mode is 'gpu' or 'cpu' bound when this share of its iterations is
 
@@ -46,14 +47,16 @@ def period_of(t: IterationTable, mode: str, run: str) -> Period | None:
     cpu = t.cpu_period[sel]
     timed = sel & (t.timed_by == "timing")
     corrected = sel & (t.timed_by == CORRECTED)  # the tracer's calibrated cost taken off (analyzers.tracer_cost)
+    leveled = sel & (t.timed_by == WINDOW)  # leveled by an untraced window of the same run (analyzers.untraced_windows)
     mostly_corrected = 2 * int(corrected.sum()) >= int(sel.sum())
-    traced = np.where(timed | corrected, t.traced_work, t.work)[sel]  # what the traced run read for the same rows
+    mostly_leveled = 2 * int(leveled.sum()) >= int(sel.sum())
+    traced = np.where(timed | corrected | leveled, t.traced_work, t.work)[sel]  # what the traced run read for the same rows
     return Period(mode=mode, iterations=int(sel.sum()), period=Stat.of(t.period[sel]), work=Stat.of(t.work[sel]),
                   cpu_period=Stat.of_finite(cpu), gpu_busy=Stat.of(t.gpu_busy_ns[sel]),
                   other_gpu=Stat.of(t.other_gpu_ns[sel]), bound=bound, gpu_bound_share=share, pass_id=t.pass_id,
-                  run="timing" if timed.any() else CORRECTED if mostly_corrected else run,
+                  run="timing" if timed.any() else WINDOW if mostly_leveled else CORRECTED if mostly_corrected else run,
                   streams=int(np.unique(t.stream_id[sel]).size),
-                  traced_work=Stat.of_finite(traced) if timed.any() or mostly_corrected else None)
+                  traced_work=Stat.of_finite(traced) if timed.any() or mostly_corrected or mostly_leveled else None)
 
 
 def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str, t: IterationTable,

@@ -26,7 +26,6 @@ import numpy as np
 
 from graphmode.analyzers.inference import WARMUP_MAX, Occurrences
 from graphmode.analyzers.script_graphs import ScriptGraphs
-from graphmode.analyzers.untraced_windows import window_breaks
 from graphmode.tracer.store import Trace
 
 GPU_BOUND_IDLE = 0.10  # without launch records: GPU-bound when idle less than this share of the period
@@ -160,13 +159,15 @@ def _rows(o: Occurrences, stretch: np.ndarray, gpu: _GpuWork) -> dict[str, np.nd
 
 
 def script_iterations(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences], eager: list[Occurrences],
-                      nvtx: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> IterationTable:
-    """The iteration table of a script's timing pass (analyzers.inference gives the occurrences)."""
+                      nvtx: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      breaks: np.ndarray | None = None) -> IterationTable:
+    """The iteration table of a script's timing pass (analyzers.inference gives the occurrences). `breaks`: more times
+    that end every stretch across them (the starts of the pass's untraced windows, analyzers.untraced_windows)."""
     pid = sg.timing_pass
     gpu = _GpuWork.of(trace, pid)
     builds = np.array([c.start_ns for c in sg.lifecycle if c.event in ("capture", "build", "instantiate")], dtype=np.int64)
-    # an untraced window (analyzers.untraced_windows) breaks every stretch across it: its iterations were not recorded
-    builds = np.concatenate([builds, window_breaks(trace, pid)])
+    if breaks is not None and breaks.size:
+        builds = np.concatenate([builds, breaks.astype(np.int64)])
     capture_of: dict[int, list[int]] = {}
     for c in sg.lifecycle:
         if c.event in ("capture", "build") and c.graph_id:

@@ -63,6 +63,7 @@ from graphmode.analyzers.regions import Region, line_regions, marker_regions, nv
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.torch_windows import run_entry, torch_windows
 from graphmode.analyzers.untraced import timing_pass_id
+from graphmode.analyzers.untraced_windows import WINDOW
 from graphmode.analyzers.tracer_cost import TracerCorrection, tracer_correction
 from graphmode.analyzers.step_memory import (cublas_workspace_bytes, kept_workspaces, memory_events, memory_unknown,
                                              step_memory, with_workspaces)
@@ -623,8 +624,9 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
         if both and low is not None:
             inflated = smallest_replays(one_point, t_e * (1 + bound) - t_g)
             low = min(low, inflated) if inflated is not None else low
-        if widened and eager_run in ("timing", TWO_RUNS):
-            notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both, two_runs=eager_run == TWO_RUNS))
+        if widened and eager_run in ("timing", TWO_RUNS, WINDOW):
+            notes.append(note("prediction_eager_timed", slowdown_bound=bound, either_way=both, two_runs=eager_run == TWO_RUNS,
+                              **({"window": True} if eager_run == WINDOW else {})))
         elif widened:
             notes.append(note("prediction_eager_one_run", slowdown_bound=bound, either_way=both,
                               **({"timing_left_out": True} if timing_left_out else {})))
@@ -669,7 +671,7 @@ def _eager_bound(trace: Trace, eager_run: str, correction_of: Callable[[int], Tr
     run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; the one traced run's, its tracer's
     calibrated cost taken off, CORRECTED_SLOWDOWN_BOUND either way; as traced (not calibrated), SINGLE_CPU_BOUND, too
     long only; (0, False) for a runner's or a detail run's period (its own notes say what slowed it)."""
-    if eager_run in ("timing", TWO_RUNS):
+    if eager_run in ("timing", TWO_RUNS, WINDOW):  # untraced (a window: in the same process, but at another moment)
         return TIMING_RUN_SLOWDOWN_BOUND, True
     one_run = next((p.pass_id for p in trace.passes if p.name == eager_run), None) if eager_run in ("single", "measure") else None
     if one_run is not None:

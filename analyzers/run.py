@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.untraced_windows import window_breaks
 from graphmode.analyzers.inference import (
     Occurrences,
     eager_occurrences,
@@ -140,4 +141,6 @@ def table_for(trace: Trace, sg: ScriptGraphs, replays: list[Occurrences] | None 
         eager = loop_iterations(trace, sg)
     units = {o.graph_id: o.units for o in eager}
     replays = graph_replays(trace, sg) if replays is None else replays
-    return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass)), units
+    # an untraced window breaks every stretch across it: its iterations were not recorded (analyzers.untraced_windows)
+    return script_iterations(trace, sg, replays, eager, nvtx_ranges(trace, sg.timing_pass),
+                             window_breaks(trace, sg.timing_pass)), units

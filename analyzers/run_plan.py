@@ -18,6 +18,7 @@ from graphmode.analyzers.run import build_run
 from graphmode.analyzers.timing_run import call_lines, capture_lines
 from graphmode.analyzers.torch_windows import torch_windows
 from graphmode.analyzers.untraced import chosen_lines, starting_lines
+from graphmode.analyzers.untraced_windows import MIN_WINDOW_PERIODS, untraced_windows
 from graphmode.tracer.run_configs import MEASURE, PROBE_RUN, RunConfig, detail_config, single_config, timing_config
 from graphmode.tracer.script import RunDecisions, instantiations
 from graphmode.tracer.store import Trace
@@ -47,10 +48,13 @@ class ProbeRunSkipped:
 @dataclass(frozen=True)
 class TimingRunSkipped:
     """Why the timing run `auto` planned for a script that built no graph was not made: its first run took
-    `measuring_s`, over `limit_s` (TIMING_RUN_MAX_S)."""
+    `measuring_s`, over `limit_s` (TIMING_RUN_MAX_S, kind 'too_long'), or that run timed its loops untraced in windows
+    of its own (kind 'windows': `windows` of them, tracer.untraced_windows)."""
 
     measuring_s: float
     limit_s: float = TIMING_RUN_MAX_S
+    kind: Literal["too_long", "windows"] = "too_long"
+    windows: int = 0
 
 
 def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool = False, sources: bool = True,
@@ -75,7 +79,8 @@ def plan_runs(detail: str = "graph", launch_sources: bool = False, profile: bool
     if runs == "1" or (runs == "auto" and ranked):
         if asked:
             return [detail_config(detail, launch_sources, profile, name="single", sources=sources)]
-        return [single_config()]
+        # a rank's run has no untraced windows: detaching CUPTI beside the job's collectives was not tried
+        return [single_config(windows=not ranked)]
     if runs == "auto":
         if asked:
             return [single_config("measure"), detail_config(detail, launch_sources, profile, sources=sources), PROBE_RUN]
@@ -126,9 +131,15 @@ def _first_run_s(trace: Trace) -> float:
 
 def timing_run_wanted(trace: Trace) -> TimingRunSkipped | None:
     """None where the timing run planned for a script that built no graph ('eager_only') is made; else why not: the
-    first run took longer than TIMING_RUN_MAX_S (the prediction then comes from the one run, its eager period corrected
-    and its interval wider: analyzers.predict, note prediction_eager_one_run)."""
+    first run timed its loops in untraced windows of its own (analyzers.untraced_windows: a window of at least
+    MIN_WINDOW_PERIODS periods), or took longer than TIMING_RUN_MAX_S (the prediction then comes from the one run, its
+    eager period corrected and its interval wider: analyzers.predict, note prediction_eager_one_run)."""
     took = _first_run_s(trace)
+    first = trace.passes[0].pass_id if trace.passes else 0
+    # the anchor's executions inside a window, after the one that opened it: its periods, the first left out
+    usable = [w for w in untraced_windows(trace, first) if w.iterations - 1 >= MIN_WINDOW_PERIODS]
+    if usable:
+        return TimingRunSkipped(took, kind="windows", windows=len(usable))
     return TimingRunSkipped(took) if took > TIMING_RUN_MAX_S else None
 
 

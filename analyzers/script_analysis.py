@@ -26,6 +26,7 @@ from graphmode.analyzers.tracer_cost import (
     tracer_correction,
     with_tracer_cost,
 )
+from graphmode.analyzers.untraced_windows import WINDOW, window_periods, with_windows
 from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
 
@@ -87,6 +88,10 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         table = with_untraced(table, lt)
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
+    # the one traced run's untraced windows (analyzers.untraced_windows): its loops' level, untraced, in its own process
+    if windows := window_periods(trace, sg.timing_pass, run.line_stamps):
+        table, window_notes = with_windows(table, windows)
+        notes.extend(window_notes)
     # the one traced run: its calibrated tracer cost taken off its CPU-bound periods and captures (analyzers.tracer_cost)
     tracer = tracer_correction(trace, sg.timing_pass, model, torch_program, run.line_stamps)
     if tracer is not None:
@@ -159,7 +164,9 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
             modes = [_own_gpu(m, traced_rows) for m in modes]
             # periods the timing run gave (analyzers.untraced): named as the per-graph answer names them
             timed = {str(m) for m in wall_rows.mode[wall_rows.timed_by == "timing"]}
-            modes = [dataclasses.replace(m, wall_source="timing") if m.mode in timed else m for m in modes]
+            leveled = {str(m) for m in wall_rows.mode[wall_rows.timed_by == WINDOW]} - timed
+            modes = [dataclasses.replace(m, wall_source="timing" if m.mode in timed else WINDOW) if m.mode in timed | leveled else m
+                     for m in modes]
     no_baseline = (multi.basis in ("none", "predicted")) if multi is not None else (
         primary is not None and (primary.break_even is None or primary.break_even.eager_ns is None
                                  or primary.break_even.basis == "predicted"))

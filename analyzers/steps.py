@@ -61,6 +61,7 @@ from graphmode.analyzers.script_graphs import ScriptGraphs
 from graphmode.analyzers.stamps import line_stamps
 from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, window_extra
 from graphmode.analyzers.untraced import starting_lines, timing_pass_id
+from graphmode.analyzers.untraced_windows import WINDOW
 from graphmode.tracer.store import Trace
 
 MIN_STEPS = 2  # a step pattern recurs at least this often in graph mode
@@ -165,8 +166,8 @@ def instances(t: IterationTable, occ: np.ndarray, eager_starts: np.ndarray) -> S
     period = t.period[occ[:, 0]].astype(np.float64)
     # timed by the timing run, or the tracer's calibrated cost taken off (analyzers.tracer_cost)
     by = t.timed_by[occ[:, 0]]
-    timed = np.isin(by, ("timing", CORRECTED))
-    source = "timing" if (by == "timing").any() else CORRECTED if (by == CORRECTED).any() else ""
+    timed = np.isin(by, ("timing", CORRECTED, WINDOW))
+    source = "timing" if (by == "timing").any() else WINDOW if (by == WINDOW).any() else CORRECTED if (by == CORRECTED).any() else ""
     # where the timing run did not time it, the step's period is the measured one between the occurrences
     period = np.where(timed, period, traced_period)
     scale = np.where(timed & (traced_period > 0), period / traced_period, 1.0)
@@ -325,7 +326,7 @@ def _one_graph_step(step_id: int, g: GraphResult, run: str) -> StepResult:
     w = g.graph.work if g.graph is not None else None
     seg = StepSegment(0, "graph", g.graph_id, e, w, be.saved_per_replay_ns)
     basis = "measured" if g.eager is not None else "predicted" if be.basis == "predicted" else "none"
-    period_source = "timing" if (g.eager is not None and g.eager.run == "timing") else run
+    period_source = g.eager.run if (g.eager is not None and g.eager.run in ("timing", WINDOW)) else run
     return StepResult(
         step_id=step_id, label=f"step of graph {g.graph_id}", graphs=(g.graph_id,), eager=e, graphed=w,
         eager_steps=g.eager.iterations if g.eager else 0, graphed_steps=g.graph.iterations if g.graph else 0,
@@ -395,7 +396,8 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
         graphed_steps=graphed_steps, eager_ns=eager_ns, graphed_ns=graphed_ns, saved_ns=saved, one_time_ns=one_time,
         one_time_basis=one_basis, one_time_statement=where, break_even=be,
         basis="measured" if has_eager else "none",
-        period_source="timing" if "timing" in (g_inst.source, e_source) else CORRECTED if CORRECTED in (g_inst.source, e_source) else run,
+        period_source="timing" if "timing" in (g_inst.source, e_source) else WINDOW if WINDOW in (g_inst.source, e_source)
+        else CORRECTED if CORRECTED in (g_inst.source, e_source) else run,
         segments=tuple(segments), graphs_saved_ns=graphs_saved, remainder_saved_ns=rest_saved,
         invariant_residual_ns=residual, saved_in_run_ns=saved * graphed_steps if saved is not None else None)
     return step, tuple(_as_segment(g, pattern, g_inst, e_inst, eager_infl, graph_infl) for g in graphs)
@@ -548,7 +550,7 @@ def with_other_ways(trace: Trace, sg: ScriptGraphs, detail: IterationTable, t: I
             out.append(s)
             continue
         by = {str(x) for x in t.timed_by[rows]}
-        source = CORRECTED if CORRECTED in by else "timing" if "timing" in by else \
+        source = CORRECTED if CORRECTED in by else "timing" if "timing" in by else WINDOW if WINDOW in by else \
             next((p.name for p in trace.passes if p.pass_id == t.pass_id), "")
         saved = eager_ns - s.graphed_ns
         replays = smallest_replays(s.one_time_ns, saved) if s.one_time_ns is not None and saved > 0 else None

@@ -52,8 +52,10 @@ NODE_RECORDS_REPLAY_SLOWDOWN = 0.05
 
 
 def replays_from_nodes(trace: Trace, pass_id: int) -> bool:
-    """Whether the pass recorded its graph replays from their nodes' records (RunConfig.graph_trace False)."""
-    return (run_entry(trace, pass_id).get("config") or {}).get("graph_trace") is False
+    """Whether the pass recorded its graph replays from their nodes' records (RunConfig.graph_trace False, or a one run
+    attached again after an untraced window: tracer.untraced_windows)."""
+    entry = run_entry(trace, pass_id)
+    return (entry.get("config") or {}).get("graph_trace") is False or entry.get("replays_from_nodes") is True
 
 
 # What of a run's configuration (meta.runs[].config) the tracer's cost depends on: a pass is corrected only where

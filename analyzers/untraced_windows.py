@@ -8,6 +8,11 @@ anchor line alone.
 - `window_periods`: per window, the anchor's periods inside it, each less what the stamps inside it cost (the run's
   measured `stamp_cost_ns`), the first left out (it holds the detach). These are the loop's untraced periods, measured
   in the traced run's own process (benchmarks/notes/s24).
+- `with_windows`: the loop's traced CPU-bound iterations (the stretch the window broke, and the one after it where the
+  loop went on once the window closed) take the window's level: each period scaled by the window's median over their
+  traced median, never below the iteration's own GPU busy time (`timed_by` 'window', the traced figure kept in
+  `traced_work`). The window's own iterations have no kernel records, so the traced ones give the per-iteration spread
+  and the GPU work; the window gives the level, untraced, in the same process.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import dataclasses
+
+from graphmode.analyzers.notes import Note, note
+from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf
 from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.store import Trace
@@ -63,3 +72,55 @@ def window_periods(trace: Trace, pass_id: int, stamps_of: StampsOf) -> list[tupl
         periods = np.diff(at).astype(np.float64) - stamps_in * stamp_ns
         out.append((w, periods[1:]))
     return out
+
+
+WINDOW = "window"  # IterationTable.timed_by of a period leveled by an untraced window
+MIN_WINDOW_PERIODS = 5  # a window gives a level from this many of its loop's periods or more
+
+
+def _loop_rows(t: IterationTable, w: UntracedWindow) -> np.ndarray:
+    """Rows of the window's loop: the eager stretch whose last iteration started before the window (the one it broke),
+    and, where the loop went on after the window closed (by count or time), the stretch of the same graph and mode
+    that starts after it."""
+    eager = (t.mode != "graph") & (t.start_ns >= 0)
+    before = np.flatnonzero(eager & (t.start_ns < w.start_ns))
+    if not before.size:
+        return np.zeros(0, dtype=np.int64)
+    last = before[np.argmax(t.start_ns[before])]
+    rows = t.stretch == t.stretch[last]
+    if w.reason in ("iterations", "time"):
+        after = np.flatnonzero(eager & (t.start_ns > w.end_ns) & (t.graph_id == t.graph_id[last]) & (t.mode == t.mode[last]))
+        if after.size:
+            rows |= t.stretch == t.stretch[after[np.argmin(t.start_ns[after])]]
+    return np.flatnonzero(rows)
+
+
+def with_windows(t: IterationTable, windows: list[tuple[UntracedWindow, np.ndarray]]) -> tuple[IterationTable, list[Note]]:
+    """The table with each window's loop leveled by it (module doc); rows already timed (by the timing run) keep
+    their periods. Notes: one per window used (`eager_untraced_window`) or too short (`untraced_window_too_short`)."""
+    notes: list[Note] = []
+    period, work, gpu_bound = t.period.copy(), t.work.copy(), t.gpu_bound.copy()
+    timed, traced = t.timed_by.copy(), t.traced_work.copy()
+    for w, p in windows:
+        if p.size < MIN_WINDOW_PERIODS:
+            notes.append(note("untraced_window_too_short", anchor=w.anchor, periods=int(p.size), needed=MIN_WINDOW_PERIODS))
+            continue
+        rows = _loop_rows(t, w)
+        rows = rows[~t.gpu_bound[rows] & np.isfinite(t.period[rows]) & (t.timed_by[rows] == "")]
+        if not rows.size:
+            continue
+        level, traced_level = float(np.median(p)), float(np.median(t.period[rows]))
+        scale = level / traced_level if traced_level > 0 else 1.0
+        busy = t.gpu_busy_ns[rows].astype(np.float64)
+        scaled = np.maximum(t.period[rows] * scale, busy)
+        period[rows], work[rows] = scaled, scaled
+        gpu_bound[rows] = busy >= t.period[rows] * scale
+        traced[rows] = t.work[rows]
+        timed[rows] = WINDOW
+        notes.append(note("eager_untraced_window", anchor=w.anchor, periods=int(p.size), untraced_ns=level,
+                          traced_ns=traced_level, iterations=int(rows.size)))
+    if not (timed == WINDOW).any():
+        return t, notes
+    cpu_period = np.where(timed == WINDOW, period, t.cpu_period)
+    return dataclasses.replace(t, period=period, work=work, gpu_bound=gpu_bound, cpu_period=cpu_period, timed_by=timed,
+                               traced_work=traced), notes

@@ -56,6 +56,8 @@ def period_text(p: Period | None, per: str = "") -> str:
     text = f"{human_ns(p.work.trimmed_mean)}{per} {BOUND_WORDS.get(p.bound, p.bound)}"
     if p.run == "timing":
         text += " (untraced: timing run)"
+    elif p.run == "window" and p.traced_work is not None:
+        text += f" (untraced windows; traced {human_ns(p.traced_work.trimmed_mean)})"
     elif p.run == "corrected" and p.traced_work is not None:
         text += f" (traced {human_ns(p.traced_work.trimmed_mean)})"
     elif p.bound in ("cpu", "mixed", "single"):

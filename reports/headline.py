@@ -50,7 +50,8 @@ def _interval(h: Headline) -> str:
 
 
 SOURCE_WORDS = {"timing": "untraced, timing run", "single": "one traced run",
-                "corrected": "one traced run, the tracer's calibrated cost taken off"}
+                "corrected": "one traced run, the tracer's calibrated cost taken off",
+                "window": "untraced windows of the one traced run"}
 
 
 def _source(h: Headline) -> str:

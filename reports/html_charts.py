@@ -212,7 +212,7 @@ def iteration_time_figure(modes: tuple[ModeMetrics, ...]) -> dict[str, Any] | No
     above = int((every > cut).sum())
     width = (cut - lo) / 60 if cut > lo else max(cut * 0.01, 0.01)
     data = [{"type": "histogram", "x": typed_array(v[v <= cut]),
-             "name": html.escape(f"{m.mode} ({v.size:,} iterations, {m.wall_source} pass)"), "opacity": 0.65,
+             "name": html.escape(f"{m.mode} ({v.size:,} iterations, {'untraced windows' if m.wall_source == 'window' else m.wall_source + ' pass'})"), "opacity": 0.65,
              "marker": {"color": MODE_COLOURS.get(m.mode, "#777777")},
              "xbins": {"start": lo - width / 2, "end": cut + width, "size": width}} for m, v in series]
     title = "Iteration times per mode"

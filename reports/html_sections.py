@@ -109,7 +109,7 @@ def headline_rows(a: TraceAnalysis) -> list[tuple[str, str]]:
     for m in a.modes:
         if m.wall is not None:
             rows.append((esc(f"{m.mode} iteration (median, p10 – p90)"),
-                         esc(f"{_stat(m.wall)}; {m.iterations:,} iterations, {m.wall_source} pass")
+                         esc(f"{_stat(m.wall)}; {m.iterations:,} iterations, {'untraced windows' if m.wall_source == 'window' else m.wall_source + ' pass'}")
                          + _flag(tiny_sample_note(m.mode, m.iterations))))
     saved = a.primary_overhead_saved()
     if saved is not None:
@@ -199,7 +199,9 @@ def _period_cells(p: Any) -> dict[str, str]:
         "timed by": esc(f"the timing run, without CUPTI (the traced measuring run read {_stat(p.traced_work)})"
                         if p.run == "timing" else
                         f"the one traced run, the calibrated cost of tracing its launches taken off (it read {_stat(p.traced_work)})"
-                        if p.run == "corrected" else f"the {RUN_WORDS.get(p.run, p.run)} run"),
+                        if p.run == "corrected" else
+                        f"untraced windows of the one traced run, CUPTI detached (its traced iterations read {_stat(p.traced_work)})"
+                        if p.run == "window" else f"the {RUN_WORDS.get(p.run, p.run)} run"),
     }
 
 

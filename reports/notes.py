@@ -252,6 +252,9 @@ def _eager_period_scaled(n: Note) -> str:
     if n["run"] == "two_runs":
         return (f"the traced run's iterations give the eager period's spread, scaled by {scale:.2f} to the two runs' mean "
                 "(above)")
+    if n["run"] == "window":
+        return (f"the eager period is the level of the one traced run's untraced windows: the traced iterations scaled by "
+                f"{scale:.2f} to it")
     run = {"measure": "measuring", "single": "one traced", "corrected": "one traced"}.get(str(n["run"]), str(n["run"]))
     whose = "per-graph answer's" if n["per_graph"] else "loop's, as its per-iteration table reads it"
     return (f"the eager period is the {whose} (from the {run} run): the traced run's iterations "
@@ -274,7 +277,9 @@ def _breakers_first_iteration_only(n: Note) -> str:
 
 def _prediction_eager_timed(n: Note) -> str:
     bound = _num(n, "slowdown_bound")
-    whose = ("two processes' mean (above)" if n.get("two_runs") else "the timing run's, one process of the program untraced")
+    whose = ("two processes' mean (above)" if n.get("two_runs") else
+             "the untraced windows' of the one traced run, one stretch of the loop" if n.get("window") else
+             "the timing run's, one process of the program untraced")
     return (f"the eager period is {whose}; another process may run the loop up to {bound:.0%} faster or slower "
             "(measured): the break-even interval allows an eager period that much shorter or longer")
 
@@ -515,6 +520,11 @@ TEMPLATES: dict[str, Template] = {
                              "{median_ns!t} there (median) against {other_fast_ns!t} at the {other_run} run's fastest "
                              "tenth ({ratio:.2f}x); CPU-bound figures taken from the {run} run (eager steps, captures) may "
                              "read up to that much high against the {other_run} run's"),
+    "eager_untraced_window": ("the loop at {anchor} ran {periods:,} iterations with CUPTI detached (an untraced window of "
+                              "the one traced run): {untraced_ns!t} an iteration, against {traced_ns!t} traced just before "
+                              "it; its {iterations:,} traced CPU-bound iterations are scaled to that level"),
+    "untraced_window_too_short": ("the untraced window at {anchor} timed only {periods:,} iterations ({needed:,} needed): its "
+                                  "loop keeps the traced run's figures"),
     "one_run_stamps": ("the one traced run stamped your script's own lines {stamps:,} times ({per_stamp_ns!t} each, measured: "
                        "{total_ns!t} in all, {share:.0%} of the run); what they cost is taken off the periods they fell in"),
     "one_run_allocator_history": ("the one traced run recorded PyTorch's allocator history (what a graph of each step "

@@ -18,6 +18,8 @@ def timing_run_note(skipped: object | None) -> str | None:
     """The note for the timing run of a script that built no graph, where it was not made (its first run was long)."""
     if not isinstance(skipped, TimingRunSkipped):
         return None
+    if skipped.kind == "windows":
+        return None  # the one run timed its loops itself: the report's notes say so (eager_untraced_window)
     return (f"no timing run (the first run took {skipped.measuring_s:.0f} s, over {skipped.limit_s:.0f} s: a long script "
             "is run once): the prediction's eager period is the traced run's, the tracer's calibrated cost taken off, "
             "with a wider interval; `--runs full` times the loop untraced")

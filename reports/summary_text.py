@@ -79,7 +79,8 @@ def sites(a: TraceAnalysis) -> list[str]:
     return [f"graph{'s' if len(ids) > 1 else ''} {', '.join(str(i) for i in ids)}: {where}" for where, ids in by_site.items()]
 
 
-_PERIOD_WORDS = {"corrected": "in this run, the tracer's calibrated cost taken off", "timing": "by the run without CUPTI"}
+_PERIOD_WORDS = {"corrected": "in this run, the tracer's calibrated cost taken off", "timing": "by the run without CUPTI",
+                 "window": "in this run's untraced windows"}
 
 
 def other_way_lines(a: TraceAnalysis) -> list[str]:

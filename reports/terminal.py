@@ -54,7 +54,7 @@ def _transposed(title: str, columns: list[str], rows: list[tuple[str, list[str]]
 def _modes_table(modes: tuple[ModeMetrics, ...]) -> Table:
     rows: list[tuple[str, list[str]]] = [
         ("iterations (wall pass)", [str(m.iterations) for m in modes]),
-        ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else f" ({m.wall_source} run)" if m.wall_source not in ("timing", "traced") else "") for m in modes]),
+        ("wall", [_stat(m.wall) + (" (traced)" if m.wall_source == "traced" else " (untraced windows)" if m.wall_source == "window" else f" ({m.wall_source} run)" if m.wall_source not in ("timing", "traced") else "") for m in modes]),
         ("wall, traced pass", [_stat(m.traced_wall) for m in modes]),
         ("CPU in API: launches", [_stat(m.api_launch) for m in modes]),
         ("CPU in API: syncs", [_stat(m.api_sync) for m in modes]),

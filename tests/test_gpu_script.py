@@ -596,3 +596,47 @@ def test_the_one_run_detaches_cupti_for_an_untraced_window(tmp_path: Path, monke
     graphs = t.rows("SELECT num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][0] >= 2
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 30  # folded from the nodes' records
+
+
+EAGER_LOOP_SCRIPT = '''import torch
+
+x = torch.randn(256, 256, device="cuda")
+w = [torch.randn(256, 256, device="cuda") for _ in range(8)]
+
+
+def step(x):
+    for m in w:
+        x = (x @ m).relu()
+    return x
+
+
+for _ in range(100):
+    y = step(x)
+    torch.cuda.synchronize()
+print("ok")
+'''
+
+
+@needs_torch
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="untraced windows are opened from line stamps (Python 3.12+)")
+def test_an_eager_only_script_is_run_once_its_loop_timed_in_a_window(tmp_path: Path) -> None:
+    """issue 29 and 30: by default a PyTorch script that built no graph is run once: its loop is timed with CUPTI
+    detached in an untraced window, and torch.cuda.graph's first capture is measured in its own process after it ended,
+    CUPTI detached (no timing run, no probe run); the prediction's eager period is the window's level."""
+    from graphmode.analyzers import analyze
+
+    prog = tmp_path / "eager_loop.py"
+    prog.write_text(EAGER_LOOP_SCRIPT)
+    t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "auto"))
+    assert proc.stdout.count("ok") == 1  # one run
+    assert [p.name for p in t.passes] == ["single"]
+    (run,) = t.meta["runs"]
+    assert run["untraced_windows"]["windows"] and not run["untraced_windows"].get("errors")
+    probe = t.meta["first_graph_probe"]
+    assert "error" not in probe and probe["run"] == "single" and probe["execs_before"] == 0, probe
+    a = analyze(t)
+    [r] = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert r.first_graph_from == "this_process"
+    kinds = {n.kind: n for n in r.notes}
+    assert kinds["eager_period_scaled"]["run"] == "window", kinds
+    assert any(n.kind == "eager_untraced_window" for n in a.cannot_compute), [n.kind for n in a.cannot_compute]

@@ -82,3 +82,88 @@ def test_a_failed_detach_leaves_the_run_traced():
     for i in range(200):
         c.on_stamp(1, i, i)
     assert c.windows == [] and not c.detached and c.errors == ["detach: RuntimeError: CUPTI said no"]
+
+
+# -- the analysis of the windows (analyzers.untraced_windows), on synthetic tables and stamps --------------------------
+
+import numpy as np  # noqa: E402
+
+from graphmode.analyzers.periods import IterationTable  # noqa: E402
+from graphmode.analyzers.untraced_windows import WINDOW, UntracedWindow, window_periods, with_windows  # noqa: E402
+
+US = 1_000
+
+
+def table(starts_us: list[float], stretch: list[int], period_us: float = 1000.0, busy_us: float = 300.0,
+          timed_by: str = "") -> IterationTable:
+    """Synthetic eager rows of one graph-less loop, CPU-bound, each `period_us` long with `busy_us` of GPU work."""
+    n = len(starts_us)
+    start = (np.asarray(starts_us) * US).astype(np.int64)
+    i64 = lambda v: np.full(n, v, dtype=np.int64)  # noqa: E731
+    f = lambda v: np.full(n, v, dtype=np.float64)  # noqa: E731
+    return IterationTable(0, np.full(n, "eager", dtype=object), i64(0), np.asarray(stretch, dtype=np.int64),
+                          np.full(n, "steady", dtype=object), np.full(n, "inferred", dtype=object), i64(1), i64(7), start,
+                          start + int(period_us * US), start, i64(5 * US), start + 10 * US, start + 10 * US + int(busy_us * US),
+                          i64(int(busy_us * US)), i64(0), f(period_us * US), f(period_us * US), f(period_us * US),
+                          np.zeros(n, dtype=bool), np.full(n, timed_by, dtype=object), f(np.nan))
+
+
+def window(reason: str, start_us: float = 24_000, end_us: float = 44_000) -> UntracedWindow:
+    return UntracedWindow("s.py:10", int(start_us * US), int(end_us * US), 32, reason, 30_000_000, 20_000_000)
+
+
+def test_a_window_levels_its_loop_before_and_after_it():
+    # 24 traced iterations, the window (32 untraced at 600 us), then 10 traced again: the loop went on
+    t = table([i * 1000.0 for i in range(24)] + [45_000 + i * 1000.0 for i in range(10)], [0] * 24 + [1] * 10)
+    out, notes = with_windows(t, [(window("iterations"), np.full(31, 600.0 * US))])
+    assert np.allclose(out.period, 600 * US) and np.allclose(out.work, 600 * US)
+    assert (out.timed_by == WINDOW).all() and np.allclose(out.traced_work, 1000 * US)
+    (n,) = notes
+    assert n.kind == "eager_untraced_window" and n["untraced_ns"] == 600 * US and n["traced_ns"] == 1000 * US
+    assert n["iterations"] == 34 and n["periods"] == 31
+
+
+def test_a_window_the_loop_left_levels_only_the_stretch_before_it():
+    t = table([i * 1000.0 for i in range(24)] + [45_000 + i * 1000.0 for i in range(10)], [0] * 24 + [1] * 10)
+    out, _ = with_windows(t, [(window("left"), np.full(31, 600.0 * US))])
+    assert (out.timed_by[:24] == WINDOW).all() and (out.timed_by[24:] == "").all()
+    assert np.allclose(out.period[24:], 1000 * US)
+
+
+def test_no_level_below_the_iterations_own_gpu_work():
+    t = table([i * 1000.0 for i in range(24)], [0] * 24, busy_us=800.0)
+    out, _ = with_windows(t, [(window("left"), np.full(31, 600.0 * US))])
+    assert np.allclose(out.period, 800 * US) and out.gpu_bound.all()
+
+
+def test_a_short_window_or_timed_rows_change_nothing():
+    t = table([i * 1000.0 for i in range(24)], [0] * 24)
+    out, notes = with_windows(t, [(window("left"), np.full(3, 600.0 * US))])
+    assert out is t and [n.kind for n in notes] == ["untraced_window_too_short"]
+    timed = table([i * 1000.0 for i in range(24)], [0] * 24, timed_by="timing")
+    out, notes = with_windows(timed, [(window("left"), np.full(31, 600.0 * US))])
+    assert out is timed and notes == []
+
+
+class _Meta:
+    """A trace's metadata alone (window_periods reads meta.runs)."""
+
+    def __init__(self, runs: list[dict]) -> None:
+        self.meta = {"runs": runs}
+
+
+def test_window_periods_time_the_anchor_inside_the_window_less_its_stamps():
+    # anchor line s.py:10 every 500 us with one more stamp (s.py:11) between; the window opens at the 3rd execution
+    ts, loc = [], []
+    for i in range(12):
+        ts += [i * 500 * US, i * 500 * US + 100 * US]
+        loc += ["s.py:10", "s.py:11"]
+    meta = _Meta([{"pass_id": 0, "stamp_cost_ns": 1000.0, "untraced_windows": {"windows": [
+        {"anchor": "s.py:10", "start_ns": 1000 * US, "end_ns": 4000 * US, "iterations": 6, "reason": "iterations",
+         "detach_ns": 1, "attach_ns": 1}]}}])
+    stamps = {"ts_ns": np.asarray(ts, dtype=np.int64), "loc": np.asarray(loc)}
+    ((w, p),) = window_periods(meta, 0, lambda pass_id: stamps)  # type: ignore[arg-type]
+    assert w.reason == "iterations" and w.iterations == 6
+    # executions at 1000..4000 us: 7 stamps of the anchor, 6 periods, the first (holding the detach) left out; each
+    # period held two stamps (the other line's and the anchor's own): 500 us less 2 us
+    assert p.size == 5 and np.allclose(p, 500 * US - 2 * 1000.0)

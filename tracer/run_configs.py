@@ -40,7 +40,8 @@ class RunConfig:
     # GRAPH_TRACE, CUPTI 13.0 crashed the replay of a graph instantiated before it attached (benchmarks/notes/s22)
     graph_trace: bool = True
     # the one traced run detaches CUPTI for stretches of a steady loop before the process's first graph, timed by the
-    # stamps alone (tracer.untraced_windows); an experiment of session 24, on with GRAPHMODE_UNTRACED_WINDOWS=1
+    # stamps alone (tracer.untraced_windows), and a PyTorch program that built no graph gets its first-graph probe after
+    # the run, CUPTI detached (benchmarks/notes/s24)
     untraced_windows: bool = False
 
     def __post_init__(self) -> None:
@@ -69,7 +70,7 @@ def detail_config(detail: str = "graph", launch_sources: bool = False, profile: 
                      stamp="all" if line_stamps.AVAILABLE and name == "detail" else "")  # not in a run that also times ('single')
 
 
-def single_config(name: str = "single") -> RunConfig:
+def single_config(name: str = "single", windows: bool = True) -> RunConfig:
     """The one traced run that `graphmode run` makes by default (issue 29; docs/design.md, "One traced run"): the
     measuring run's activity records (kernels, copies, memsets, synchronizations, whole-graph spans), the API records
     a prediction reads (launches, copies, allocations, synchronizations, events, the graph lifecycle: api_filter
@@ -82,11 +83,13 @@ def single_config(name: str = "single") -> RunConfig:
     --launch-only`: tracer.launch_probes --traced; 'needed' API records add 1.1 us to a PyTorch launch's 6.0, 2.1 us to
     a cuBLAS call's 11.4: benchmarks/notes/s19) and taken off by the analysis (analyzers.tracer_cost), with what its
     stamps cost (about 1 us each, measured at the run's end). `name`: 'single', or 'measure' where a detail run follows
-    (the analysis then takes structure from the detail run)."""
+    (the analysis then takes structure from the detail run). `windows` (where it stamps): untraced windows
+    (tracer.untraced_windows: its steady loops timed with CUPTI detached, before the process's first graph), unless
+    GRAPHMODE_UNTRACED_WINDOWS=0."""
     stamp = "all" if line_stamps.AVAILABLE and name == "single" else ""  # 'measure': the detail run stamps
     return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
                      stamp=stamp, allocator_history=name == "single",
-                     untraced_windows=bool(stamp) and os.environ.get("GRAPHMODE_UNTRACED_WINDOWS") == "1")
+                     untraced_windows=bool(stamp) and windows and os.environ.get("GRAPHMODE_UNTRACED_WINDOWS") != "0")
 
 
 def region_config(detail: str = "graph", launch_sources: bool = False, profile: bool = False,

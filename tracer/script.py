@@ -238,6 +238,8 @@ class ScriptTracer:
                                      "cupti_buffers": raw.buffers}
         if raw.buffers_fallback:
             run_entry["cupti_buffers_fallback"] = raw.buffers_fallback
+        if self._segments:  # attached again after a window without GRAPH_TRACE: replays folded from their nodes' records
+            run_entry["replays_from_nodes"] = True
         history = self._collect_history() if history_on else None
         if history is not None:
             run_entry["allocator_history"] = history[1]
@@ -285,6 +287,14 @@ class ScriptTracer:
             meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
             meta.update(rank_meta_at_stop(writer.as_trace()))
+            if status == "complete" and cfg.untraced_windows and first_graph_probe.torch_in_use():
+                # A PyTorch program's first torch.cuda.graph capture, measured in its own process after it ended, CUPTI
+                # detached above (run_probe: only where the program built no graph): what the timing run measured in a
+                # second process (benchmarks/notes/s24, call 4). Not the driver probe of other programs: CUPTI attached
+                # earlier in the process takes much of the first graph's extra away (the probe run measures it).
+                mark(f"child {cfg.name}: first-graph probe started")
+                meta.update(run_probe(writer, cfg.name))
+                mark(f"child {cfg.name}: first-graph probe done")
             try:
                 self._watch.uninstall()
                 for note in self._watch.notes():
