@@ -5,8 +5,10 @@ anchor line alone.
 - A window ends the stretches of iterations across it (analyzers.periods): no kernel or launch of the window's
   iterations was recorded, so the traced iteration before it would otherwise span the whole window (and the 20-80 ms
   of detaching and attaching again).
-- `window_periods`: per window, the anchor's periods inside it, each less what the stamps inside it cost (the run's
-  measured `stamp_cost_ns`), the first left out (it holds the detach). These are the loop's untraced periods, measured
+- `window_periods`: per window, the anchor's periods inside it, each less what the run's own host work inside it
+  cost: its stamps (the run's measured `stamp_cost_ns`) and PyTorch's allocator history's actions (their measured
+  `entry_cost_ns`), as analyzers.tracer_cost takes them off traced periods; the first period left out (it holds the
+  detach). These are the loop's untraced periods, measured
   in the traced run's own process (benchmarks/notes/s24).
 - `with_windows`: the loop's traced CPU-bound iterations (the stretch the window broke, and the one after it where the
   loop went on once the window closed) take the window's level: each period scaled by the window's median over their
@@ -61,15 +63,23 @@ def window_periods(trace: Trace, pass_id: int, stamps_of: StampsOf) -> list[tupl
         return []
     s = stamps_of(pass_id)
     ts, loc = s["ts_ns"], s["loc"]
-    stamp_ns = float(run_entry(trace, pass_id).get("stamp_cost_ns") or 0.0)
+    entry = run_entry(trace, pass_id)
+    stamp_ns = float(entry.get("stamp_cost_ns") or 0.0)
+    history = entry.get("allocator_history")
+    action_ns = float((history.get("entry_cost_ns") if isinstance(history, dict) else None) or 0.0)
+    actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
+        "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
+        [pass_id])], dtype=np.int64)) if action_ns > 0 else np.zeros(0, dtype=np.int64)
     out = []
     for w in windows:
         at = ts[(loc == w.anchor) & (ts >= w.start_ns) & (ts <= w.end_ns)]
         if at.size < 3:
             out.append((w, np.zeros(0)))
             continue
-        stamps_in = np.searchsorted(ts, at[1:], side="right") - np.searchsorted(ts, at[:-1], side="right")
-        periods = np.diff(at).astype(np.float64) - stamps_in * stamp_ns
+        def between(x: np.ndarray) -> np.ndarray:
+            return np.searchsorted(x, at[1:], side="right") - np.searchsorted(x, at[:-1], side="right")
+
+        periods = np.diff(at).astype(np.float64) - between(ts) * stamp_ns - between(actions) * action_ns
         out.append((w, periods[1:]))
     return out
 
