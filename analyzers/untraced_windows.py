@@ -56,6 +56,12 @@ def window_breaks(trace: Trace, pass_id: int) -> np.ndarray:
     return np.array([w.start_ns for w in untraced_windows(trace, pass_id)], dtype=np.int64)
 
 
+def _between(x: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """How many of the sorted times `x` fall in each (at[i], at[i + 1]]."""
+    out: np.ndarray = np.searchsorted(x, at[1:], side="right") - np.searchsorted(x, at[:-1], side="right")
+    return out
+
+
 def window_periods(trace: Trace, pass_id: int, stamps_of: StampsOf) -> list[tuple[UntracedWindow, np.ndarray]]:
     """Per window, the anchor's untraced periods inside it (ns; module doc)."""
     windows = untraced_windows(trace, pass_id)
@@ -76,10 +82,7 @@ def window_periods(trace: Trace, pass_id: int, stamps_of: StampsOf) -> list[tupl
         if at.size < 3:
             out.append((w, np.zeros(0)))
             continue
-        def between(x: np.ndarray) -> np.ndarray:
-            return np.searchsorted(x, at[1:], side="right") - np.searchsorted(x, at[:-1], side="right")
-
-        periods = np.diff(at).astype(np.float64) - between(ts) * stamp_ns - between(actions) * action_ns
+        periods = (np.diff(at).astype(np.float64) - _between(ts, at) * stamp_ns - _between(actions, at) * action_ns)
         out.append((w, periods[1:]))
     return out
 
