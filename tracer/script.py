@@ -166,7 +166,7 @@ class ScriptTracer:
         # The measuring run hears only when each cudagraph-tree recording, torch.cuda.graph block or Dynamo compilation
         # starts and ends (two Python calls each): PyTorch's work around the capture is part of the graph's one-time
         # cost.
-        self._torch = TorchHooks(self._memory, recordings_only=not cfg.callbacks,
+        self._torch = TorchHooks(self._memory, clock=self._clock, recordings_only=not cfg.callbacks,
                                  allocator_history=cfg.allocator_history).install()
         if cfg.allocator_history:  # the allocator history's times are Unix time: moved onto CUPTI's by these pairs
             self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
@@ -197,6 +197,14 @@ class ScriptTracer:
         new.raw.own_spans = old.raw.own_spans  # the memory sampler's own calls (it holds this list)
         new.start()
         self._session = new
+
+    def _clock(self) -> int:
+        """The CUPTI clock for PyTorch's hooks (tracer.torch_hooks): inside an untraced window a CUPTI call would attach
+        CUPTI again behind the session's back, so the window closes first: PyTorch is starting a capture, or says
+        something, and that is traced."""
+        if self._windows is not None and self._windows.detached:
+            self._windows.close(time.perf_counter_ns(), -1, "hook")
+        return timestamp()
 
     def _may_detach(self) -> bool:
         """No graph in the process yet (no resource callback fired: they fire for graphs only)."""
@@ -232,6 +240,8 @@ class ScriptTracer:
         cfg = self.config
         mark(f"child {cfg.name}: synchronized")
         raw = self._session.stop()
+        if self._segments and self._segments[-1] is raw:  # attaching again after a window failed: nothing after it
+            self._segments.pop()
         mark(f"child {cfg.name}: CUPTI stopped")
         run_entry: dict[str, Any] = {"pass_id": self.pass_id, "config": asdict(cfg), "status": status, "reason": reason,
                                      "api_filter": raw.api_filter, "dropped_records": raw.dropped,
@@ -249,6 +259,7 @@ class ScriptTracer:
         if light and (windows := _capture_windows(heard)) is not None:
             run_entry["torch"] = windows  # this run's PyTorch capture windows (meta.torch is the detail run's)
         segments = self._segments
+        written = False  # the pass's records (the probe below runs only after them)
         if segments:  # the sessions detached for untraced windows: their records, apart (correlation ids restart)
             raw.dropped += sum(r.dropped for r in segments)
             raw.callback_errors[:0] = [e for r in segments for e in r.callback_errors]
@@ -272,6 +283,7 @@ class ScriptTracer:
                 if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
                     run_entry["stamp_cost_ns"] = stamp_cost_ns()
                 mark(f"child {cfg.name}: stamps written")
+            written = True
         finally:
             existing = writer.get_meta()
             meta: dict[str, Any] = {"dropped_records": int(existing.get("dropped_records", 0) or 0) + raw.dropped}
@@ -287,7 +299,7 @@ class ScriptTracer:
             meta.update({k: v for k, v in observed.items() if v})
             meta.update(extra)
             meta.update(rank_meta_at_stop(writer.as_trace()))
-            if status == "complete" and cfg.untraced_windows and first_graph_probe.torch_in_use():
+            if written and status == "complete" and cfg.untraced_windows and first_graph_probe.torch_in_use():
                 # A PyTorch program's first torch.cuda.graph capture, measured in its own process after it ended, CUPTI
                 # detached above (run_probe: only where the program built no graph): what the timing run measured in a
                 # second process (benchmarks/notes/s24, call 4). Not the driver probe of other programs: CUPTI attached

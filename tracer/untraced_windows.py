@@ -17,7 +17,8 @@ The rule, from the stamps of the user's lines (tracer.line_stamps; the main thre
 - then, where `may_detach()` (no graph in the process), the window opens: CUPTI detaches;
 - it closes (CUPTI attaches again) at the first stamp of a line outside the body (the loop ended, or its body changed:
   before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after WINDOW_ITERATIONS
-  executions of the anchor, or WINDOW_MAX_NS after it opened;
+  executions of the anchor, WINDOW_MAX_NS after it opened, or when PyTorch's hooks hear something (a capture starting,
+  a log record: tracer.script reads the CUPTI clock for them, and a window closes first, reason 'hook');
 - a loop gets one window per entry: no line of its body opens another until a line outside that body has run.
 The analysis times the anchor's executions inside each window (analyzers, "Untraced windows"). The traced iterations
 before a window are the step the analysis finds (its repetition rules need 20 in a row: LOOP_STEP_MIN), so
@@ -51,7 +52,7 @@ class Window:
     end_pos: int = -1
     attach_ns: int = 0
     iterations: int = 0  # the anchor's executions inside, after the one that opened it
-    reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'end'
+    reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'hook', 'end'
 
 
 @dataclass
