@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 24, device call 5 (H200), untraced windows on by default in the one traced run: the gpu tests of the
-# default one run (tests/test_gpu_script.py -k ...); the graphed decode loop and ViT (a graph per batch size) under the default
-# `graphmode run` beside the same programs untraced (windows before their first graph, graphs recorded after); the
-# eager-only decode loop under the default `graphmode run` (one run now). Usage: bash benchmarks/notes/s24/call5.sh OUT
+# default one run (tests/test_gpu_script.py -k ...); the graphed decode loop under the default `graphmode run` beside
+# the same program untraced (a window before its graph, the graph recorded after). Cut to fit the session's last device
+# minutes. Usage: bash benchmarks/notes/s24/call5.sh OUT
 set -u
 out=${1:?OUT}
 t0=$(date +%s)
@@ -10,7 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 for f in .whl/*.tar.xz; do tar -xJf "$f" -C /tmp/site; done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . > /tmp/graphmode-install.log 2>&1
-timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_script.py -k "one_traced_run_by_default or allocates or detaches or run_once" > "$out/gpu-tests.log" 2>&1
+timeout 130 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_script.py -k "one_traced_run_by_default or allocates or detaches or run_once" > "$out/gpu-tests.log" 2>&1
 echo "gpu tests rc=$?" >> "$out/gpu-tests.log"; tail -3 "$out/gpu-tests.log"
 root=$PWD
 mkdir -p /tmp/tr && cd benchmarks/third_party
@@ -20,9 +20,7 @@ timed() {  # name, then the command
   timeout 120 "$@" > /tmp/tr/$name.log 2>&1
   echo "$name rc=$? wall_ms=$(( ($(date +%s%N) - s) / 1000000 )) $(grep GRAPHMODE_TRUTH /tmp/tr/$name.log | tr '\n' ' ' | cut -c1-300)" >> /tmp/tr/truth.txt
 }
-[ $(( $(date +%s) - t0 )) -lt 190 ] && { timed decode_graphed python3 hf_static_decode.py; timed decode_graphed_gm graphmode run --no-html --out /tmp/tr/decode_graphed.gmtrace hf_static_decode.py; }
-[ $(( $(date +%s) - t0 )) -lt 240 ] && { timed vit_graphed python3 vit_batch_graphs.py --calls 60; timed vit_graphed_gm graphmode run --no-html --out /tmp/tr/vit_graphed.gmtrace vit_batch_graphs.py --calls 60; }
-[ $(( $(date +%s) - t0 )) -lt 285 ] && timed decode_eager_gm graphmode run --no-html --out /tmp/tr/decode_eager.gmtrace hf_static_decode.py --eager-only
+[ $(( $(date +%s) - t0 )) -lt 165 ] && { timed decode_graphed python3 hf_static_decode.py; timed decode_graphed_gm graphmode run --no-html --out /tmp/tr/decode_graphed.gmtrace hf_static_decode.py; }
 cd "$root"
 cat /tmp/tr/truth.txt
 (cd /tmp/tr && tar -cf - * | xz -6 -T8 > "$out/traces.tar.xz")
