@@ -275,3 +275,21 @@ def test_the_windows_level_against_the_programs_untraced_clock(recording) -> Non
     keys = ["eager_b1_ns", "eager_b2_ns", "eager_b4_ns", "eager_b8_ns"] if program == "vit" else ["eager_ns"]
     for r, k in zip(regions, keys):
         assert 0.75 < r.eager_period.ns / clock[k] < 1.25, (program, k, r.eager_period.ns, clock[k])
+
+
+def test_a_window_closes_once_when_two_threads_close_it() -> None:
+    """PyTorch's hooks may close a window from another thread while the main thread's stamp closes it too (synthetic)."""
+    import threading
+
+    attached: list[int] = []
+    c = WindowController(lambda: None, lambda: attached.append(1), lambda: True, lambda a, b: [1, 2, 3][:b - a],
+                         clock=lambda: 0, traced_before=2)
+    for i, idx in enumerate([1, 2, 3] * 4):
+        c.on_stamp(idx, i, i)
+    assert c.detached
+    threads = [threading.Thread(target=c.close, args=(100, -1, "hook")) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert attached == [1] and len(c.windows) == 1 and c.windows[0].reason == "hook"

@@ -29,6 +29,7 @@ Standard library only (tests drive the controller with made-up stamps, synthetic
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class WindowController:
     _body: frozenset[int] = frozenset()
     _off: bool = False  # after a failed detach or attach, or once the run ends: no more windows
     _finished: bool = False
+    # close() may come from another thread (PyTorch's hooks read the clock there): one close per window
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def detached(self) -> bool:
@@ -132,11 +135,12 @@ class WindowController:
 
     def close(self, now: int, pos: int, reason: str) -> None:
         """Attaches CUPTI again (at a stamp, or at the run's end with reason 'end')."""
-        w = self._open
-        if w is None:
-            return
-        w.end_ns, w.end_pos, w.reason = now, pos, reason
-        self._open = None
+        with self._lock:
+            w = self._open
+            if w is None:
+                return
+            w.end_ns, w.end_pos, w.reason = now, pos, reason
+            self._open = None
         t0 = self.clock()
         try:
             self.attach()
