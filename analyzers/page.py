@@ -31,6 +31,7 @@ from graphmode.analyzers.timeline import (
     select_spans,
     traced_pass,
 )
+from graphmode.analyzers.untraced_windows import UntracedWindow, untraced_windows
 from graphmode.tracer.profile_store import read_profile
 from graphmode.tracer.store import PassInfo, Trace
 
@@ -74,6 +75,8 @@ class PageData:
     kernel_totals: KernelTotals | None = None  # graph- and node-detail passes
     topologies: tuple[GraphTopology, ...] = ()
     profile_session: Any = None  # the run's pyinstrument Session, for pyinstrument's own page
+    # the traced pass's untraced windows (analyzers.untraced_windows): stretches with nothing recorded, drawn as such
+    untraced_windows: tuple[UntracedWindow, ...] = ()
 
 
 def graph_nodes(trace: Trace, pass_id: int, graph_id: int) -> NodeTable | None:
@@ -130,4 +133,4 @@ def page_data(run: Run, analysis: TraceAnalysis, *, iterations: tuple[int, int] 
                      note("pass_view", pass_id=tp.pass_id, detail=tp.detail, drawn=selection.drawn, total=selection.total))
     kernels = kernel_totals(trace, tp.pass_id, tp.detail) if tp.detail in ("graph", "node") else None
     return PageData(trace.path.name, meta, tp, tuple(lanes), tuple(views), selection, full, activity_extent(trace, tp),
-                    kernels, topologies(trace, tp.pass_id), session)
+                    kernels, topologies(trace, tp.pass_id), session, tuple(untraced_windows(trace, tp.pass_id)))

@@ -21,7 +21,7 @@ import html
 import json
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from graphmode.analyzers.page import MAX_TOPOLOGIES, PageData
@@ -36,6 +36,7 @@ from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import (cpu_speed_html, esc, graph_title, graphs_html, headline_table, kernel_table_html,
                                              time_split_html, verdict_html)
 from graphmode.analyzers.timeline import Selection
+from graphmode.analyzers.untraced_windows import UntracedWindow
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.tracer.store import PassInfo
 from graphmode.reports.prediction_html import measured_twin, prediction_html
@@ -93,7 +94,7 @@ class _Page:
 
 
 def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineView, active: tuple[int, int] | None,
-               chosen: bool) -> str:
+               chosen: bool, windows: tuple[UntracedWindow, ...] = ()) -> str:
     """The whole-run section; `chosen`: the user picked what it draws (--window, --iterations), not the page limit."""
     origin = tp.start_ns
     # The whole pass is the view's full extent even where the page holds part of it: the stretches it leaves
@@ -108,6 +109,12 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
              "label": f"{g.spans:,} spans not drawn ({'outside what was asked for' if chosen else 'page limit'}); "
                       f"open with --window {window_ms(g.start_ns - origin)}:{window_ms(g.end_ns - origin)} to see them"}
             for g in selection.left_out]
+    # the one run's untraced windows: nothing was recorded there (CUPTI detached), which is not an idle GPU
+    gaps += [{"start": w.start_ns - origin, "end": w.end_ns - origin, "spans": 0, "kind": "untraced",
+              "short": "untraced window",
+              "label": f"untraced window: CUPTI detached, nothing recorded; {w.iterations:,} iterations of "
+                       f"{PurePath(w.anchor.rpartition(':')[0]).name}:{w.anchor.rpartition(':')[2]} timed by line stamps"}
+             for w in windows]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", title=_title(full), origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))
     cropped = initial != extent and selection.note is None
@@ -227,7 +234,8 @@ def render_html(a: TraceAnalysis, data: PageData, *, chosen: bool = False) -> tu
     tp = data.traced
     if tp is not None and selection is not None and data.full_view is not None:
         parts.append(_iterations(page, data.iteration_views))
-        parts.append(_whole_run(page, tp, selection, data.full_view, data.activity, chosen=chosen))
+        parts.append(_whole_run(page, tp, selection, data.full_view, data.activity, chosen=chosen,
+                                windows=data.untraced_windows))
         if data.kernel_totals is not None:
             table = kernel_table_html(data.kernel_totals)
             if table:

@@ -547,3 +547,27 @@ def test_a_long_chain_has_a_tick_every_few_levels(tmp_path: Path) -> None:
     assert figure is not None
     axis = figure["layout"]["xaxis"]
     assert axis["tick0"] == 0 and axis["dtick"] == 5 and 100 / axis["dtick"] <= MAX_LEVEL_TICKS
+
+
+@needs_chromium
+def test_an_untraced_window_is_hatched_as_not_recorded(browser: Chromium, tmp_path: Path) -> None:
+    """A real recording of the one run with an untraced window (tests/data/scripts/windows_s24/decode_one: a Llama
+    decode loop, 32 steps with CUPTI detached): the whole-run timeline hatches the window and hovering it says nothing
+    was recorded there, not that the page left spans out."""
+    import lzma
+
+    trace_path = tmp_path / "decode.gmtrace"
+    trace_path.write_bytes(lzma.decompress((ROOT / "tests/data/scripts/windows_s24/decode_one.gmtrace.xz").read_bytes()))
+    with load(trace_path) as trace:
+        write_page(trace, tmp_path / "d.html")
+    full = next(p for p in _page_data(tmp_path / "d.html")["plots"] if p["div"] == "gm-timeline-full")
+    (w,) = [g for g in full["left_out"] if g.get("kind") == "untraced"]
+    _open(browser, tmp_path / "d.html")
+    _js(browser, f"setRange('gm-timeline-full', {w['start'] - 1_000_000}, {w['end'] + 1_000_000})")
+    (d,) = _js(browser, "leftOut('gm-timeline-full')")
+    assert d["label"] == w["label"] and w["label"].startswith("untraced window: CUPTI detached, nothing recorded")
+    box = browser.evaluate("(() => { const c = document.querySelector('#gm-timeline-full canvas'); c.scrollIntoView({block: 'center'});"
+                           " const r = c.getBoundingClientRect(); return [r.left, r.top]; })()")
+    browser.mouse_move(box[0] + (d["x0"] + d["x1"]) / 2, box[1] + 20)
+    assert f"not recorded: {w['label']}" in _js(browser, "details('gm-timeline-full')")
+    assert browser.errors == []

@@ -293,3 +293,21 @@ def test_a_window_closes_once_when_two_threads_close_it() -> None:
     for t in threads:
         t.join()
     assert attached == [1] and len(c.windows) == 1 and c.windows[0].reason == "hook"
+
+
+def test_the_page_draws_each_window_as_not_recorded(recording) -> None:
+    """The whole-run timeline marks each window hatched, as not recorded (not an idle GPU), and the report's words
+    name the window's level; the terminal report too."""
+    from graphmode.analyzers.page import page_data
+    from graphmode.analyzers.run import build_run
+    from graphmode.reports.notes import word
+    from graphmode.views import html_page
+
+    program, t, a = recording
+    data = page_data(build_run(t), a)
+    assert len(data.untraced_windows) == (4 if program == "vit" else 1)
+    page, _ = html_page(t, a)
+    assert page.count('"kind":"untraced"') == len(data.untraced_windows)
+    assert "untraced window: CUPTI detached, nothing recorded" in page
+    n = next(n for n in a.cannot_compute if n.kind == "eager_untraced_window")
+    assert "with CUPTI detached (an untraced window of the one traced run)" in word(n)

@@ -340,7 +340,7 @@
         if (!this.compact) { // the label on one line, else on two (at '; '), else its count alone
           ctx.font = "12px system-ui, sans-serif";
           const fits = (lines) => lines.length * 16 <= h && lines.every((t) => ctx.measureText(t).width + 12 <= z - a);
-          const lines = [[r.label], r.label.split("; "), [r.spans.toLocaleString("en-US") + " spans not drawn"]].find(fits) || [];
+          const lines = [[r.label], r.label.split("; "), [r.short || r.spans.toLocaleString("en-US") + " spans not drawn"]].find(fits) || [];
           const yTop = y0 + Math.max(0, Math.min(h / 2, 40) - lines.length * 8);
           lines.forEach((t, n) => {
             const w = ctx.measureText(t).width, x = (a + z) / 2 - w / 2, y = yTop + 8 + 16 * n;
@@ -503,7 +503,7 @@
       const sel = this.pinned >= 0 ? this.pinned : this.hover;
       this.linked = sel >= 0 ? this.sameCorrelation(sel) : [];
       const r = this.region, region = sel < 0 && r
-        ? [["not drawn", r.label], ["where", fmtDur(r.start) + " – " + fmtDur(r.end) + " from " + this.spec.origin]] : null;
+        ? [[r.kind === "untraced" ? "not recorded" : "not drawn", r.label], ["where", fmtDur(r.start) + " – " + fmtDur(r.end) + " from " + this.spec.origin]] : null;
       if (this.opts.onSelect) this.opts.onSelect(sel >= 0 ? this.details(sel) : region, this);
       this.schedule();
     }
