@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.untraced_windows import untraced_windows
 from graphmode.reports.names import printable
 from graphmode.reports.output import open_output
 from graphmode.tracer.store import Trace
@@ -289,6 +290,8 @@ def export_perfetto(trace: Trace, out: Path) -> PerfettoExport:
             links = _Links(con)
             _emit(w, _api_rows(con, links), t0, lambda k: (HOST_UUID, f"thread {k[0]} · CUDA {k[1]} API"))
             _emit(w, _marker_rows(con), t0, lambda k: (HOST_UUID, f"thread {k[0]} · {k[1]} markers"))
+            # the one run's untraced windows: nothing recorded there (CUPTI detached), said on a track of its own
+            _emit(w, _window_rows(trace), t0, lambda k: (HOST_UUID, "untraced windows (CUPTI detached: nothing recorded)"))
             _emit(w, _gpu_rows(con, links), t0,
                   lambda k: (gpu_uuid[k[0]], f"stream {k[1]}" + (" · graph launches" if k[2] else "")))
             w.flush()
@@ -318,6 +321,15 @@ def _marker_rows(con: Any) -> Iterator[tuple[Any, ...]]:
         for tid, kind, start, end, name, graph, pid in batch:
             args = [("pass_id", pid)] + ([("graph_id", graph)] if graph else [])
             yield (tid, kind), start, end, name, kind, args, 0, 0
+
+
+def _window_rows(trace: Trace) -> Iterator[tuple[Any, ...]]:
+    """Each pass's untraced windows (analyzers.untraced_windows: meta.runs[].untraced_windows)."""
+    for p in trace.passes:
+        for w in untraced_windows(trace, p.pass_id):
+            yield (("untraced", p.pass_id), w.start_ns, w.end_ns,
+                   f"untraced window: {w.iterations:,} iterations of {w.anchor.rsplit('/', 1)[-1]} timed by line stamps",
+                   "untraced_window", [("pass_id", p.pass_id), ("iterations", w.iterations)], 0, 0)
 
 
 def _gpu_rows(con: Any, links: _Links) -> Iterator[tuple[Any, ...]]:

@@ -311,3 +311,16 @@ def test_the_page_draws_each_window_as_not_recorded(recording) -> None:
     assert "untraced window: CUPTI detached, nothing recorded" in page
     n = next(n for n in a.cannot_compute if n.kind == "eager_untraced_window")
     assert "with CUPTI detached (an untraced window of the one traced run)" in word(n)
+
+
+def test_the_perfetto_export_says_where_nothing_was_recorded(recording, tmp_path: Path) -> None:
+    from perfetto_rules import check_nesting, read_perfetto
+
+    from graphmode.reports.perfetto import export_perfetto
+
+    program, t, _ = recording
+    export_perfetto(t, tmp_path / "w.pftrace")
+    parsed = read_perfetto(tmp_path / "w.pftrace")
+    assert parsed.problems == [] and check_nesting(parsed) == []
+    tracks = {u for u, tr in parsed.tracks.items() if tr["name"].startswith("untraced windows")}
+    assert len([s for s in parsed.slices if s["track"] in tracks]) == (4 if program == "vit" else 1)
