@@ -324,3 +324,16 @@ def test_the_perfetto_export_says_where_nothing_was_recorded(recording, tmp_path
     assert parsed.problems == [] and check_nesting(parsed) == []
     tracks = {u for u, tr in parsed.tracks.items() if tr["name"].startswith("untraced windows")}
     assert len([s for s in parsed.slices if s["track"] in tracks]) == (4 if program == "vit" else 1)
+
+
+def test_the_json_report_holds_the_windows_level_and_the_schema_accepts_it(recording) -> None:
+    import jsonschema
+
+    from graphmode.reports.json_report import load_schema, report_dict
+
+    program, _, a = recording
+    doc = report_dict(a)
+    jsonschema.validate(doc, load_schema())
+    assert any(n["kind"] == "eager_untraced_window" for n in doc["cannot_compute"])
+    regions = [r for r in doc["prediction"]["regions"] if r["direction"] == "to_graph"]
+    assert len(regions) == (4 if program == "vit" else 1)
