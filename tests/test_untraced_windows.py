@@ -337,3 +337,23 @@ def test_the_json_report_holds_the_windows_level_and_the_schema_accepts_it(recor
     assert any(n["kind"] == "eager_untraced_window" for n in doc["cannot_compute"])
     regions = [r for r in doc["prediction"]["regions"] if r["direction"] == "to_graph"]
     assert len(regions) == (4 if program == "vit" else 1)
+
+
+def test_pytorchs_hooks_reading_the_clock_close_an_open_window_first(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Inside a window a CUPTI call would attach CUPTI behind the session's back: the clock the run gives PyTorch's hooks
+    (ScriptTracer._clock) closes the window, attaching again, before it reads CUPTI's clock (synthetic: no CUPTI; the
+    detach and attach are recorded, CUPTI's clock is a stand-in)."""
+    from graphmode.tracer import script
+
+    calls: list[str] = []
+    monkeypatch.setattr(script, "timestamp", lambda: calls.append("clock") or 42)
+    tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
+    lines = [1, 2, 3] * 30
+    tracer._windows = c = WindowController(lambda: calls.append("detach"), lambda: calls.append("attach"), lambda: True,
+                                           lambda a, b: lines[a:b], clock=lambda: 0)
+    for i, idx in enumerate(lines[:80]):
+        c.on_stamp(idx, i, i)
+    assert c.detached and calls == ["detach"]
+    assert tracer._clock() == 42
+    assert calls == ["detach", "attach", "clock"] and not c.detached and c.windows[0].reason == "hook"
+    assert tracer._clock() == 42 and calls[-1] == "clock" and calls.count("attach") == 1  # no window: the clock alone
