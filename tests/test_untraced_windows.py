@@ -357,3 +357,21 @@ def test_pytorchs_hooks_reading_the_clock_close_an_open_window_first(monkeypatch
     assert tracer._clock() == 42
     assert calls == ["detach", "attach", "clock"] and not c.detached and c.windows[0].reason == "hook"
     assert tracer._clock() == 42 and calls[-1] == "clock" and calls.count("attach") == 1  # no window: the clock alone
+
+
+def test_windows_are_on_in_the_one_run_but_not_for_ranks_or_when_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmode.analyzers.run_plan import plan_runs
+    from graphmode.tracer import line_stamps
+    from graphmode.tracer.run_configs import single_config
+
+    monkeypatch.setattr(line_stamps, "AVAILABLE", True)  # Python 3.12+
+    monkeypatch.delenv("GRAPHMODE_UNTRACED_WINDOWS", raising=False)
+    assert single_config().untraced_windows and plan_runs(runs="1")[0].untraced_windows
+    assert plan_runs(runs="auto")[0].untraced_windows
+    assert not plan_runs(runs="auto", ranked=True)[0].untraced_windows  # a rank of a job: one run, no windows
+    assert not single_config("measure").untraced_windows  # a run that stamps nothing opens none
+    monkeypatch.setenv("GRAPHMODE_UNTRACED_WINDOWS", "0")
+    assert not single_config().untraced_windows
+    monkeypatch.setattr(line_stamps, "AVAILABLE", False)  # Python 3.11: no stamps, no windows
+    monkeypatch.delenv("GRAPHMODE_UNTRACED_WINDOWS")
+    assert not single_config().untraced_windows
