@@ -52,6 +52,7 @@ WORKLOADS: dict[str, list[str]] = {
     "vit_eager": ["third_party/vit_batch_graphs.py", "--eager-only"],
     "resnet_eager": ["third_party/resnet_train.py", "--eager-only"],
     "mobilenet_fn": ["third_party/mobilenet_train_fn.py"],
+    "mobilenet_fn_graph": ["third_party/mobilenet_train_fn.py", "--graph"],  # its graphed twin (the prediction's truth)
 }
 PREFIX = "GRAPHMODE_TRUTH "
 
