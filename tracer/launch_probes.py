@@ -284,10 +284,10 @@ def run_launch_probes(procs: int = 3, frameworks: tuple[str, ...] | None = None,
 def main(argv: list[str]) -> int:
     global _traced
     api = next((a.split("=", 1)[1] for a in argv if a.startswith("--api-filter=")), None)
-    args = [a for a in argv if a != "--traced" and not a.startswith("--api-filter=")]
+    args = [a for a in argv if a not in ("--traced", "--reattached") and not a.startswith("--api-filter=")]
     if len(args) != 1 or args[0] not in PROBES:
-        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced [--api-filter=F]]",
-              file=sys.stderr)
+        print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced [--api-filter=F] "
+              "[--reattached]]", file=sys.stderr)
         return 2
     session, said = None, {}
     if "--traced" in argv:
@@ -297,6 +297,13 @@ def main(argv: list[str]) -> int:
         said = {"api_filter": kwargs["api_filter"]}  # which calibration the process is for (costmodel.probe_api_filter)
         session = CuptiSession(**kwargs)
         session.start()
+        if "--reattached" in argv:
+            # as the one run has it after an untraced window (tracer.untraced_windows): CUPTI detached, then a session
+            # attached again without GRAPH_TRACE (script.ScriptTracer._attach)
+            session.stop()
+            session = CuptiSession(**dict(kwargs, graph_trace=False))
+            session.start()
+            said["reattached"] = True
     try:
         out = PROBES[args[0]]()
     finally:
