@@ -22,7 +22,6 @@ from graphmode.analyzers.break_even import (
     TIMING_RUN_SLOWDOWN_BOUND,
     break_even_series,
 )
-from graphmode.analyzers.counterfactual import launcher_of
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.results import GraphCost, GraphResult, GraphTotals, Period, Stat
@@ -119,8 +118,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
     if tracer is not None and correction is None and (build is not None or parts.get("recordings")):
         # a capture in the corrected pass, not timed by a timing run: the calibrated cost of tracing it comes off,
         # never more than the capture's own measured parts
-        library = sum(launcher_of(k, "torch") == "torch_library" for k in g.kernels) if g is not None else 0
-        extra = capture_correction(tracer, g.num_nodes if g is not None else 0, library)
+        extra = capture_correction(tracer, g.num_nodes if g is not None else 0)
         measured = sum(x or 0.0 for x in (build, parts.get("instantiate"), parts.get("upload"), framework))
         if extra is not None and measured > 0:
             taken_off = -min(extra, measured)
@@ -239,8 +237,7 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
         elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation, one_time_deficit = CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,
-                              slowdown_bound=CORRECTED_CAPTURE_BOUND, low_bound=CORRECTED_CAPTURE_LOW_BOUND,
-                              **({"source": "run"} if tracer is not None and tracer.capture_source == "run" else {})))
+                              slowdown_bound=CORRECTED_CAPTURE_BOUND, low_bound=CORRECTED_CAPTURE_LOW_BOUND))
         elif cost is not None and timing_traced and (graph is not None or eager is not None):
             one_time_inflation = SINGLE_CAPTURE_BOUND if run == "single" else CAPTURE_SLOWDOWN_BOUND
             notes.append(note("one_time_traced", slowdown_bound=one_time_inflation))

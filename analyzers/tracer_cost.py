@@ -78,12 +78,6 @@ class TracerCorrection:
     # per action of PyTorch's allocator history (tracer.allocator_history), at the pass's actions (times, sorted)
     per_action: float = 0.0
     actions: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    # per captured library kernel (cuBLAS, cuDNN: analyzers.counterfactual.launcher_of), where the run measured it
-    # apart from a pointwise one (tracer.capture_cost); None: capture_per_node for every kernel
-    capture_per_library_node: Spread | None = None
-    # where the capture costs come from: 'run' (measured in the run's own process after the program: tracer.capture_cost)
-    # or 'calibration' (the cost model's, `graphmode calibrate`)
-    capture_source: str = "calibration"
 
     def per_launch(self, name: str, framework: str = "") -> float:
         """What tracing added to the launch of one eager kernel of this name: its launcher's calibrated cost
@@ -145,46 +139,9 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
         "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
         [pass_id])], dtype=np.int64)) if per_action else np.zeros(0, dtype=np.int64)
-    per_graph, per_node, per_library = costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE), None
-    source = "calibration"
-    measured = run_capture_costs(entry.get("capture_cost"))
-    if measured is not None:  # measured in the run's own process: this machine, now (tracer.capture_cost)
-        per_graph, per_node, per_library = measured
-        source = "run"
-    return TracerCorrection(per_kernel, per_graph, per_node,
+    return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
                             framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps,
-                            per_action if actions.size else 0.0, actions, per_library, source)
-
-
-def run_capture_costs(said: Any) -> tuple[Spread, Spread, Spread] | None:
-    """What tracing added to a capture as the run measured it in its own process (tracer.capture_cost: captures of a
-    pointwise chain and a library chain at two lengths, attached and detached, in rounds): (per graph, per captured
-    pointwise kernel, per captured library kernel), each a Spread over the rounds (the per-graph part over both
-    chains), in ns; None where the run measured nothing usable. Per round and chain: the median capture at each length,
-    the slope between the lengths (per kernel) and the intercept (per graph), attached less detached."""
-    if not isinstance(said, dict) or said.get("error") or not said.get("rounds"):
-        return None
-    try:
-        lo, hi = (int(k) for k in said["sizes"])
-        graph: list[float] = []
-        node: dict[str, list[float]] = {"pointwise": [], "library": []}
-        for r in said["rounds"]:
-            for chain in node:
-                fits = []
-                for state in ("attached", "detached"):
-                    a = float(np.median(r[state][chain][str(lo)]))
-                    b = float(np.median(r[state][chain][str(hi)]))
-                    slope = (b - a) / (hi - lo)
-                    fits.append((slope, a - lo * slope))
-                (sa, ca), (sd, cd) = fits
-                node[chain].append(sa - sd)
-                graph.append(ca - cd)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return None
-    spreads = (Spread.of(graph), Spread.of(node["pointwise"]), Spread.of(node["library"]))
-    if any(x is None for x in spreads):
-        return None
-    return spreads  # type: ignore[return-value]
+                            per_action if actions.size else 0.0, actions)
 
 
 def launch_extra(trace: Trace, pass_id: int, t: IterationTable, c: TracerCorrection) -> tuple[np.ndarray, np.ndarray]:
@@ -249,17 +206,12 @@ def with_tracer_cost(t: IterationTable, extra: np.ndarray) -> IterationTable:
                                traced_work=np.where(use, t.work, t.traced_work))
 
 
-def capture_correction(c: TracerCorrection | None, nodes: int, library_nodes: int = 0) -> float | None:
+def capture_correction(c: TracerCorrection | None, nodes: int) -> float | None:
     """What tracing added to one graph's capture (ns, positive), or None where captures were not calibrated: the
     calibration captures through torch.cuda.graph, whose per-graph part (graphmode's graph-level callbacks, memory
     samples and PyTorch's hooks around the block) a capture outside PyTorch does not pay: taken off a CuPy capture it
-    left 0.18x of the untraced one-time cost (benchmarks/notes/s17), so only PyTorch's captures are corrected. Where
-    the run measured its captures' cost itself (tracer.capture_cost), its `library_nodes` (cuBLAS, cuDNN kernels) are
-    priced apart from the rest."""
+    left 0.18x of the untraced one-time cost (benchmarks/notes/s17), so only PyTorch's captures are corrected."""
     if c is None or c.capture_per_graph is None or c.capture_per_node is None or c.framework not in ("torch", "inductor"):
         return None
-    library = min(max(library_nodes, 0), max(nodes, 0)) if c.capture_per_library_node is not None else 0
-    per_library = c.capture_per_library_node.median if c.capture_per_library_node is not None else 0.0
-    return max(0.0, c.capture_per_graph.median + c.capture_per_node.median * (max(nodes, 0) - library)
-               + per_library * library)
+    return max(0.0, c.capture_per_graph.median + c.capture_per_node.median * max(nodes, 0))
 

@@ -197,11 +197,8 @@ def _tracer_cost_taken_off(n: Note) -> str:
 
 def _one_time_tracer_cost_taken_off(n: Note) -> str:
     measured, off, bound = _num(n, "measured_ns"), _num(n, "taken_off_ns"), _num(n, "slowdown_bound")
-    how = ("the cost of tracing a capture, measured in this run's process after the program (per graph and per "
-           "captured kernel, pointwise and library kernels apart)" if n.get("source") == "run" else
-           "the calibrated cost of tracing a capture (per graph and per captured kernel)")
-    return (f"its one-time cost comes from the one traced run, which read {short_ns(measured)}; {how} "
-            f"comes off: {short_ns(off)} taken off; the corrected "
+    return (f"its one-time cost comes from the one traced run, which read {short_ns(measured)}; the calibrated cost of "
+            f"tracing a capture (per graph and per captured kernel) comes off: {short_ns(off)} taken off; the corrected "
             f"figure may still be up to {1 + bound:.1f}x too high (docs/benchmarks.md), which the break-even "
             "interval's lower end allows for" + (
                 f", or {1 + _num(n, 'low_bound'):.1f}x too low (another process of the program), which its upper end "

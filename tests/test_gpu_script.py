@@ -490,14 +490,6 @@ def test_one_traced_run_by_default(tmp_path: Path) -> None:
     graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][1] >= 3
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50
-    # the program captured a graph: what the session adds to a capture, measured in its process after it (issue 29)
-    from graphmode.analyzers.tracer_cost import run_capture_costs
-    from graphmode.tracer import capture_cost
-
-    said = run["capture_cost"]
-    assert "error" not in said and len(said["rounds"]) == capture_cost.ROUNDS, said
-    costs = run_capture_costs(said)
-    assert costs is not None and costs[0].median > 0, costs  # per graph: tracing adds to every capture
 
 
 STEP_MEMORY_SCRIPT = '''import torch

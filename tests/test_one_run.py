@@ -116,39 +116,6 @@ def test_a_capture_loses_the_tracers_cost_only_where_pytorch_made_it() -> None:
     assert capture_correction(TracerCorrection({}, None, None, "torch"), 50) is None
 
 
-def _capture_rounds(attached: dict[str, tuple[float, float]], detached: dict[str, tuple[float, float]],
-                    rounds: int = 2) -> dict[str, Any]:
-    """SYNTHETIC meta.runs[].capture_cost (tracer.capture_cost): per chain, (per graph, per kernel) ns of a capture
-    attached and detached; each size's captures the fitted time, +-1 ns around it (the median is the fit)."""
-    def captures(fit: dict[str, tuple[float, float]]) -> dict[str, dict[str, list[float]]]:
-        return {chain: {str(k): [g + n * k - 1, g + n * k, g + n * k + 1] for k in (8, 32)} for chain, (g, n) in fit.items()}
-    return {"sizes": [8, 32], "captures": 3, "rounds": [{"attached": captures(attached), "detached": captures(detached)}
-                                                        for _ in range(rounds)]}
-
-
-def test_the_runs_own_capture_cost_is_attached_less_detached_per_graph_and_per_kernel_kind() -> None:
-    """SYNTHETIC: captured attached, a pointwise chain takes 900,000 ns + 6,000 ns a kernel, a library chain 950,000 ns
-    + 20,000 ns a kernel; detached 300,000 + 1,000 and 350,000 + 2,000: tracing adds 600,000 ns a graph (both chains),
-    5,000 ns a pointwise kernel, 18,000 ns a library one. A 126-kernel graph of which 48 are library kernels then
-    loses 600,000 + 78 x 5,000 + 48 x 18,000 = 1,854,000 ns (tracer_cost.run_capture_costs, capture_correction)."""
-    from graphmode.analyzers.tracer_cost import run_capture_costs
-
-    said = _capture_rounds({"pointwise": (900_000.0, 6_000.0), "library": (950_000.0, 20_000.0)},
-                           {"pointwise": (300_000.0, 1_000.0), "library": (350_000.0, 2_000.0)})
-    graph, pointwise, library = run_capture_costs(said)
-    assert graph.n == 4 and graph.median == pytest.approx(600_000.0)
-    assert pointwise.n == 2 and pointwise.median == pytest.approx(5_000.0)
-    assert library.median == pytest.approx(18_000.0)
-    c = TracerCorrection({}, graph, pointwise, "torch", capture_per_library_node=library, capture_source="run")
-    assert capture_correction(c, 126, 48) == pytest.approx(1_854_000.0)
-    assert capture_correction(c, 126) == pytest.approx(600_000.0 + 126 * 5_000.0)  # no library kernel named
-    assert capture_correction(c, 10, 48) == pytest.approx(600_000.0 + 10 * 18_000.0)  # never more library than nodes
-    # nothing usable: no correction from the run (the cost model's stays)
-    assert run_capture_costs({"error": "RuntimeError: no"}) is None
-    assert run_capture_costs(None) is None and run_capture_costs({"sizes": [8, 32], "rounds": []}) is None
-    assert run_capture_costs({"sizes": [8, 32], "rounds": [{"attached": {}, "detached": {}}]}) is None
-
-
 def test_the_break_even_interval_allows_a_corrected_eager_period_either_way() -> None:
     """SYNTHETIC: eager 1000 ns, replay 200 ns, one-time 8000 ns: break-even ceil(8000 / 800) = 10. With the eager
     period allowed 50% either way: upper end ceil(8000 / (1000/1.5 - 200)) = ceil(17.14) = 18, lower end

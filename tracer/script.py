@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from graphmode.tracer import allocator_history
-from graphmode.tracer import capture_cost
 from graphmode.tracer import first_graph_probe  # read as a module attribute: set at run time (and by tests)
 from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
 from graphmode.tracer.cuda_util import init_device
@@ -284,12 +283,6 @@ class ScriptTracer:
                 if cfg.name == "single":  # its periods lose what its stamps cost them (analyzers.tracer_cost)
                     run_entry["stamp_cost_ns"] = stamp_cost_ns()
                 mark(f"child {cfg.name}: stamps written")
-            if (cfg.name == "single" and status == "complete" and not sync_error and raw.resource_events
-                    and first_graph_probe.torch_in_use()):
-                # the program captured graphs: what this session's kind adds to a capture, measured here and now
-                # (tracer.capture_cost; analyzers.tracer_cost takes it off the captures' one-time costs)
-                run_entry["capture_cost"] = capture_cost.measure(session_kwargs(cfg, self.nvtx))
-                mark(f"child {cfg.name}: capture cost measured")
             written = True
         finally:
             existing = writer.get_meta()
