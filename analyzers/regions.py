@@ -25,7 +25,7 @@ from graphmode.analyzers.script_analysis import find_iterations
 from graphmode.analyzers.run import Run, build_run
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.untraced import short_loc, with_untraced
-from graphmode.analyzers.untraced_windows import window_periods, with_windows
+from graphmode.analyzers.untraced_windows import with_windows
 from graphmode.tracer.store import Trace
 
 EAGER_MODES = ("eager", "eager_sync_each")
@@ -164,7 +164,7 @@ def _timed(run: Run, t: IterationTable) -> IterationTable:
     sg = run.script_graphs()
     lt = run.line_timing(sg) if sg is not None else None
     t = with_untraced(t, lt) if lt is not None else t
-    if sg is not None and (windows := window_periods(run.trace, sg.timing_pass, run.line_stamps)):
+    if sg is not None and (windows := run.window_periods(sg.timing_pass)):
         t = with_windows(t, windows)[0]
     return t
 
@@ -173,8 +173,9 @@ def loop_shares(run: Run) -> dict[str, float]:
     """An eager-only loop found as several regions (steps, or a step's input shapes): per region label, the median
     period (work) of its steady iterations over that of all the loop's steady iterations, in the timing run where it
     timed them, or as the one run's untraced windows leveled them (untraced: the traced run's own cost grows with a
-    region's launches, so its shares are not the program's), else in the measuring run. The headline's eager period is the loop's, taken over all of them (the timing run's, or
-    the measuring run's with the tracer's cost taken off, analyzers.tracer_cost); a region's is its own share of it."""
+    region's launches, so its shares are not the program's), else in the measuring run. The headline's eager period is
+    the loop's, taken over all of them (the timing run's, or the measuring run's with the tracer's cost taken off,
+    analyzers.tracer_cost); a region's is its own share of it."""
     t = _timed(run, find_iterations(run))
     sel = (np.asarray(t.graph_id) == 0) & (np.asarray(t.role) == "steady") & np.isfinite(np.asarray(t.work, dtype=np.float64))
     sel &= np.isin(np.asarray(t.mode).astype(str), EAGER_MODES)

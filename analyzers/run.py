@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from graphmode.analyzers.untraced_windows import window_breaks
+from graphmode.analyzers.untraced_windows import UntracedWindow, window_breaks, window_periods
 from graphmode.analyzers.inference import (
     Occurrences,
     eager_occurrences,
@@ -110,6 +110,14 @@ class Run:
         if key not in self._cache:
             self._cache[key] = line_stamps(self.trace, pass_id)
         out: dict[str, np.ndarray] = self._cache[key]
+        return out
+
+    def window_periods(self, pass_id: int) -> list[tuple[UntracedWindow, np.ndarray]]:
+        """analyzers.untraced_windows.window_periods of a pass (its untraced windows' periods), derived once."""
+        key = ("window_periods", pass_id)
+        if key not in self._cache:
+            self._cache[key] = window_periods(self.trace, pass_id, self.line_stamps)
+        out: list[tuple[UntracedWindow, np.ndarray]] = self._cache[key]
         return out
 
     def has_stamps(self, pass_id: int) -> bool:

@@ -26,7 +26,7 @@ from graphmode.analyzers.tracer_cost import (
     tracer_correction,
     with_tracer_cost,
 )
-from graphmode.analyzers.untraced_windows import WINDOW, window_periods, with_windows
+from graphmode.analyzers.untraced_windows import WINDOW, with_windows
 from graphmode.analyzers.untraced import stamp_overhead, with_untraced
 from graphmode.tracer.store import Trace
 
@@ -89,7 +89,7 @@ def analyze_script(run: Run, model: CostModel | None = None, torch_program: bool
         overhead = stamp_overhead(table, lt)
         notes.extend(lt.notes)
     # the one traced run's untraced windows (analyzers.untraced_windows): its loops' level, untraced, in its own process
-    if windows := window_periods(trace, sg.timing_pass, run.line_stamps):
+    if windows := run.window_periods(sg.timing_pass):
         table, window_notes = with_windows(table, windows)
         notes.extend(window_notes)
     # the one traced run: its calibrated tracer cost taken off its CPU-bound periods and captures (analyzers.tracer_cost)

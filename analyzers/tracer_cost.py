@@ -106,6 +106,19 @@ def _measured_cost(said: Any) -> float:
     return float(said) if isinstance(said, (int, float)) and said > 0 else 0.0
 
 
+def host_work_costs(trace: Trace, pass_id: int) -> tuple[float, float, np.ndarray]:
+    """What the run's own host work cost the program, as it measured it in its process (meta.runs[]): one stamp of a
+    user's line and one action of PyTorch's allocator history (ns, 0 where it measured none), and the times of the
+    pass's recorded actions (sorted; none where an action's cost is unknown)."""
+    entry = run_entry(trace, pass_id)
+    history = entry.get("allocator_history")
+    per_action = _measured_cost(history.get("entry_cost_ns") if isinstance(history, dict) else None)
+    actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
+        "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
+        [pass_id])], dtype=np.int64)) if per_action else np.zeros(0, dtype=np.int64)
+    return _measured_cost(entry.get("stamp_cost_ns")), per_action, actions
+
+
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
     """Which calibration of the tracer's cost fits the configuration that recorded the pass: 'single' (the one traced
     run of now), 'sparse' (sessions 17-18's), or None (another run: not corrected)."""
@@ -130,15 +143,9 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
     per_kernel = {k: v for k, v in costs.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
-    entry = run_entry(trace, pass_id)
-    per_stamp = _measured_cost(entry.get("stamp_cost_ns"))
+    per_stamp, per_action, actions = host_work_costs(trace, pass_id)
     read = stamps_of or partial(line_stamps, trace)
     stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
-    history = entry.get("allocator_history")
-    per_action = _measured_cost(history.get("entry_cost_ns") if isinstance(history, dict) else None)
-    actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
-        "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
-        [pass_id])], dtype=np.int64)) if per_action else np.zeros(0, dtype=np.int64)
     return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
                             framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps,
                             per_action if actions.size else 0.0, actions)

@@ -29,6 +29,7 @@ from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf
 from graphmode.analyzers.torch_windows import run_entry
+from graphmode.analyzers.tracer_cost import host_work_costs
 from graphmode.tracer.store import Trace
 
 
@@ -69,13 +70,7 @@ def window_periods(trace: Trace, pass_id: int, stamps_of: StampsOf) -> list[tupl
         return []
     s = stamps_of(pass_id)
     ts, loc = s["ts_ns"], s["loc"]
-    entry = run_entry(trace, pass_id)
-    stamp_ns = float(entry.get("stamp_cost_ns") or 0.0)
-    history = entry.get("allocator_history")
-    action_ns = float((history.get("entry_cost_ns") if isinstance(history, dict) else None) or 0.0)
-    actions = np.sort(np.asarray([int(t) for (t,) in trace.rows(
-        "SELECT ts_ns FROM memory_events WHERE pass_id = ? AND action IN ('alloc', 'free_requested', 'free_completed')",
-        [pass_id])], dtype=np.int64)) if action_ns > 0 else np.zeros(0, dtype=np.int64)
+    stamp_ns, action_ns, actions = host_work_costs(trace, pass_id)
     out = []
     for w in windows:
         at = ts[(loc == w.anchor) & (ts >= w.start_ns) & (ts <= w.end_ns)]

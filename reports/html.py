@@ -21,7 +21,7 @@ import html
 import json
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from graphmode.analyzers.page import MAX_TOPOLOGIES, PageData
@@ -36,6 +36,7 @@ from graphmode.reports.steps_html import steps_html
 from graphmode.reports.html_sections import (cpu_speed_html, esc, graph_title, graphs_html, headline_table, kernel_table_html,
                                              time_split_html, verdict_html)
 from graphmode.analyzers.timeline import Selection
+from graphmode.analyzers.untraced import short_loc
 from graphmode.analyzers.untraced_windows import UntracedWindow
 from graphmode.reports.timeline_plot import BlobWriter, encode_view
 from graphmode.tracer.store import PassInfo
@@ -113,7 +114,7 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
     gaps += [{"start": w.start_ns - origin, "end": w.end_ns - origin, "spans": 0, "kind": "untraced",
               "short": "untraced window",
               "label": f"untraced window: CUPTI detached, nothing recorded; {w.iterations:,} iterations of "
-                       f"{PurePath(w.anchor.rpartition(':')[0]).name}:{w.anchor.rpartition(':')[2]} timed by line stamps"}
+                       f"{short_loc(w.anchor)} timed by line stamps"}
              for w in windows]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", title=_title(full), origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))

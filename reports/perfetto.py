@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmode.analyzers.untraced import short_loc
 from graphmode.analyzers.untraced_windows import untraced_windows
 from graphmode.reports.names import printable
 from graphmode.reports.output import open_output
@@ -328,7 +329,7 @@ def _window_rows(trace: Trace) -> Iterator[tuple[Any, ...]]:
     for p in trace.passes:
         for w in untraced_windows(trace, p.pass_id):
             yield (("untraced", p.pass_id), w.start_ns, w.end_ns,
-                   f"untraced window: {w.iterations:,} iterations of {w.anchor.rsplit('/', 1)[-1]} timed by line stamps",
+                   f"untraced window: {w.iterations:,} iterations of {short_loc(w.anchor)} timed by line stamps",
                    "untraced_window", [("pass_id", p.pass_id), ("iterations", w.iterations)], 0, 0)
 
 
