@@ -5,10 +5,7 @@
 set -u
 out=${1:?OUT}; workloads=${2:?WORKLOADS}; procs=${3:-3}; k=${4:-}
 t0=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-for f in .whl/*.tar.xz; do tar -xJf "$f" -C /tmp/site; done
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . > /tmp/graphmode-install.log 2>&1
+. benchmarks/device_setup.sh  # the carried wheels into /tmp/site, graphmode editable
 if [ -n "$k" ]; then
   timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_script.py -k "$k" > "$out/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?" >> "$out/gpu-tests.log"; tail -3 "$out/gpu-tests.log"

@@ -5,10 +5,7 @@
 set -u
 out=${1:?OUT}
 t0=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-for f in .whl/*.tar.xz; do tar -xJf "$f" -C /tmp/site; done
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . > /tmp/graphmode-install.log 2>&1
+. benchmarks/device_setup.sh  # the carried wheels into /tmp/site, graphmode editable
 for i in 0 1 2; do
   timeout 120 python3 benchmarks/notes/s25/capture_probe.py >> "$out/capture_probe.txt" 2>&1
   for mode in "" "--traced" "--traced --reattached"; do
