@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.codes import factorize
-from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE, CostModel, Spread
+from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_KEYS,
+                                           TRACER_CAPTURE_NODE, TRACER_CAPTURE_NODE_QUIET, CostModel, Spread)
 from graphmode.analyzers.counterfactual import INDUCTOR_KERNEL, framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf, line_stamps
@@ -119,6 +120,12 @@ def host_work_costs(trace: Trace, pass_id: int) -> tuple[float, float, np.ndarra
     return _measured_cost(entry.get("stamp_cost_ns")), per_action, actions
 
 
+def quiet_captures(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass's session kept its captures quiet (tracer.run_configs.RunConfig.quiet_captures)."""
+    cfg = next((r.get("config") or {} for r in trace.meta.get("runs", []) or [] if r.get("pass_id") == pass_id), {})
+    return bool(cfg.get("quiet_captures"))
+
+
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
     """Which calibration of the tracer's cost fits the configuration that recorded the pass: 'single' (the one traced
     run of now), 'sparse' (sessions 17-18's), or None (another run: not corrected)."""
@@ -142,11 +149,14 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
         return None
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
-    per_kernel = {k: v for k, v in costs.items() if k not in (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE)}
+    per_kernel = {k: v for k, v in costs.items() if k not in TRACER_CAPTURE_KEYS}
+    # a capture's cost under the session that made it: quiet captures (since session 26) or not
+    graph_key, node_key = ((TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_NODE_QUIET) if quiet_captures(trace, pass_id)
+                           else (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE))
     per_stamp, per_action, actions = host_work_costs(trace, pass_id)
     read = stamps_of or partial(line_stamps, trace)
     stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)
-    return TracerCorrection(per_kernel, costs.get(TRACER_CAPTURE_GRAPH), costs.get(TRACER_CAPTURE_NODE),
+    return TracerCorrection(per_kernel, costs.get(graph_key), costs.get(node_key),
                             framework_of(names, torch_program), per_stamp if stamps.size else 0.0, stamps,
                             per_action if actions.size else 0.0, actions)
 
