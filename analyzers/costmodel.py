@@ -231,10 +231,10 @@ def fit_launch_costs(probes: list[dict[str, Any]]) -> tuple[dict[str, LaunchCost
 # What `graphmode run`'s one traced run adds (tracer.launch_probes --traced): per launcher, to each kernel launched
 # eagerly; and to each graph captured through torch.cuda.graph, per captured kernel and per graph
 TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH = "capture_per_node", "capture_per_graph"
-# the same under quiet captures (tracer.run_configs.RunConfig.quiet_captures, the one run since session 26): probes
-# that say `quiet_captures`
-TRACER_CAPTURE_NODE_QUIET, TRACER_CAPTURE_GRAPH_QUIET = "capture_quiet_per_node", "capture_quiet_per_graph"
-TRACER_CAPTURE_KEYS = (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE_QUIET, TRACER_CAPTURE_GRAPH_QUIET)
+# the same where the session copies a graph destroyed while tracing and reads the copy at the end (tracer.run_configs.
+# RunConfig.topology_copies, the one run since session 26): probes that say `topology_copies`
+TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED = "capture_copied_per_node", "capture_copied_per_graph"
+TRACER_CAPTURE_KEYS = (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED)
 
 
 def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -> dict[str, tuple[float, float]]:
@@ -244,7 +244,7 @@ def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -
     fw = str(probe.get("framework", ""))
     out: dict[str, tuple[float, float]] = {}
     for variant, rows in _rows_by_variant(probe).items():
-        key = ("capture_quiet" if probe.get("quiet_captures") else "capture") if variant == "capture" \
+        key = ("capture_copied" if probe.get("topology_copies") else "capture") if variant == "capture" \
             else LAUNCHERS.get((fw, variant))
         if key is None or len(rows) < 2:
             continue
@@ -269,7 +269,7 @@ def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None
     """What the one traced run adds, from launch probes made untraced and --traced (tracer.launch_probes): per launcher
     (LAUNCHERS), each traced process's per-kernel slope less the median of the untraced processes' slopes; for
     captures, the same of the per-kernel slope (TRACER_CAPTURE_NODE) and of the intercept (TRACER_CAPTURE_GRAPH), or
-    of their _QUIET twins for the processes whose session kept captures quiet. `api_filter`: only the traced processes whose session recorded that filter's API calls (probe_api_filter); None:
+    of their _COPIED twins for the processes whose session copied the graphs it saw destroyed. `api_filter`: only the traced processes whose session recorded that filter's API calls (probe_api_filter); None:
     all. Spreads over the traced processes (ns); {} without both kinds of process."""
     if api_filter is not None:
         probes = [p for p in probes if not p.get("traced") or probe_api_filter(p) == api_filter]
@@ -287,12 +287,12 @@ def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None
             (traced if probe.get("traced") else untraced).setdefault(key, []).append(fit)
     out: dict[str, Spread] = {}
     if "capture" in untraced:  # an untraced process's captures are the baseline of both kinds of traced ones
-        untraced["capture_quiet"] = untraced["capture"]
+        untraced["capture_copied"] = untraced["capture"]
     for key in sorted(set(untraced) & set(traced)):
         base_slope = float(np.median([s for s, _ in untraced[key]]))
         base_cut = float(np.median([c for _, c in untraced[key]]))
         names = {"capture": (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH),
-                 "capture_quiet": (TRACER_CAPTURE_NODE_QUIET, TRACER_CAPTURE_GRAPH_QUIET)}.get(key, (key, ""))
+                 "capture_copied": (TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED)}.get(key, (key, ""))
         for name, values in zip(names, ([s - base_slope for s, _ in traced[key]], [c - base_cut for _, c in traced[key]])):
             if name and (spread := Spread.of(values)) is not None:
                 out[name] = spread

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.codes import factorize
-from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_KEYS,
-                                           TRACER_CAPTURE_NODE, TRACER_CAPTURE_NODE_QUIET, CostModel, Spread)
+from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_KEYS,
+                                           TRACER_CAPTURE_NODE, TRACER_CAPTURE_NODE_COPIED, CostModel, Spread)
 from graphmode.analyzers.counterfactual import INDUCTOR_KERNEL, framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf, line_stamps
@@ -120,10 +120,10 @@ def host_work_costs(trace: Trace, pass_id: int) -> tuple[float, float, np.ndarra
     return _measured_cost(entry.get("stamp_cost_ns")), per_action, actions
 
 
-def quiet_captures(trace: Trace, pass_id: int) -> bool:
-    """Whether the pass's session kept its captures quiet (tracer.run_configs.RunConfig.quiet_captures)."""
+def topology_copies(trace: Trace, pass_id: int) -> bool:
+    """Whether the pass's session copied the graphs it saw destroyed (tracer.run_configs.RunConfig.topology_copies)."""
     cfg = next((r.get("config") or {} for r in trace.meta.get("runs", []) or [] if r.get("pass_id") == pass_id), {})
-    return bool(cfg.get("quiet_captures"))
+    return bool(cfg.get("topology_copies"))
 
 
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
@@ -150,8 +150,8 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
     per_kernel = {k: v for k, v in costs.items() if k not in TRACER_CAPTURE_KEYS}
-    # a capture's cost under the session that made it: quiet captures (since session 26) or not
-    graph_key, node_key = ((TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_NODE_QUIET) if quiet_captures(trace, pass_id)
+    # a capture's cost under the session that made it: destroyed graphs copied (since session 26) or read then
+    graph_key, node_key = ((TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE_COPIED) if topology_copies(trace, pass_id)
                            else (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE))
     per_stamp, per_action, actions = host_work_costs(trace, pass_id)
     read = stamps_of or partial(line_stamps, trace)

@@ -9,8 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from graphmode.analyzers.costmodel import (NODE_TYPES, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_NODE,
-                                           TRACER_CAPTURE_NODE_QUIET, CostModel)
+from graphmode.analyzers.costmodel import (NODE_TYPES, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE,
+                                           TRACER_CAPTURE_NODE_COPIED, CostModel)
 from graphmode.analyzers.results import Estimate, Prediction, RegionPrediction, ShapeGroup
 from graphmode.reports.names import cell, printable
 from graphmode.reports.notes import API_WORDS, word
@@ -258,8 +258,8 @@ def print_cost_model(console: Console, m: CostModel) -> None:
             tt.add_column(col, justify="left" if col == "what" else "right")
         names = {TRACER_CAPTURE_GRAPH: "a torch.cuda.graph capture, per graph (before session 26)",
                  TRACER_CAPTURE_NODE: "a torch.cuda.graph capture, per captured kernel (before session 26)",
-                 TRACER_CAPTURE_GRAPH_QUIET: "a torch.cuda.graph capture, per graph",
-                 TRACER_CAPTURE_NODE_QUIET: "a torch.cuda.graph capture, per captured kernel"}
+                 TRACER_CAPTURE_GRAPH_COPIED: "a torch.cuda.graph capture, per graph",
+                 TRACER_CAPTURE_NODE_COPIED: "a torch.cuda.graph capture, per captured kernel"}
         for key, sp in sorted(m.tracer.items()):
             tt.add_row(names.get(key, f"a {key} launch"), f"{human_ns(sp.median)} [{human_ns(sp.p10)}–{human_ns(sp.p90)}]",
                        str(sp.n))

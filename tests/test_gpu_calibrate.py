@@ -46,13 +46,14 @@ def test_launch_costs_were_measured_for_each_installed_framework(model: CostMode
         assert 500 < cost.per_kernel.median < 200_000, (key, cost)
         assert cost.per_call.median >= 0 and cost.gpu_per_kernel_ns < cost.per_kernel.median, (key, cost)
     # each framework's probe also ran traced, under `graphmode run`'s one run's session: what tracing adds (issue 29)
-    from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE
+    from graphmode.analyzers.costmodel import TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE_COPIED
 
     assert any(p.get("traced") for p in model.launch_probes), "no traced launch probe ran"
     if "torch" in frameworks:
-        assert {"torch_pointwise", "torch_library", TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH} <= set(model.tracer), sorted(model.tracer)
-        # a capture under the one run's callbacks costs more than without them (1.9 ms a graph on the H200)
-        assert 0 < model.tracer[TRACER_CAPTURE_GRAPH].median < 50e6, model.tracer[TRACER_CAPTURE_GRAPH]
+        # the one run of now copies the graphs PyTorch destroys in its capture block: its captures' keys
+        assert {"torch_pointwise", "torch_library", TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED} <= set(model.tracer), sorted(model.tracer)
+        # a capture under the one run's callbacks costs more than without them (1.2 ms a graph on the H200, session 26)
+        assert 0 < model.tracer[TRACER_CAPTURE_GRAPH_COPIED].median < 50e6, model.tracer[TRACER_CAPTURE_GRAPH_COPIED]
         for key in ("torch_pointwise", "torch_library"):  # one process each side here: only its magnitude is checked
             assert abs(model.tracer[key].median) < 200_000, (key, model.tracer[key])
 

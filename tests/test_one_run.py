@@ -21,8 +21,8 @@ import pytest
 
 from graphmode.analyzers import analyze
 from graphmode.analyzers.break_even import CORRECTED_SLOWDOWN_BOUND, break_even_series
-from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_QUIET, TRACER_CAPTURE_NODE,
-                                           TRACER_CAPTURE_NODE_QUIET, Spread, fit_launch_costs, fit_tracer_costs)
+from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE,
+                                           TRACER_CAPTURE_NODE_COPIED, Spread, fit_launch_costs, fit_tracer_costs)
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction, launch_extra, with_tracer_cost
 from graphmode.tracer.store import load
@@ -60,13 +60,13 @@ def test_the_tracers_cost_is_the_traced_slope_less_the_untraced_one() -> None:
     launch, _ = fit_launch_costs([{**p, "rows": [r for r in p["rows"] if r["variant"] != "capture"]} for p in probes])  # type: ignore[index, union-attr]
     assert launch["torch_pointwise"].per_kernel.median == pytest.approx(103.3333, rel=1e-4)
     assert fit_tracer_costs(probes[:2]) == {}  # no traced twin: nothing to fit
-    # the same traced processes under quiet captures (session 26 on): their captures' cost goes to the quiet keys,
-    # over the same untraced baseline; the launches' costs are the same keys as before
-    quiet = probes[:2] + [{**p, "quiet_captures": True} for p in probes[2:]]
-    fit_q = fit_tracer_costs(quiet)
+    # the same traced processes copying destroyed graphs (session 26 on): their captures' cost goes to the copied
+    # keys, over the same untraced baseline; the launches' costs are the same keys as before
+    copied = probes[:2] + [{**p, "topology_copies": True} for p in probes[2:]]
+    fit_q = fit_tracer_costs(copied)
     assert TRACER_CAPTURE_NODE not in fit_q and TRACER_CAPTURE_GRAPH not in fit_q
-    assert sorted(fit_q[TRACER_CAPTURE_NODE_QUIET].samples) == pytest.approx([1000 / 24 - 25, 50 - 25], rel=1e-4)
-    assert sorted(fit_q[TRACER_CAPTURE_GRAPH_QUIET].samples) == pytest.approx([3000 - 8000 / 24 - 850, 2700 - 850], rel=1e-4)
+    assert sorted(fit_q[TRACER_CAPTURE_NODE_COPIED].samples) == pytest.approx([1000 / 24 - 25, 50 - 25], rel=1e-4)
+    assert sorted(fit_q[TRACER_CAPTURE_GRAPH_COPIED].samples) == pytest.approx([3000 - 8000 / 24 - 850, 2700 - 850], rel=1e-4)
     assert fit_q["torch_pointwise"].samples == fit["torch_pointwise"].samples
 
 
@@ -371,28 +371,29 @@ def test_the_one_run_says_what_its_stamps_cost_where_it_is_more_than_a_trace(tmp
     assert f"{stamps:,} times" in word(n)
 
 
-def test_a_quiet_capture_is_corrected_by_the_quiet_calibration(recordings: dict[str, Path]) -> None:
-    """A pass recorded with quiet captures (the one run since session 26) takes its captures' cost from the quiet
-    keys, an older one from the keys measured before: the decode step's recording, its run entry said quiet in memory,
+def test_a_capture_is_corrected_by_the_calibration_of_its_session(recordings: dict[str, Path]) -> None:
+    """A pass whose session copied the graphs it saw destroyed (the one run since session 26) takes its captures' cost
+    from the copied keys, an older one from the keys measured before: the decode step's recording, its run entry said
+    so in memory,
     against a model whose two capture calibrations differ (SYNTHETIC values, 100 us and 1 us apart)."""
     from graphmode.analyzers.costmodel import bundled_dir, load_model
-    from graphmode.analyzers.tracer_cost import quiet_captures, tracer_correction
+    from graphmode.analyzers.tracer_cost import topology_copies, tracer_correction
 
     model = load_model(bundled_dir() / "costmodel-nvidia-h200.json")
     captures = {TRACER_CAPTURE_GRAPH: _spread(500_000.0), TRACER_CAPTURE_NODE: _spread(10_000.0),
-                TRACER_CAPTURE_GRAPH_QUIET: _spread(400_000.0), TRACER_CAPTURE_NODE_QUIET: _spread(9_000.0)}
+                TRACER_CAPTURE_GRAPH_COPIED: _spread(400_000.0), TRACER_CAPTURE_NODE_COPIED: _spread(9_000.0)}
     model = dataclasses.replace(model, tracer={**model.tracer, **captures},
                                 tracer_sparse={**model.tracer_sparse, **captures})
     with load(recordings["hf_graph-graphmode-00"]) as t:
         pid = next(p.pass_id for p in t.passes if p.name == "single")
-        assert not quiet_captures(t, pid)
-        loud = tracer_correction(t, pid, model, torch_program=True)
+        assert not topology_copies(t, pid)
+        read = tracer_correction(t, pid, model, torch_program=True)
         for r in t.meta["runs"]:
             if r.get("pass_id") == pid:
-                r["config"]["quiet_captures"] = True
-        assert quiet_captures(t, pid)
-        quiet = tracer_correction(t, pid, model, torch_program=True)
-    assert loud is not None and quiet is not None
-    assert capture_correction(loud, 100) == pytest.approx(500_000 + 100 * 10_000)
-    assert capture_correction(quiet, 100) == pytest.approx(400_000 + 100 * 9_000)
-    assert quiet.per_kernel == loud.per_kernel  # a launch's cost is the same calibration either way
+                r["config"]["topology_copies"] = True
+        assert topology_copies(t, pid)
+        copies = tracer_correction(t, pid, model, torch_program=True)
+    assert read is not None and copies is not None
+    assert capture_correction(read, 100) == pytest.approx(500_000 + 100 * 10_000)
+    assert capture_correction(copies, 100) == pytest.approx(400_000 + 100 * 9_000)
+    assert copies.per_kernel == read.per_kernel  # a launch's cost is the same calibration either way

@@ -83,9 +83,6 @@ class RawActivity:
     # graph detail without GRAPH_TRACE records (CuptiSession graph_trace=False): the decoder folds the records of each
     # replay's nodes into one whole-graph span
     graph_from_nodes: bool = False
-    # quiet captures (CuptiSession quiet_captures): {'captures': n, 'ns': time quiet, 'errors': n, 'open_at_stop': n};
-    # {} where the session had none
-    quiet_captures: dict[str, int] = field(default_factory=dict)
     # how the topologies of graphs destroyed while tracing were read: {'copied': n, 'read_at_destroy': n}
     topology_copies: dict[str, int] = field(default_factory=dict)
 
@@ -153,18 +150,6 @@ def api_sparse(name: str) -> bool:
     return category in _SPARSE_CATEGORIES and not _UNNEEDED_API.search(name)
 
 
-# The API records a quiet capture leaves out (CuptiSession quiet_captures): those of the calls a capture is made of,
-# which run nothing on the GPU then (launches, memsets, event records and waits); not synchronizations and copies,
-# whose failures are what breaks a capture (analyzers.pitfalls), nor allocations or the lifecycle calls.
-QUIET_CATEGORIES = ("kernel_launch", "memset", "event")
-
-
-def quiet_api(name: str, recorded: Callable[[str], bool] | None) -> bool:
-    """Whether a quiet capture switches this API's records off: one of QUIET_CATEGORIES that the session's filter
-    (`recorded`: api_needed, api_sparse, or None for every call) records at all."""
-    return api_category(name) in QUIET_CATEGORIES and (recorded is None or recorded(name))
-
-
 def api_cbids(pattern: str) -> dict[str, list[int]]:
     """'driver'/'runtime' -> CUPTI callback ids whose function name matches `pattern`."""
     import re
@@ -175,16 +160,6 @@ def api_cbids(pattern: str) -> dict[str, list[int]]:
     for api, enum in (("driver", cupti.driver_api_trace_cbid), ("runtime", cupti.runtime_api_trace_cbid)):
         out[api] = sorted({int(v) for name, v in enum.__members__.items() if rx.match(name)})
     return out
-
-
-def _succeeded(cd: Any) -> bool:
-    """Whether the API call of an exit callback returned success (cudaSuccess, CUDA_SUCCESS: 0); False where its
-    return value cannot be read."""
-    try:
-        ptr = int(getattr(cd, "function_return_value", 0) or 0)
-        return bool(ptr) and ctypes.c_int.from_address(ptr).value == 0
-    except Exception:
-        return False
 
 
 class CuptiSession:
@@ -208,7 +183,7 @@ class CuptiSession:
         callbacks: bool = True,
         gpu_kinds: bool = True,
         graph_trace: bool = True,
-        quiet_captures: bool = False,
+        copy_destroyed_graphs: bool = False,
     ):
         """`api_filter`: 'all' records every driver and runtime call; 'needed' only those api_needed()
         names. `node_events`: per-node resource callbacks (default: on, and always on at node detail,
@@ -244,23 +219,12 @@ class CuptiSession:
         # graph id -> a copy (cuGraphClone) of a program's graph destroyed while tracing, read at stop (deferred_topology)
         self._copies: dict[int, Any] = {}
         self._copying = 0  # the thread inside our own cuGraphClone: its resource callbacks are ours, not the program's
-        # Where a graph's destruction is read: a copy now and the copy's topology at stop (True, unless node callbacks
-        # are on: their clone ids name the program's nodes), or the graph itself now (False). PyTorch destroys the
-        # captured graph inside its capture_end, within the program's capture block: reading it there (a few driver
-        # calls and microseconds of Python a node) made a ViT's traced capture 1.3-1.8x slower (benchmarks/notes/s26)
-        self.deferred_topology = not self.node_events
+        # Where a graph's destruction is read: a copy now and the copy's topology at stop (copy_destroyed_graphs, unless
+        # node callbacks are on: their clone ids name the program's nodes), or the graph itself now. PyTorch destroys
+        # the captured graph inside its capture_end, within the program's capture block: reading it there (driver calls
+        # and Python a node) cost a ViT's capture 0.6-1.0 ms more than the copy (benchmarks/notes/s26)
+        self.deferred_topology = copy_destroyed_graphs and not self.node_events
         self.topology_copies = {"copied": 0, "read_at_destroy": 0}
-        # quiet_captures: from the end of a successful cu(da)StreamBeginCapture to the start of the matching
-        # EndCapture, the API records of QUIET_CATEGORIES are switched off (per callback id: the recorded filter
-        # stays as it was). Their records made a traced capture of a ViT 1.3x slower; the captured calls run nothing
-        # then, the graph's topology says what they made, and what a capture costs is read from its lifecycle calls.
-        self.quiet_captures = quiet_captures and callbacks and api_filter != "none"
-        self._capture_cbids: dict[tuple[str, int], str] = {}  # (api, cbid) -> 'begin' | 'end'
-        self._quiet_cbids: list[tuple[str, int]] = []  # recorded API callback ids that a quiet capture switches off
-        self._capture_nesting: dict[tuple[int, str], int] = {}  # (thread, 'begin'|'end') -> calls it is inside
-        self._captures_open = 0
-        self._quiet_since = 0
-        self.quiet = {"captures": 0, "ns": 0, "errors": 0}
         self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
         self._instantiate_cbids: set[tuple[str, int]] = set()
         self._source_cbids: set[tuple[str, int]] = set()
@@ -303,8 +267,6 @@ class CuptiSession:
         enter = int(cd.callback_site) == int(cupti.ApiCallbackSite.API_ENTER)
         if self.on_api_call is not None:
             self.on_api_call(api, cd, not enter)
-        if (api, cbid) in self._capture_cbids:
-            self._capture_call(self._capture_cbids[(api, cbid)], cd, enter)
         if (api, cbid) in self._instantiate_cbids:
             # Graphs the driver creates inside an instantiation are its own (the executable's copy):
             # not the program's, and cuGraphGetNodes refuses them (CUDA_ERROR_INVALID_VALUE). Resource
@@ -316,33 +278,6 @@ class CuptiSession:
             return
 
         self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
-
-    def _capture_call(self, which: str, cd: Any, enter: bool) -> None:
-        """Quiet captures: a BeginCapture that succeeded switches the quiet ids off as its outermost call (the runtime's
-        around the driver's) returns; the outermost EndCapture switches them on again as it is entered."""
-        key = (threading.get_native_id(), which)
-        depth = self._capture_nesting.get(key, 0) + (1 if enter else -1)
-        self._capture_nesting[key] = max(depth, 0)
-        with self._lock:
-            if which == "begin" and not enter and depth == 0 and _succeeded(cd):
-                self._captures_open += 1
-                if self._captures_open == 1:
-                    self._quiet_since = int(cupti_module().get_timestamp())
-                    self._switch_quiet(False)
-            elif which == "end" and enter and depth == 1 and self._captures_open:
-                self._captures_open -= 1
-                if self._captures_open == 0:
-                    self._switch_quiet(True)
-                    self.quiet["captures"] += 1
-                    self.quiet["ns"] += int(cupti_module().get_timestamp()) - self._quiet_since
-
-    def _switch_quiet(self, on: bool) -> None:
-        cupti = cupti_module()
-        for api, cbid in self._quiet_cbids:
-            try:
-                (cupti.activity_enable_driver_api if api == "driver" else cupti.activity_enable_runtime_api)(cbid, int(on))
-            except Exception:
-                self.quiet["errors"] += 1
 
     def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
@@ -479,15 +414,7 @@ class CuptiSession:
         if self._snapshot:
             for api, cbids in api_cbids(r"^(cu|cuda)GraphInstantiate").items():
                 self._instantiate_cbids.update((api, c) for c in cbids)
-        if self.quiet_captures:
-            keep = api_sparse if self.api_filter == "sparse" else api_needed if self.api_filter == "needed" else None
-            for which, rx in (("begin", r"^(cu|cuda)StreamBeginCapture"), ("end", r"^(cu|cuda)StreamEndCapture")):
-                for api, cbids in api_cbids(rx).items():
-                    self._capture_cbids.update({(api, c): which for c in cbids})
-            for api, enum in (("driver", cupti.driver_api_trace_cbid), ("runtime", cupti.runtime_api_trace_cbid)):
-                self._quiet_cbids += [(api, int(v)) for name, v in enum.__members__.items()
-                                      if int(v) > 0 and quiet_api(name, keep)]
-        for api, cbid in self._source_cbids | self._instantiate_cbids | set(self._capture_cbids):
+        for api, cbid in self._source_cbids | self._instantiate_cbids:
             domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
             cupti.enable_callback(1, self._subscriber, domain, cbid)
         self.started = True
@@ -540,7 +467,6 @@ class CuptiSession:
         self._graph_handles.clear()
         self._read_copies()
         self.raw.topology_copies = dict(self.topology_copies)
-        self.raw.quiet_captures = dict(self.quiet, open_at_stop=self._captures_open) if self.quiet_captures else {}
         mark("cupti: unsubscribed, graphs read")
         self._resolve_names()
         mark("cupti: names read")

@@ -43,10 +43,10 @@ class RunConfig:
     # stamps alone (tracer.untraced_windows), and a PyTorch program that built no graph gets its first-graph probe after
     # the run, CUPTI detached (benchmarks/notes/s24)
     untraced_windows: bool = False
-    # captures kept quiet (tracer.cupti_session QUIET_CATEGORIES: no API records of the calls a capture is made of,
-    # between its BeginCapture and EndCapture), and the graphs PyTorch destroys inside its capture block copied there
-    # and read at the end: what tracing adds to a capture (benchmarks/notes/s26); the one traced run since session 26
-    quiet_captures: bool = False
+    # a graph destroyed while tracing (PyTorch destroys its captured graph inside its capture block) copied then and
+    # read at the end, not read then (CuptiSession.deferred_topology): what tracing adds to a capture differs, and is
+    # calibrated apart (benchmarks/notes/s26); the one traced run since session 26
+    topology_copies: bool = False
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -92,7 +92,7 @@ def single_config(name: str = "single", windows: bool = True) -> RunConfig:
     GRAPHMODE_UNTRACED_WINDOWS=0."""
     stamp = "all" if line_stamps.AVAILABLE and name == "single" else ""  # 'measure': the detail run stamps
     return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
-                     stamp=stamp, allocator_history=name == "single", quiet_captures=True,
+                     stamp=stamp, allocator_history=name == "single", topology_copies=True,
                      untraced_windows=bool(stamp) and windows and os.environ.get("GRAPHMODE_UNTRACED_WINDOWS") != "0")
 
 
@@ -118,7 +118,7 @@ def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
     return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": nvtx,
             "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
             "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds,
-            "graph_trace": cfg.graph_trace, "quiet_captures": cfg.quiet_captures}
+            "graph_trace": cfg.graph_trace, "copy_destroyed_graphs": cfg.topology_copies}
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:

@@ -253,9 +253,6 @@ class ScriptTracer:
         # graphs destroyed while tracing: copied then and read at the end, or read as they were destroyed
         copies = [r.topology_copies for r in [*self._segments, raw]]
         run_entry["topology_copies"] = {k: sum(c.get(k, 0) for c in copies) for k in ("copied", "read_at_destroy")}
-        if cfg.quiet_captures:  # captures kept quiet: how many, for how long, and what failed
-            quiet = [r.quiet_captures for r in [*self._segments, raw]]
-            run_entry["quiet_captures"] = {k: sum(q.get(k, 0) for q in quiet) for k in ("captures", "ns", "errors", "open_at_stop")}
         history = self._collect_history() if history_on else None
         if history is not None:
             run_entry["allocator_history"] = history[1]
