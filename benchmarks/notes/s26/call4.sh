@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 26, device call 4 (H200): the one run as landed (destroyed graphs copied, no quiet captures).
 #  1. tracer.launch_probes torch untraced and --traced, 3 processes each, interleaved: the calibration of the copied
-#     session's capture cost (fitted into the bundled model afterwards, fit_quiet.py);
+#     session's capture cost (fitted into the bundled model afterwards, fit_copied.py);
 #  2. the default `graphmode run` against the untraced programs, PROCS + PROCS processes (script_fidelity.py).
 # Everything into OUT/c4.tar.xz and the traces into OUT/c4-traces.tar.xz (the device returns a few files only).
 # Usage: bash benchmarks/notes/s26/call4.sh OUT WORKLOADS PROCS
