@@ -24,7 +24,7 @@ probes = [json.loads(l) for l in open(sys.argv[1])]
 for k, v in sorted(fit_tracer_costs(probes, "needed").items()):
     print(f"  {k}: median {v.median/1e3:.2f} us, samples {[round(x/1e3, 2) for x in v.samples]}")
 PY
-timeout 190 python3 benchmarks/script_fidelity.py record /tmp/fid --procs "$procs" --workloads "$workloads" \
+timeout 120 python3 benchmarks/script_fidelity.py record /tmp/fid --procs "$procs" --workloads "$workloads" \
   --configs untraced,graphmode --keep-traces all --no-report --timeout 150 > /tmp/c4/record.log 2>&1
 tail -12 /tmp/c4/record.log
 cp /tmp/fid/results.jsonl /tmp/c4/ 2>/dev/null
