@@ -397,3 +397,40 @@ def test_a_capture_is_corrected_by_the_calibration_of_its_session(recordings: di
     assert capture_correction(read, 100) == pytest.approx(500_000 + 100 * 10_000)
     assert capture_correction(copies, 100) == pytest.approx(400_000 + 100 * 9_000)
     assert copies.per_kernel == read.per_kernel  # a launch's cost is the same calibration either way
+
+
+COPIED = ROOT / "tests" / "data" / "scripts" / "copied_s26"
+
+
+def test_a_recording_of_the_copied_session_takes_its_captures_cost_from_its_own_calibration(tmp_path: Path) -> None:
+    """A real recording (session 26, device call 4: the graphed Llama decode step under the default `graphmode run`,
+    the one run copying the graph PyTorch destroys in its capture block): the copy was read at the end as the graph's
+    topology, the capture's tracing cost comes off by the copied session's calibration in the bundled model, and the
+    break-even's interval holds both untraced processes' break-evens of the same device call (results.jsonl)."""
+    from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE_COPIED, bundled_dir,
+                                               load_model)
+    from graphmode.analyzers.tracer_cost import topology_copies
+
+    path = tmp_path / "hf_graph-graphmode-00.gmtrace"
+    path.write_bytes(lzma.decompress((COPIED / "hf_graph-graphmode-00.gmtrace.xz").read_bytes()))
+    model = load_model(bundled_dir() / "costmodel-nvidia-h200.json")
+    with load(path) as t:
+        run = next(r for r in t.meta["runs"] if r.get("pass_id") == 0)
+        assert run["config"]["topology_copies"] is True and topology_copies(t, 0)
+        assert run["topology_copies"]["copied"] >= 1 and run["topology_copies"]["read_at_destroy"] == 0
+        a = analyze(t)
+        nodes = t.rows("SELECT count(*) FROM graph_nodes WHERE pass_id = 0 AND graph_id = ?", [a.graphs[0].graph_id])[0][0]
+    g = a.graphs[0]
+    assert nodes >= 100  # the decode step's kernels, read from the copy
+    assert g.cost is not None and g.cost.tracer_correction_ns is not None
+    want = model.tracer[TRACER_CAPTURE_GRAPH_COPIED].median + model.tracer[TRACER_CAPTURE_NODE_COPIED].median * nodes
+    assert -g.cost.tracer_correction_ns == pytest.approx(want, rel=1e-6)
+    be = g.break_even
+    assert be is not None and be.interval_low is not None
+    untraced = [json.loads(line)["truth"] for line in (COPIED / "results.jsonl").read_text().splitlines()
+                if json.loads(line)["config"] == "untraced"]
+    assert len(untraced) == 2
+    for u in untraced:
+        one_time = u["capture_block_ns"] + u["first_replay_ns"] - u["graph_ns"]
+        true_be = int(np.ceil(one_time / (u["eager_ns"] - u["graph_ns"])))
+        assert be.interval_low <= true_be and (be.interval_high is None or true_be <= be.interval_high), (true_be, be)
