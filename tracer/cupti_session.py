@@ -337,6 +337,7 @@ class CuptiSession:
             self.topology_copies["copied"] += 1
         except Exception as e:
             self.raw.callback_errors.append(f"copy of graph {graph_id}: {e}")
+            self.topology_copies["read_at_destroy"] += 1
             self._read_topology(graph_id, graph)
         finally:
             self._copying = 0
