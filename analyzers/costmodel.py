@@ -269,8 +269,8 @@ def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None
     """What the one traced run adds, from launch probes made untraced and --traced (tracer.launch_probes): per launcher
     (LAUNCHERS), each traced process's per-kernel slope less the median of the untraced processes' slopes; for
     captures, the same of the per-kernel slope (TRACER_CAPTURE_NODE) and of the intercept (TRACER_CAPTURE_GRAPH), or
-    of their _COPIED twins for the processes whose session copied the graphs it saw destroyed. `api_filter`: only the traced processes whose session recorded that filter's API calls (probe_api_filter); None:
-    all. Spreads over the traced processes (ns); {} without both kinds of process."""
+    of their _COPIED twins for the processes whose session copied the graphs it saw destroyed. `api_filter`: only the
+    traced processes whose session recorded that filter's API calls (probe_api_filter); None: all. Spreads over the traced processes (ns); {} without both kinds of process."""
     if api_filter is not None:
         probes = [p for p in probes if not p.get("traced") or probe_api_filter(p) == api_filter]
     counts: dict[tuple[str, str, int], list[float]] = {}

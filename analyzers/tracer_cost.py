@@ -122,20 +122,19 @@ def host_work_costs(trace: Trace, pass_id: int) -> tuple[float, float, np.ndarra
 
 def topology_copies(trace: Trace, pass_id: int) -> bool:
     """Whether the pass's session copied the graphs it saw destroyed (tracer.run_configs.RunConfig.topology_copies)."""
-    cfg = next((r.get("config") or {} for r in trace.meta.get("runs", []) or [] if r.get("pass_id") == pass_id), {})
-    return bool(cfg.get("topology_copies"))
+    return bool((run_entry(trace, pass_id).get("config") or {}).get("topology_copies"))
 
 
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
     """Which calibration of the tracer's cost fits the configuration that recorded the pass: 'single' (the one traced
     run of now), 'sparse' (sessions 17-18's), or None (another run: not corrected)."""
-    for r in trace.meta.get("runs", []) or []:
-        if r.get("pass_id") == pass_id:
-            cfg = r.get("config") or {}
-            for kind, made in (("single", single_config()), ("sparse", SPARSE_SINGLE)):
-                if all(cfg.get(k) == asdict(made)[k] for k in _COST_FIELDS):
-                    return kind
-            return None
+    entry = run_entry(trace, pass_id)
+    if not entry:
+        return None
+    cfg = entry.get("config") or {}
+    for kind, made in (("single", single_config()), ("sparse", SPARSE_SINGLE)):
+        if all(cfg.get(k) == asdict(made)[k] for k in _COST_FIELDS):
+            return kind
     return None
 
 

@@ -224,7 +224,7 @@ class CuptiSession:
         # the captured graph inside its capture_end, within the program's capture block: reading it there (driver calls
         # and Python a node) cost a ViT's capture 0.6-1.0 ms more than the copy (benchmarks/notes/s26)
         self.deferred_topology = copy_destroyed_graphs and not self.node_events
-        self.topology_copies = {"copied": 0, "read_at_destroy": 0}
+        self.raw.topology_copies = {"copied": 0, "read_at_destroy": 0}
         self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
         self._instantiate_cbids: set[tuple[str, int]] = set()
         self._source_cbids: set[tuple[str, int]] = set()
@@ -320,7 +320,7 @@ class CuptiSession:
                 if self.deferred_topology and len(self._copies) < MAX_COPIES:
                     self._copy_graph(ev.graph_id, graph)
                 else:
-                    self.topology_copies["read_at_destroy"] += 1
+                    self.raw.topology_copies["read_at_destroy"] += 1
                     self._read_topology(ev.graph_id, graph)
         self.raw.resource_events.append(ev)
 
@@ -334,10 +334,10 @@ class CuptiSession:
         self._copying = threading.get_native_id()
         try:
             self._copies[graph_id] = check(cu.cuGraphClone(cu.CUgraph(graph)), "cuGraphClone")
-            self.topology_copies["copied"] += 1
+            self.raw.topology_copies["copied"] += 1
         except Exception as e:
             self.raw.callback_errors.append(f"copy of graph {graph_id}: {e}")
-            self.topology_copies["read_at_destroy"] += 1
+            self.raw.topology_copies["read_at_destroy"] += 1
             self._read_topology(graph_id, graph)
         finally:
             self._copying = 0
@@ -467,7 +467,6 @@ class CuptiSession:
             self._read_topology(graph_id, handle)
         self._graph_handles.clear()
         self._read_copies()
-        self.raw.topology_copies = dict(self.topology_copies)
         mark("cupti: unsubscribed, graphs read")
         self._resolve_names()
         mark("cupti: names read")

@@ -294,7 +294,8 @@ def main(argv: list[str]) -> int:
         _traced = True
         config = single_config()  # `graphmode run`'s one traced run; --api-filter: a candidate's API records instead
         kwargs = session_kwargs(config if api is None else dataclasses.replace(config, api_filter=api), nvtx=False)
-        said = {"api_filter": kwargs["api_filter"], "topology_copies": bool(kwargs.get("copy_destroyed_graphs"))}  # which calibration the process is for (costmodel.probe_api_filter)
+        # which calibration the process is for (costmodel.probe_api_filter, and the capture keys of _slopes)
+        said = {"api_filter": kwargs["api_filter"], "topology_copies": bool(kwargs["copy_destroyed_graphs"])}
         session = CuptiSession(**kwargs)
         session.start()
         if "--reattached" in argv:

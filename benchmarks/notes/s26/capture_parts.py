@@ -28,6 +28,8 @@ Prints one JSON line: the topologies read ((nodes, edges, a hash of the kinds, n
 graph shape: S and S_old must agree), the medians (us; the ViT's also split into torch.cuda.graph's entry, its block and its exit,
 which ends the capture and instantiates) and the records counted by kind.
 Usage: python capture_parts.py VARIANT
+Ran at commit 5395dd7 (calls 1-3): the quiet-capture variants (S, S_notopo's `quiet_captures`) need that commit's
+CuptiSession, which the next one dropped.
 """
 
 from __future__ import annotations
