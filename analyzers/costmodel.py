@@ -234,20 +234,7 @@ TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH = "capture_per_node", "capture_per_gra
 # the same where the session copies a graph destroyed while tracing and reads the copy at the end (tracer.run_configs.
 # RunConfig.topology_copies, the one run since session 26): probes that say `topology_copies`
 TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED = "capture_copied_per_node", "capture_copied_per_graph"
-# and where the session also switches the API records off for a capture's body (RunConfig.capture_api_off, session 27):
-# probes that say `capture_api_off`
-TRACER_CAPTURE_NODE_API_OFF, TRACER_CAPTURE_GRAPH_API_OFF = "capture_api_off_per_node", "capture_api_off_per_graph"
-# a capture's keys (per node, per graph) by the session's kind: 'capture', 'capture_copied', 'capture_api_off'
-TRACER_CAPTURE_PAIRS = {"capture": (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH),
-                        "capture_copied": (TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED),
-                        "capture_api_off": (TRACER_CAPTURE_NODE_API_OFF, TRACER_CAPTURE_GRAPH_API_OFF)}
-TRACER_CAPTURE_KEYS = tuple(k for pair in TRACER_CAPTURE_PAIRS.values() for k in pair)
-
-
-def capture_session_kind(topology_copies: bool, capture_api_off: bool) -> str:
-    """Which calibration of a capture's tracing cost a session's configuration (or a probe that says it) needs: a key
-    of TRACER_CAPTURE_PAIRS."""
-    return "capture_api_off" if capture_api_off else "capture_copied" if topology_copies else "capture"
+TRACER_CAPTURE_KEYS = (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED)
 
 
 def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -> dict[str, tuple[float, float]]:
@@ -257,8 +244,8 @@ def _slopes(probe: dict[str, Any], kernels: dict[tuple[str, str, int], float]) -
     fw = str(probe.get("framework", ""))
     out: dict[str, tuple[float, float]] = {}
     for variant, rows in _rows_by_variant(probe).items():
-        key = capture_session_kind(bool(probe.get("topology_copies")), bool(probe.get("capture_api_off"))) \
-            if variant == "capture" else LAUNCHERS.get((fw, variant))
+        key = ("capture_copied" if probe.get("topology_copies") else "capture") if variant == "capture" \
+            else LAUNCHERS.get((fw, variant))
         if key is None or len(rows) < 2:
             continue
         k = [float(r["kernels"]) if variant == "capture" else kernels.get((fw, variant, int(r["ops"])), -1.0) for r in rows]
@@ -282,8 +269,7 @@ def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None
     """What the one traced run adds, from launch probes made untraced and --traced (tracer.launch_probes): per launcher
     (LAUNCHERS), each traced process's per-kernel slope less the median of the untraced processes' slopes; for
     captures, the same of the per-kernel slope (TRACER_CAPTURE_NODE) and of the intercept (TRACER_CAPTURE_GRAPH), or
-    of their _COPIED twins for the processes whose session copied the graphs it saw destroyed, of their _API_OFF twins
-    for those whose session also switched the API records off for a capture's body (capture_session_kind). `api_filter`: only the
+    of their _COPIED twins for the processes whose session copied the graphs it saw destroyed. `api_filter`: only the
     traced processes whose session recorded that filter's API calls (probe_api_filter); None: all. Spreads over the traced processes (ns); {} without both kinds of process."""
     if api_filter is not None:
         probes = [p for p in probes if not p.get("traced") or probe_api_filter(p) == api_filter]
@@ -300,13 +286,13 @@ def fit_tracer_costs(probes: list[dict[str, Any]], api_filter: str | None = None
         for key, fit in _slopes(probe, kernels).items():
             (traced if probe.get("traced") else untraced).setdefault(key, []).append(fit)
     out: dict[str, Spread] = {}
-    if "capture" in untraced:  # an untraced process's captures are the baseline of every kind of traced one
-        for kind in TRACER_CAPTURE_PAIRS:
-            untraced[kind] = untraced["capture"]
+    if "capture" in untraced:  # an untraced process's captures are the baseline of both kinds of traced ones
+        untraced["capture_copied"] = untraced["capture"]
     for key in sorted(set(untraced) & set(traced)):
         base_slope = float(np.median([s for s, _ in untraced[key]]))
         base_cut = float(np.median([c for _, c in untraced[key]]))
-        names = TRACER_CAPTURE_PAIRS.get(key, (key, ""))
+        names = {"capture": (TRACER_CAPTURE_NODE, TRACER_CAPTURE_GRAPH),
+                 "capture_copied": (TRACER_CAPTURE_NODE_COPIED, TRACER_CAPTURE_GRAPH_COPIED)}.get(key, (key, ""))
         for name, values in zip(names, ([s - base_slope for s, _ in traced[key]], [c - base_cut for _, c in traced[key]])):
             if name and (spread := Spread.of(values)) is not None:
                 out[name] = spread

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from graphmode.analyzers.codes import factorize
-from graphmode.analyzers.costmodel import (TRACER_CAPTURE_KEYS, TRACER_CAPTURE_PAIRS, CostModel, Spread,
-                                           capture_session_kind)
+from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_KEYS,
+                                           TRACER_CAPTURE_NODE, TRACER_CAPTURE_NODE_COPIED, CostModel, Spread)
 from graphmode.analyzers.counterfactual import INDUCTOR_KERNEL, framework_of, launcher_of
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.stamps import StampsOf, line_stamps
@@ -125,12 +125,6 @@ def topology_copies(trace: Trace, pass_id: int) -> bool:
     return bool((run_entry(trace, pass_id).get("config") or {}).get("topology_copies"))
 
 
-def capture_kind(trace: Trace, pass_id: int) -> str:
-    """Which calibration of a capture's tracing cost the pass's session needs (costmodel.capture_session_kind)."""
-    cfg = run_entry(trace, pass_id).get("config") or {}
-    return capture_session_kind(bool(cfg.get("topology_copies")), bool(cfg.get("capture_api_off")))
-
-
 def calibrated_pass(trace: Trace, pass_id: int) -> str | None:
     """Which calibration of the tracer's cost fits the configuration that recorded the pass: 'single' (the one traced
     run of now), 'sparse' (sessions 17-18's), or None (another run: not corrected)."""
@@ -155,9 +149,9 @@ def tracer_correction(trace: Trace, pass_id: int, model: CostModel | None, torch
     names = [str(n) for (n,) in trace.rows(
         "SELECT DISTINCT name FROM gpu_spans WHERE pass_id = ? AND kind = 'kernel' AND graph_id = 0 LIMIT 2000", [pass_id])]
     per_kernel = {k: v for k, v in costs.items() if k not in TRACER_CAPTURE_KEYS}
-    # a capture's cost under the session that made it: destroyed graphs read then, copied (since session 26), and the
-    # API records off for a capture's body (session 27)
-    node_key, graph_key = TRACER_CAPTURE_PAIRS[capture_kind(trace, pass_id)]
+    # a capture's cost under the session that made it: destroyed graphs copied (since session 26) or read then
+    graph_key, node_key = ((TRACER_CAPTURE_GRAPH_COPIED, TRACER_CAPTURE_NODE_COPIED) if topology_copies(trace, pass_id)
+                           else (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_NODE))
     per_stamp, per_action, actions = host_work_costs(trace, pass_id)
     read = stamps_of or partial(line_stamps, trace)
     stamps = np.sort(np.asarray(read(pass_id)["ts_ns"], dtype=np.int64)) if per_stamp else np.zeros(0, dtype=np.int64)

@@ -59,7 +59,7 @@ PREFIX = "GRAPHMODE_TRUTH "
 
 def config_spec(name: str) -> dict[str, Any] | None:
     """Tracer configurations by name (None: untraced; 'timing_only' is made per workload by run_one)."""
-    if name in ("untraced", "graphmode", "graphmode_apioff", "timing_only"):
+    if name in ("untraced", "graphmode", "timing_only"):
         return None
     from graphmode.tracer.run_configs import MEASURE, RunConfig, detail_config
 
@@ -135,9 +135,7 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     spec = config_spec(config)
     trace = out / f"{workload}-{config}-{proc:02d}.gmtrace"
     env = _env(script)
-    if config == "graphmode_apioff":  # `graphmode run` with the capture's API records off (issue 29, session 27)
-        env["GRAPHMODE_CAPTURE_API_OFF"] = "1"
-    if config in ("graphmode", "graphmode_apioff"):  # what a user runs: both runs, then the JSON report below
+    if config == "graphmode":  # what a user runs: both runs, then the JSON report below
         cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script), *args]
     elif config == "timing_only":  # graphmode's timing run alone (no CUPTI; stamps of `lines`): what it costs the program
         cmd = timing_run_command(script, trace, lines or [], args)
@@ -156,7 +154,7 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     if config == "timing_only":
         record["stamp_lines"] = lines or []
         trace.unlink(missing_ok=True)
-    if (spec is not None or config.startswith("graphmode")) and trace.exists():
+    if (spec is not None or config == "graphmode") and trace.exists():
         if report:
             r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
                                capture_output=True, text=True, timeout=timeout)

@@ -85,11 +85,6 @@ class RawActivity:
     graph_from_nodes: bool = False
     # how the topologies of graphs destroyed while tracing were read: {'copied': n, 'read_at_destroy': n}
     topology_copies: dict[str, int] = field(default_factory=dict)
-    # captures whose calls went unrecorded (CuptiSession api_off_in_captures): (thread, off, on) on the CUPTI clock, from
-    # the BeginCapture's return to the EndCapture's entry; the API records of every thread are missing in them
-    api_off_spans: list[tuple[int, int, int]] = field(default_factory=list)
-    # and what switching the API records on again took at each EndCapture (ns, the filter applied again included)
-    api_on_ns: list[int] = field(default_factory=list)
 
 
 # One callback per graph or executable: rare, so a Python callback on them costs nothing that matters.
@@ -155,16 +150,6 @@ def api_sparse(name: str) -> bool:
     return category in _SPARSE_CATEGORIES and not _UNNEEDED_API.search(name)
 
 
-def _succeeded(cd: Any) -> bool:
-    """Whether the API call of an exit callback returned success (cudaSuccess, CUDA_SUCCESS: 0); False where its
-    return value cannot be read."""
-    try:
-        ptr = int(getattr(cd, "function_return_value", 0) or 0)
-        return bool(ptr) and ctypes.c_int.from_address(ptr).value == 0
-    except Exception:
-        return False
-
-
 def api_cbids(pattern: str) -> dict[str, list[int]]:
     """'driver'/'runtime' -> CUPTI callback ids whose function name matches `pattern`."""
     import re
@@ -199,7 +184,6 @@ class CuptiSession:
         gpu_kinds: bool = True,
         graph_trace: bool = True,
         copy_destroyed_graphs: bool = False,
-        api_off_in_captures: bool = False,
     ):
         """`api_filter`: 'all' records every driver and runtime call; 'needed' only those api_needed()
         names. `node_events`: per-node resource callbacks (default: on, and always on at node detail,
@@ -241,20 +225,6 @@ class CuptiSession:
         # and Python a node) cost a ViT's capture 0.6-1.0 ms more than the copy (benchmarks/notes/s26)
         self.deferred_topology = copy_destroyed_graphs and not self.node_events
         self.raw.topology_copies = {"copied": 0, "read_at_destroy": 0}
-        # api_off_in_captures: from a successful cu(da)StreamBeginCapture's return to the entry of its EndCapture the
-        # DRIVER and RUNTIME activity kinds are off as a whole, and on again (with the session's API filter applied
-        # again: enabling a kind resets it) as the EndCapture is entered. With them on, a ViT capture's body ran 1.0-2.3
-        # ms slower; switching the captured calls' records off one id at a time left that cost (benchmarks/notes/s26,
-        # s27). The calls of a capture run nothing on the GPU, the graph's topology says what they made, and the
-        # capture's span comes from its BeginCapture and EndCapture records; what is lost is the API records of any
-        # thread in between, a capture-breaking call's among them (the spans are kept: analyzers.pitfalls says so).
-        self.api_off_in_captures = api_off_in_captures and callbacks and api_filter != "none"
-        self._capture_cbids: dict[tuple[str, int], str] = {}  # (api, cbid) -> 'begin' | 'end'
-        self._capture_nesting: dict[tuple[int, str], int] = {}  # (thread, 'begin' | 'end') -> calls it is inside
-        self._captures_open = 0
-        self._api_off_at = (0, 0)  # (thread, CUPTI time) where the API kinds went off
-        self._filter_off: list[tuple[Callable[[int, int], Any], int]] = []  # the filter's switched-off ids
-        self._api_kinds: list[Any] = []  # the session's DRIVER and RUNTIME kinds (start)
         self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
         self._instantiate_cbids: set[tuple[str, int]] = set()
         self._source_cbids: set[tuple[str, int]] = set()
@@ -297,8 +267,6 @@ class CuptiSession:
         enter = int(cd.callback_site) == int(cupti.ApiCallbackSite.API_ENTER)
         if self.on_api_call is not None:
             self.on_api_call(api, cd, not enter)
-        if (api, cbid) in self._capture_cbids:
-            self._capture_call(self._capture_cbids[(api, cbid)], cd, enter)
         if (api, cbid) in self._instantiate_cbids:
             # Graphs the driver creates inside an instantiation are its own (the executable's copy):
             # not the program's, and cuGraphGetNodes refuses them (CUDA_ERROR_INVALID_VALUE). Resource
@@ -310,40 +278,6 @@ class CuptiSession:
             return
 
         self.raw.api_sources[(api, int(cd.correlation_id))] = user_source(sys._getframe(1))
-
-    def _capture_call(self, which: str, cd: Any, enter: bool) -> None:
-        """api_off_in_captures: the outermost call (the runtime's around the driver's) of a BeginCapture that succeeded
-        switches the API kinds off as it returns; the outermost EndCapture switches them on as it is entered."""
-        key = (threading.get_native_id(), which)
-        depth = self._capture_nesting.get(key, 0) + (1 if enter else -1)
-        self._capture_nesting[key] = max(depth, 0)
-        cupti = cupti_module()
-        with self._lock:
-            if which == "begin" and not enter and depth == 0 and _succeeded(cd):
-                self._captures_open += 1
-                if self._captures_open == 1:
-                    for k in self._api_kinds:
-                        cupti.activity_disable(k)
-                    self._api_off_at = (key[0], int(cupti.get_timestamp()))
-            elif which == "end" and enter and depth == 1 and self._captures_open:
-                self._captures_open -= 1
-                if self._captures_open == 0:
-                    self._api_on()
-
-    def _api_on(self) -> None:
-        """The API kinds on again, the session's filter applied again; the span they were off kept."""
-        cupti = cupti_module()
-        t0 = int(cupti.get_timestamp())
-        for k in self._api_kinds:
-            cupti.activity_enable(k)
-        for switch, cbid in self._filter_off:
-            try:
-                switch(cbid, 0)
-            except Exception:
-                pass
-        t1 = int(cupti.get_timestamp())
-        self.raw.api_off_spans.append((self._api_off_at[0], self._api_off_at[1], t0))
-        self.raw.api_on_ns.append(t1 - t0)
 
     def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
@@ -461,10 +395,8 @@ class CuptiSession:
         for k in kinds:
             cupti.activity_enable(k)
         self._kinds = kinds
-        self._api_kinds = [k for k in kinds if k in (K.DRIVER, K.RUNTIME)]
         if self.api_filter in ("needed", "sparse"):
-            self.raw.api_filter = self._filter_api(cupti, api_sparse if self.api_filter == "sparse" else api_needed,
-                                                   self._filter_off)
+            self.raw.api_filter = self._filter_api(cupti, api_sparse if self.api_filter == "sparse" else api_needed)
         D = cupti.CallbackDomain
         self._domain_resource = int(D.RESOURCE)
         self._domain_api = {int(D.DRIVER_API): "driver", int(D.RUNTIME_API): "runtime"}
@@ -483,21 +415,15 @@ class CuptiSession:
         if self._snapshot:
             for api, cbids in api_cbids(r"^(cu|cuda)GraphInstantiate").items():
                 self._instantiate_cbids.update((api, c) for c in cbids)
-        if self.api_off_in_captures:
-            for which, rx in (("begin", r"^(cu|cuda)StreamBeginCapture"), ("end", r"^(cu|cuda)StreamEndCapture")):
-                for api, cbids in api_cbids(rx).items():
-                    self._capture_cbids.update({(api, c): which for c in cbids})
-        for api, cbid in self._source_cbids | self._instantiate_cbids | set(self._capture_cbids):
+        for api, cbid in self._source_cbids | self._instantiate_cbids:
             domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
             cupti.enable_callback(1, self._subscriber, domain, cbid)
         self.started = True
 
     @staticmethod
-    def _filter_api(cupti: Any, keep_api: Callable[[str], bool] | None = None,
-                    off: list[tuple[Callable[[int, int], Any], int]] | None = None) -> dict[str, int]:
+    def _filter_api(cupti: Any, keep_api: Callable[[str], bool] | None = None) -> dict[str, int]:
         """Switches off the activity records of every API call the analysis does not read; returns how
-        many callback ids stay recorded and how many were switched off, per API (and appends the switched-off
-        ones to `off`, with their switch, to apply the filter again)."""
+        many callback ids stay recorded and how many were switched off, per API."""
         counts = {"driver_recorded": 0, "driver_off": 0, "runtime_recorded": 0, "runtime_off": 0}
         for api, enum, switch in (("driver", cupti.driver_api_trace_cbid, cupti.activity_enable_driver_api),
                                   ("runtime", cupti.runtime_api_trace_cbid, cupti.activity_enable_runtime_api)):
@@ -511,8 +437,6 @@ class CuptiSession:
                 except Exception:
                     continue  # an id this driver does not know
                 counts[f"{api}_{'recorded' if keep else 'off'}"] += 1
-                if off is not None and not keep:
-                    off.append((switch, cbid))
         return counts
 
     def stop(self) -> RawActivity:
@@ -520,9 +444,6 @@ class CuptiSession:
         if not self.started:
             return self.raw
         cupti = cupti_module()
-        if self._captures_open:  # a capture still open (never ended): its span ends here
-            self.raw.api_off_spans.append((self._api_off_at[0], self._api_off_at[1], int(cupti.get_timestamp())))
-            self._captures_open = 0
         cupti.activity_flush_all(1)
         mark("cupti: flushed")
         for k in self._kinds:

@@ -284,22 +284,18 @@ def run_launch_probes(procs: int = 3, frameworks: tuple[str, ...] | None = None,
 def main(argv: list[str]) -> int:
     global _traced
     api = next((a.split("=", 1)[1] for a in argv if a.startswith("--api-filter=")), None)
-    args = [a for a in argv if a not in ("--traced", "--reattached", "--capture-api-off")
-            and not a.startswith("--api-filter=")]
+    args = [a for a in argv if a not in ("--traced", "--reattached") and not a.startswith("--api-filter=")]
     if len(args) != 1 or args[0] not in PROBES:
         print(f"usage: python -m graphmode.tracer.launch_probes {{{'|'.join(FRAMEWORKS)}}} [--traced [--api-filter=F] "
-              "[--reattached] [--capture-api-off]]", file=sys.stderr)
+              "[--reattached]]", file=sys.stderr)
         return 2
     session, said = None, {}
     if "--traced" in argv:
         _traced = True
         config = single_config()  # `graphmode run`'s one traced run; --api-filter: a candidate's API records instead
-        if "--capture-api-off" in argv:
-            config = dataclasses.replace(config, capture_api_off=True)
         kwargs = session_kwargs(config if api is None else dataclasses.replace(config, api_filter=api), nvtx=False)
         # which calibration the process is for (costmodel.probe_api_filter, and the capture keys of _slopes)
-        said = {"api_filter": kwargs["api_filter"], "topology_copies": bool(kwargs["copy_destroyed_graphs"]),
-                "capture_api_off": bool(kwargs["api_off_in_captures"])}
+        said = {"api_filter": kwargs["api_filter"], "topology_copies": bool(kwargs["copy_destroyed_graphs"])}
         session = CuptiSession(**kwargs)
         session.start()
         if "--reattached" in argv:

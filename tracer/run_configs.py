@@ -47,9 +47,6 @@ class RunConfig:
     # read at the end, not read then (CuptiSession.deferred_topology): what tracing adds to a capture differs, and is
     # calibrated apart (benchmarks/notes/s26); the one traced run since session 26
     topology_copies: bool = False
-    # the API records switched off from a capture's BeginCapture to its EndCapture (CuptiSession api_off_in_captures):
-    # with them on, CUPTI slowed a capture's body 1.0-2.3 ms (benchmarks/notes/s26, s27); calibrated apart
-    capture_api_off: bool = False
 
     def __post_init__(self) -> None:
         if self.detail not in ("graph", "node"):
@@ -96,7 +93,6 @@ def single_config(name: str = "single", windows: bool = True) -> RunConfig:
     stamp = "all" if line_stamps.AVAILABLE and name == "single" else ""  # 'measure': the detail run stamps
     return RunConfig(name, detail="graph", api_filter="needed", callbacks=True, node_events=False, node_sources=False,
                      stamp=stamp, allocator_history=name == "single", topology_copies=True,
-                     capture_api_off=os.environ.get("GRAPHMODE_CAPTURE_API_OFF") == "1",
                      untraced_windows=bool(stamp) and windows and os.environ.get("GRAPHMODE_UNTRACED_WINDOWS") != "0")
 
 
@@ -122,8 +118,7 @@ def session_kwargs(cfg: RunConfig, nvtx: bool = True) -> dict[str, Any]:
     return {"detail": cfg.detail, "on_node_created": user_location if cfg.node_sources else None, "nvtx": nvtx,
             "source_api": source_api, "snapshot_topology": True, "api_filter": cfg.api_filter,
             "node_events": cfg.node_events, "callbacks": cfg.callbacks, "gpu_kinds": cfg.gpu_kinds,
-            "graph_trace": cfg.graph_trace, "copy_destroyed_graphs": cfg.topology_copies,
-            "api_off_in_captures": cfg.capture_api_off}
+            "graph_trace": cfg.graph_trace, "copy_destroyed_graphs": cfg.topology_copies}
 
 
 def timing_config(lines: list[str] | tuple[str, ...]) -> RunConfig:

@@ -253,9 +253,6 @@ class ScriptTracer:
         # graphs destroyed while tracing: copied then and read at the end, or read as they were destroyed
         copies = [r.topology_copies for r in [*self._segments, raw]]
         run_entry["topology_copies"] = {k: sum(c.get(k, 0) for c in copies) for k in ("copied", "read_at_destroy")}
-        if cfg.capture_api_off:  # the captures whose calls went unrecorded, and what switching them on again took
-            run_entry["capture_api_off"] = {"spans": [list(sp) for r in [*self._segments, raw] for sp in r.api_off_spans],
-                                            "on_ns": [n for r in [*self._segments, raw] for n in r.api_on_ns]}
         history = self._collect_history() if history_on else None
         if history is not None:
             run_entry["allocator_history"] = history[1]

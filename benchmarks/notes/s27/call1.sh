@@ -6,6 +6,7 @@
 #  4. the graphed decode step and the ViT with a graph per batch size: untraced, `graphmode run`, and `graphmode run`
 #     with GRAPHMODE_CAPTURE_API_OFF=1, PROCS processes each, interleaved (script_fidelity.py).
 # Everything into OUT/c1.tar.xz (the device returns a few files only).
+# Ran at commit 13e59fe (the next commit dropped the option it measures).
 # Usage: bash benchmarks/notes/s27/call1.sh OUT PROCS
 set -u
 out=${1:?OUT}; procs=${2:-2}

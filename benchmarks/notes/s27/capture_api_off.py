@@ -16,6 +16,7 @@ Prints one JSON line: medians (us; the ViT's split into torch.cuda.graph's entry
 records by name, the API records the filter should have left out (a name api_needed() refuses), the spans the kinds
 were off and what switching them on again took, the topologies read.
 Usage: python capture_api_off.py VARIANT
+Ran at commit 13e59fe (call 1): D needs that commit's CuptiSession (api_off_in_captures), which the next one dropped.
 """
 
 from __future__ import annotations
