@@ -189,7 +189,11 @@ SINGLE_CAPTURE_BOUND = 1.85
 # either way: 0.72-1.69x process by process (traced: 1.07-2.06x; s17 call 3), 0.67-1.16x (s19 call 3), 1.31-1.81x (s21
 # call 3, on a machine whose untraced programs ran 1.3-1.6x slower than in s19)
 CORRECTED_SLOWDOWN_BOUND = 0.85
-CORRECTED_CAPTURE_BOUND = 0.75  # PyTorch captures: 0.77-1.72x (traced: 1.21-2.33x)
+# PyTorch captures: 0.77-1.72x (traced: 1.21-2.33x) over sessions 17-21; 0.61-3.30x process by process against the
+# untraced processes' median on the 46 graphs of 25 traces of sessions 25-27 (traced: 1.02-4.41x;
+# benchmarks/results/one_run/one_time_ratios.jsonl, benchmarks/one_time_bounds.py), the highest a ViT's second graph on a
+# machine whose traced captures ran 3-4x their untraced ones. tests/test_one_run.py holds this bound to that record.
+CORRECTED_CAPTURE_BOUND = 2.3
 # ... and how much too low (the untraced process's up to 1 + this times the corrected figure): PyTorch one-time costs read
 # 0.60-0.66x the untraced process's on a ViT's first two graphs (0.75x already as traced; s21 call 3): the process's
 # own variation, which the correction cannot know

@@ -26,6 +26,7 @@ from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction, launch_extra, with_tracer_cost
 from graphmode.tracer.store import load
+from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "scripts" / "one_run"
@@ -434,3 +435,41 @@ def test_a_recording_of_the_copied_session_takes_its_captures_cost_from_its_own_
         one_time = u["capture_block_ns"] + u["first_replay_ns"] - u["graph_ns"]
         true_be = int(np.ceil(one_time / (u["eager_ns"] - u["graph_ns"])))
         assert be.interval_low <= true_be and (be.interval_high is None or true_be <= be.interval_high), (true_be, be)
+
+
+RATIOS = ROOT / "benchmarks" / "results" / "one_run" / "one_time_ratios.jsonl"
+SLOW_CAPTURE = ROOT / "tests" / "data" / "scripts" / "slow_capture_s27"
+
+
+def test_the_stated_one_time_bounds_hold_on_the_benchmark_record() -> None:
+    """Issue 29, item 4: the bound a report states for a corrected one-time cost (CORRECTED_CAPTURE_BOUND too high,
+    CORRECTED_CAPTURE_LOW_BOUND too low) holds for every graph of the recorded benchmark set: the default `graphmode
+    run` of third-party programs on the H200 against the same programs' untraced processes (sessions 25-27,
+    benchmarks/one_time_bounds.py). Until session 27 it said 1.75x, which 13 of these 46 graphs exceeded."""
+    from graphmode.analyzers.break_even import CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
+
+    rows = [json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 40 and len({r["call"] for r in rows}) >= 4
+    for r in rows:
+        assert r["untraced_processes"] >= 2 and r["untraced_min_ns"] <= r["untraced_ns"] <= r["untraced_max_ns"]
+        assert r["corrected_ratio"] == pytest.approx(r["corrected_ns"] / r["untraced_ns"])
+        assert 1 / (1 + CORRECTED_CAPTURE_LOW_BOUND) <= r["corrected_ratio"] <= 1 + CORRECTED_CAPTURE_BOUND, r
+    assert sum(r["corrected_ratio"] > 1.75 for r in rows) >= 1  # what the earlier bound missed is in the record
+    ok, text = load_benchmark("one_time_bounds").check(rows)
+    assert ok and "hold" in text
+
+
+@pytest.mark.parametrize("fixture, call", [(COPIED, "s26-call4"), (SLOW_CAPTURE, "s27-call1")])
+def test_the_bounds_record_is_what_the_analysis_reads_from_the_committed_recordings(fixture: Path, call: str,
+                                                                                    tmp_path: Path) -> None:
+    """Two of the record's traces are committed (the decode step on session 26's machine, corrected 1.59x; and on
+    session 27's, whose captures ran 3x untraced: corrected 2.65x): the benchmark reads from them, with today's analysis
+    and bundled model, what the record holds."""
+    name = "hf_graph-graphmode-00.gmtrace"
+    (tmp_path / name).write_bytes(lzma.decompress((fixture / f"{name}.xz").read_bytes()))
+    got = load_benchmark("one_time_bounds").rows_of(call, fixture / "results.jsonl", tmp_path)
+    want = [r for r in (json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip())
+            if r["call"] == call and r["trace"] == name]
+    assert len(got) == 1 and len(want) == 1
+    for key in ("untraced_ns", "traced_ns", "corrected_ns"):
+        assert got[0][key] == pytest.approx(want[0][key], rel=1e-9), key
