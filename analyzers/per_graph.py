@@ -20,6 +20,7 @@ from graphmode.analyzers.break_even import (
     SINGLE_CAPTURE_BOUND,
     SINGLE_CPU_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
+    WINDOW_EAGER_BOUND,
     break_even_series,
 )
 from graphmode.analyzers.notes import Note, note
@@ -211,9 +212,14 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                     spread = CORRECTED_SLOWDOWN_BOUND
                 else:
                     graph_inflation = CORRECTED_SLOWDOWN_BOUND
+        # an eager period leveled by an untraced window: its own process untraced, other processes either way
+        if eager is not None and eager.run == WINDOW:
+            spread = max(spread, WINDOW_EAGER_BOUND)
+            notes.append(note("eager_window_bound", slowdown_bound=WINDOW_EAGER_BOUND))
         # the one traced run's own figures, where nothing was taken off, have their own measured bounds
         cpu_bound = SINGLE_CPU_BOUND if run == "single" else CPU_BOUND_SLOWDOWN_BOUND
-        if eager is not None and timing_traced and eager.bound in cpu_side and eager.run not in ("timing", CORRECTED):
+        if eager is not None and timing_traced and eager.bound in cpu_side and eager.run not in ("timing", CORRECTED,
+                                                                                                  WINDOW):
             inflation = cpu_bound
             notes.append(note("traced_cpu_bound_eager", slowdown_bound=cpu_bound))
         if graph is not None and timing_traced and graph.bound in cpu_side and graph.run not in ("timing", CORRECTED):

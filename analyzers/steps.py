@@ -38,6 +38,7 @@ from graphmode.analyzers.break_even import (
     CORRECTED_SLOWDOWN_BOUND,
     CPU_BOUND_SLOWDOWN_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
+    WINDOW_EAGER_BOUND,
     break_even_series,
     smallest_replays,
 )
@@ -270,7 +271,7 @@ def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager
     def of(p: Period | None, source: str) -> float:
         if source == "timing":
             return TIMING_RUN_SLOWDOWN_BOUND
-        if source == CORRECTED:
+        if source in (CORRECTED, WINDOW):
             return 0.0  # either way: _spread
         return CPU_BOUND_SLOWDOWN_BOUND if p is not None and p.bound in CPU_SIDE else 0.0
 
@@ -278,8 +279,9 @@ def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager
 
 
 def _spread(source: str) -> float:
-    """How far either way a step's eager period may be from untraced: a corrected one's (analyzers.tracer_cost)."""
-    return CORRECTED_SLOWDOWN_BOUND if source == CORRECTED else 0.0
+    """How far either way a step's eager period may be from untraced: a corrected one's (analyzers.tracer_cost), one
+    leveled by an untraced window (analyzers.untraced_windows)."""
+    return CORRECTED_SLOWDOWN_BOUND if source == CORRECTED else WINDOW_EAGER_BOUND if source == WINDOW else 0.0
 
 
 def find_steps(trace: Trace, sg: ScriptGraphs, t: IterationTable, graphs: tuple[GraphResult, ...], run: str,

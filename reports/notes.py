@@ -219,6 +219,12 @@ def _replays_from_node_records(n: Note) -> str:
             "that much high")
 
 
+def _eager_window_bound(n: Note) -> str:
+    return ("its eager time was read in an untraced window of this process; other processes of the same program may run "
+            f"the same loop up to {1 + _num(n, 'slowdown_bound'):.1f}x slower or faster (measured, docs/benchmarks.md), "
+            "which the break-even interval allows for either way")
+
+
 def _one_time_traced(n: Note) -> str:
     return ("its one-time cost comes from a traced run, where CUPTI slows a capture (the programs' own timers read capture "
             "blocks up to 1.4x slower in the measuring run than untraced, up to 2.8x in the one traced run: "
@@ -600,6 +606,7 @@ TEMPLATES: dict[str, Template] = {
     "timed_untraced": _timed_untraced,
     "tracer_cost_taken_off": _tracer_cost_taken_off,
     "one_time_tracer_cost_taken_off": _one_time_tracer_cost_taken_off,
+    "eager_window_bound": _eager_window_bound,
     "traced_cpu_bound_eager": ("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up "
                                "to {slowdown_bound:.0%} too long (measured, docs/benchmarks.md), which the break-even "
                                "interval's upper end allows for"),

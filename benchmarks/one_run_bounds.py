@@ -1,0 +1,110 @@
+"""Issue 29, item 4: are the distortion bounds a report states for the one run's figures true on the benchmark set?
+
+The report says how far a figure of the one traced run may still be from untraced, and the break-even interval allows
+for it (analyzers.break_even): a one-time cost with the tracer's calibrated cost taken off (analyzers.tracer_cost) up to
+CORRECTED_CAPTURE_BOUND too high or CORRECTED_CAPTURE_LOW_BOUND too low; an eager period leveled by an untraced window
+of the run (analyzers.untraced_windows) WINDOW_EAGER_BOUND either way. This reads recordings of the default `graphmode
+run` beside the same programs' untraced processes (benchmarks/script_fidelity.py's results.jsonl with its traces,
+`--keep-traces all`) and writes, per traced process and subject (a graph, a batch size's graph, a step), the untraced
+processes' median one-time cost and eager period with their spread, graphmode's one-time cost as traced and corrected,
+its eager period and where that comes from, and their ratios: one JSON line each
+(benchmarks/results/one_run/one_run_ratios.jsonl). Then it says whether every ratio lies inside the stated bounds.
+
+    python3 benchmarks/one_run_bounds.py LABEL RESULTS.jsonl TRACES_DIR [LABEL RESULTS.jsonl TRACES_DIR ...] [--out F]
+    python3 benchmarks/one_run_bounds.py --check F      # the bounds against a written record
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_run import readings, truths  # noqa: E402  (benchmarks/)
+
+
+def _untraced(tr: list[dict[str, dict[str, float]]], subject: str, figure: str, prefix: str) -> dict[str, Any]:
+    vals = [x[subject][figure] for x in tr if figure in x.get(subject, {})]
+    if not vals:
+        return {}
+    return {f"{prefix}untraced_ns": float(np.median(vals)), f"{prefix}untraced_min_ns": min(vals),
+            f"{prefix}untraced_max_ns": max(vals), f"{prefix}untraced_processes": len(vals)}
+
+
+def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
+    recs = [json.loads(line) for line in open(results) if line.strip()]
+    out = []
+    for w in sorted({r["workload"] for r in recs}):
+        tr = truths(recs, w)
+        for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
+            sources: dict[str, str] = {}
+            raw, fixed = readings(p, w, corrected=False), readings(p, w, corrected=True, sources=sources)
+            for subject, figs in sorted(fixed.items()):
+                row: dict[str, Any] = {"call": label, "trace": p.name, "workload": w, "subject": subject}
+                one = _untraced(tr, subject, "one_time", "")
+                if one and "one_time" in figs and "one_time" in raw.get(subject, {}):
+                    row.update(one, traced_ns=raw[subject]["one_time"], corrected_ns=figs["one_time"],
+                               traced_ratio=raw[subject]["one_time"] / one["untraced_ns"],
+                               corrected_ratio=figs["one_time"] / one["untraced_ns"])
+                eager = _untraced(tr, subject, "eager", "eager_")
+                if eager and "eager" in figs:
+                    row.update(eager, eager_ns=figs["eager"], eager_source=sources.get(subject, ""),
+                               eager_ratio=figs["eager"] / eager["eager_untraced_ns"])
+                if "corrected_ratio" in row or "eager_ratio" in row:
+                    out.append(row)
+    return out
+
+
+def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether every corrected one-time ratio and every window-leveled eager ratio lies within the stated bounds, and a
+    summary."""
+    from graphmode.analyzers.break_even import CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND, WINDOW_EAGER_BOUND
+
+    one = [r for r in rows if "corrected_ratio" in r]
+    c = np.array([r["corrected_ratio"] for r in one])
+    t = np.array([r["traced_ratio"] for r in one])
+    spread = np.array([r["untraced_max_ns"] / r["untraced_min_ns"] for r in one])
+    high, low = 1 + CORRECTED_CAPTURE_BOUND, 1 / (1 + CORRECTED_CAPTURE_LOW_BOUND)
+    ok_one = bool(c.size) and bool((c <= high).all() and (c >= low).all())
+    win = np.array([r["eager_ratio"] for r in rows if r.get("eager_source") == "window"])
+    e_spread = np.array([r["eager_untraced_max_ns"] / r["eager_untraced_min_ns"] for r in rows if "eager_ratio" in r])
+    w_high, w_low = 1 + WINDOW_EAGER_BOUND, 1 / (1 + WINDOW_EAGER_BOUND)
+    ok_win = bool(win.size) and bool((win <= w_high).all() and (win >= w_low).all())
+    calls = sorted({r["call"] for r in rows})
+    text = (f"{len(one)} one-time costs of {len({(r['call'], r['trace']) for r in one})} traces ({', '.join(calls)}): "
+            f"corrected {c.min():.2f}-{c.max():.2f}x the untraced median (within 25% on {int((abs(c - 1) <= 0.25).sum())}), "
+            f"as traced {t.min():.2f}-{t.max():.2f}x, the untraced processes' own spread (max/min) up to "
+            f"{spread.max():.2f}x; stated bounds {low:.2f}-{high:.2f}x: {'hold' if ok_one else 'DO NOT HOLD'}.\n"
+            f"{win.size} eager periods from untraced windows: {win.min():.2f}-{win.max():.2f}x the untraced median "
+            f"(within 15% on {int((abs(win - 1) <= 0.15).sum())}), the untraced processes' own spread up to "
+            f"{e_spread.max():.2f}x; stated bounds {w_low:.2f}-{w_high:.2f}x: {'hold' if ok_win else 'DO NOT HOLD'}")
+    return ok_one and ok_win, text
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("triples", nargs="*", help="LABEL RESULTS.jsonl TRACES_DIR, repeated")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--check", type=Path)
+    args = ap.parse_args()
+    if args.check:
+        rows = [json.loads(line) for line in open(args.check) if line.strip()]
+    else:
+        if len(args.triples) % 3:
+            ap.error("give LABEL RESULTS.jsonl TRACES_DIR triples")
+        rows = [r for i in range(0, len(args.triples), 3)
+                for r in rows_of(args.triples[i], Path(args.triples[i + 1]), Path(args.triples[i + 2]))]
+        if args.out:
+            args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ok, text = check(rows)
+    print(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
