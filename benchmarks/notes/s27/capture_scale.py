@@ -8,6 +8,7 @@ untraced one. Read from recordings of the default `graphmode run` beside the sam
 traced one, the bundled calibration's correction, and the traced one over the loop's traced/untraced ratio.
 
     python capture_scale.py RESULTS.jsonl TRACES_DIR [RESULTS.jsonl TRACES_DIR ...]
+Ran on the traces of sessions 25 (calls 2, 3, 5), 26 (call 4) and 27 (call 1): capture_scale.txt.
 """
 
 from __future__ import annotations
@@ -67,14 +68,18 @@ for results, traces in zip(sys.argv[1::2], sys.argv[2::2]):
             fixed, _ = one_time(p, w, corrected=True)
             r = float(np.median(ratios)) if ratios else float("nan")
             for subject, traced in raw.items():
-                u = float(np.median([x[subject]["one_time"] for x in tr if "one_time" in x.get(subject, {})]))
+                us = [x[subject]["one_time"] for x in tr if "one_time" in x.get(subject, {})]
+                if not us:  # the program's clock times no capture (JAX)
+                    continue
                 c = fixed.get(subject, float("nan"))
-                rows.append((p.name, subject, u, traced, c, r, traced / r))
-print("| trace | subject | untraced one-time | traced | ratio | calibration | ratio | loop traced/untraced | traced / that | ratio |")
+                rows.append((f"{Path(results).parent.name}/{p.name}", subject, float(np.median(us)), traced, c, r,
+                             traced / r, max(us) / min(us)))
+print("| trace | subject | untraced one-time (ms; max/min of the processes) | traced | ratio | calibration | ratio | "
+      "loop traced/untraced | traced / that | ratio |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for name, s, u, tr_, c, r, sc in rows:
-    print(f"| {name} | {s} | {u / 1e3:.2f} ms | {tr_ / 1e3:.2f} | {tr_ / u:.2f} | {c / 1e3:.2f} | {c / u:.2f} | {r:.2f} | "
-          f"{sc / 1e3:.2f} | {sc / u:.2f} |")
+for name, s, u, tr_, c, r, sc, spread in rows:
+    print(f"| {name} | {s} | {u / 1e6:.2f} ({spread:.2f}) | {tr_ / 1e6:.2f} | {tr_ / u:.2f} | {c / 1e6:.2f} | {c / u:.2f} | "
+          f"{r:.2f} | {sc / 1e6:.2f} | {sc / u:.2f} |")
 for k, i in (("traced", 3), ("calibration", 4), ("scaled", 6)):
     e = np.array([abs(np.log(x[i] / x[2])) for x in rows if np.isfinite(x[i])])
     within = sum(1 for x in rows if np.isfinite(x[i]) and abs(x[i] / x[2] - 1) <= 0.25)
