@@ -3,11 +3,13 @@
 The report says how far a figure of the one traced run may still be from untraced, and the break-even interval allows
 for it (analyzers.break_even): a one-time cost with the tracer's calibrated cost taken off (analyzers.tracer_cost) up to
 CORRECTED_CAPTURE_BOUND too high or CORRECTED_CAPTURE_LOW_BOUND too low; an eager period leveled by an untraced window
-of the run (analyzers.untraced_windows) WINDOW_EAGER_BOUND either way. This reads recordings of the default `graphmode
+of the run (analyzers.untraced_windows) WINDOW_EAGER_BOUND either way; a replay folded from its nodes' records
+(analyzers.tracer_cost) up to NODE_RECORDS_REPLAY_SLOWDOWN too long. This reads recordings of the default `graphmode
 run` beside the same programs' untraced processes (benchmarks/script_fidelity.py's results.jsonl with its traces,
 `--keep-traces all`) and writes, per traced process and subject (a graph, a batch size's graph, a step), the untraced
-processes' median one-time cost and eager period with their spread, graphmode's one-time cost as traced and corrected,
-its eager period and where that comes from, and their ratios: one JSON line each
+processes' median one-time cost, eager period and replay with their spread, graphmode's one-time cost as traced and
+corrected, its eager period and where that comes from, its replay and whether it was folded from node records, and
+their ratios: one JSON line each
 (benchmarks/results/one_run/one_run_ratios.jsonl). Then it says whether every ratio lies inside the stated bounds.
 
     python3 benchmarks/one_run_bounds.py LABEL RESULTS.jsonl TRACES_DIR [LABEL RESULTS.jsonl TRACES_DIR ...] [--out F]
@@ -27,6 +29,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from one_run import readings, truths  # noqa: E402  (benchmarks/)
 
+from graphmode.analyzers.tracer_cost import replays_from_nodes  # noqa: E402
+from graphmode.tracer.store import load  # noqa: E402
+
 
 def _untraced(tr: list[dict[str, dict[str, float]]], subject: str, figure: str, prefix: str) -> dict[str, Any]:
     vals = [x[subject][figure] for x in tr if figure in x.get(subject, {})]
@@ -42,6 +47,8 @@ def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
     for w in sorted({r["workload"] for r in recs}):
         tr = truths(recs, w)
         for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
+            with load(p) as t:
+                nodes_replays = replays_from_nodes(t, 0)
             sources: dict[str, str] = {}
             raw, fixed = readings(p, w, corrected=False), readings(p, w, corrected=True, sources=sources)
             for subject, figs in sorted(fixed.items()):
@@ -55,6 +62,10 @@ def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
                 if eager and "eager" in figs:
                     row.update(eager, eager_ns=figs["eager"], eager_source=sources.get(subject, ""),
                                eager_ratio=figs["eager"] / eager["eager_untraced_ns"])
+                replay = _untraced(tr, subject, "replay", "replay_")
+                if replay and "replay" in figs:
+                    row.update(replay, replay_ns=figs["replay"], replay_ratio=figs["replay"] / replay["replay_untraced_ns"],
+                               replays_from_nodes=nodes_replays)
                 if "corrected_ratio" in row or "eager_ratio" in row:
                     out.append(row)
     return out
@@ -64,6 +75,7 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     """Whether every corrected one-time ratio and every window-leveled eager ratio lies within the stated bounds, and a
     summary."""
     from graphmode.analyzers.break_even import CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND, WINDOW_EAGER_BOUND
+    from graphmode.analyzers.tracer_cost import NODE_RECORDS_REPLAY_SLOWDOWN
 
     one = [r for r in rows if "corrected_ratio" in r]
     c = np.array([r["corrected_ratio"] for r in one])
@@ -75,6 +87,8 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     e_spread = np.array([r["eager_untraced_max_ns"] / r["eager_untraced_min_ns"] for r in rows if "eager_ratio" in r])
     w_high, w_low = 1 + WINDOW_EAGER_BOUND, 1 / (1 + WINDOW_EAGER_BOUND)
     ok_win = bool(win.size) and bool((win <= w_high).all() and (win >= w_low).all())
+    rep = np.array([r["replay_ratio"] for r in rows if r.get("replays_from_nodes")])
+    ok_rep = bool(rep.size) and bool((rep <= 1 + NODE_RECORDS_REPLAY_SLOWDOWN).all())
     calls = sorted({r["call"] for r in rows})
     text = (f"{len(one)} one-time costs of {len({(r['call'], r['trace']) for r in one})} traces ({', '.join(calls)}): "
             f"corrected {c.min():.2f}-{c.max():.2f}x the untraced median (within 25% on {int((abs(c - 1) <= 0.25).sum())}), "
@@ -82,8 +96,10 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
             f"{spread.max():.2f}x; stated bounds {low:.2f}-{high:.2f}x: {'hold' if ok_one else 'DO NOT HOLD'}.\n"
             f"{win.size} eager periods from untraced windows: {win.min():.2f}-{win.max():.2f}x the untraced median "
             f"(within 15% on {int((abs(win - 1) <= 0.15).sum())}), the untraced processes' own spread up to "
-            f"{e_spread.max():.2f}x; stated bounds {w_low:.2f}-{w_high:.2f}x: {'hold' if ok_win else 'DO NOT HOLD'}")
-    return ok_one and ok_win, text
+            f"{e_spread.max():.2f}x; stated bounds {w_low:.2f}-{w_high:.2f}x: {'hold' if ok_win else 'DO NOT HOLD'}.\n"
+            f"{rep.size} replays folded from their nodes' records: {rep.min():.3f}-{rep.max():.3f}x the untraced median; "
+            f"stated bound up to {1 + NODE_RECORDS_REPLAY_SLOWDOWN:.2f}x: {'holds' if ok_rep else 'DOES NOT HOLD'}")
+    return ok_one and ok_win and ok_rep, text
 
 
 def main() -> int:

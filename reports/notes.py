@@ -213,10 +213,10 @@ def _one_time_before_trace(n: Note) -> str:
 
 
 def _replays_from_node_records(n: Note) -> str:
-    return ("the graph replays were recorded node by node (a region's trace: graph-level records crashed the replays "
-            "of graphs built before it), which made a timm ViT's replay up to "
-            f"{100 * _num(n, 'slowdown_bound'):.0f}% slower than untraced (0.5 us a node); the replay figures may be "
-            "that much high")
+    return ("the graph replays were recorded node by node (a region's trace, or the one run after an untraced window: "
+            "graph-level records crashed the replays of graphs built before them), which made replays up to "
+            f"{100 * _num(n, 'slowdown_bound'):.0f}% slower than untraced on the benchmark set (about 0.2-0.5 us a "
+            "node where kernels are short); the replay figures may be that much high")
 
 
 def _eager_window_bound(n: Note) -> str:
