@@ -39,6 +39,7 @@ from graphmode.analyzers.break_even import (
     CORRECTED_SLOWDOWN_BOUND,
     SINGLE_CPU_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
+    WINDOW_EAGER_BOUND,
     bootstrap_medians,
     replay_interval,
     replays_per_draw,
@@ -668,10 +669,13 @@ def _one_run_level(c: TracerCorrection | None, graph: EagerGraph, traced_ns: flo
 
 def _eager_bound(trace: Trace, eager_run: str, correction_of: Callable[[int], TracerCorrection | None]) -> tuple[float, bool]:
     """(how far the prediction's eager period may be from the program's in another process, whether either way) by the
-    run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; the one traced run's, its tracer's
+    run its level comes from: the timing run's TIMING_RUN_SLOWDOWN_BOUND either way; an untraced window's
+    WINDOW_EAGER_BOUND either way; the one traced run's, its tracer's
     calibrated cost taken off, CORRECTED_SLOWDOWN_BOUND either way; as traced (not calibrated), SINGLE_CPU_BOUND, too
     long only; (0, False) for a runner's or a detail run's period (its own notes say what slowed it)."""
-    if eager_run in ("timing", TWO_RUNS, WINDOW):  # untraced (a window: in the same process, but at another moment)
+    if eager_run == WINDOW:  # untraced, in the same process (at another moment): as measured against other processes
+        return WINDOW_EAGER_BOUND, True
+    if eager_run in ("timing", TWO_RUNS):  # untraced
         return TIMING_RUN_SLOWDOWN_BOUND, True
     one_run = next((p.pass_id for p in trace.passes if p.name == eager_run), None) if eager_run in ("single", "measure") else None
     if one_run is not None:

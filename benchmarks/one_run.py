@@ -32,7 +32,7 @@ def truths(recs: list[dict[str, Any]], workload: str) -> list[dict[str, dict[str
             continue
         t = r["truth"]
         subjects: dict[str, dict[str, float]] = {}
-        if workload == "vit_batches":
+        if workload in ("vit_batches", "vit_eager"):  # the eager-only ViT prints its eager steps per size too
             for b in SIZES:
                 subjects[f"b{b}"] = figures(t.get(f"eager_b{b}_ns"), t.get(f"graph_b{b}_ns"),
                                              t.get(f"capture_block_b{b}_ns"), t.get(f"first_replay_b{b}_ns"))

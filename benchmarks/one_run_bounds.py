@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_run import readings, truths  # noqa: E402  (benchmarks/)
+from eager_only import predictions  # noqa: E402  (benchmarks/)
+from one_run import SIZES, readings, truths  # noqa: E402
 
 from graphmode.analyzers.tracer_cost import replays_from_nodes  # noqa: E402
 from graphmode.tracer.store import load  # noqa: E402
@@ -41,11 +42,39 @@ def _untraced(tr: list[dict[str, dict[str, float]]], subject: str, figure: str, 
             f"{prefix}untraced_max_ns": max(vals), f"{prefix}untraced_processes": len(vals)}
 
 
+# the eager-only programs (issue 30): their predicted regions' eager periods against the same programs' untraced
+# processes; a ViT's regions in the order of its batch sizes
+EAGER_ONLY = {"hf_eager": ["graph"], "resnet_eager": ["graph"], "mobilenet_fn": ["graph"],
+              "vit_eager": [f"b{b}" for b in SIZES]}
+
+
+def prediction_rows(label: str, w: str, tr: list[dict[str, dict[str, float]]], p: Path) -> list[dict[str, Any]]:
+    """Per predicted region of an eager-only program's trace: its eager period, where its level comes from (the
+    note eager_period_scaled's run: 'window', 'two_runs', ...) against the untraced processes'."""
+    out = []
+    regions = predictions(p)
+    if len(regions) != len(EAGER_ONLY[w]):
+        return out
+    for subject, r in zip(EAGER_ONLY[w], regions):
+        eager = _untraced(tr, subject, "eager", "eager_")
+        if not eager or r.eager_period is None:
+            continue
+        run = next((str(n["run"]) for n in r.notes if n.kind == "eager_period_scaled"), "")
+        out.append({"call": label, "trace": p.name, "workload": w, "subject": subject, "prediction": True, **eager,
+                    "eager_ns": r.eager_period.ns, "eager_source": run,
+                    "eager_ratio": r.eager_period.ns / eager["eager_untraced_ns"]})
+    return out
+
+
 def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
     recs = [json.loads(line) for line in open(results) if line.strip()]
     out = []
     for w in sorted({r["workload"] for r in recs}):
         tr = truths(recs, w)
+        if w in EAGER_ONLY:
+            for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
+                out += prediction_rows(label, w, tr, p)
+            continue
         for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
             with load(p) as t:
                 nodes_replays = replays_from_nodes(t, 0)

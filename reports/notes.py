@@ -221,7 +221,7 @@ def _replays_from_node_records(n: Note) -> str:
 
 def _eager_window_bound(n: Note) -> str:
     return ("its eager time was read in an untraced window of this process; other processes of the same program may run "
-            f"the same loop up to {1 + _num(n, 'slowdown_bound'):.1f}x slower or faster (measured, docs/benchmarks.md), "
+            f"the same loop up to {1 + _num(n, 'slowdown_bound'):.2f}x slower or faster (measured, docs/benchmarks.md), "
             "which the break-even interval allows for either way")
 
 
