@@ -185,7 +185,10 @@ CAPTURE_SLOWDOWN_BOUND = 0.5
 # ... and where nothing was taken off (a launcher or capture outside PyTorch and XLA: not calibrated), how much too
 # long or too high the one run's own figures were: CuPy's eager step 1.78x, its capture 2.81x (s17 call 3)
 SINGLE_CPU_BOUND = 0.8
-SINGLE_CAPTURE_BOUND = 1.85
+# ... a capture: CuPy's 2.81x (s17 call 3); PyTorch captures as traced, before their calibrated cost comes off (a machine
+# whose model has no calibration of the tracer gets them so), 1.02-4.41x on the 46 graphs of sessions 25-27
+# (benchmarks/results/one_run/one_run_ratios.jsonl, traced_ratio; held by tests/test_one_run.py). 1.85 until session 27
+SINGLE_CAPTURE_BOUND = 3.45
 # either way: 0.72-1.69x process by process (traced: 1.07-2.06x; s17 call 3), 0.67-1.16x (s19 call 3), 1.31-1.81x (s21
 # call 3, on a machine whose untraced programs ran 1.3-1.6x slower than in s19)
 CORRECTED_SLOWDOWN_BOUND = 0.85

@@ -227,9 +227,9 @@ def _eager_window_bound(n: Note) -> str:
 
 def _one_time_traced(n: Note) -> str:
     return ("its one-time cost comes from a traced run, where CUPTI slows a capture (the programs' own timers read capture "
-            "blocks up to 1.4x slower in the measuring run than untraced, up to 2.8x in the one traced run: "
-            "docs/benchmarks.md), which the break-even interval's lower end allows for (a one-time cost up to "
-            f"{1 + _num(n, 'slowdown_bound'):.2g}x too high)")
+            "blocks up to 1.4x slower in the measuring run than untraced; the one traced run's one-time costs read up to "
+            "4.4x the untraced processes': docs/benchmarks.md), which the break-even interval's lower end allows for (a "
+            f"one-time cost up to {1 + _num(n, 'slowdown_bound'):.2g}x too high)")
 
 
 def _framework_share(n: Note) -> str:
