@@ -36,7 +36,7 @@ def truths(recs: list[dict[str, Any]], workload: str) -> list[dict[str, dict[str
             for b in SIZES:
                 subjects[f"b{b}"] = figures(t.get(f"eager_b{b}_ns"), t.get(f"graph_b{b}_ns"),
                                              t.get(f"capture_block_b{b}_ns"), t.get(f"first_replay_b{b}_ns"))
-        elif workload == "mgc_mobilenet":
+        elif workload in ("mgc_mobilenet", "vit_layers"):  # several graphs a step: the step
             subjects["step"] = figures(t.get("eager_ns"), t.get("graph_ns"), t.get("make_graphed_ns"), t.get("first_step_ns"))
         else:
             subjects["graph"] = figures(t.get("eager_ns"), t.get("graph_ns"), t.get("capture_block_ns"), t.get("first_replay_ns"))
@@ -68,7 +68,7 @@ def readings(trace_path: Path, workload: str, corrected: bool,
                                        ("break_even", be.replays)) if v is not None}
         out[name] = f
 
-    if workload == "mgc_mobilenet":
+    if workload in ("mgc_mobilenet", "vit_layers"):
         step = next((s for s in a.steps if len(s.graphs) > 1), None)
         put("step", step.break_even if step is not None else None, step.period_source if step is not None else "")
     elif workload == "vit_batches":
