@@ -268,14 +268,16 @@ def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager
     their periods come from ('timing', 'corrected', '': as traced)."""
     first = results.get(pattern[0])
 
-    def of(p: Period | None, source: str) -> float:
+    def of(p: Period | None, source: str, graphed: bool = False) -> float:
         if source == "timing":
             return TIMING_RUN_SLOWDOWN_BOUND
+        if source == CORRECTED and graphed:  # the graphed step's: too long (the per-graph rule for replays)
+            return CORRECTED_SLOWDOWN_BOUND
         if source in (CORRECTED, WINDOW):
-            return 0.0  # either way: _spread
+            return 0.0  # the eager step's either way: _spread
         return CPU_BOUND_SLOWDOWN_BOUND if p is not None and p.bound in CPU_SIDE else 0.0
 
-    return (of(first.eager if first else None, eager_source), of(first.graph if first else None, graph_source))
+    return (of(first.eager if first else None, eager_source), of(first.graph if first else None, graph_source, True))
 
 
 def _spread(source: str) -> float:

@@ -47,7 +47,7 @@ def truths(recs: list[dict[str, Any]], workload: str) -> list[dict[str, dict[str
 def readings(trace_path: Path, workload: str, corrected: bool,
              sources: dict[str, str] | None = None) -> dict[str, dict[str, float]]:
     """graphmode's figures per subject from one trace (and into `sources`, per subject, the run its eager period comes
-    from: 'window', 'corrected', 'timing', 'single', ...)."""
+    from: 'window', 'corrected', 'timing', 'single', ...; per '<subject>/replay', its replays' or graphed steps')."""
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import find_model
     from graphmode.tracer.store import load
@@ -59,26 +59,27 @@ def readings(trace_path: Path, workload: str, corrected: bool,
         a = analyze(t, cost_model=choice)
     out: dict[str, dict[str, float]] = {}
 
-    def put(name: str, be: Any, source: str = "") -> None:
+    def put(name: str, be: Any, source: str = "", replay_source: str = "") -> None:
         if be is None:
             return
         if sources is not None:
-            sources[name] = source
+            sources[name], sources[f"{name}/replay"] = source, replay_source
         f = {k: float(v) for k, v in (("eager", be.eager_ns), ("replay", be.graph_ns), ("one_time", be.one_time_ns),
                                        ("break_even", be.replays)) if v is not None}
         out[name] = f
 
     if workload in ("mgc_mobilenet", "vit_layers"):
         step = next((s for s in a.steps if len(s.graphs) > 1), None)
-        put("step", step.break_even if step is not None else None, step.period_source if step is not None else "")
+        src = step.period_source if step is not None else ""
+        put("step", step.break_even if step is not None else None, src, src)
     elif workload == "vit_batches":
         replayed = sorted((g for g in a.graphs if g.status == "replayed"), key=lambda g: g.graph_id)
         for b, g in zip(SIZES, replayed):
-            put(f"b{b}", g.break_even, g.eager.run if g.eager is not None else "")
+            put(f"b{b}", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "")
     else:
         g = next((g for g in a.graphs if g.status == "replayed"), None)
         if g is not None:
-            put("graph", g.break_even, g.eager.run if g.eager is not None else "")
+            put("graph", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "")
             if g.graph is not None and g.graph.work is not None:
                 out.setdefault("graph", {})["replay"] = float(g.graph.work.trimmed_mean)
     return out
