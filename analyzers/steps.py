@@ -265,7 +265,8 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
 def _inflations(results: dict[int, GraphResult], pattern: tuple[int, ...], eager_source: str,
                 graph_source: str) -> tuple[float, float]:
     """How much longer than untraced the step's eager and graphed periods may be (the per-graph rule), by where
-    their periods come from ('timing', 'corrected', '': as traced)."""
+    their periods come from ('timing', 'corrected', 'window', '': as traced); an eager step's corrected or windowed
+    period is allowed either way instead (_spread)."""
     first = results.get(pattern[0])
 
     def of(p: Period | None, source: str, graphed: bool = False) -> float:
