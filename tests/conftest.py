@@ -15,6 +15,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def unpacked_xz(src: Path, dest: Path) -> Path:
+    """A real recording committed compressed (xz -9, SRC = .../NAME.xz), unpacked byte for byte into DEST/NAME."""
+    import lzma
+
+    out = dest / src.name.removesuffix(".xz")
+    out.write_bytes(lzma.decompress(src.read_bytes()))
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def load_benchmark(name: str) -> Any:
     """benchmarks/<name>.py as a module (the benchmarks are scripts, not a package)."""

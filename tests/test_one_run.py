@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import lzma
 import math
 import re
 import sys
@@ -26,7 +25,7 @@ from graphmode.analyzers.costmodel import (TRACER_CAPTURE_GRAPH, TRACER_CAPTURE_
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.tracer_cost import CORRECTED, TracerCorrection, capture_correction, launch_extra, with_tracer_cost
 from graphmode.tracer.store import load
-from tests.conftest import load_benchmark
+from tests.conftest import load_benchmark, unpacked_xz
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "scripts" / "one_run"
@@ -159,8 +158,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("one_run")
     out = {}
     for f in DATA.glob("*.gmtrace.xz"):
-        p = d / f.name.removesuffix(".xz")
-        p.write_bytes(lzma.decompress(f.read_bytes()))
+        p = unpacked_xz(f, d)
         out[p.stem] = p
     return out
 
@@ -280,8 +278,7 @@ def test_the_one_run_times_make_graphed_callables_with_its_warm_ups(tmp_path: Pa
     the call in that process), less the tracer's calibrated cost of the launches and stamps inside it and of the two
     captures: basis 'statement_corrected'. Before, the one run gave the captures alone: 0.24x the untraced call."""
     import graphmode.analyzers.steps as steps_module
-    p = tmp_path / "mgc.gmtrace"
-    p.write_bytes(lzma.decompress((S19 / "mgc_mobilenet-graphmode-00.gmtrace.xz").read_bytes()))
+    p = unpacked_xz(S19 / "mgc_mobilenet-graphmode-00.gmtrace.xz", tmp_path)
     seen: list[tuple[int, int, float]] = []
     real = steps_module.window_extra
 
@@ -352,8 +349,7 @@ def test_the_one_run_says_what_its_stamps_cost_where_it_is_more_than_a_trace(tmp
     from graphmode.reports.notes import word
     from graphmode.tracer.store import TraceWriter
 
-    p = tmp_path / "mgc.gmtrace"
-    p.write_bytes(lzma.decompress((S19 / "mgc_mobilenet-graphmode-00.gmtrace.xz").read_bytes()))
+    p = unpacked_xz(S19 / "mgc_mobilenet-graphmode-00.gmtrace.xz", tmp_path)
     with load(p) as t:
         assert not [n for n in analyze(t).cannot_compute if n.kind == "one_run_stamps"]
         took = t.passes[0].end_ns - t.passes[0].start_ns
@@ -412,8 +408,7 @@ def test_a_recording_of_the_copied_session_takes_its_captures_cost_from_its_own_
                                                load_model)
     from graphmode.analyzers.tracer_cost import topology_copies
 
-    path = tmp_path / "hf_graph-graphmode-00.gmtrace"
-    path.write_bytes(lzma.decompress((COPIED / "hf_graph-graphmode-00.gmtrace.xz").read_bytes()))
+    path = unpacked_xz(COPIED / "hf_graph-graphmode-00.gmtrace.xz", tmp_path)
     model = load_model(bundled_dir() / "costmodel-nvidia-h200.json")
     with load(path) as t:
         run = next(r for r in t.meta["runs"] if r.get("pass_id") == 0)
@@ -441,6 +436,11 @@ RATIOS = ROOT / "benchmarks" / "results" / "one_run" / "one_run_ratios.jsonl"
 SLOW_CAPTURE = ROOT / "tests" / "data" / "scripts" / "slow_capture_s27"
 
 
+def _ratios() -> list[dict[str, Any]]:
+    """The bounds record (benchmarks/one_run_bounds.py): one row a graph, step or predicted region."""
+    return [json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip()]
+
+
 def test_the_stated_bounds_hold_on_the_benchmark_record() -> None:
     """Issue 29, item 4: the bounds a report states for the one run's figures hold for every graph of the recorded
     benchmark set: the default `graphmode run` of third-party programs on the H200 against the same programs' untraced
@@ -457,7 +457,7 @@ def test_the_stated_bounds_hold_on_the_benchmark_record() -> None:
                                                 CORRECTED_SLOWDOWN_BOUND, SINGLE_CAPTURE_BOUND, WINDOW_EAGER_BOUND)
     from graphmode.analyzers.tracer_cost import NODE_RECORDS_REPLAY_SLOWDOWN
 
-    rows = [json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip()]
+    rows = _ratios()
     one = [r for r in rows if "corrected_ratio" in r]
     assert len(one) >= 40 and len({r["call"] for r in one}) >= 4
     for r in one:
@@ -499,14 +499,13 @@ def test_a_jax_call_replay_corrected_is_bounded_as_measured(tmp_path: Path) -> N
     from graphmode.analyzers.break_even import CORRECTED_SLOWDOWN_BOUND
 
     name = "jax-graphmode-00.gmtrace"
-    (tmp_path / name).write_bytes(lzma.decompress((CPU_BOUND / f"{name}.xz").read_bytes()))
+    path = unpacked_xz(CPU_BOUND / f"{name}.xz", tmp_path)
     got = load_benchmark("one_run_bounds").rows_of("s27-call2", CPU_BOUND / "results.jsonl", tmp_path)
-    want = [r for r in (json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip())
-            if r["call"] == "s27-call2" and r["trace"] == name]
+    want = [r for r in _ratios() if r["call"] == "s27-call2" and r["trace"] == name]
     assert len(got) == len(want) == 1
     assert got[0]["replay_ns"] == pytest.approx(want[0]["replay_ns"], rel=1e-9)
     assert got[0]["replay_source"] == "corrected" and 1.5 < got[0]["replay_ratio"] <= 1 + CORRECTED_SLOWDOWN_BOUND
-    with load(tmp_path / name) as t:
+    with load(path) as t:
         g = next(g for g in analyze(t).graphs if g.status == "replayed")
     said = [n for n in g.notes if n.kind == "tracer_cost_taken_off" and n["mode"] == "graph"]
     assert said and said[0]["slowdown_bound"] == CORRECTED_SLOWDOWN_BOUND
@@ -519,10 +518,9 @@ def test_the_bounds_record_is_what_the_analysis_reads_from_the_committed_recordi
     session 27's, whose captures ran 3x untraced: corrected 2.65x): the benchmark reads from them, with today's analysis
     and bundled model, what the record holds; its eager period is a window's."""
     name = "hf_graph-graphmode-00.gmtrace"
-    (tmp_path / name).write_bytes(lzma.decompress((fixture / f"{name}.xz").read_bytes()))
+    unpacked_xz(fixture / f"{name}.xz", tmp_path)
     got = load_benchmark("one_run_bounds").rows_of(call, fixture / "results.jsonl", tmp_path)
-    want = [r for r in (json.loads(line) for line in RATIOS.read_text().splitlines() if line.strip())
-            if r["call"] == call and r["trace"] == name]
+    want = [r for r in _ratios() if r["call"] == call and r["trace"] == name]
     assert len(got) == 1 and len(want) == 1
     for key in ("untraced_ns", "traced_ns", "corrected_ns", "eager_ns", "eager_untraced_ns", "replay_ns"):
         assert got[0][key] == pytest.approx(want[0][key], rel=1e-9), key
@@ -536,8 +534,7 @@ def test_a_windowed_eager_period_is_bounded_either_way(tmp_path: Path) -> None:
     period 1 + WINDOW_EAGER_BOUND times longer and the one-time cost at its corrected bound's lowest."""
     from graphmode.analyzers.break_even import CORRECTED_CAPTURE_BOUND, WINDOW_EAGER_BOUND, smallest_replays
 
-    path = tmp_path / "hf_graph-graphmode-00.gmtrace"
-    path.write_bytes(lzma.decompress((SLOW_CAPTURE / "hf_graph-graphmode-00.gmtrace.xz").read_bytes()))
+    path = unpacked_xz(SLOW_CAPTURE / "hf_graph-graphmode-00.gmtrace.xz", tmp_path)
     with load(path) as t:
         a = analyze(t)
     g = next(g for g in a.graphs if g.status == "replayed")

@@ -25,7 +25,7 @@ from graphmode.reports.notes import word, words
 from graphmode.tracer.cupti_session import api_sparse
 from graphmode.tracer.store import Trace, load
 from graphmode.tracer.validate import validate_trace
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, unpacked_xz
 
 SCRIPTS = DATA / "scripts"
 ALL = sorted(SCRIPTS.glob("*.gmtrace"))
@@ -354,13 +354,8 @@ def test_a_transformers_decoder_whose_runs_cut_its_eager_steps_differently_is_st
 
 
 def _unpacked(tmp_path: Path, name: str) -> Path:
-    """A real recording committed compressed (xz -9: a tenth of its size) as tests/data/scripts/timed/NAME.xz,
-    unpacked byte for byte."""
-    import lzma
-
-    out = tmp_path / name
-    out.write_bytes(lzma.decompress((SCRIPTS / "timed" / f"{name}.xz").read_bytes()))
-    return out
+    """A real recording committed compressed as tests/data/scripts/timed/NAME.xz, unpacked byte for byte."""
+    return unpacked_xz(SCRIPTS / "timed" / f"{name}.xz", tmp_path)
 
 
 def _truths(fixture: str) -> list[dict]:

@@ -9,7 +9,6 @@ same `graphmode run` process (the GRAPHMODE_TRUTH line of its timing run, which 
 from __future__ import annotations
 
 import json
-import lzma
 import math
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from graphmode.analyzers.notes import note
 from graphmode.analyzers.periods import IterationTable
 from graphmode.analyzers.steps import instances, step_pattern
 from graphmode.tracer.store import load
+from tests.conftest import unpacked_xz
 
 STEPS = Path(__file__).resolve().parent / "data" / "scripts" / "steps"
 
@@ -109,9 +109,7 @@ def test_synthetic_timing_run_periods_scale_the_segments() -> None:
 # ---- real recordings ----
 
 def _unpacked(tmp_path: Path, name: str) -> Path:
-    out = tmp_path / name
-    out.write_bytes(lzma.decompress((STEPS / f"{name}.xz").read_bytes()))
-    return out
+    return unpacked_xz(STEPS / f"{name}.xz", tmp_path)
 
 
 def _truths(fixture: str) -> list[dict]:
