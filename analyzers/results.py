@@ -187,10 +187,6 @@ class GraphCost:
     # What the one traced run's tracing added to this graph's capture, taken off (negative; analyzers.tracer_cost:
     # the calibrated cost per captured graph and per captured kernel); in total_ns. None: not corrected
     tracer_correction_ns: float | None = None
-    # The one traced run captured this graph with CUPTI detached (tracer.untraced_windows.CaptureController): build_ns
-    # is the untraced capture through its traced end (EndCapture), less the tracer's detach and attach; the
-    # instantiation was traced, and nothing calibrated comes off
-    capture_untraced: bool = False
 
 
 @dataclass(frozen=True)

@@ -116,10 +116,6 @@ def skip_advice(reason: str, synchronising_op: bool) -> str:
 # --- evidence: the measured numbers in one or two sentences ---
 
 def _capture_failed_unrecorded(n: Note) -> str:
-    if n.get("untraced_capture"):
-        return ("The capture ended invalidated (901)" + (f" and the script raised {n['raised']}" if n["raised"] else "")
-                + ". graphmode's one run made this capture, the process's first, with CUPTI detached so as not to slow "
-                "it, so the call that broke it was not recorded; GRAPHMODE_UNTRACED_CAPTURE=0 records it.")
     return f"The script raised {n['raised']} (no failing CUDA call was recorded)."
 
 

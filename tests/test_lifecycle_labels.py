@@ -43,24 +43,3 @@ def test_a_graph_built_node_by_node_is_named_by_its_first_node() -> None:
     api = _api([("cuGraphCreate", 100, 200, "build.py:8 make"), ("cuGraphAddKernelNode_v2", 290, 310, "")])
     graphs = derive_graphs(raw, api).graphs
     assert graphs["origin"] == ["explicit"] and graphs["label"] == ["graph 2 (built at build.py:9)"]
-
-
-def test_a_graph_captured_while_cupti_was_detached_is_adopted_at_its_instantiation() -> None:
-    """The one run's untraced capture (tracer.untraced_windows.CaptureController): the session attached just before
-    the program's capture_end never saw the graph created, so its GRAPHEXEC_CREATED carries a graph it adopts
-    (GRAPH_ADOPTED); the capture runs from the begin the run measured to the EndCapture recorded after attaching."""
-    raw = RawActivity()
-    raw.resource_events = [
-        ResourceEvent("GRAPH_ADOPTED", ts=650, thread_id=7, graph_id=3),  # graphmode's, inside the instantiation
-        ResourceEvent("GRAPHEXEC_CREATED", ts=650, thread_id=7, graph_id=3, exec_id=30),
-    ]
-    api = _api([("cudaStreamEndCapture_v10000", 400, 500, ""),  # the body before it ran with CUPTI detached
-                ("cudaGraphInstantiateWithFlags_v11040", 600, 700, "")])
-    out = derive_graphs(raw, api, [(7, 120, "train.py:42 <module>")])
-    assert out.graphs["origin"] == ["capture"] and out.graphs["label"] == ["graph 3 (captured at train.py:42)"]
-    events = {e: (s, t) for e, s, t in zip(out.events["event"], out.events["start_ns"], out.events["end_ns"])}
-    assert events == {"capture": (120, 500), "instantiate": (600, 700)}
-    assert out.untraced == {120: 3}
-    # a graph adopted with no untraced capture before it on its thread: of unknown origin, and no capture invented
-    out = derive_graphs(raw, api, [(8, 120, "other.py:1 f")])
-    assert out.graphs["origin"] == ["unknown"] and "capture" not in out.events["event"] and out.untraced == {120: 0}

@@ -184,7 +184,6 @@ class CuptiSession:
         gpu_kinds: bool = True,
         graph_trace: bool = True,
         copy_destroyed_graphs: bool = False,
-        adopt_graphs: bool = False,
     ):
         """`api_filter`: 'all' records every driver and runtime call; 'needed' only those api_needed()
         names. `node_events`: per-node resource callbacks (default: on, and always on at node detail,
@@ -226,11 +225,6 @@ class CuptiSession:
         # and Python a node) cost a ViT's capture 0.6-1.0 ms more than the copy (benchmarks/notes/s26)
         self.deferred_topology = copy_destroyed_graphs and not self.node_events
         self.raw.topology_copies = {"copied": 0, "read_at_destroy": 0}
-        # a graph first seen at its instantiation (created while CUPTI was detached: the one run's untraced capture,
-        # tracer.untraced_windows) is the program's too: a GRAPH_ADOPTED event of ours names it, and its topology is
-        # read like that of a graph seen created (adopt_graphs, the session attached at that capture's end)
-        self.adopt_graphs = adopt_graphs
-        self._seen_graphs: set[int] = set()
         self._instantiating: dict[int, int] = {}  # thread -> depth of instantiate calls it is inside
         self._instantiate_cbids: set[tuple[str, int]] = set()
         self._source_cbids: set[tuple[str, int]] = set()
@@ -314,15 +308,6 @@ class CuptiSession:
             ev.exec_id = int(cupti.get_graph_exec_id(int(gd.graph_exec)))
         if cb_name == "GRAPHNODE_CREATED" and self._on_node_created is not None:
             ev.stack = self._on_node_created()
-        if cb_name in ("GRAPH_CREATED", "GRAPH_CLONED") and graph:
-            self._seen_graphs.add(ev.graph_id)
-        elif (cb_name == "GRAPHEXEC_CREATED" and graph and self.adopt_graphs and ev.graph_id
-              and ev.graph_id not in self._seen_graphs):
-            self._seen_graphs.add(ev.graph_id)
-            self.raw.resource_events.append(ResourceEvent(cbid="GRAPH_ADOPTED", ts=ev.ts, thread_id=tid,
-                                                          graph_id=ev.graph_id, graph_handle=graph))
-            if self._snapshot:
-                self._graph_handles[ev.graph_id] = graph
         if self._snapshot and graph:
             if cb_name in ("GRAPH_CREATED", "GRAPH_CLONED"):
                 # Graphs the driver creates inside an instantiation are its own (the executable's

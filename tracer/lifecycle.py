@@ -16,7 +16,6 @@ instantiate-then-upload pattern and stated as such in docs/trace-format.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +35,6 @@ class ScriptGraphs:
     events: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
         "graph_id", "exec_id", "event", "start_ns", "end_ns", "correlation_id", "thread_id", "return_code")})
     exec_to_graph: dict[int, int] = field(default_factory=dict)
-    # each untraced capture's begin (as passed to derive_graphs) -> the graph it made (0: none found)
-    untraced: dict[int, int] = field(default_factory=dict)
 
 
 def _node_type_name(value: int) -> str:
@@ -80,12 +77,7 @@ def lifecycle_calls(api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[keep] for k, v in calls.items()}
 
 
-def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None,
-                  untraced_captures: Sequence[tuple[int, int, str]] = ()) -> ScriptGraphs:
-    """`untraced_captures`: (thread, begin on CUPTI's clock, 'file:line function') of each capture the run made with
-    CUPTI detached (tracer.untraced_windows, UntracedCaptures): the graph it made is first seen at its instantiation
-    (GRAPH_ADOPTED, CuptiSession adopt_graphs); its capture runs from that begin to the EndCapture call that followed on
-    its thread (recorded: CUPTI attached again just before it)."""
+def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> ScriptGraphs:
     out = ScriptGraphs()
     evs = raw.resource_events
     for e in evs:
@@ -106,25 +98,14 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None,
         # Instantiation creates graphs of its own (the executable's); they are not the user's.
         return inst is not None and _inside(e, inst["start_ns"], inst["end_ns"], inst["thread_id"]) >= 0
 
-    user_graphs = [e for e in evs if e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED", "GRAPH_ADOPTED") and e.graph_id
-                   and (e.cbid == "GRAPH_ADOPTED" or not internal(e))]
+    user_graphs = [e for e in evs if e.cbid in ("GRAPH_CREATED", "GRAPH_CLONED") and e.graph_id and not internal(e)]
     user_ids = {e.graph_id for e in user_graphs}
-    # an adopted graph's untraced capture: the latest one on its thread that began before its instantiation
-    adopted: dict[int, tuple[int, int, str]] = {}
-    for e in user_graphs:
-        if e.cbid == "GRAPH_ADOPTED":
-            mine = [c for c in untraced_captures if c[0] == e.thread_id and c[1] <= e.ts]
-            if mine:
-                adopted[e.graph_id] = max(mine, key=lambda c: c[1])
-    out.untraced = {int(c[1]): 0 for c in untraced_captures}
 
     node_sources = {e.node_id: e.stack for e in evs if e.cbid == "GRAPHNODE_CREATED" and e.stack}
     for g in user_graphs:
         gid = g.graph_id
         origin, site = "explicit", ""
-        if g.cbid == "GRAPH_ADOPTED":
-            origin, site = ("capture", adopted[gid][2]) if gid in adopted else ("unknown", "")
-        elif begins is not None and (k := _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"])) >= 0:
+        if begins is not None and (k := _inside(g, begins["start_ns"], begins["end_ns"], begins["thread_id"])) >= 0:
             origin = "capture"
             site = str(begins["source"][k]) if "source" in begins else ""  # the line that began the capture
         topo = raw.topologies.get(gid)
@@ -153,14 +134,6 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None,
 
     if calls is not None:
         _lifecycle_events(out, evs, calls, begins, user_ids)
-        ends = np.flatnonzero((calls["category"] == "capture")
-                              & np.array(["EndCapture" in str(n) for n in calls["name"]], dtype=bool))
-        for gid, (tid, begin, _) in adopted.items():
-            cand = ends[(calls["thread_id"][ends] == tid) & (calls["start_ns"][ends] >= begin)]
-            if len(cand):
-                k = cand[np.argmin(calls["start_ns"][cand])]
-                _add_event(out, gid, 0, "capture", begin, int(calls["end_ns"][k]), int(calls["correlation_id"][k]), tid)
-                out.untraced[int(begin)] = gid
     return out
 
 

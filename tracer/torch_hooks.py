@@ -179,9 +179,6 @@ class TorchHooks:
         self.dropped = 0
         self.errors: list[str] = []
         self.captures = 0
-        # (before the program's capture_begin, before its capture_end(reason)): the one traced run's untraced capture
-        # (tracer.untraced_windows.CaptureController, via tracer.script); None: nothing around the capture
-        self.around_capture: tuple[Callable[[], None], Callable[[str], None]] | None = None
 
     # -- installing --------------------------------------------------------------------------------
     def install(self) -> TorchHooks:
@@ -261,20 +258,9 @@ class TorchHooks:
         def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
             pool = args[0] if args else kwargs.get("pool")
             hooks._guard("capture_begin", lambda: hooks._before_capture(pool))
-            around = hooks.around_capture
-            if around is None:
-                return begin(graph, *args, **kwargs)
-            hooks._guard("untraced capture", around[0])
-            try:
-                return begin(graph, *args, **kwargs)
-            except BaseException:
-                hooks._guard("untraced capture", lambda: around[1]("capture_begin_failed"))
-                raise
+            return begin(graph, *args, **kwargs)
 
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
-            if hooks.around_capture is not None:
-                end_untraced = hooks.around_capture[1]
-                hooks._guard("untraced capture", lambda: end_untraced("capture_end"))
             result = end(graph, *args, **kwargs)
             hooks._guard("capture_end", lambda: hooks._after_capture(graph))
             return result

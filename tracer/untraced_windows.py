@@ -24,19 +24,6 @@ The analysis times the anchor's executions inside each window (analyzers, "Untra
 before a window are the step the analysis finds (its repetition rules need 20 in a row: LOOP_STEP_MIN), so
 TRACED_BEFORE is a few more.
 
-**Untraced captures** (CaptureController, session 28): what a one-run capture pays is CUPTI being attached, not its
-records (benchmarks/notes/s26-s27: a ViT's capture block 1.6-2.8x untraced, and no choice of records made it cheaper;
-detached, the same capture ran at its untraced speed, s25 call 4). So the process's first PyTorch capture
-(`CUDAGraph.capture_begin`, which `torch.cuda.graph` and cudagraph trees go through) runs with CUPTI detached, from
-just before its capture_begin to just before its capture_end, where a session attaches again (no GRAPH_TRACE, adopting
-the graph it sees instantiated: CuptiSession adopt_graphs): the end of the capture, the instantiation and the graph's
-topology are recorded as before, the capture's body is not. The same safety rule as a window's: only where no graph
-exists in the process, so no graph instantiated under GRAPH_TRACE outlives the detach, and after it no session records
-GRAPH_TRACE. One capture a run (MAX_UNTRACED_CAPTURES): the sessions detached before the last hold no graph, so the
-trace's graph records come from the last session alone (tracer.script.write_segment). The detach and the attach happen
-inside the program's capture block: their times are recorded and left out of the capture's cost by the analysis
-(analyzers.script_graphs, tracer gaps).
-
 Standard library only (tests drive the controller with made-up stamps, synthetic).
 """
 
@@ -175,83 +162,4 @@ class WindowController:
             start, end = (int(t) for t in move([w.start_ns, w.end_ns]))
             out.append({"anchor": name(w.anchor), "start_ns": start, "end_ns": end, "iterations": w.iterations,
                         "gap_stamps": w.gap, "reason": w.reason, "detach_ns": w.detach_ns, "attach_ns": w.attach_ns})
-        return out
-
-
-MAX_UNTRACED_CAPTURES = 1  # the process's first capture (module doc)
-
-
-@dataclass
-class UntracedCapture:
-    """One capture made with CUPTI detached, on the stamps' clock (perf_counter_ns)."""
-
-    thread_id: int
-    source: Any  # the user's line that began it (tracer.sources.user_location), resolved when written
-    detach_start_ns: int
-    begin_ns: int = 0  # detached: the program's capture_begin follows
-    body_end_ns: int = 0  # the program's capture_end comes: CUPTI attaches first
-    attach_end_ns: int = 0
-    reason: str = ""  # 'capture_end'; 'capture_begin_failed' (it raised); 'end' (the run ended first)
-
-
-@dataclass
-class CaptureController:
-    """Detaches CUPTI around the process's first PyTorch capture (module doc). `may_detach` says whether it may now
-    (no graph in the process, no window open, nothing failed); `begin()` comes just before the program's capture_begin,
-    `end()` just before its capture_end (or after a capture_begin that raised, or at the run's end)."""
-
-    detach: Callable[[], None]
-    attach: Callable[[], None]
-    may_detach: Callable[[], bool]
-    clock: Callable[[], int] = time.perf_counter_ns
-    limit: int = MAX_UNTRACED_CAPTURES
-    captures: list[UntracedCapture] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    off: bool = False  # after a failed detach or attach: no more
-    _open: UntracedCapture | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def detached(self) -> bool:
-        return self._open is not None
-
-    def begin(self, thread_id: int, source: Any = None) -> bool:
-        """Detaches where it may (True: detached now)."""
-        if self.off or self._open is not None or len(self.captures) >= self.limit or not self.may_detach():
-            return False
-        c = UntracedCapture(thread_id=thread_id, source=source, detach_start_ns=self.clock())
-        try:
-            self.detach()
-        except Exception as e:  # the capture goes on traced
-            self.errors.append(f"detach: {type(e).__name__}: {e}")
-            self.off = True
-            return False
-        c.begin_ns = self.clock()
-        self._open = c
-        return True
-
-    def end(self, reason: str = "capture_end") -> None:
-        """Attaches CUPTI again where a capture detached it."""
-        with self._lock:
-            c = self._open
-            if c is None:
-                return
-            self._open = None
-        c.body_end_ns, c.reason = self.clock(), reason
-        try:
-            self.attach()
-        except Exception as e:
-            self.errors.append(f"attach: {type(e).__name__}: {e}")
-            self.off = True
-        c.attach_end_ns = self.clock()
-        self.captures.append(c)
-
-    def entries(self, move: Callable[[list[int]], Any], where: Callable[[Any], str]) -> list[dict[str, Any]]:
-        """The captures for the run's entry in the trace's metadata: times moved onto the pass's clock by `move`."""
-        out = []
-        for c in self.captures:
-            d0, b, e, a = (int(t) for t in move([c.detach_start_ns, c.begin_ns, c.body_end_ns, c.attach_end_ns]))
-            out.append({"thread_id": c.thread_id, "source": where(c.source), "detach_start_ns": d0, "begin_ns": b,
-                        "body_end_ns": e, "attach_end_ns": a, "detach_ns": c.begin_ns - c.detach_start_ns,
-                        "attach_ns": c.attach_end_ns - c.body_end_ns, "reason": c.reason})
         return out
