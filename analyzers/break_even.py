@@ -209,6 +209,11 @@ CORRECTED_CAPTURE_BOUND = 2.3
 # held by tests/test_one_run.py). Until session 27 a graph's was bounded as a traced period, too long only
 # (SINGLE_CPU_BOUND), and a prediction's as the timing run's (TIMING_RUN_SLOWDOWN_BOUND either way)
 WINDOW_EAGER_BOUND = 0.85
+# A one-time cost whose capture the one run made with CUPTI detached (tracer.untraced_windows.CaptureController: the
+# capture, its end and the instantiation untraced, the first replay traced, nothing calibrated taken off): how much too
+# high, and how much too low, against the program's untraced processes (measured: benchmarks/notes/s29)
+UNTRACED_CAPTURE_BOUND = 2.3
+UNTRACED_CAPTURE_LOW_BOUND = 0.7
 # ... and how much too low (the untraced process's up to 1 + this times the corrected figure): PyTorch one-time costs read
 # 0.60-0.66x the untraced process's on a ViT's first two graphs (0.75x already as traced; s21 call 3): the process's
 # own variation, which the correction cannot know

@@ -20,6 +20,8 @@ from graphmode.analyzers.break_even import (
     SINGLE_CAPTURE_BOUND,
     SINGLE_CPU_BOUND,
     TIMING_RUN_SLOWDOWN_BOUND,
+    UNTRACED_CAPTURE_BOUND,
+    UNTRACED_CAPTURE_LOW_BOUND,
     WINDOW_EAGER_BOUND,
     break_even_series,
 )
@@ -94,7 +96,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         for w in parts["recordings"]:
             inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
             insides.append(inside)
-            framework += max(0.0, float(w[1] - w[0]) - recording_work(sg, w) - inside)
+            framework += max(0.0, float(w[1] - w[0]) - sg.gaps_in(*w) - recording_work(sg, w) - inside)
     correction = None
     span = sg.capture_spans.get(graph_id) if not parts.get("recordings") else None
     if parts.get("untraced_recordings"):
@@ -116,7 +118,9 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         replay_ns = float(np.median(replay[np.isfinite(replay)])) if np.isfinite(replay).any() else 0.0
         call = sum(call_part(c, inside, replay_ns) for c, inside in recorded)
     taken_off = None
-    if tracer is not None and correction is None and (build is not None or parts.get("recordings")):
+    # a capture made with CUPTI detached (its body untraced, tracer.untraced_windows): nothing calibrated comes off
+    if tracer is not None and correction is None and graph_id not in sg.untraced_captures and (
+            build is not None or parts.get("recordings")):
         # a capture in the corrected pass, not timed by a timing run: the calibrated cost of tracing it comes off,
         # never more than the capture's own measured parts
         extra = capture_correction(tracer, g.num_nodes if g is not None else 0)
@@ -131,7 +135,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
                      steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
                      untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else (),
                      capture_lines=span.lines if span is not None and correction is not None else (),
-                     tracer_correction_ns=taken_off)
+                     tracer_correction_ns=taken_off, capture_untraced=graph_id in sg.untraced_captures)
 
 
 def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
@@ -240,6 +244,11 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
                 statement_count=len(cost.call_lines), statement_starts=tuple(short_loc(a) for a, _ in statements),
                 statement_ends=tuple(short_loc(b) for _, b in statements), statement_ns=cost.call_ns,
                 slowdown_bound=TIMING_RUN_SLOWDOWN_BOUND))
+        elif cost is not None and cost.capture_untraced and (graph is not None or eager is not None):
+            one_time_inflation, one_time_deficit = UNTRACED_CAPTURE_BOUND, UNTRACED_CAPTURE_LOW_BOUND
+            notes.append(note("one_time_capture_untraced", measured_ns=measured, build_ns=cost.build_ns,
+                              instantiate_ns=cost.instantiate_ns, slowdown_bound=UNTRACED_CAPTURE_BOUND,
+                              low_bound=UNTRACED_CAPTURE_LOW_BOUND))
         elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation, one_time_deficit = CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,

@@ -20,6 +20,7 @@ from graphmode.analyzers.periods import _split
 from graphmode.analyzers.results import Pitfall, TraceAnalysis
 from graphmode.analyzers.run import Run
 from graphmode.analyzers.torch_diagnostics import torch_pitfalls
+from graphmode.analyzers.torch_windows import run_entry
 from graphmode.tracer.store import Trace
 
 # CUresult / cudaError_t values of a broken stream capture, 900-908 (identical in the driver and the runtime;
@@ -47,9 +48,17 @@ def _capture_failures(trace: Trace, pass_id: int | None, t0: int) -> list[Pitfal
             f"SELECT name, return_code, start_ns, category, {_source_column(trace)} AS source FROM api_calls "
             f"WHERE pass_id = ? AND return_code BETWEEN 900 AND 908 ORDER BY start_ns", [pass_id])
     user = _user_frame(trace)
+    # the one run's untraced capture (tracer.untraced_windows.CaptureController): it ran with CUPTI detached through
+    # PyTorch's capture_end, so the call that broke it is not recorded, only what capture_begin or capture_end raised
+    failed = [c for c in (run_entry(trace, pass_id).get("untraced_captures") or {}).get("captures") or []
+              if str(c.get("reason", "")).endswith("_failed")] if pass_id is not None else []
+    if failed and not rows:
+        return [Pitfall("capture_failed", "error", note("capture_failed_unrecorded", raised=raised or str(
+            failed[0].get("error", "")), untraced_capture=True), user)]
     if not rows:
         if raised and "captur" in raised.lower():
-            return [Pitfall("capture_failed", "error", note("capture_failed_unrecorded", raised=raised), user)]
+            return [Pitfall("capture_failed", "error", note("capture_failed_unrecorded", raised=raised,
+                                                            untraced_capture=False), user)]
         return []
     invalidated = sum(1 for r in rows if r[1] == INVALIDATED)
     culprits = [r for r in rows if r[1] != INVALIDATED] or rows[:1]

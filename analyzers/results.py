@@ -187,6 +187,10 @@ class GraphCost:
     # What the one traced run's tracing added to this graph's capture, taken off (negative; analyzers.tracer_cost:
     # the calibrated cost per captured graph and per captured kernel); in total_ns. None: not corrected
     tracer_correction_ns: float | None = None
+    # The one traced run captured this graph with CUPTI detached (tracer.untraced_windows.CaptureController): build_ns
+    # is the program's capture_begin to capture_end, instantiate_ns its capture_end (the end of the capture and the
+    # instantiation), both untraced; the first replay was traced, and nothing calibrated comes off
+    capture_untraced: bool = False
 
 
 @dataclass(frozen=True)

@@ -86,9 +86,19 @@ class ScriptGraphs:
     # not): False where every graph it replayed was built before tracing started (a region traced later). Its lifecycle
     # (and so every graph's one_time_parts) is then empty too.
     builds_recorded: bool = True
+    # (start, end) of what the one traced run spent detaching and attaching CUPTI inside the program's capture block,
+    # and running its own empty graph (its untraced capture, tracer.untraced_windows.CaptureController): the tracer's,
+    # not the program's; left out of every lifecycle call, window and statement that holds it
+    tracer_gaps: tuple[tuple[int, int], ...] = ()
+    # the graphs whose capture (through PyTorch's capture_end: its end and instantiation) ran with CUPTI detached
+    untraced_captures: frozenset[int] = frozenset()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
+
+    def gaps_in(self, start: int, end: int) -> float:
+        """How much of [start, end] the tracer spent detaching and attaching CUPTI (ns)."""
+        return float(sum(max(0, min(end, g1) - max(start, g0)) for g0, g1 in self.tracer_gaps))
 
 
 _T = TypeVar("_T")
@@ -251,8 +261,23 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
     spans: dict[int, Any] = {}
     if timing is not None and s_id != t_id:
         calls, spans = timing_run_one_time(trace, s_id, timing.pass_id, heard, stamps_of=stamps_of)
+    gaps, detached = untraced_captures(trace, t_id)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
-                        tuple(w.kind for w in heard_windows), calls, spans, bool(lifecycle) or builds_recorded(trace, t_id))
+                        tuple(w.kind for w in heard_windows), calls, spans, bool(lifecycle) or builds_recorded(trace, t_id),
+                        gaps, detached)
+
+
+def untraced_captures(trace: Trace, pass_id: int) -> tuple[tuple[tuple[int, int], ...], frozenset[int]]:
+    """(the tracer's detach and attach spans, the graphs captured untraced) of the pass's untraced captures (its entry
+    in meta.runs, 'untraced_captures'; tracer.untraced_windows.CaptureController). ((), ∅) where it made none."""
+    entry = run_entry(trace, pass_id).get("untraced_captures") or {}
+    gaps: list[tuple[int, int]] = []
+    graphs: set[int] = set()
+    for c in entry.get("captures") or []:
+        gaps += [(int(c["detach_start_ns"]), int(c["begin_ns"])), (int(c["end_ns"]), int(c["attach_end_ns"]))]
+        if int(c.get("graph_id") or 0):
+            graphs.add(int(c["graph_id"]))
+    return tuple(gaps), frozenset(graphs)
 
 
 def builds_recorded(trace: Trace, pass_id: int) -> bool:
@@ -274,7 +299,7 @@ def one_time_parts(sg: ScriptGraphs, graph_id: int) -> dict[str, Any]:
     parts: dict[str, Any] = {}
     for c in sg.lifecycle:
         if c.graph_id == graph_id and c.event != "update":
-            parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns)
+            parts[c.event] = parts.get(c.event, 0.0) + float(c.end_ns - c.start_ns) - sg.gaps_in(c.start_ns, c.end_ns)
             parts[c.event + "_count"] = parts.get(c.event + "_count", 0) + 1
     mine, untraced, kinds, calls = [], [], [], []
     for k, (w0, w1) in enumerate(sg.recordings):
@@ -300,5 +325,5 @@ def recording_work(sg: ScriptGraphs, window: tuple[int, int]) -> float:
     """What the CUDA calls of a recording window cost (ns): its captures, builds, instantiations and uploads,
     of any graph (what is left of the window is PyTorch's own work around them)."""
     w0, w1 = window
-    return float(sum(c.end_ns - c.start_ns for c in sg.lifecycle
+    return float(sum(c.end_ns - c.start_ns - sg.gaps_in(c.start_ns, c.end_ns) for c in sg.lifecycle
                      if c.event in ("capture", "build", "instantiate", "upload") and w0 <= c.start_ns <= w1))

@@ -231,7 +231,8 @@ def graphing_statement(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...],
         lo, hi = int(d["ts_ns"][a]), int(d["ts_ns"][mine[i + 1]])
         if r1 - lo < MIN_REGION_SHARE * (hi - lo):
             return None
-        made = (hi - lo) - window_extra(trace, sg.structure_pass, lo, hi, tracer) - captures_taken_ns
+        # the tracer's detach and attach around an untraced capture (tracer.untraced_windows) are not the program's
+        made = (hi - lo) - sg.gaps_in(lo, hi) - window_extra(trace, sg.structure_pass, lo, hi, tracer) - captures_taken_ns
         return (loc, float(made), "statement_corrected") if made > 0 else None
     assert tp is not None  # not one_run: a timing run stamped the line
     t = read(tp)
@@ -388,7 +389,7 @@ def _multi_graph_step(trace: Trace, sg: ScriptGraphs, pattern: tuple[int, ...], 
     be: BreakEven | None = None
     if has_eager:
         corrected_cost = not timed_cost and (statement is not None or any(
-            c is not None and c.tracer_correction_ns is not None for c in costs))
+            c is not None and (c.tracer_correction_ns is not None or c.capture_untraced) for c in costs))
         be = break_even_series("eager", e_period, g_inst.period, 1, one_time, graphed_steps, eager_inflation=eager_infl,
                                graph_inflation=graph_infl,
                                eager_spread=_spread(e_source),

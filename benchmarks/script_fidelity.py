@@ -55,11 +55,17 @@ WORKLOADS: dict[str, list[str]] = {
     "mobilenet_fn_graph": ["third_party/mobilenet_train_fn.py", "--graph"],  # its graphed twin (the prediction's truth)
 }
 PREFIX = "GRAPHMODE_TRUTH "
+# `graphmode run` as a user runs it, and with one of its choices turned off by its environment variable
+GRAPHMODE_RUNS: dict[str, dict[str, str]] = {
+    "graphmode": {},
+    # the process's first capture traced, as before session 28 (tracer.untraced_windows.CaptureController)
+    "graphmode_tracedcap": {"GRAPHMODE_UNTRACED_CAPTURE": "0"},
+}
 
 
 def config_spec(name: str) -> dict[str, Any] | None:
     """Tracer configurations by name (None: untraced; 'timing_only' is made per workload by run_one)."""
-    if name in ("untraced", "graphmode", "timing_only"):
+    if name in ("untraced", "timing_only") or name in GRAPHMODE_RUNS:
         return None
     from graphmode.tracer.run_configs import MEASURE, RunConfig, detail_config
 
@@ -135,7 +141,8 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     spec = config_spec(config)
     trace = out / f"{workload}-{config}-{proc:02d}.gmtrace"
     env = _env(script)
-    if config == "graphmode":  # what a user runs: both runs, then the JSON report below
+    if config in GRAPHMODE_RUNS:  # what a user runs, then the JSON report below
+        env.update(GRAPHMODE_RUNS[config])
         cmd = [sys.executable, "-m", "graphmode", "run", "--no-report", "--no-html", "--out", str(trace), str(script), *args]
     elif config == "timing_only":  # graphmode's timing run alone (no CUPTI; stamps of `lines`): what it costs the program
         cmd = timing_run_command(script, trace, lines or [], args)
@@ -154,7 +161,7 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
     if config == "timing_only":
         record["stamp_lines"] = lines or []
         trace.unlink(missing_ok=True)
-    if (spec is not None or config == "graphmode") and trace.exists():
+    if (spec is not None or config in GRAPHMODE_RUNS) and trace.exists():
         if report:
             r = subprocess.run([sys.executable, "-m", "graphmode", "report", "--json", str(trace)],
                                capture_output=True, text=True, timeout=timeout)

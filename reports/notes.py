@@ -205,6 +205,21 @@ def _one_time_tracer_cost_taken_off(n: Note) -> str:
                 "allows for" if n.get("low_bound") else ""))
 
 
+def _one_time_capture_untraced(n: Note) -> str:
+    measured, bound = _num(n, "measured_ns"), _num(n, "slowdown_bound")
+    build = _num(n, "build_ns") if n.get("build_ns") is not None else None
+    inst = _num(n, "instantiate_ns") if n.get("instantiate_ns") is not None else None
+    parts = ", ".join(x for x in (f"the capture {short_ns(build)}" if build is not None else "",
+                                  f"its instantiation {short_ns(inst)}" if inst is not None else "") if x)
+    return (f"the one traced run made this capture with CUPTI detached (the process's first graph): its one-time cost "
+            f"of {short_ns(measured)}{f' ({parts})' if parts else ''} is the program's capture, end of capture and "
+            "instantiation at their own speed, and its first replay traced; the time graphmode took inside the capture "
+            "block to detach and attach CUPTI and to run an empty graph of its own is left out. The graph's nodes are its "
+            "first replay's kernels (its edges were not recorded). Other processes of the program may read up to "
+            f"{1 + bound:.1f}x lower (docs/benchmarks.md), which the break-even interval's lower end allows for" + (
+                f", or {1 + _num(n, 'low_bound'):.1f}x higher, which its upper end allows for" if n.get("low_bound") else ""))
+
+
 def _one_time_before_trace(n: Note) -> str:
     return ("it was built before tracing started (a region traced after the program built its graphs): its one-time "
             "cost is not in this trace, and its first replay here is not its first (what that replay took beyond a "
@@ -606,6 +621,7 @@ TEMPLATES: dict[str, Template] = {
     "timed_untraced": _timed_untraced,
     "tracer_cost_taken_off": _tracer_cost_taken_off,
     "one_time_tracer_cost_taken_off": _one_time_tracer_cost_taken_off,
+    "one_time_capture_untraced": _one_time_capture_untraced,
     "eager_window_bound": _eager_window_bound,
     "traced_cpu_bound_eager": ("its eager iterations are CPU-bound, and tracing slows the CPU side: the eager time may be up "
                                "to {slowdown_bound:.0%} too long (measured, docs/benchmarks.md), which the break-even "

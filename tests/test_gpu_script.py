@@ -142,6 +142,25 @@ def test_broken_capture_diagnosed(tmp_path: Path) -> None:
 
 
 @needs_torch
+def test_a_capture_that_breaks_in_the_one_runs_untraced_capture_is_still_diagnosed(tmp_path: Path) -> None:
+    """The default run makes the process's first capture with CUPTI detached through PyTorch's capture_end (Python
+    3.12+): when it breaks, CUPTI attaches again as capture_end raises; the trace is kept, the run says it failed,
+    and the pitfall names the user's line from the exception."""
+    t, proc = _graphmode_run(tmp_path, "broken_capture.py", expect=1, options=("--runs", "auto"))
+    assert t.meta["status"] == "failed" and validate_trace(t) == []
+    (run,) = t.meta["runs"]
+    if sys.version_info >= (3, 12):
+        (c,) = run["untraced_captures"]["captures"]
+        assert c["reason"] in ("capture_end_failed", "capture_end") and c["graph_id"] == 0, run["untraced_captures"]
+        assert not run["untraced_captures"].get("errors"), run["untraced_captures"]
+    from graphmode.analyzers import analyze
+
+    (p,) = [p for p in analyze(t).pitfalls if p.kind == "capture_failed"]
+    broken = _marked_lines("broken_capture.py", "BREAKS")
+    assert any(p.where.endswith(f"broken_capture.py:{line}") or f"broken_capture.py:{line}" in p.where for line in broken), p
+
+
+@needs_torch
 def test_torch_compile_records_graphs_again_on_new_shape(tmp_path: Path) -> None:
     t, _ = _graphmode_run(tmp_path, "torch_compile.py")
     n_graphs = t.rows("SELECT count(*) FROM graphs WHERE origin = 'capture'")[0][0]
@@ -154,6 +173,23 @@ def test_torch_compile_records_graphs_again_on_new_shape(tmp_path: Path) -> None
 
     costs = [g.cost for g in analyze(t).graphs if g.cost is not None and g.cost.framework_ns is not None]
     assert len(costs) >= 2 and all(c.framework_ns is not None and c.framework_ns > 0 for c in costs)
+
+
+@needs_torch
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the one run's untraced capture goes with its windows (Python 3.12+)")
+def test_the_one_run_leaves_torch_compiles_trees_traced(tmp_path: Path) -> None:
+    """torch.compile(mode="reduce-overhead") in the default one run: the empty capture with which the cudagraph tree
+    sets up its memory pool is the process's first graph; it is not made untraced (it would take the one untraced
+    capture, tracer.script._tree_pool_capture), and once it exists no later capture may be (session 28, call 1): the
+    trees' recordings are traced and corrected as before."""
+    t, proc = _graphmode_run(tmp_path, "torch_compile.py", options=("--runs", "auto"))
+    assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    (run,) = t.meta["runs"]
+    assert run["untraced_captures"]["captures"] == [] and not run["untraced_captures"].get("errors"), run
+    from graphmode.analyzers import analyze
+
+    costs = [g.cost for g in analyze(t).graphs if g.cost is not None and g.cost.total_ns > 0]
+    assert costs and not any(c.capture_untraced for c in costs), costs
 
 
 @needs_module("cupy", "CuPy")
@@ -487,9 +523,41 @@ def test_one_traced_run_by_default(tmp_path: Path) -> None:
         p = t.passes[0]
         assert speed["ts_ns"] and len(speed["ts_ns"]) == len(speed["ns"]) and all(0 < x < 1e9 for x in speed["ns"])
         assert all(p.start_ns <= x <= p.end_ns for x in speed["ts_ns"]), (speed, p)
-    graphs = t.rows("SELECT origin, num_nodes FROM graphs WHERE origin = 'capture'")
-    assert len(graphs) == 1 and graphs[0][1] >= 3
+    graphs = t.rows("SELECT graph_id, origin, num_nodes FROM graphs WHERE origin = 'capture'")
+    assert len(graphs) == 1 and graphs[0][2] >= 3
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 50
+    if sys.version_info >= (3, 12):
+        _check_untraced_capture(t, run, graphs[0][0])
+
+
+def _check_untraced_capture(t: Trace, run: dict, gid: int) -> None:
+    """The process's first capture ran with CUPTI detached through PyTorch's capture_end (tracer.untraced_windows
+    .CaptureController): the graph is adopted from its first replay (its kernels in order, no edges), its capture and
+    instantiation are capture_begin to capture_end and capture_end itself, its one-time cost leaves out graphmode's
+    detach, attach and own empty graph, and nothing calibrated came off it."""
+    info = run["untraced_captures"]
+    assert not info.get("errors"), info
+    (c,) = info["captures"]
+    assert c["graph_id"] == gid and c["reason"] == "capture_end", c
+    assert c["detach_ns"] > 0 and c["attach_ns"] > 0 and c["source"], c
+    assert c["detach_start_ns"] <= c["begin_ns"] < c["body_end_ns"] <= c["end_ns"] < c["attach_end_ns"], c
+    ev = dict(t.rows("SELECT event, count(*) FROM graph_events WHERE graph_id = ? GROUP BY 1", [gid]))
+    assert ev["capture"] == 1 and ev["instantiate"] == 1 and ev["launch"] >= 50, ev
+    spans = dict(t.rows("SELECT event, [start_ns, end_ns] FROM graph_events WHERE graph_id = ? AND event IN "
+                        "('capture', 'instantiate')", [gid]))
+    assert spans == {"capture": [c["begin_ns"], c["body_end_ns"]], "instantiate": [c["body_end_ns"], c["end_ns"]]}, spans
+    (edges,) = t.rows("SELECT num_edges FROM graphs WHERE graph_id = ?", [gid])[0]
+    assert edges == 0
+    # graphmode's own empty graph is not in the trace, nor its calls
+    assert t.rows("SELECT count(*) FROM graphs WHERE origin <> 'capture'")[0][0] == 0
+    assert run.get("replays_from_nodes") is True  # attached again without GRAPH_TRACE
+    from graphmode.analyzers import analyze
+
+    (g,) = [g for g in analyze(t).graphs if g.graph_id == gid]
+    assert g.status == "replayed" and g.cost is not None and g.cost.capture_untraced, g.cost
+    assert g.cost.tracer_correction_ns is None and g.cost.build_ns == c["body_end_ns"] - c["begin_ns"], (g.cost, c)
+    assert g.cost.instantiate_ns == c["end_ns"] - c["body_end_ns"]
+    assert "one_time_capture_untraced" in [n.kind for n in g.notes]
 
 
 STEP_MEMORY_SCRIPT = '''import torch
@@ -575,7 +643,9 @@ def test_the_one_run_detaches_cupti_for_an_untraced_window(tmp_path: Path, monke
     assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
     (run,) = t.meta["runs"]
     info = run["untraced_windows"]
-    assert not info.get("errors") and info["sessions"] == 2, info
+    # three sessions: before the window, after it, and after the untraced capture of the graph (its body detached)
+    assert not info.get("errors") and info["sessions"] == 3, info
+    assert [c["reason"] for c in run["untraced_captures"]["captures"]] == ["capture_end"]
     (w,) = info["windows"]
     file, _, line = w["anchor"].rpartition(":")
     # the loop's lines (its `for`, its call of step, step's own line): each runs once a step

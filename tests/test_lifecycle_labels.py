@@ -43,3 +43,34 @@ def test_a_graph_built_node_by_node_is_named_by_its_first_node() -> None:
     api = _api([("cuGraphCreate", 100, 200, "build.py:8 make"), ("cuGraphAddKernelNode_v2", 290, 310, "")])
     graphs = derive_graphs(raw, api).graphs
     assert graphs["origin"] == ["explicit"] and graphs["label"] == ["graph 2 (built at build.py:9)"]
+
+
+def test_a_graph_captured_while_cupti_was_detached_is_adopted_from_its_first_replay() -> None:
+    """SYNTHETIC. The one run's untraced capture (tracer.untraced_windows.CaptureController): CUPTI was detached from
+    the program's capture_begin to after its capture_end, so no callback named the graph; the first executable id
+    launched after that capture ended on its thread is its graph, with its first replay's nodes in order and no edges;
+    its capture is capture_begin to capture_end, its instantiation capture_end itself. graphmode's own empty graph,
+    run right after attaching (RawActivity.own_spans), is not the program's."""
+    from graphmode.tracer.lifecycle import ReplayNodes
+
+    raw = RawActivity()
+    raw.own_spans = [(7, 600, 700)]
+    raw.resource_events = [ResourceEvent("GRAPH_CREATED", ts=610, thread_id=7, graph_id=4),  # graphmode's own
+                           ResourceEvent("GRAPHEXEC_CREATED", ts=620, thread_id=7, graph_id=4, exec_id=5)]
+    capture = {"thread_id": 7, "begin_ns": 120, "body_end_ns": 400, "end_ns": 500, "source": "train.py:42 <module>",
+               "reason": "capture_end"}
+    replays = {2: ReplayNodes(first_ns=900, launch_ns=850, thread_id=7,
+                              nodes=((11, "kernel", "gemm"), (12, "kernel", "softmax"), (13, "memcpy", "memcpy DtoD"))),
+               1: ReplayNodes(first_ns=300, launch_ns=0, thread_id=0, nodes=((1, "kernel", "before"),))}  # before its end
+    out = derive_graphs(raw, None, [capture], replays)
+    assert out.graphs["graph_id"] == [2] and out.graphs["origin"] == ["capture"]
+    assert out.graphs["label"] == ["graph 2 (captured at train.py:42)"] and out.graphs["num_edges"] == [0]
+    assert out.nodes["name"] == ["gemm", "softmax", "memcpy DtoD"] and out.nodes["node_index"] == [0, 1, 2]
+    events = {e: (s, t) for e, s, t in zip(out.events["event"], out.events["start_ns"], out.events["end_ns"])}
+    assert events == {"capture": (120, 400), "instantiate": (400, 500)}
+    assert out.untraced == {120: 2} and out.exec_to_graph == {2: 2}
+    # replayed only from another thread, or a capture that failed: nothing adopted, nothing invented
+    other = {2: ReplayNodes(first_ns=900, launch_ns=850, thread_id=8, nodes=((11, "kernel", "gemm"),))}
+    for caps, reps in (([capture], other), ([dict(capture, reason="capture_end_failed")], replays)):
+        out = derive_graphs(raw, None, caps, reps)
+        assert out.graphs["graph_id"] == [] and out.events["event"] == [] and out.untraced == {120: 0}

@@ -375,3 +375,95 @@ def test_windows_are_on_in_the_one_run_but_not_for_ranks_or_when_turned_off(monk
     monkeypatch.setattr(line_stamps, "AVAILABLE", False)  # Python 3.11: no stamps, no windows
     monkeypatch.delenv("GRAPHMODE_UNTRACED_WINDOWS")
     assert not single_config().untraced_windows
+
+
+def test_the_first_capture_is_made_untraced_once_and_only_where_it_may() -> None:
+    """tracer.untraced_windows.CaptureController (synthetic: the detach and attach are recorded, not made; the clock
+    counts up by 10 a reading)."""
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    calls: list[str] = []
+    ticks = iter(range(0, 10_000, 10))
+    may = [False]
+    c = CaptureController(lambda: calls.append("detach"), lambda: calls.append("attach"), lambda: may[0],
+                          clock=lambda: next(ticks))
+    assert not c.begin(7, "a.py:3 f") and calls == []  # a graph exists (or a window is open): traced
+    c.ending()
+    c.end("capture_end")
+    assert calls == [] and c.captures == []  # nothing to end
+    may[0] = True
+    assert c.begin(7, "a.py:3 f") and c.detached and calls == ["detach"]
+    assert not c.begin(7, "a.py:9 g")  # already detached
+    c.ending()  # the program's capture_end is called: still detached
+    assert c.detached and calls == ["detach"]
+    c.end("capture_end")  # it returned: attached again
+    assert calls == ["detach", "attach"] and not c.detached
+    (u,) = c.captures
+    assert (u.detach_start_ns, u.begin_ns, u.body_end_ns, u.end_ns, u.attach_end_ns) == (0, 10, 20, 30, 40)
+    assert u.reason == "capture_end"
+    assert not c.begin(7, "a.py:9 g") and calls == ["detach", "attach"]  # one a run
+    (e,) = c.entries(lambda ts: [t + 1000 for t in ts], lambda src: f"<{src}>")
+    assert e == {"thread_id": 7, "source": "<a.py:3 f>", "detach_start_ns": 1000, "begin_ns": 1010, "body_end_ns": 1020,
+                 "end_ns": 1030, "attach_end_ns": 1040, "detach_ns": 10, "attach_ns": 10, "reason": "capture_end"}
+
+
+def test_a_capture_that_raises_attaches_again_and_says_why() -> None:
+    """SYNTHETIC: capture_end raised (a capture broken while detached): CUPTI attaches again, and the entry keeps the
+    error; a capture_begin that raised has no capture_end (body_end_ns 0)."""
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    calls: list[str] = []
+    ticks = iter(range(0, 10_000, 10))
+    c = CaptureController(lambda: calls.append("detach"), lambda: calls.append("attach"), lambda: True,
+                          clock=lambda: next(ticks), limit=2)
+    assert c.begin(3)
+    c.ending()
+    c.end("capture_end_failed", "RuntimeError: operation not permitted when stream is capturing")
+    assert c.begin(3)
+    c.end("capture_begin_failed", "RuntimeError: no")
+    assert calls == ["detach", "attach", "detach", "attach"]
+    first, second = c.entries(lambda ts: ts, str)
+    assert first["reason"] == "capture_end_failed" and first["error"].startswith("RuntimeError: operation not permitted")
+    assert first["body_end_ns"] == 20 and second["body_end_ns"] == 0 and second["end_ns"] == 70
+
+
+def test_a_failed_detach_leaves_the_capture_traced_and_no_more_tried() -> None:
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    def fail() -> None:
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    c = CaptureController(fail, lambda: None, lambda: True, limit=3)
+    assert not c.begin(1) and c.off and not c.detached and c.errors == ["detach: RuntimeError: CUPTI_ERROR_NOT_INITIALIZED"]
+    assert not c.begin(1)
+
+
+def test_inside_the_untraced_capture_pytorchs_hooks_read_no_cupti_clock_and_no_window_opens(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """While CUPTI is detached for the capture, ScriptTracer._clock reads the host clock from the pair read just
+    before the detach (any CUPTI call would attach CUPTI behind the run's back), and no untraced window may open
+    (synthetic: no CUPTI; CUPTI's clock is a stand-in, the session a stand-in with no graph)."""
+    from types import SimpleNamespace
+
+    from graphmode.tracer import script
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    reads: list[int] = []
+    monkeypatch.setattr(script, "timestamp", lambda: reads.append(1) or 5_000_000)
+    tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
+    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), stop=lambda: "records")
+    tracer._captures = c = CaptureController(tracer._capture_detach, lambda: None, tracer._may_capture_untraced)
+    assert tracer._may_detach()
+    tracer._capture_begin()
+    assert c.detached and tracer._segments == ["records"] and len(reads) == 1  # the pair, read while attached
+    host, cupti = tracer._detached_pair
+    assert cupti == 5_000_000
+    t = tracer._clock()
+    assert len(reads) == 1 and t >= cupti  # no CUPTI call: CUPTI's clock carried on from the pair by the host's
+    assert not tracer._may_detach() and not tracer._may_capture_untraced()
+    c.ending()
+    assert c.detached and len(reads) == 1  # capture_end runs detached too
+    c.end("capture_end")
+    assert tracer._clock() == 5_000_000 and len(reads) == 2
+    tracer._session.raw.resource_events.append("a graph")
+    assert not tracer._may_capture_untraced()

@@ -15,6 +15,7 @@ import numpy as np
 
 from graphmode.tracer.cupti_records import api_category, cupti_module, records_by_kind
 from graphmode.tracer.cupti_session import RawActivity
+from graphmode.tracer.lifecycle import ReplayNodes
 
 _COPY_KINDS = {
     1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP",
@@ -67,8 +68,11 @@ def _api_names(recs: np.ndarray, domain: int) -> np.ndarray:
     return np.array(table, dtype=object)[inverse]
 
 
-def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None = None) -> dict[str, dict[str, Any]]:
-    """Turns one pass's raw activity into columns for api_calls, gpu_spans, synchronizations, markers."""
+def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None = None,
+           replay_nodes: dict[int, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Turns one pass's raw activity into columns for api_calls, gpu_spans, synchronizations, markers.
+    `replay_nodes`: filled, where a session without GRAPH_TRACE folds its replays' node records, with each graph id's
+    first replay (tracer.lifecycle.ReplayNodes: how a graph captured while CUPTI was detached is known)."""
     cupti = cupti_module()
     K = cupti.ActivityKind
     D = cupti.CallbackDomain
@@ -171,6 +175,8 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
             calls = out.get("api_calls")
             launches = (np.asarray(calls["correlation_id"])[np.asarray(calls["category"]) == "graph_launch"]
                         if calls is not None else np.zeros(0, dtype=np.int64))
+            if replay_nodes is not None:
+                replay_nodes.update(first_replays(out["gpu_spans"], calls))
             out["gpu_spans"] = fold_graph_nodes(out["gpu_spans"], launches, graph_labels or {})
 
     if int(K.SYNCHRONIZATION) in recs:
@@ -188,6 +194,35 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
 
     if int(K.MARKER) in recs:
         out["markers"] = _nvtx_ranges(recs[int(K.MARKER)], raw.names, pass_id)
+    return out
+
+
+def first_replays(spans: dict[str, Any], calls: dict[str, Any] | None) -> dict[int, Any]:
+    """Graph id -> the node records of its first replay (tracer.lifecycle.ReplayNodes), from a session's unfolded GPU
+    records: the first launch (correlation id) whose records carry that graph id, its records by start."""
+    kind = np.asarray(spans["kind"], dtype=object)
+    gid = np.asarray(spans["graph_id"], dtype=np.int64)
+    node = np.isin(kind, ("kernel", "memcpy", "memset")) & (gid != 0)
+    if not node.any():
+        return {}
+    corr = np.asarray(spans["correlation_id"], dtype=np.int64)
+    start = np.asarray(spans["start_ns"], dtype=np.int64)
+    launch_at: dict[int, tuple[int, int]] = {}
+    if calls is not None and len(calls["correlation_id"]):
+        is_launch = np.asarray(calls["category"]) == "graph_launch"
+        launch_at = {int(c): (int(s), int(t)) for c, s, t in zip(np.asarray(calls["correlation_id"])[is_launch],
+                                                                 np.asarray(calls["start_ns"])[is_launch],
+                                                                 np.asarray(calls["thread_id"])[is_launch])}
+    out: dict[int, Any] = {}
+    idx = np.flatnonzero(node)
+    for g in np.unique(gid[idx]):
+        mine = idx[gid[idx] == g]
+        first_corr = corr[mine[np.argmin(start[mine])]]
+        rows = mine[corr[mine] == first_corr]
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        at, tid = launch_at.get(int(first_corr), (0, 0))
+        out[int(g)] = ReplayNodes(first_ns=int(start[rows[0]]), launch_ns=at, thread_id=tid, nodes=tuple(
+            (int(spans["graph_node_id"][r]), str(kind[r]), str(spans["name"][r])) for r in rows))
     return out
 
 

@@ -12,10 +12,19 @@ event that fired inside them on the same thread; launches by correlation with th
 cuGraphUpload and cuGraphExecUpdate fire no resource event: they are given to the executable graph
 most recently instantiated on the calling thread, which is right for the usual
 instantiate-then-upload pattern and stated as such in docs/trace-format.md.
+
+A graph the one traced run captured with CUPTI detached (tracer.untraced_windows, CaptureController: the process's
+first PyTorch capture, its end and instantiation untraced too) fires no resource callback: its replays' kernel records
+carry an executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the first such id launched after the
+capture ended on its thread is that capture's graph, its nodes the node records of its first replay in the order they
+ran (no edges: they were not recorded), its capture and instantiation the program's capture_begin to capture_end and
+capture_end itself (PyTorch's, which ends the capture and instantiates), by the host clock. graphmode's own empty
+graph, run right after that session attached (RawActivity.own_spans), is not the program's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +44,18 @@ class ScriptGraphs:
     events: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
         "graph_id", "exec_id", "event", "start_ns", "end_ns", "correlation_id", "thread_id", "return_code")})
     exec_to_graph: dict[int, int] = field(default_factory=dict)
+    # each untraced capture's begin (as passed to derive_graphs) -> the graph adopted for it (0: none found)
+    untraced: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplayNodes:
+    """The node records of a graph's first replay seen in a session without GRAPH_TRACE (tracer.decode, folded after)."""
+
+    first_ns: int  # its first node's start (GPU)
+    launch_ns: int  # the launch call's start (CPU; 0 where not recorded)
+    thread_id: int  # the launching thread (0 where not recorded)
+    nodes: tuple[tuple[int, str, str], ...]  # (node id, node type, name) in the order they started
 
 
 def _node_type_name(value: int) -> str:
@@ -77,9 +98,19 @@ def lifecycle_calls(api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[keep] for k, v in calls.items()}
 
 
-def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> ScriptGraphs:
+def _own(e: ResourceEvent, own: Sequence[tuple[int, int, int]]) -> bool:
+    """Whether the event fired inside graphmode's own CUDA calls (RawActivity.own_spans)."""
+    return any(tid == e.thread_id and t0 <= e.ts <= t1 for tid, t0, t1 in own)
+
+
+def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None, untraced_captures: Sequence[Mapping[str, Any]] = (),
+                  replay_nodes: Mapping[int, ReplayNodes] | None = None) -> ScriptGraphs:
+    """`untraced_captures`: the captures the run made with CUPTI detached (the run's entry in meta.runs,
+    'untraced_captures', on CUPTI's clock: thread_id, begin_ns, body_end_ns, end_ns, source, reason); `replay_nodes`:
+    the first replay's node records of each graph id the session's kernel records carry (tracer.decode). Module doc."""
     out = ScriptGraphs()
-    evs = raw.resource_events
+    own = list(raw.own_spans)
+    evs = [e for e in raw.resource_events if not (own and _own(e, own))]
     for e in evs:
         if e.cbid == "GRAPHEXEC_CREATED" and e.exec_id and e.graph_id:
             out.exec_to_graph[e.exec_id] = e.graph_id
@@ -134,7 +165,42 @@ def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None) -> Script
 
     if calls is not None:
         _lifecycle_events(out, evs, calls, begins, user_ids)
+    _adopt(out, untraced_captures, replay_nodes or {})
     return out
+
+
+def _adopt(out: ScriptGraphs, captures: Sequence[Mapping[str, Any]], replays: Mapping[int, ReplayNodes]) -> None:
+    """The graphs of the untraced captures (module doc), added to `out`."""
+    taken = set(out.exec_to_graph) | set(out.exec_to_graph.values()) | set(out.graphs["graph_id"])
+    for c in sorted(captures, key=lambda c: int(c["begin_ns"])):
+        begin = int(c["begin_ns"])
+        out.untraced[begin] = 0
+        if c.get("reason") != "capture_end":
+            continue  # it failed, or never ended: no graph
+        end, tid = int(c["end_ns"]), int(c["thread_id"])
+        mine = [(r.first_ns, gid) for gid, r in replays.items() if gid not in taken and r.first_ns >= end
+                and (r.thread_id in (0, tid))]
+        if not mine:
+            continue  # never replayed while traced
+        gid = min(mine)[1]
+        taken.add(gid)
+        out.untraced[begin] = gid
+        out.exec_to_graph[gid] = gid
+        site = str(c.get("source") or "")
+        where = f" at {site.split(' ')[0]}" if site else ""
+        nodes = replays[gid].nodes
+        for key, val in (("graph_id", gid), ("exec_id", gid), ("origin", "capture"),
+                         ("label", f"graph {gid} (captured{where})"), ("mode", "graph"), ("num_nodes", len(nodes)),
+                         ("num_edges", 0)):
+            out.graphs[key].append(val)
+        for idx, (nid, kind, name) in enumerate(nodes):
+            for key, val in (("graph_id", gid), ("node_id", nid), ("node_index", idx), ("node_type", kind),
+                             ("name", name or kind), ("source", "")):
+                out.nodes[key].append(val)
+        body_end = int(c.get("body_end_ns") or end)
+        _add_event(out, gid, gid, "capture", begin, body_end, 0, tid)
+        if body_end < end:
+            _add_event(out, gid, gid, "instantiate", body_end, end, 0, tid)
 
 
 def _add_event(out: ScriptGraphs, gid: int, xid: int, event: str, start: int, end: int, corr: int, tid: int,

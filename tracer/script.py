@@ -47,7 +47,7 @@ from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
-from graphmode.tracer.untraced_windows import WindowController
+from graphmode.tracer.untraced_windows import CaptureController, WindowController
 from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile
@@ -60,7 +60,7 @@ from graphmode.tracer.run_configs import (
 )
 from graphmode.tracer.runner import machine_meta
 from graphmode.tracer.signals import sigterm_interrupts
-from graphmode.tracer.sources import is_user_file, user_location
+from graphmode.tracer.sources import is_user_file, location_text, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
 from graphmode.tracer.torch_hooks import TorchHooks
 
@@ -130,6 +130,8 @@ class ScriptTracer:
         self.start_ns = 0
         self._windows: Any = None  # tracer.untraced_windows.WindowController, where the config asks for windows
         self._segments: list[Any] = []  # the RawActivity of each CUPTI session detached before the last
+        self._captures: CaptureController | None = None  # the untraced capture (tracer.untraced_windows)
+        self._detached_pair: tuple[int, int] = (0, 0)  # (perf_counter_ns, CUPTI clock) read just before it detached
 
     @property
     def detail(self) -> str:
@@ -179,6 +181,11 @@ class ScriptTracer:
                 self._clock_pairs.append(_clock_pair(timestamp))
             else:
                 self._windows = None
+        if cfg.untraced_windows and os.environ.get("GRAPHMODE_UNTRACED_CAPTURE") != "0":
+            self._captures = CaptureController(self._capture_detach, self._capture_attach, self._may_capture_untraced)
+            self._torch.around_capture = (self._capture_begin, self._captures.ending, self._captures.end)
+            if not self._clock_pairs:
+                self._clock_pairs.append(_clock_pair(timestamp))
         if cfg.profile:
             from pyinstrument import Profiler
 
@@ -197,27 +204,66 @@ class ScriptTracer:
         new.raw.own_spans = old.raw.own_spans  # the memory sampler's own calls (it holds this list)
         new.start()
         self._session = new
+        if self._captures is not None:
+            self._clock_pairs.append(_clock_pair(timestamp))
+
+    # -- the untraced capture (tracer.untraced_windows.CaptureController): from PyTorch's CUDAGraph hooks --
+    def _capture_begin(self) -> None:
+        """Just before the program's capture_begin: CUPTI detaches where it may (not for the empty capture with which
+        cudagraph trees set up their memory pool: the tree's own recordings come later)."""
+        if self._captures is None or self._captures.detached or _tree_pool_capture():
+            return
+        self._captures.begin(threading.get_native_id(), user_location())
+
+    def _capture_attach(self) -> None:
+        """After the program's capture_end: a session attaches again, and graphmode's own empty graph takes the new
+        session's first graph operations (tracer.untraced_windows, module doc)."""
+        self._attach()
+        t0 = timestamp()
+        try:
+            _own_graph()
+        finally:
+            self._session.raw.own_spans.append((threading.get_native_id(), t0, timestamp()))
+
+    def _capture_detach(self) -> None:
+        self._detached_pair = _clock_pair(timestamp)  # attached still: PyTorch's hooks read the clock from it meanwhile
+        self._detach()
+
+    def _may_capture_untraced(self) -> bool:
+        """No graph in the process yet, CUPTI attached (no untraced window or capture under way), no window failed."""
+        w, c = self._windows, self._captures
+        return ((w is None or (not w.detached and not w._off)) and (c is None or not c.detached)
+                and not self._session.raw.resource_events)
 
     def _clock(self) -> int:
         """The CUPTI clock for PyTorch's hooks (tracer.torch_hooks): inside an untraced window a CUPTI call would attach
         CUPTI again behind the session's back, so the window closes first: PyTorch is starting a capture, or says
         something, and that is traced."""
+        if self._captures is not None and self._captures.detached:  # inside the untraced capture: no CUPTI call
+            host, cupti = self._detached_pair
+            return cupti + time.perf_counter_ns() - host
         if self._windows is not None and self._windows.detached:
             self._windows.close(time.perf_counter_ns(), -1, "hook")
         return timestamp()
 
     def _may_detach(self) -> bool:
-        """No graph in the process yet (no resource callback fired: they fire for graphs only)."""
+        """No graph in the process yet (no resource callback fired: they fire for graphs only), and no untraced capture
+        under way (CUPTI is detached already)."""
+        if self._captures is not None and (self._captures.detached or self._captures.off or self._captures.captures):
+            return False
         return not self._session.raw.resource_events
 
     def stop(self, status: str = "complete", reason: str = "", extra_meta: dict[str, Any] | None = None) -> Path:
         assert self._writer is not None and self._session is not None, "start() first"
 
         writer = self._writer
+        if self._captures is not None:
+            self._captures.end("end")  # a capture the program never ended: CUPTI attached again
         if self._windows is not None:
             self._windows.finish(time.perf_counter_ns())  # attached again: the clock pair below needs CUPTI
         if self._stamper is not None:
             self._stamper.stop()
+        if self._clock_pairs:
             self._clock_pairs.append(_clock_pair(timestamp))  # CUPTI is still attached: this call attaches nothing
         history_on = self._torch is not None and self._torch.history is not None and bool(self._unix_pairs)
         if history_on:
@@ -269,8 +315,16 @@ class ScriptTracer:
         try:
             for k, seg in enumerate(segments):
                 write_segment(writer, seg, self.pass_id, k << CORRELATION_SEGMENT_BITS)
-            write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end, raw.dropped, status),
-                              len(segments) << CORRELATION_SEGMENT_BITS)
+            captures = self._captures.entries(_clock_map(self._clock_pairs), location_text) if self._captures else []
+            graphs = write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end,
+                                                             raw.dropped, status),
+                                       len(segments) << CORRELATION_SEGMENT_BITS, captures)
+            if self._captures is not None:
+                for c in captures:
+                    c["graph_id"] = graphs.untraced.get(c["begin_ns"], 0)
+                run_entry["untraced_captures"] = {
+                    "limit": self._captures.limit, "captures": captures,
+                    **({"errors": self._captures.errors} if self._captures.errors else {})}
             mark(f"child {cfg.name}: records written")
             if history is not None and len(history[0]["ts_ns"]):
                 n = len(history[0]["ts_ns"])
@@ -546,14 +600,18 @@ def write_segment(writer: TraceWriter, raw: Any, pass_id: int, correlation_offse
         writer.append(table, cols)
 
 
-def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation_offset: int = 0) -> None:
+def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation_offset: int = 0,
+                      untraced_captures: list[dict[str, Any]] | None = None) -> Any:
+    """Writes the records of a run's (last) session with the graphs derived from them; returns those graphs
+    (tracer.lifecycle.ScriptGraphs). `untraced_captures`: see derive_graphs."""
     pid = info.pass_id
-    tables = decode(raw, pid)
+    replays: dict[int, Any] = {}
+    tables = decode(raw, pid, replay_nodes=replays if untraced_captures else None)
     _offset_correlations(tables, correlation_offset)
     if (note := drop_untimed_spans(tables, pid)) is not None:
         writer.add_note(note)
     api = tables.get("api_calls")
-    graphs = derive_graphs(raw, api)
+    graphs = derive_graphs(raw, api, untraced_captures or (), replays)
     labels = dict(zip(graphs.graphs["graph_id"], graphs.graphs["label"]))
     spans = tables.get("gpu_spans")
     if spans is not None:
@@ -589,6 +647,47 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation
     if debug_dir:  # raw resource callbacks, to study what a framework does with graphs
         with open(os.path.join(debug_dir, f"resource_events_{writer.path.stem}_pass{pid}.json"), "w") as f:
             json.dump([e.__dict__ for e in raw.resource_events], f, default=str)
+    return graphs
+
+
+def _own_graph() -> None:
+    """An empty graph of graphmode's own, created, instantiated, launched on a stream of its own and destroyed: right
+    after the untraced capture's session attached, it takes the session's first graph operations, which cost a ViT's
+    first replay 6.3-7.7 ms against 2.0 untraced without it, 2.25-2.42 with it (benchmarks/notes/s28, call 3). Its API
+    records are graphmode's own (RawActivity.own_spans), and so is its graph (tracer.lifecycle)."""
+    from cuda.bindings import driver as cu
+
+    def ok(res: Any) -> Any:
+        if int(res[0]) != 0:
+            raise GraphmodeError(f"graphmode's own graph after the untraced capture: {res[0]!r}")
+        return res[1] if len(res) > 1 else None
+
+    graph = ok(cu.cuGraphCreate(0))
+    try:
+        ok(cu.cuGraphAddEmptyNode(graph, None, 0))
+        exe = ok(cu.cuGraphInstantiate(graph, 0))
+        stream = ok(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        try:
+            ok(cu.cuGraphLaunch(exe, stream))
+            ok(cu.cuStreamSynchronize(stream))
+        finally:
+            cu.cuGraphExecDestroy(exe)
+            cu.cuStreamDestroy(stream)
+    finally:
+        cu.cuGraphDestroy(graph)
+
+
+def _tree_pool_capture() -> bool:
+    """Whether the capture beginning now is the empty one with which a cudagraph tree sets up its memory pool (in
+    torch._inductor.cudagraph_trees, CUDAGraphTreeManager.__init__), not a recording."""
+    f: Any = sys._getframe(2)
+    for _ in range(16):
+        if f is None:
+            return False
+        if f.f_code.co_name == "__init__" and f.f_code.co_filename.endswith("cudagraph_trees.py"):
+            return True
+        f = f.f_back
+    return False
 
 
 class _Terminated(BaseException):

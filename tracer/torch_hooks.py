@@ -179,6 +179,9 @@ class TorchHooks:
         self.dropped = 0
         self.errors: list[str] = []
         self.captures = 0
+        # the one traced run's untraced capture (tracer.untraced_windows.CaptureController, via tracer.script): called
+        # before the program's capture_begin, before its capture_end, and after it (reason, error); None: nothing
+        self.around_capture: tuple[Callable[[], None], Callable[[], None], Callable[[str, str], None]] | None = None
 
     # -- installing --------------------------------------------------------------------------------
     def install(self) -> TorchHooks:
@@ -258,10 +261,29 @@ class TorchHooks:
         def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
             pool = args[0] if args else kwargs.get("pool")
             hooks._guard("capture_begin", lambda: hooks._before_capture(pool))
-            return begin(graph, *args, **kwargs)
+            around = hooks.around_capture
+            if around is None:
+                return begin(graph, *args, **kwargs)
+            hooks._guard("untraced capture", around[0])
+            try:
+                return begin(graph, *args, **kwargs)
+            except BaseException as e:
+                hooks._guard("untraced capture", lambda: around[2]("capture_begin_failed", f"{type(e).__name__}: {e}"))
+                raise
 
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
-            result = end(graph, *args, **kwargs)
+            around = hooks.around_capture
+            if around is not None:
+                hooks._guard("untraced capture", around[1])
+                try:
+                    result = end(graph, *args, **kwargs)
+                except BaseException as e:
+                    hooks._guard("untraced capture", lambda: around[2]("capture_end_failed", f"{type(e).__name__}: {e}"))
+                    raise
+                # attached again (where it was detached) before the hooks sample memory: CUPTI's clock is read there
+                hooks._guard("untraced capture", lambda: around[2]("capture_end", ""))
+            else:
+                result = end(graph, *args, **kwargs)
             hooks._guard("capture_end", lambda: hooks._after_capture(graph))
             return result
 

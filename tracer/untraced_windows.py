@@ -24,6 +24,22 @@ The analysis times the anchor's executions inside each window (analyzers, "Untra
 before a window are the step the analysis finds (its repetition rules need 20 in a row: LOOP_STEP_MIN), so
 TRACED_BEFORE is a few more.
 
+**Untraced captures** (CaptureController, sessions 28-29): what a one-run capture pays is CUPTI being attached, not its
+records (benchmarks/notes/s26-s27: a ViT's capture block 1.6-2.8x untraced, and no choice of records made it cheaper).
+So the process's first PyTorch capture (`CUDAGraph.capture_begin`, which `torch.cuda.graph` goes through) runs with
+CUPTI detached, from just before its capture_begin to just after its capture_end (the end of the capture and the
+instantiation untraced too), where a session attaches again (no GRAPH_TRACE) and graphmode runs an empty graph of its
+own: a session's first graph operations are slow (7.6-10.5 ms for a ViT's capture_end attached just before it, 6.3-7.7
+ms for its first replay attached just after, against 0.6-0.9 and 2.0 untraced), and graphmode's own graph takes that
+first cost (the program's first replay then 2.25-2.42 ms; benchmarks/notes/s28, call 3). The graph is known from its
+replays: the kernel records of its first replay, in order (tracer.lifecycle, adopted graphs); its edges and its own
+capture records are not recorded. The same safety rule as a window's: only where no graph exists in the process, and
+no session after it records GRAPH_TRACE. One capture a run (MAX_UNTRACED_CAPTURES): the sessions detached before the
+last hold no graph, so the trace's graph records come from the last session alone (tracer.script.write_segment). Not
+for the empty capture with which cudagraph trees set up their memory pool: it is then the process's first graph, and
+no tree recording is made untraced. The detach, the attach and graphmode's own graph happen inside the program's
+capture block: their times are recorded and left out of its cost by the analysis (analyzers.script_graphs, tracer gaps).
+
 Standard library only (tests drive the controller with made-up stamps, synthetic).
 """
 
@@ -162,4 +178,95 @@ class WindowController:
             start, end = (int(t) for t in move([w.start_ns, w.end_ns]))
             out.append({"anchor": name(w.anchor), "start_ns": start, "end_ns": end, "iterations": w.iterations,
                         "gap_stamps": w.gap, "reason": w.reason, "detach_ns": w.detach_ns, "attach_ns": w.attach_ns})
+        return out
+
+
+MAX_UNTRACED_CAPTURES = 1  # the process's first capture (module doc)
+
+
+@dataclass
+class UntracedCapture:
+    """One capture made with CUPTI detached, on the stamps' clock (perf_counter_ns)."""
+
+    thread_id: int
+    source: Any  # the user's line that began it (tracer.sources.user_location), resolved when written
+    detach_start_ns: int
+    begin_ns: int = 0  # detached: the program's capture_begin follows
+    body_end_ns: int = 0  # the program's capture_end called (0: never)
+    end_ns: int = 0  # it returned (or raised; or capture_begin raised; or the run ended): CUPTI attaches
+    attach_end_ns: int = 0  # attached again, graphmode's own graph run
+    reason: str = ""  # 'capture_end'; 'capture_end_failed', 'capture_begin_failed' (raised); 'end' (the run ended)
+    error: str = ""  # what the failing call raised
+
+
+@dataclass
+class CaptureController:
+    """Detaches CUPTI around the process's first PyTorch capture (module doc). `may_detach` says whether it may now
+    (no graph in the process, no window open, nothing failed); `begin()` comes just before the program's capture_begin,
+    `ending()` just before its capture_end, `end()` after it returned or raised (or after a capture_begin that raised,
+    or at the run's end). `attach` attaches a session and runs graphmode's own graph."""
+
+    detach: Callable[[], None]
+    attach: Callable[[], None]
+    may_detach: Callable[[], bool]
+    clock: Callable[[], int] = time.perf_counter_ns
+    limit: int = MAX_UNTRACED_CAPTURES
+    captures: list[UntracedCapture] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    off: bool = False  # after a failed detach or attach: no more
+    _open: UntracedCapture | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def detached(self) -> bool:
+        return self._open is not None
+
+    def begin(self, thread_id: int, source: Any = None) -> bool:
+        """Detaches where it may (True: detached now)."""
+        if self.off or self._open is not None or len(self.captures) >= self.limit or not self.may_detach():
+            return False
+        c = UntracedCapture(thread_id=thread_id, source=source, detach_start_ns=self.clock())
+        try:
+            self.detach()
+        except Exception as e:  # the capture goes on traced
+            self.errors.append(f"detach: {type(e).__name__}: {e}")
+            self.off = True
+            return False
+        c.begin_ns = self.clock()
+        self._open = c
+        return True
+
+    def ending(self) -> None:
+        """The program's capture_end is called now."""
+        c = self._open
+        if c is not None and not c.body_end_ns:
+            c.body_end_ns = self.clock()
+
+    def end(self, reason: str = "capture_end", error: str = "") -> None:
+        """Attaches CUPTI again where a capture detached it."""
+        with self._lock:
+            c = self._open
+            if c is None:
+                return
+            self._open = None
+        c.end_ns, c.reason, c.error = self.clock(), reason, error
+        try:
+            self.attach()
+        except Exception as e:
+            self.errors.append(f"attach: {type(e).__name__}: {e}")
+            self.off = True
+        c.attach_end_ns = self.clock()
+        self.captures.append(c)
+
+    def entries(self, move: Callable[[list[int]], Any], where: Callable[[Any], str]) -> list[dict[str, Any]]:
+        """The captures for the run's entry in the trace's metadata: times moved onto the pass's clock by `move`
+        (body_end_ns 0 where capture_end was never called)."""
+        out = []
+        for c in self.captures:
+            body_end = c.body_end_ns or c.end_ns
+            d0, b, be, e, a = (int(t) for t in move([c.detach_start_ns, c.begin_ns, body_end, c.end_ns, c.attach_end_ns]))
+            out.append({"thread_id": c.thread_id, "source": where(c.source), "detach_start_ns": d0, "begin_ns": b,
+                        "body_end_ns": be if c.body_end_ns else 0, "end_ns": e, "attach_end_ns": a,
+                        "detach_ns": c.begin_ns - c.detach_start_ns, "attach_ns": c.attach_end_ns - c.end_ns,
+                        "reason": c.reason, **({"error": c.error} if c.error else {})})
         return out
