@@ -74,3 +74,23 @@ def test_a_graph_captured_while_cupti_was_detached_is_adopted_from_its_first_rep
     for caps, reps in (([capture], other), ([dict(capture, reason="capture_end_failed")], replays)):
         out = derive_graphs(raw, None, caps, reps)
         assert out.graphs["graph_id"] == [] and out.events["event"] == [] and out.untraced == {120: 0}
+
+
+def test_a_graphs_first_replay_gives_its_nodes_in_order_with_the_drivers_copy_kernels_as_copies() -> None:
+    """SYNTHETIC: tracer.decode.first_replays on unfolded node records of two launches of graph 2 (correlations 40 and
+    41) and an eager kernel: the first launch's records by start; the kernel the driver ran for a copy node
+    ('memcpy32_post', seen on the H200) is that copy node."""
+    import numpy as np
+
+    from graphmode.tracer.decode import first_replays
+
+    spans = {"kind": np.array(["kernel", "kernel", "kernel", "kernel", "kernel"], dtype=object),
+             "name": np.array(["softmax", "gemm", "memcpy32_post", "gemm", "eager_add"], dtype=object),
+             "graph_id": np.array([2, 2, 2, 2, 0]), "graph_node_id": np.array([12, 11, 13, 11, 0]),
+             "correlation_id": np.array([40, 40, 40, 41, 30]), "start_ns": np.array([520, 500, 540, 900, 100])}
+    calls = {"correlation_id": np.array([40, 41, 30]), "category": np.array(["graph_launch", "graph_launch", "kernel_launch"]),
+             "start_ns": np.array([450, 880, 90]), "thread_id": np.array([7, 7, 7])}
+    (only,) = first_replays(spans, calls).items()
+    gid, r = only
+    assert gid == 2 and (r.first_ns, r.launch_ns, r.thread_id) == (500, 450, 7)
+    assert r.nodes == ((11, "kernel", "gemm"), (12, "kernel", "softmax"), (13, "memcpy", "memcpy32_post"))

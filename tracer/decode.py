@@ -8,6 +8,7 @@ single fancy-index and view them through the dtype: no per-record attribute acce
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -197,9 +198,21 @@ def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None =
     return out
 
 
+# The driver runs some copy and set nodes of a graph as kernels of its own (a PyTorch decode step's device-to-device
+# memcpy node ran as a kernel named 'memcpy32_post', H200, driver 580): such a record is the node it carries out
+_DRIVER_COPY_KERNEL = re.compile(r"^(memcpy|memset)\w*$")
+
+
+def _node_kind(kind: str, name: str) -> str:
+    if kind == "kernel" and (m := _DRIVER_COPY_KERNEL.match(name)):
+        return m.group(1)
+    return kind
+
+
 def first_replays(spans: dict[str, Any], calls: dict[str, Any] | None) -> dict[int, Any]:
     """Graph id -> the node records of its first replay (tracer.lifecycle.ReplayNodes), from a session's unfolded GPU
-    records: the first launch (correlation id) whose records carry that graph id, its records by start."""
+    records: the first launch (correlation id) whose records carry that graph id, its records by start (a kernel of the
+    driver's own that carries out a copy or set node is that node: _DRIVER_COPY_KERNEL)."""
     kind = np.asarray(spans["kind"], dtype=object)
     gid = np.asarray(spans["graph_id"], dtype=np.int64)
     node = np.isin(kind, ("kernel", "memcpy", "memset")) & (gid != 0)
@@ -222,7 +235,8 @@ def first_replays(spans: dict[str, Any], calls: dict[str, Any] | None) -> dict[i
         rows = rows[np.argsort(start[rows], kind="stable")]
         at, tid = launch_at.get(int(first_corr), (0, 0))
         out[int(g)] = ReplayNodes(first_ns=int(start[rows[0]]), launch_ns=at, thread_id=tid, nodes=tuple(
-            (int(spans["graph_node_id"][r]), str(kind[r]), str(spans["name"][r])) for r in rows))
+            (int(spans["graph_node_id"][r]), _node_kind(str(kind[r]), str(spans["name"][r])), str(spans["name"][r]))
+            for r in rows))
     return out
 
 
