@@ -2,7 +2,7 @@
 # Session 29, device call 3 (H200): the one run's untraced capture (tracer.untraced_windows.CaptureController).
 #  the decode step, the ViT with a graph per batch size, ResNet-18 and make_graphed_callables' MobileNetV3: untraced and
 #  `graphmode run` (the process's first capture untraced through capture_end), PROCS each, interleaved.
-# # Everything into OUT/c3.tar.xz and the traces into OUT/c3-traces.tar.xz.
+# Everything into OUT/c3.tar.xz and the traces into OUT/c3-traces.tar.xz.
 # Usage: bash benchmarks/notes/s29/call3.sh OUT PROCS
 set -u
 out=${1:?OUT}; procs=${2:-2}
