@@ -59,14 +59,19 @@ def readings(trace_path: Path, workload: str, corrected: bool,
         a = analyze(t, cost_model=choice)
     out: dict[str, dict[str, float]] = {}
 
-    def put(name: str, be: Any, source: str = "", replay_source: str = "") -> None:
+    def put(name: str, be: Any, source: str = "", replay_source: str = "", untraced: bool = False) -> None:
         if be is None:
             return
         if sources is not None:
             sources[name], sources[f"{name}/replay"] = source, replay_source
         f = {k: float(v) for k, v in (("eager", be.eager_ns), ("replay", be.graph_ns), ("one_time", be.one_time_ns),
                                        ("break_even", be.replays)) if v is not None}
+        if untraced:  # the one run captured it with CUPTI detached (GraphCost.capture_untraced)
+            f["capture_untraced"] = 1.0
         out[name] = f
+
+    def untraced(g: Any) -> bool:
+        return g.cost is not None and bool(getattr(g.cost, "capture_untraced", False))
 
     if workload in ("mgc_mobilenet", "vit_layers"):
         step = next((s for s in a.steps if len(s.graphs) > 1), None)
@@ -75,11 +80,13 @@ def readings(trace_path: Path, workload: str, corrected: bool,
     elif workload == "vit_batches":
         replayed = sorted((g for g in a.graphs if g.status == "replayed"), key=lambda g: g.graph_id)
         for b, g in zip(SIZES, replayed):
-            put(f"b{b}", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "")
+            put(f"b{b}", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "",
+                untraced(g))
     else:
         g = next((g for g in a.graphs if g.status == "replayed"), None)
         if g is not None:
-            put("graph", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "")
+            put("graph", g.break_even, g.eager.run if g.eager is not None else "", g.graph.run if g.graph is not None else "",
+                untraced(g))
             if g.graph is not None and g.graph.work is not None:
                 out.setdefault("graph", {})["replay"] = float(g.graph.work.trimmed_mean)
     return out

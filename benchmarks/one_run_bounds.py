@@ -2,7 +2,10 @@
 
 The report says how far a figure of the one traced run may still be from untraced, and the break-even interval allows
 for it (analyzers.break_even): a one-time cost with the tracer's calibrated cost taken off (analyzers.tracer_cost) up to
-CORRECTED_CAPTURE_BOUND too high or CORRECTED_CAPTURE_LOW_BOUND too low; an eager period leveled by an untraced window
+CORRECTED_CAPTURE_BOUND too high or CORRECTED_CAPTURE_LOW_BOUND too low; one whose capture the one run made with
+CUPTI detached (the process's first, tracer.untraced_windows; since session 29) UNTRACED_CAPTURE_BOUND too high or
+UNTRACED_CAPTURE_LOW_BOUND too low (a step of several graphs, its first untraced and the rest corrected, is held by the
+corrected bounds); an eager period leveled by an untraced window
 of the run (analyzers.untraced_windows) WINDOW_EAGER_BOUND either way; a replay folded from its nodes' records
 (analyzers.tracer_cost) up to NODE_RECORDS_REPLAY_SLOWDOWN too long; a CPU-bound period (an eager step, a replay, a
 graphed step) with the tracer's calibrated cost taken off CORRECTED_SLOWDOWN_BOUND either way. This reads recordings of the default `graphmode
@@ -88,6 +91,8 @@ def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
                     row.update(one, traced_ns=raw[subject]["one_time"], corrected_ns=figs["one_time"],
                                traced_ratio=raw[subject]["one_time"] / one["untraced_ns"],
                                corrected_ratio=figs["one_time"] / one["untraced_ns"])
+                    if figs.get("capture_untraced"):
+                        row["capture_untraced"] = True
                 eager = _untraced(tr, subject, "eager", "eager_")
                 if eager and "eager" in figs:
                     row.update(eager, eager_ns=figs["eager"], eager_source=sources.get(subject, ""),
@@ -105,10 +110,14 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     """Whether every corrected one-time ratio and every window-leveled eager ratio lies within the stated bounds, and a
     summary."""
     from graphmode.analyzers.break_even import (CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND,
-                                                CORRECTED_SLOWDOWN_BOUND, WINDOW_EAGER_BOUND)
+                                                CORRECTED_SLOWDOWN_BOUND, UNTRACED_CAPTURE_BOUND,
+                                                UNTRACED_CAPTURE_LOW_BOUND, WINDOW_EAGER_BOUND)
     from graphmode.analyzers.tracer_cost import NODE_RECORDS_REPLAY_SLOWDOWN
 
-    one = [r for r in rows if "corrected_ratio" in r]
+    one = [r for r in rows if "corrected_ratio" in r and not r.get("capture_untraced")]
+    unt = np.array([r["corrected_ratio"] for r in rows if r.get("capture_untraced")])
+    u_high, u_low = 1 + UNTRACED_CAPTURE_BOUND, 1 / (1 + UNTRACED_CAPTURE_LOW_BOUND)
+    ok_unt = not unt.size or bool((unt <= u_high).all() and (unt >= u_low).all())
     c = np.array([r["corrected_ratio"] for r in one])
     t = np.array([r["traced_ratio"] for r in one])
     spread = np.array([r["untraced_max_ns"] / r["untraced_min_ns"] for r in one])
@@ -130,6 +139,9 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
             f"corrected {c.min():.2f}-{c.max():.2f}x the untraced median (within 25% on {int((abs(c - 1) <= 0.25).sum())}), "
             f"as traced {t.min():.2f}-{t.max():.2f}x, the untraced processes' own spread (max/min) up to "
             f"{spread.max():.2f}x; stated bounds {low:.2f}-{high:.2f}x: {'hold' if ok_one else 'DO NOT HOLD'}.\n"
+            + (f"{unt.size} one-time costs captured untraced (the process's first graph): {unt.min():.2f}-{unt.max():.2f}x "
+               f"the untraced median (within 25% on {int((abs(unt - 1) <= 0.25).sum())}); stated bounds {u_low:.2f}-"
+               f"{u_high:.2f}x: {'hold' if ok_unt else 'DO NOT HOLD'}.\n" if unt.size else "") +
             f"{win.size} eager periods from untraced windows: {win.min():.2f}-{win.max():.2f}x the untraced median "
             f"(within 15% on {int((abs(win - 1) <= 0.15).sum())}), the untraced processes' own spread up to "
             f"{e_spread.max():.2f}x; stated bounds {w_low:.2f}-{w_high:.2f}x: {'hold' if ok_win else 'DO NOT HOLD'}.\n"
@@ -138,7 +150,7 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
             f"{cor.size} CPU-bound eager periods and replays with the tracer's cost taken off: {cor.min():.2f}-"
             f"{cor.max():.2f}x the untraced median; stated bounds {c_low:.2f}-{c_high:.2f}x: "
             f"{'hold' if ok_cor else 'DO NOT HOLD'}")
-    return ok_one and ok_win and ok_rep and ok_cor, text
+    return ok_one and ok_unt and ok_win and ok_rep and ok_cor, text
 
 
 def main() -> int:
