@@ -710,3 +710,50 @@ def test_an_eager_only_script_is_run_once_its_loop_timed_in_a_window(tmp_path: P
     kinds = {n.kind: n for n in r.notes}
     assert kinds["eager_period_scaled"]["run"] == "window", kinds
     assert any(n.kind == "eager_untraced_window" for n in a.cannot_compute), [n.kind for n in a.cannot_compute]
+
+
+TWO_CAPTURES_SCRIPT = '''import torch
+
+x = torch.randn(1 << 16, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    (x * 2 + 1).relu()
+torch.cuda.current_stream().wait_stream(s)
+small, large = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+with torch.cuda.graph(small):  # three kernels
+    a = (x * 2 + 1).relu()
+with torch.cuda.graph(large):
+    b = ((x * 3 + 1).relu() * 4 - 2).abs()  # six
+for _ in range(20):
+    large.replay()  # the second graph replayed first
+    small.replay()
+torch.cuda.synchronize()
+print("ok")
+'''
+
+
+@needs_torch
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the one run's untraced captures go with its windows (Python 3.12+)")
+def test_the_one_run_makes_each_capture_untraced_and_knows_which_graph_is_which(tmp_path: Path) -> None:
+    """Two torch.cuda.graph captures, the second replayed first: both made with CUPTI detached (the second in a session
+    attached again, without GRAPH_TRACE, after the first), each adopted by the executable PyTorch names (so not by the
+    order of their first replays), its nodes its own first replay's: 3 and 6 kernels."""
+    from graphmode.analyzers import analyze
+
+    prog = tmp_path / "two_captures.py"
+    prog.write_text(TWO_CAPTURES_SCRIPT)
+    t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "1"))
+    assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    (run,) = t.meta["runs"]
+    info = run["untraced_captures"]
+    assert not info.get("errors"), info
+    first, second = info["captures"]
+    assert first["reason"] == second["reason"] == "capture_end" and first["exec_id"] and second["exec_id"], info
+    assert first["graph_id"] == first["exec_id"] and second["graph_id"] == second["exec_id"], info
+    nodes = dict(t.rows("SELECT graph_id, count(*) FROM graph_nodes WHERE node_type = 'kernel' GROUP BY 1"))
+    assert nodes == {first["graph_id"]: 3, second["graph_id"]: 6}, nodes
+    launches = dict(t.rows("SELECT graph_id, count(*) FROM graph_events WHERE event = 'launch' GROUP BY 1"))
+    assert launches == {first["graph_id"]: 20, second["graph_id"]: 20}, launches
+    costs = {g.graph_id: g.cost for g in analyze(t).graphs if g.cost is not None}
+    assert all(costs[c["graph_id"]].capture_untraced for c in (first, second)), costs

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
 
 from conftest import load_benchmark, unpacked_xz
 
@@ -95,3 +99,67 @@ def test_a_recorded_graph_per_batch_size_has_its_first_capture_untraced_and_the_
     gaps = (c["begin_ns"] - c["detach_start_ns"]) + (c["attach_end_ns"] - c["end_ns"])
     own = _own_clock_one_time("vit_batches", 1, "b1") - gaps
     assert 0.95 <= first.total_ns / own <= 1.05, (first.total_ns, own)
+
+
+def test_graphs_captured_untraced_in_turn_are_one_trace_across_the_runs_sessions(tmp_path: Path) -> None:
+    """SYNTHETIC (CUPTI records laid out with cupti-python's dtypes, hand-chosen ids and times): three sessions of one
+    run. Session 0 (GRAPH_TRACE) saw eager work only; the program's first capture ran detached (executable 2, named by
+    PyTorch), session 1 (no GRAPH_TRACE) saw its replays, then the second capture ran detached (executable 9) and
+    session 2 saw both replayed. Correlation ids restart in each session. One graph each, adopted once, with every
+    replay's launch, whichever session recorded it; correlation ids unique across sessions."""
+    cupti_mod = pytest.importorskip("cupti.cupti", reason="cupti-python gives the record layouts")
+    from graphmode.tracer.cupti_session import RawActivity
+    from graphmode.tracer.script import write_script_pass
+    from graphmode.tracer.store import PassInfo, TraceWriter, load
+    from graphmode.tracer.validate import validate_trace
+
+    K = cupti_mod.ActivityKind
+    names = {0x10: "gemm", 0x20: "softmax", 0x30: "relu"}
+
+    def rec(dtype: Any, kind: int, **fields: int) -> bytes:
+        r = np.zeros(1, dtype=dtype)
+        r["kind"] = kind
+        for k, v in fields.items():
+            r[k] = v
+        return r.tobytes()
+
+    def launch(corr: int, start: int, api: str = "cudaGraphLaunch_v10000") -> bytes:
+        cbid = int(getattr(cupti_mod.runtime_api_trace_cbid, api))
+        return rec(cupti_mod.activity_api_dtype, int(K.RUNTIME), cbid=cbid, start=start, end=start + 5,
+                   correlation_id=corr, thread_id=7, process_id=1)
+
+    def kernel(corr: int, start: int, name: int, graph: int = 0, node: int = 0) -> bytes:
+        return rec(cupti_mod.activity_kernel10_dtype, int(K.CONCURRENT_KERNEL), start=start, end=start + 10,
+                   correlation_id=corr, name=name, graph_id=graph, graph_node_id=node, stream_id=7)
+
+    def session(records: list[bytes], from_nodes: bool) -> RawActivity:
+        r = RawActivity(chunks=[b"".join(records)], names=names)
+        r.graph_from_nodes = from_nodes
+        return r
+
+    s0 = session([launch(19, 40, "cudaLaunchKernel_v7000"), kernel(19, 50, 0x30)], False)
+    s1 = session([launch(19, 300), kernel(19, 310, 0x10, 2, 21), kernel(19, 330, 0x20, 2, 22),
+                  launch(20, 400), kernel(20, 410, 0x10, 2, 21), kernel(20, 430, 0x20, 2, 22)], True)
+    s2 = session([launch(19, 900), kernel(19, 910, 0x30, 9, 91), launch(20, 1000), kernel(20, 1010, 0x10, 2, 21),
+                  kernel(20, 1030, 0x20, 2, 22)], True)
+    captures = [{"thread_id": 7, "begin_ns": 100, "body_end_ns": 150, "end_ns": 200, "source": "a.py:3 f",
+                 "reason": "capture_end", "exec_id": 2},
+                {"thread_id": 7, "begin_ns": 600, "body_end_ns": 650, "end_ns": 700, "source": "a.py:9 g",
+                 "reason": "capture_end", "exec_id": 9}]
+    path = tmp_path / "t.gmtrace"
+    with TraceWriter(path, {"workload": "synthetic", "dropped_records": 0}) as w:
+        graphs = write_script_pass(w, s2, PassInfo(0, "single", "graph", 0, 2000, 0, "complete"), 0, captures, [s0, s1])
+    assert graphs.untraced == {100: 2, 600: 9}
+    with load(path) as t:
+        assert validate_trace(t) == []
+        assert t.rows("SELECT graph_id, num_nodes, num_edges, origin FROM graphs ORDER BY 1") == [
+            (2, 2, 0, "capture"), (9, 1, 0, "capture")]
+        assert [r[0] for r in t.rows("SELECT name FROM graph_nodes WHERE graph_id = 2 ORDER BY node_index")] == [
+            "gemm", "softmax"]
+        launches = t.rows("SELECT graph_id, correlation_id FROM graph_events WHERE event = 'launch' ORDER BY start_ns")
+        assert [g for g, _ in launches] == [2, 2, 9, 2]
+        assert len({c for _, c in launches}) == 4  # 19 and 20 of sessions 1 and 2, apart
+        events = t.rows("SELECT graph_id, event, start_ns, end_ns FROM graph_events WHERE event <> 'launch' ORDER BY 3")
+        assert events == [(2, "capture", 100, 150), (2, "instantiate", 150, 200), (9, "capture", 600, 650),
+                          (9, "instantiate", 650, 700)]
+        assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] == 4

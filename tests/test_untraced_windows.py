@@ -377,17 +377,17 @@ def test_windows_are_on_in_the_one_run_but_not_for_ranks_or_when_turned_off(monk
     assert not single_config().untraced_windows
 
 
-def test_the_first_capture_is_made_untraced_once_and_only_where_it_may() -> None:
+def test_a_capture_is_made_untraced_only_where_it_may_and_up_to_the_limit() -> None:
     """tracer.untraced_windows.CaptureController (synthetic: the detach and attach are recorded, not made; the clock
-    counts up by 10 a reading)."""
-    from graphmode.tracer.untraced_windows import CaptureController
+    counts up by 10 a reading; a limit of 1; the executable's id read from the graph capture_end returned from)."""
+    from graphmode.tracer.untraced_windows import MAX_UNTRACED_CAPTURES, CaptureController
 
     calls: list[str] = []
     ticks = iter(range(0, 10_000, 10))
     may = [False]
     c = CaptureController(lambda: calls.append("detach"), lambda: calls.append("attach"), lambda: may[0],
-                          clock=lambda: next(ticks))
-    assert not c.begin(7, "a.py:3 f") and calls == []  # a graph exists (or a window is open): traced
+                          clock=lambda: next(ticks), limit=1, exec_id_of=lambda graph: graph["exec"])
+    assert not c.begin(7, "a.py:3 f") and calls == []  # a graph seen under GRAPH_TRACE (or a window open): traced
     c.ending()
     c.end("capture_end")
     assert calls == [] and c.captures == []  # nothing to end
@@ -396,7 +396,7 @@ def test_the_first_capture_is_made_untraced_once_and_only_where_it_may() -> None
     assert not c.begin(7, "a.py:9 g")  # already detached
     c.ending()  # the program's capture_end is called: still detached
     assert c.detached and calls == ["detach"]
-    c.end("capture_end")  # it returned: attached again
+    c.end("capture_end", "", {"exec": 42})  # it returned: attached again
     assert calls == ["detach", "attach"] and not c.detached
     (u,) = c.captures
     assert (u.detach_start_ns, u.begin_ns, u.body_end_ns, u.end_ns, u.attach_end_ns) == (0, 10, 20, 30, 40)
@@ -404,7 +404,9 @@ def test_the_first_capture_is_made_untraced_once_and_only_where_it_may() -> None
     assert not c.begin(7, "a.py:9 g") and calls == ["detach", "attach"]  # one a run
     (e,) = c.entries(lambda ts: [t + 1000 for t in ts], lambda src: f"<{src}>")
     assert e == {"thread_id": 7, "source": "<a.py:3 f>", "detach_start_ns": 1000, "begin_ns": 1010, "body_end_ns": 1020,
-                 "end_ns": 1030, "attach_end_ns": 1040, "detach_ns": 10, "attach_ns": 10, "reason": "capture_end"}
+                 "end_ns": 1030, "attach_end_ns": 1040, "detach_ns": 10, "attach_ns": 10, "reason": "capture_end",
+                 "exec_id": 42}
+    assert MAX_UNTRACED_CAPTURES > 1  # a run's default: graph per batch size, make_graphed_callables
 
 
 def test_a_capture_that_raises_attaches_again_and_says_why() -> None:
@@ -451,7 +453,7 @@ def test_inside_the_untraced_capture_pytorchs_hooks_read_no_cupti_clock_and_no_w
     reads: list[int] = []
     monkeypatch.setattr(script, "timestamp", lambda: reads.append(1) or 5_000_000)
     tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
-    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), stop=lambda: "records")
+    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), stop=lambda: "records", graph_trace=True)
     tracer._captures = c = CaptureController(tracer._capture_detach, lambda: None, tracer._may_capture_untraced)
     assert tracer._may_detach()
     tracer._capture_begin()
@@ -466,4 +468,6 @@ def test_inside_the_untraced_capture_pytorchs_hooks_read_no_cupti_clock_and_no_w
     c.end("capture_end")
     assert tracer._clock() == 5_000_000 and len(reads) == 2
     tracer._session.raw.resource_events.append("a graph")
-    assert not tracer._may_capture_untraced()
+    assert not tracer._may_capture_untraced()  # seen by a session that records GRAPH_TRACE
+    tracer._session.graph_trace = False  # one attached again after a window or an untraced capture
+    assert tracer._may_capture_untraced() and not tracer._may_detach()  # a capture may detach; a window may not

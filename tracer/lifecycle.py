@@ -15,8 +15,9 @@ instantiate-then-upload pattern and stated as such in docs/trace-format.md.
 
 A graph the one traced run captured with CUPTI detached (tracer.untraced_windows, CaptureController: the process's
 first PyTorch capture, its end and instantiation untraced too) fires no resource callback: its replays' kernel records
-carry an executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the first such id launched after the
-capture ended on its thread is that capture's graph, its nodes the node records of its first replay in the order they
+carry an executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the id PyTorch's CUDAGraph gave for its
+executable (raw_cuda_graph_exec, read once CUPTI attached again), else the first such id launched after the capture
+ended on its thread, is that capture's graph (one never replayed while traced is not adopted), its nodes the node records of its first replay in the order they
 ran (no edges: they were not recorded), its capture and instantiation the program's capture_begin to capture_end and
 capture_end itself (PyTorch's, which ends the capture and instantiates), by the host clock. graphmode's own empty
 graph, run right after that session attached (RawActivity.own_spans), is not the program's.
@@ -178,11 +179,17 @@ def _adopt(out: ScriptGraphs, captures: Sequence[Mapping[str, Any]], replays: Ma
         if c.get("reason") != "capture_end":
             continue  # it failed, or never ended: no graph
         end, tid = int(c["end_ns"]), int(c["thread_id"])
-        mine = [(r.first_ns, gid) for gid, r in replays.items() if gid not in taken and r.first_ns >= end
-                and (r.thread_id in (0, tid))]
-        if not mine:
-            continue  # never replayed while traced
-        gid = min(mine)[1]
+        exec_id = int(c.get("exec_id") or 0)
+        if exec_id:  # PyTorch named its executable (tracer.script._exec_id): that one, where it was replayed
+            if exec_id not in replays or exec_id in taken:
+                continue
+            gid = exec_id
+        else:  # the first executable id replayed after the capture ended on its thread
+            mine = [(r.first_ns, g) for g, r in replays.items() if g not in taken and r.first_ns >= end
+                    and (r.thread_id in (0, tid))]
+            if not mine:
+                continue  # never replayed while traced
+            gid = min(mine)[1]
         taken.add(gid)
         out.untraced[begin] = gid
         out.exec_to_graph[gid] = gid

@@ -32,7 +32,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -41,8 +41,10 @@ from graphmode.tracer import allocator_history
 from graphmode.tracer import first_graph_probe  # read as a module attribute: set at run time (and by tests)
 from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
 from graphmode.tracer.cuda_util import init_device
-from graphmode.tracer.cupti_session import CuptiSession, LAUNCH_API, LIFECYCLE_API, loaded_cupti_library, timestamp
+from graphmode.tracer.cupti_session import (CuptiSession, LAUNCH_API, LIFECYCLE_API, RawActivity, loaded_cupti_library,
+                                           timestamp)
 from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
+from graphmode.tracer.cupti_records import cupti_module
 from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
@@ -182,7 +184,8 @@ class ScriptTracer:
             else:
                 self._windows = None
         if cfg.untraced_windows and os.environ.get("GRAPHMODE_UNTRACED_CAPTURE") != "0":
-            self._captures = CaptureController(self._capture_detach, self._capture_attach, self._may_capture_untraced)
+            self._captures = CaptureController(self._capture_detach, self._capture_attach, self._may_capture_untraced,
+                                               exec_id_of=_exec_id)
             self._torch.around_capture = (self._capture_begin, self._captures.ending, self._captures.end)
             if not self._clock_pairs:
                 self._clock_pairs.append(_clock_pair(timestamp))
@@ -230,10 +233,13 @@ class ScriptTracer:
         self._detach()
 
     def _may_capture_untraced(self) -> bool:
-        """No graph in the process yet, CUPTI attached (no untraced window or capture under way), no window failed."""
-        w, c = self._windows, self._captures
-        return ((w is None or (not w.detached and not w._off)) and (c is None or not c.detached)
-                and not self._session.raw.resource_events)
+        """CUPTI attached (no untraced window or capture under way), no window failed, and no session that records
+        GRAPH_TRACE has seen a graph: either no graph exists yet, or the session is one attached again (without
+        GRAPH_TRACE) after a window or an untraced capture (tracer.untraced_windows, module doc)."""
+        w, c, s = self._windows, self._captures, self._session
+        if (w is not None and (w.detached or w._off)) or (c is not None and c.detached):
+            return False
+        return not s.raw.resource_events or not s.graph_trace
 
     def _clock(self) -> int:
         """The CUPTI clock for PyTorch's hooks (tracer.torch_hooks): inside an untraced window a CUPTI call would attach
@@ -313,12 +319,9 @@ class ScriptTracer:
             raw.dropped += sum(r.dropped for r in segments)
             raw.callback_errors[:0] = [e for r in segments for e in r.callback_errors]
         try:
-            for k, seg in enumerate(segments):
-                write_segment(writer, seg, self.pass_id, k << CORRELATION_SEGMENT_BITS)
             captures = self._captures.entries(_clock_map(self._clock_pairs), location_text) if self._captures else []
             graphs = write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end,
-                                                             raw.dropped, status),
-                                       len(segments) << CORRELATION_SEGMENT_BITS, captures)
+                                                             raw.dropped, status), 0, captures, segments)
             if self._captures is not None:
                 for c in captures:
                     c["graph_id"] = graphs.untraced.get(c["begin_ns"], 0)
@@ -589,65 +592,94 @@ def _offset_correlations(tables: dict[str, dict[str, Any]], offset: int) -> None
             cols["correlation_id"] = np.where(c != 0, c + offset, 0)
 
 
-def write_segment(writer: TraceWriter, raw: Any, pass_id: int, correlation_offset: int) -> None:
-    """The records of a session detached before the run's last (an untraced window followed): no graph existed in it
-    (tracer.untraced_windows opens a window only then), so its tables alone."""
-    tables = decode(raw, pass_id)
-    if (note := drop_untimed_spans(tables, pass_id)) is not None:
-        writer.add_note(note)
-    _offset_correlations(tables, correlation_offset)
-    for table, cols in tables.items():
-        writer.append(table, cols)
+def _concat(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One table's columns of several sessions, end to end (the columns they all have)."""
+    have = [p for p in parts if p is not None and len(next(iter(p.values()), ()))]
+    if not have:
+        return next((p for p in parts if p is not None), None)
+    keys = [k for k in have[0] if all(k in p for p in have)]
+    return {k: np.concatenate([np.asarray(p[k]) for p in have]) for k in keys}
 
 
 def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation_offset: int = 0,
-                      untraced_captures: list[dict[str, Any]] | None = None) -> Any:
-    """Writes the records of a run's (last) session with the graphs derived from them; returns those graphs
-    (tracer.lifecycle.ScriptGraphs). `untraced_captures`: see derive_graphs."""
+                      untraced_captures: list[dict[str, Any]] | None = None, segments: Sequence[Any] = ()) -> Any:
+    """Writes the records of a run's sessions (`segments`: those detached before the last for an untraced window or
+    capture, in order; `raw`: the last) with the graphs derived from all of them; returns those graphs
+    (tracer.lifecycle.ScriptGraphs). Each session numbers correlation ids afresh: the k-th session's move up by
+    k << CORRELATION_SEGMENT_BITS (`correlation_offset`: the last session's, where it has no segments before it). CUPTI's
+    graph, node and executable ids run on across sessions, so a graph built in one session and replayed in a later one
+    is one graph. `untraced_captures`: see derive_graphs."""
     pid = info.pass_id
-    replays: dict[int, Any] = {}
-    tables = decode(raw, pid, replay_nodes=replays if untraced_captures else None)
-    _offset_correlations(tables, correlation_offset)
-    if (note := drop_untimed_spans(tables, pid)) is not None:
-        writer.add_note(note)
-    api = tables.get("api_calls")
-    graphs = derive_graphs(raw, api, untraced_captures or (), replays)
+    sessions = [*segments, raw]
+    parts: list[tuple[dict[str, dict[str, Any]], dict[int, Any]]] = []
+    for k, r in enumerate(sessions):
+        replays: dict[int, Any] = {}
+        tables = decode(r, pid, replay_nodes=replays if untraced_captures else None)
+        _offset_correlations(tables, k << CORRELATION_SEGMENT_BITS if segments else correlation_offset)
+        if (note := drop_untimed_spans(tables, pid)) is not None:
+            writer.add_note(note)
+        parts.append((tables, replays))
+    merged = raw
+    if segments:  # what derive_graphs and map_graph_ids read of a session, of all of them
+        merged = RawActivity()
+        merged.resource_events = [e for r in sessions for e in r.resource_events]
+        merged.topologies = {g: t for r in sessions for g, t in r.topologies.items()}
+        merged.own_spans = list(raw.own_spans)
+    first: dict[int, Any] = {}  # each graph id's first replay, over the sessions
+    for _, replays in parts:
+        for g, rn in replays.items():
+            if g not in first or rn.first_ns < first[g].first_ns:
+                first[g] = rn
+    api = _concat([t.get("api_calls") for t, _ in parts])
+    graphs = derive_graphs(merged, api, untraced_captures or (), first)
     labels = dict(zip(graphs.graphs["graph_id"], graphs.graphs["label"]))
-    spans = tables.get("gpu_spans")
-    if spans is not None:
-        known = dict(zip(graphs.nodes["node_id"], graphs.nodes["graph_id"]))
-        map_graph_ids(spans, raw, known, graphs.exec_to_graph)
+    known = dict(zip(graphs.nodes["node_id"], graphs.nodes["graph_id"]))
+    all_spans = [t["gpu_spans"] for t, _ in parts if t.get("gpu_spans") is not None]
+    for spans in all_spans:
+        map_graph_ids(spans, merged, known, graphs.exec_to_graph)
         gl = spans["kind"] == "graph"
         if gl.any():
             spans["name"][gl] = lookup(spans["graph_id"][gl], labels, lambda g: f"graph {g}")
-        # Work of graphs we did not see built (created before tracing started) keeps its ids but
-        # would dangle: record such graphs as 'unknown' so every id resolves.
-        seen = set(graphs.graphs["graph_id"])
-        for g in sorted({int(x) for x in np.unique(spans["graph_id"]) if x and int(x) not in seen}):
-            for key, val in (("graph_id", g), ("exec_id", 0), ("origin", "unknown"),
-                             ("label", f"graph {g} (built before tracing started)"), ("mode", "graph"),
-                             ("num_nodes", 0), ("num_edges", 0)):
-                graphs.graphs[key].append(val)
-        unknown_nodes = {int(g) for g, n in zip(graphs.graphs["graph_id"], graphs.graphs["origin"]) if n == "unknown"}
+    # Work of graphs we did not see built (created before tracing started) keeps its ids but
+    # would dangle: record such graphs as 'unknown' so every id resolves.
+    seen = set(graphs.graphs["graph_id"])
+    launched = {int(x) for spans in all_spans for x in np.unique(spans["graph_id"]) if x}
+    for g in sorted(launched - {int(x) for x in seen}):
+        for key, val in (("graph_id", g), ("exec_id", 0), ("origin", "unknown"),
+                         ("label", f"graph {g} (built before tracing started)"), ("mode", "graph"),
+                         ("num_nodes", 0), ("num_edges", 0)):
+            graphs.graphs[key].append(val)
+    unknown_nodes = {int(g) for g, n in zip(graphs.graphs["graph_id"], graphs.graphs["origin"]) if n == "unknown"}
+    for spans in all_spans:
         if unknown_nodes:
             keep = ~np.isin(spans["graph_id"], list(unknown_nodes))
             spans["graph_node_id"] = np.where(keep, spans["graph_node_id"], 0)
-    for table, cols in tables.items():
-        writer.append(table, cols)
+    for tables, _ in parts:
+        for table, cols in tables.items():
+            writer.append(table, cols)
     for table, cols in (("graphs", graphs.graphs), ("graph_nodes", graphs.nodes), ("graph_edges", graphs.edges),
                         ("graph_events", graphs.events)):
         if cols and len(next(iter(cols.values()))):
             writer.append(table, {**cols, "pass_id": [pid] * len(next(iter(cols.values())))})
-    if api is not None:
-        launches = launch_events(api, spans)
-        if launches is not None:
-            writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
+    for tables, _ in parts:
+        if tables.get("api_calls") is not None:
+            launches = launch_events(tables["api_calls"], tables.get("gpu_spans"))
+            if launches is not None:
+                writer.append("graph_events", {**launches, "pass_id": np.full(len(launches["graph_id"]), pid)})
     writer.add_pass(info)
     debug_dir = os.environ.get("GRAPHMODE_DEBUG_DIR")
     if debug_dir:  # raw resource callbacks, to study what a framework does with graphs
         with open(os.path.join(debug_dir, f"resource_events_{writer.path.stem}_pass{pid}.json"), "w") as f:
             json.dump([e.__dict__ for e in raw.resource_events], f, default=str)
     return graphs
+
+
+def _exec_id(graph: Any) -> int:
+    """CUPTI's id of the executable graph a PyTorch CUDAGraph holds (`raw_cuda_graph_exec`, PyTorch 2.8+), read with
+    CUPTI attached; 0 where PyTorch does not say (the graph is then adopted by its first replay, tracer.lifecycle)."""
+    raw = getattr(graph, "raw_cuda_graph_exec", None)
+    handle = int(raw()) if raw is not None else 0
+    return int(cupti_module().get_graph_exec_id(handle)) if handle else 0
 
 
 def _own_graph() -> None:

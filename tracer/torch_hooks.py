@@ -179,9 +179,10 @@ class TorchHooks:
         self.dropped = 0
         self.errors: list[str] = []
         self.captures = 0
-        # the one traced run's untraced capture (tracer.untraced_windows.CaptureController, via tracer.script): called
-        # before the program's capture_begin, before its capture_end, and after it (reason, error); None: nothing
-        self.around_capture: tuple[Callable[[], None], Callable[[], None], Callable[[str, str], None]] | None = None
+        # the one traced run's untraced captures (tracer.untraced_windows.CaptureController, via tracer.script): called
+        # before the program's capture_begin, before its capture_end, and after it (reason, error, the CUDAGraph where
+        # it returned); None: nothing
+        self.around_capture: tuple[Callable[[], None], Callable[[], None], Callable[[str, str, Any], None]] | None = None
 
     # -- installing --------------------------------------------------------------------------------
     def install(self) -> TorchHooks:
@@ -268,7 +269,7 @@ class TorchHooks:
             try:
                 return begin(graph, *args, **kwargs)
             except BaseException as e:
-                hooks._guard("untraced capture", lambda: around[2]("capture_begin_failed", f"{type(e).__name__}: {e}"))
+                hooks._guard("untraced capture", lambda: around[2]("capture_begin_failed", f"{type(e).__name__}: {e}", None))
                 raise
 
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
@@ -278,10 +279,10 @@ class TorchHooks:
                 try:
                     result = end(graph, *args, **kwargs)
                 except BaseException as e:
-                    hooks._guard("untraced capture", lambda: around[2]("capture_end_failed", f"{type(e).__name__}: {e}"))
+                    hooks._guard("untraced capture", lambda: around[2]("capture_end_failed", f"{type(e).__name__}: {e}", None))
                     raise
                 # attached again (where it was detached) before the hooks sample memory: CUPTI's clock is read there
-                hooks._guard("untraced capture", lambda: around[2]("capture_end", ""))
+                hooks._guard("untraced capture", lambda: around[2]("capture_end", "", graph))
             else:
                 result = end(graph, *args, **kwargs)
             hooks._guard("capture_end", lambda: hooks._after_capture(graph))

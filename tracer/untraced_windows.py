@@ -26,19 +26,22 @@ TRACED_BEFORE is a few more.
 
 **Untraced captures** (CaptureController, sessions 28-29): what a one-run capture pays is CUPTI being attached, not its
 records (benchmarks/notes/s26-s27: a ViT's capture block 1.6-2.8x untraced, and no choice of records made it cheaper).
-So the process's first PyTorch capture (`CUDAGraph.capture_begin`, which `torch.cuda.graph` goes through) runs with
-CUPTI detached, from just before its capture_begin to just after its capture_end (the end of the capture and the
-instantiation untraced too), where a session attaches again (no GRAPH_TRACE) and graphmode runs an empty graph of its
-own: a session's first graph operations are slow (7.6-10.5 ms for a ViT's capture_end attached just before it, 6.3-7.7
-ms for its first replay attached just after, against 0.6-0.9 and 2.0 untraced), and graphmode's own graph takes that
-first cost (the program's first replay then 2.25-2.42 ms; benchmarks/notes/s28, call 3). The graph is known from its
-replays: the kernel records of its first replay, in order (tracer.lifecycle, adopted graphs); its edges and its own
-capture records are not recorded. The same safety rule as a window's: only where no graph exists in the process, and
-no session after it records GRAPH_TRACE. One capture a run (MAX_UNTRACED_CAPTURES): the sessions detached before the
-last hold no graph, so the trace's graph records come from the last session alone (tracer.script.write_segment). Not
-for the empty capture with which cudagraph trees set up their memory pool: it is then the process's first graph, and
-no tree recording is made untraced. The detach, the attach and graphmode's own graph happen inside the program's
-capture block: their times are recorded and left out of its cost by the analysis (analyzers.script_graphs, tracer gaps).
+So the program's PyTorch captures (`CUDAGraph.capture_begin`, which `torch.cuda.graph` and `make_graphed_callables` go
+through) run with CUPTI detached, from just before capture_begin to just after capture_end (the end of the capture and
+the instantiation untraced too), where a session attaches again (no GRAPH_TRACE) and graphmode runs an empty graph of
+its own: a session's first graph operations are slow (7.6-10.5 ms for a ViT's capture_end attached just before it,
+6.3-7.7 ms for its first replay attached just after, against 0.6-0.9 and 2.0 untraced), and graphmode's own graph takes
+that first cost (the program's first replay then 2.25-2.42 ms; benchmarks/notes/s28, call 3). The graph is known from
+its replays: the executable's id PyTorch gives (`raw_cuda_graph_exec`), the kernel records of its first replay in order
+(tracer.lifecycle, adopted graphs); its edges and its own capture records are not recorded. The safety rule: a capture
+detaches only where no session that records GRAPH_TRACE has seen a graph (a graph instantiated under GRAPH_TRACE
+crashed its replays after a detach, session 22): before the process's first graph, or in a session attached again
+(without GRAPH_TRACE) after a window or an untraced capture. So not after the empty capture with which cudagraph trees
+set up their memory pool, which is then the process's first graph, traced; and not for that capture itself. At most
+MAX_UNTRACED_CAPTURES a run (each detach, attach and own graph costs the run 30-90 ms of wall time). The sessions'
+graph records are read together (tracer.script.write_script_pass: CUPTI's ids run on across sessions). The detach, the
+attach and graphmode's own graph happen inside the program's capture block: their times are recorded and left out of
+its cost by the analysis (analyzers.script_graphs, tracer gaps).
 
 Standard library only (tests drive the controller with made-up stamps, synthetic).
 """
@@ -181,7 +184,7 @@ class WindowController:
         return out
 
 
-MAX_UNTRACED_CAPTURES = 1  # the process's first capture (module doc)
+MAX_UNTRACED_CAPTURES = 32  # a run's captures made untraced, at most (module doc)
 
 
 @dataclass
@@ -197,6 +200,7 @@ class UntracedCapture:
     attach_end_ns: int = 0  # attached again, graphmode's own graph run
     reason: str = ""  # 'capture_end'; 'capture_end_failed', 'capture_begin_failed' (raised); 'end' (the run ended)
     error: str = ""  # what the failing call raised
+    exec_id: int = 0  # CUPTI's id of the executable graph it made, read once attached (0: not known)
 
 
 @dataclass
@@ -211,6 +215,8 @@ class CaptureController:
     may_detach: Callable[[], bool]
     clock: Callable[[], int] = time.perf_counter_ns
     limit: int = MAX_UNTRACED_CAPTURES
+    # the executable's CUPTI id from what the program's capture_end made (its CUDAGraph), once attached; 0 unknown
+    exec_id_of: Callable[[Any], int] = lambda graph: 0
     captures: list[UntracedCapture] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     off: bool = False  # after a failed detach or attach: no more
@@ -242,8 +248,8 @@ class CaptureController:
         if c is not None and not c.body_end_ns:
             c.body_end_ns = self.clock()
 
-    def end(self, reason: str = "capture_end", error: str = "") -> None:
-        """Attaches CUPTI again where a capture detached it."""
+    def end(self, reason: str = "capture_end", error: str = "", graph: Any = None) -> None:
+        """Attaches CUPTI again where a capture detached it; `graph`: what capture_end returned from (its CUDAGraph)."""
         with self._lock:
             c = self._open
             if c is None:
@@ -256,6 +262,11 @@ class CaptureController:
             self.errors.append(f"attach: {type(e).__name__}: {e}")
             self.off = True
         c.attach_end_ns = self.clock()
+        if graph is not None and not self.off:
+            try:
+                c.exec_id = int(self.exec_id_of(graph))
+            except Exception as e:  # adopted by its first replay instead (tracer.lifecycle)
+                self.errors.append(f"exec id: {type(e).__name__}: {e}")
         self.captures.append(c)
 
     def entries(self, move: Callable[[list[int]], Any], where: Callable[[Any], str]) -> list[dict[str, Any]]:
@@ -268,5 +279,6 @@ class CaptureController:
             out.append({"thread_id": c.thread_id, "source": where(c.source), "detach_start_ns": d0, "begin_ns": b,
                         "body_end_ns": be if c.body_end_ns else 0, "end_ns": e, "attach_end_ns": a,
                         "detach_ns": c.begin_ns - c.detach_start_ns, "attach_ns": c.attach_end_ns - c.end_ns,
-                        "reason": c.reason, **({"error": c.error} if c.error else {})})
+                        "reason": c.reason, **({"error": c.error} if c.error else {}),
+                        **({"exec_id": c.exec_id} if c.exec_id else {})})
         return out
