@@ -3,7 +3,7 @@
 The report says how far a figure of the one traced run may still be from untraced, and the break-even interval allows
 for it (analyzers.break_even): a one-time cost with the tracer's calibrated cost taken off (analyzers.tracer_cost) up to
 CORRECTED_CAPTURE_BOUND too high or CORRECTED_CAPTURE_LOW_BOUND too low; one whose capture the one run made with
-CUPTI detached (the process's first, tracer.untraced_windows; since session 29) UNTRACED_CAPTURE_BOUND too high or
+CUPTI detached (tracer.untraced_windows; since session 29) UNTRACED_CAPTURE_BOUND too high or
 UNTRACED_CAPTURE_LOW_BOUND too low (a step of several graphs, its first untraced and the rest corrected, is held by the
 corrected bounds); an eager period leveled by an untraced window
 of the run (analyzers.untraced_windows) WINDOW_EAGER_BOUND either way; a replay folded from its nodes' records
@@ -139,7 +139,7 @@ def check(rows: list[dict[str, Any]]) -> tuple[bool, str]:
             f"corrected {c.min():.2f}-{c.max():.2f}x the untraced median (within 25% on {int((abs(c - 1) <= 0.25).sum())}), "
             f"as traced {t.min():.2f}-{t.max():.2f}x, the untraced processes' own spread (max/min) up to "
             f"{spread.max():.2f}x; stated bounds {low:.2f}-{high:.2f}x: {'hold' if ok_one else 'DO NOT HOLD'}.\n"
-            + (f"{unt.size} one-time costs captured untraced (the process's first graph): {unt.min():.2f}-{unt.max():.2f}x "
+            + (f"{unt.size} one-time costs captured untraced: {unt.min():.2f}-{unt.max():.2f}x "
                f"the untraced median (within 25% on {int((abs(unt - 1) <= 0.25).sum())}); stated bounds {u_low:.2f}-"
                f"{u_high:.2f}x: {'hold' if ok_unt else 'DO NOT HOLD'}.\n" if unt.size else "") +
             f"{win.size} eager periods from untraced windows: {win.min():.2f}-{win.max():.2f}x the untraced median "

@@ -211,7 +211,7 @@ def _one_time_capture_untraced(n: Note) -> str:
     inst = _num(n, "instantiate_ns") if n.get("instantiate_ns") is not None else None
     parts = ", ".join(x for x in (f"the capture {short_ns(build)}" if build is not None else "",
                                   f"its instantiation {short_ns(inst)}" if inst is not None else "") if x)
-    return (f"the one traced run made this capture with CUPTI detached (the process's first graph): its one-time cost "
+    return (f"the one traced run made this capture with CUPTI detached: its one-time cost "
             f"of {short_ns(measured)}{f' ({parts})' if parts else ''} is the program's capture, end of capture and "
             "instantiation at their own speed, and its first replay traced; the time graphmode took inside the capture "
             "block to detach and attach CUPTI and to run an empty graph of its own is left out. The graph's nodes are its "

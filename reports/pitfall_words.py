@@ -118,7 +118,7 @@ def skip_advice(reason: str, synchronising_op: bool) -> str:
 def _capture_failed_unrecorded(n: Note) -> str:
     if n.get("untraced_capture"):
         return ((f"The script raised {n['raised']}. " if n["raised"] else "")
-                + "graphmode's one run made this capture, the process's first, with CUPTI detached so as not to slow "
+                + "graphmode's one run made this capture with CUPTI detached so as not to slow "
                 "it, so the call that broke it was not recorded; GRAPHMODE_UNTRACED_CAPTURE=0 records it.")
     return f"The script raised {n['raised']} (no failing CUDA call was recorded)."
 

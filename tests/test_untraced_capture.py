@@ -81,24 +81,25 @@ def test_a_recorded_decode_step_captured_untraced_is_adopted_and_costs_what_its_
     assert be is not None and be.interval_low is not None and be.interval_low <= 2 <= be.replays + 1  # untraced: 2
 
 
-def test_a_recorded_graph_per_batch_size_has_its_first_capture_untraced_and_the_rest_corrected(tmp_path: Path) -> None:
-    """A real recording (H200, session 29 device call 3): a timm ViT with a graph per batch size. Only the process's
-    first capture runs untraced (MAX_UNTRACED_CAPTURES); the three after it are traced and corrected as before."""
+def test_a_recorded_graph_per_batch_size_has_each_capture_untraced_and_each_graph_its_own(tmp_path: Path) -> None:
+    """A real recording (H200, session 29 device call 4): a timm ViT with a graph per batch size (1, 2, 4, 8). Each
+    capture ran with CUPTI detached, the second to fourth in sessions attached again after the one before; each graph
+    is the executable PyTorch named, its one-time cost within 6% of the same process's own clock for that batch size."""
     from graphmode.analyzers import analyze
     from graphmode.tracer.store import load
 
     with load(unpacked_xz(S29 / "vit_batches-graphmode-01.gmtrace.xz", tmp_path)) as t:
-        (c,) = t.meta["runs"][0]["untraced_captures"]["captures"]
+        caps = sorted(t.meta["runs"][0]["untraced_captures"]["captures"], key=lambda c: c["begin_ns"])
+        assert t.meta["runs"][0]["untraced_windows"]["sessions"] >= 5  # before the window, after it, after each capture
         a = analyze(t)
-    costs = sorted(((g.graph_id, g.cost) for g in a.graphs if g.cost is not None), key=lambda x: x[0])
-    assert len(costs) == 4 and costs[0][0] == c["graph_id"]
-    first = costs[0][1]
-    assert first.capture_untraced and first.tracer_correction_ns is None
-    assert all(not k.capture_untraced and k.tracer_correction_ns is not None and k.tracer_correction_ns < 0
-               for _, k in costs[1:])
-    gaps = (c["begin_ns"] - c["detach_start_ns"]) + (c["attach_end_ns"] - c["end_ns"])
-    own = _own_clock_one_time("vit_batches", 1, "b1") - gaps
-    assert 0.95 <= first.total_ns / own <= 1.05, (first.total_ns, own)
+    assert len(caps) == 4 and all(c["reason"] == "capture_end" and c["graph_id"] == c["exec_id"] > 0 for c in caps)
+    costs = {g.graph_id: g.cost for g in a.graphs if g.cost is not None}
+    for size, c in zip((1, 2, 4, 8), caps):
+        cost = costs[c["graph_id"]]
+        assert cost.capture_untraced and cost.tracer_correction_ns is None
+        gaps = (c["begin_ns"] - c["detach_start_ns"]) + (c["attach_end_ns"] - c["end_ns"])
+        own = _own_clock_one_time("vit_batches", 1, f"b{size}") - gaps
+        assert 0.9 <= cost.total_ns / own <= 1.05, (size, cost.total_ns, own)
 
 
 def test_graphs_captured_untraced_in_turn_are_one_trace_across_the_runs_sessions(tmp_path: Path) -> None:
