@@ -12,6 +12,7 @@ import numpy as np
 
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.results import CriticalPath, Stat
+from graphmode.analyzers.torch_windows import untraced_capture_graphs
 from graphmode.tracer.store import Trace
 
 # One replay = the node spans of one graph inside one graph-mode iteration with one correlation id
@@ -79,8 +80,12 @@ def _critical_paths(trace: Trace, pass_id: int, measured: bool) -> tuple[list[Cr
     replay = trace.sql(_REPLAY_SQL, [pass_id]) if measured else {"graph_id": np.zeros(0, np.int64)}
     labels = dict(trace.rows("SELECT graph_id, label FROM graphs WHERE pass_id = ?", [pass_id]))
     out: list[CriticalPath] = []
+    edges_unknown = untraced_capture_graphs(trace, pass_id)  # captured with CUPTI detached: no path without edges
     for (graph_id,) in trace.rows("SELECT DISTINCT graph_id FROM graph_nodes WHERE pass_id = ? ORDER BY graph_id", [pass_id]):
         graph_id = int(graph_id)
+        if graph_id in edges_unknown:
+            notes.append(note("critical_path_edges_unknown", graph_id=graph_id, label=labels.get(graph_id, "")))
+            continue
         nodes = trace.sql("SELECT node_id, name FROM graph_nodes WHERE pass_id = ? AND graph_id = ? ORDER BY node_id", [pass_id, graph_id])
         edges = trace.sql("SELECT from_node_id, to_node_id FROM graph_edges WHERE pass_id = ? AND graph_id = ?", [pass_id, graph_id])
         ids = nodes["node_id"].astype(np.int64)

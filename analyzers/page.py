@@ -31,6 +31,7 @@ from graphmode.analyzers.timeline import (
     select_spans,
     traced_pass,
 )
+from graphmode.analyzers.torch_windows import untraced_capture_graphs
 from graphmode.analyzers.untraced_windows import UntracedWindow, untraced_windows
 from graphmode.tracer.profile_store import read_profile
 from graphmode.tracer.store import PassInfo, Trace
@@ -60,6 +61,9 @@ class GraphTopology:
     num_nodes: int | None
     ran: bool  # the pass has GPU work of the graph
     nodes: NodeTable | None  # None: no topology recorded, too many nodes, or past the page's MAX_TOPOLOGIES
+    # captured with CUPTI detached (tracer.untraced_windows): its nodes known from its first replay, its edges not
+    # recorded (nodes is then None: not drawn as if it had none)
+    edges_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,10 +103,12 @@ def topologies(trace: Trace, pass_id: int) -> tuple[GraphTopology, ...]:
                       "AND s.graph_id = g.graph_id) FROM graphs g WHERE pass_id = ? ORDER BY graph_id", [pass_id])
     out: list[GraphTopology] = []
     drawable = 0
+    untraced = untraced_capture_graphs(trace, pass_id)
     for gid, label, nodes, ran in rows:
-        table = graph_nodes(trace, pass_id, int(gid)) if drawable < MAX_TOPOLOGIES else None
+        unknown = int(gid) in untraced
+        table = graph_nodes(trace, pass_id, int(gid)) if drawable < MAX_TOPOLOGIES and not unknown else None
         drawable += table is not None
-        out.append(GraphTopology(int(gid), str(label), None if nodes is None else int(nodes), bool(ran), table))
+        out.append(GraphTopology(int(gid), str(label), None if nodes is None else int(nodes), bool(ran), table, unknown))
     return tuple(out)
 
 

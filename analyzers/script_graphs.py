@@ -28,7 +28,7 @@ import numpy as np
 
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.timing_run import timing_run_one_time
-from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows
+from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows, untraced_capture_graphs
 from graphmode.tracer.lifecycle import lifecycle_calls
 from graphmode.tracer.store import PassInfo, Trace
 
@@ -272,12 +272,9 @@ def untraced_captures(trace: Trace, pass_id: int) -> tuple[tuple[tuple[int, int]
     in meta.runs, 'untraced_captures'; tracer.untraced_windows.CaptureController). ((), ∅) where it made none."""
     entry = run_entry(trace, pass_id).get("untraced_captures") or {}
     gaps: list[tuple[int, int]] = []
-    graphs: set[int] = set()
     for c in entry.get("captures") or []:
         gaps += [(int(c["detach_start_ns"]), int(c["begin_ns"])), (int(c["end_ns"]), int(c["attach_end_ns"]))]
-        if int(c.get("graph_id") or 0):
-            graphs.add(int(c["graph_id"]))
-    return tuple(gaps), frozenset(graphs)
+    return tuple(gaps), untraced_capture_graphs(trace, pass_id)
 
 
 def builds_recorded(trace: Trace, pass_id: int) -> bool:

@@ -18,6 +18,13 @@ def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
     return {}
 
 
+def untraced_capture_graphs(trace: Trace, pass_id: int) -> frozenset[int]:
+    """The graphs the pass captured with CUPTI detached (meta.runs[].untraced_captures, tracer.untraced_windows): known
+    from their replays, their edges not recorded."""
+    entry = run_entry(trace, pass_id).get("untraced_captures") or {}
+    return frozenset(int(c["graph_id"]) for c in entry.get("captures") or [] if int(c.get("graph_id") or 0))
+
+
 _WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_cuda_graph_block": "end_cuda_graph_block"}
 _WINDOW_KINDS_SHORT = {"start_cudagraph_recording": "recording", "start_cuda_graph_block": "block"}
 

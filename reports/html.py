@@ -176,7 +176,10 @@ def _topologies(page: _Page, a: TraceAnalysis, data: PageData) -> str:
             continue
         fig = html_charts.topology_figure(gid, topo.nodes, paths.get(gid), str(label), note) if topo.nodes is not None else None
         if fig is None:
-            why = "no topology recorded" if not nodes else f"{int(nodes):,} nodes, too many to draw"
+            why = ("no topology recorded" if not nodes else
+                   f"captured with the tracer detached: its {int(nodes):,} nodes are its first replay's, in the order "
+                   "they ran; its edges were not recorded" if topo.edges_unknown else
+                   f"{int(nodes):,} nodes, too many to draw")
             notes.append(f"{graph_title(gid, label)}: {why}" + (f"; {note}" if note else ""))
             continue
         items.append(page.chart(f"gm-topo-{len(items)}", fig))

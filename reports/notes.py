@@ -592,6 +592,8 @@ TEMPLATES: dict[str, Template] = {
                                "GPU time"),
     "prediction_failed": "the graph prediction failed ({error_type}: {error}); please report it",
     "critical_path_no_spans": "graph {graph_id} ({label}) has no measured node spans: no critical path",
+    "critical_path_edges_unknown": ("graph {graph_id} ({label}) was captured with the tracer detached: its edges were not "
+                                    "recorded, so no critical path"),
     "critical_path_cycle": "graph {graph_id} ({label}) has a cycle in its recorded edges: no critical path",
     # a script trace (analyzers.script_analysis, script_graphs, untraced)
     "step_model_failed": "the step model failed ({error_type}: {error}); each graph is reported alone; please report it",

@@ -164,3 +164,24 @@ def test_graphs_captured_untraced_in_turn_are_one_trace_across_the_runs_sessions
         assert events == [(2, "capture", 100, 150), (2, "instantiate", 150, 200), (9, "capture", 600, 650),
                           (9, "instantiate", 650, 700)]
         assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] == 4
+
+
+def test_a_graph_captured_untraced_is_not_drawn_or_pathed_as_if_it_had_no_edges(tmp_path: Path) -> None:
+    """The real ViT recording: its graphs' edges were not recorded, so the page says so instead of drawing every node
+    side by side at one level, and no critical path is made up from the missing edges."""
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.page import topologies
+    from graphmode.tracer.store import load
+    from graphmode.views import html_page
+
+    with load(unpacked_xz(S29 / "vit_batches-graphmode-01.gmtrace.xz", tmp_path)) as t:
+        caps = t.meta["runs"][0]["untraced_captures"]["captures"]
+        pid = t.passes[0].pass_id
+        topos = {x.graph_id: x for x in topologies(t, pid)}
+        a = analyze(t)
+        page, _ = html_page(t, a)
+    for c in caps:
+        topo = topos[c["graph_id"]]
+        assert topo.edges_unknown and topo.nodes is None and topo.num_nodes and topo.num_nodes > 100
+    assert not a.critical_paths
+    assert "its edges were not recorded" in page and f"{topos[caps[0]['graph_id']].num_nodes:,} nodes are its first" in page
