@@ -94,3 +94,18 @@ def test_a_graphs_first_replay_gives_its_nodes_in_order_with_the_drivers_copy_ke
     gid, r = only
     assert gid == 2 and (r.first_ns, r.launch_ns, r.thread_id) == (500, 450, 7)
     assert r.nodes == ((11, "kernel", "gemm"), (12, "kernel", "softmax"), (13, "memcpy", "memcpy32_post"))
+
+
+def test_without_pytorchs_ids_captures_in_turn_take_executables_in_turn_whatever_order_they_replay_in() -> None:
+    """SYNTHETIC: two untraced captures and no executable id from PyTorch (before 2.8): the second graph (executable 9)
+    is replayed before the first (executable 2); CUPTI numbers executables in the order they are made, so the first
+    capture takes 2 and the second 9."""
+    from graphmode.tracer.lifecycle import ReplayNodes
+
+    caps = [{"thread_id": 7, "begin_ns": 100, "body_end_ns": 150, "end_ns": 200, "source": "a.py:3 f", "reason": "capture_end"},
+            {"thread_id": 7, "begin_ns": 300, "body_end_ns": 350, "end_ns": 400, "source": "a.py:5 f", "reason": "capture_end"}]
+    replays = {9: ReplayNodes(first_ns=500, launch_ns=490, thread_id=7, nodes=((91, "kernel", "large"),)),
+               2: ReplayNodes(first_ns=600, launch_ns=590, thread_id=7, nodes=((21, "kernel", "small"),))}
+    out = derive_graphs(RawActivity(), None, caps, replays)
+    assert out.untraced == {100: 2, 300: 9}
+    assert dict(zip(out.nodes["graph_id"], out.nodes["name"])) == {2: "small", 9: "large"}

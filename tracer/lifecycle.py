@@ -16,8 +16,9 @@ instantiate-then-upload pattern and stated as such in docs/trace-format.md.
 A graph the one traced run captured with CUPTI detached (tracer.untraced_windows, CaptureController: the process's
 first PyTorch capture, its end and instantiation untraced too) fires no resource callback: its replays' kernel records
 carry an executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the id PyTorch's CUDAGraph gave for its
-executable (raw_cuda_graph_exec, read once CUPTI attached again), else the first such id launched after the capture
-ended on its thread, is that capture's graph (one never replayed while traced is not adopted), its nodes the node records of its first replay in the order they
+executable (raw_cuda_graph_exec, read once CUPTI attached again), else the lowest such id not yet taken that was
+launched after the capture ended on its thread (CUPTI numbers executables in the order they are made), is that
+capture's graph (one never replayed while traced is not adopted, and without PyTorch's id may take the next one's), its nodes the node records of its first replay in the order they
 ran (no edges: they were not recorded), its capture and instantiation the program's capture_begin to capture_end and
 capture_end itself (PyTorch's, which ends the capture and instantiates), by the host clock. graphmode's own empty
 graph, run right after that session attached (RawActivity.own_spans), is not the program's.
@@ -184,12 +185,13 @@ def _adopt(out: ScriptGraphs, captures: Sequence[Mapping[str, Any]], replays: Ma
             if exec_id not in replays or exec_id in taken:
                 continue
             gid = exec_id
-        else:  # the first executable id replayed after the capture ended on its thread
-            mine = [(r.first_ns, g) for g, r in replays.items() if g not in taken and r.first_ns >= end
-                    and (r.thread_id in (0, tid))]
+        else:  # the lowest executable id not yet taken that was replayed after the capture ended on its thread:
+            # CUPTI numbers executables in the order they are made, so captures in turn take ids in turn, whatever
+            # order the program replays them in
+            mine = [g for g, r in replays.items() if g not in taken and r.first_ns >= end and (r.thread_id in (0, tid))]
             if not mine:
                 continue  # never replayed while traced
-            gid = min(mine)[1]
+            gid = min(mine)
         taken.add(gid)
         out.untraced[begin] = gid
         out.exec_to_graph[gid] = gid
