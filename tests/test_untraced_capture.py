@@ -149,7 +149,7 @@ def test_graphs_captured_untraced_in_turn_are_one_trace_across_the_runs_sessions
                  "reason": "capture_end", "exec_id": 9}]
     path = tmp_path / "t.gmtrace"
     with TraceWriter(path, {"workload": "synthetic", "dropped_records": 0}) as w:
-        graphs = write_script_pass(w, s2, PassInfo(0, "single", "graph", 0, 2000, 0, "complete"), 0, captures, [s0, s1])
+        graphs = write_script_pass(w, s2, PassInfo(0, "single", "graph", 0, 2000, 0, "complete"), captures, [s0, s1])
     assert graphs.untraced == {100: 2, 600: 9}
     with load(path) as t:
         assert validate_trace(t) == []

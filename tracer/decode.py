@@ -70,7 +70,7 @@ def _api_names(recs: np.ndarray, domain: int) -> np.ndarray:
 
 
 def decode(raw: RawActivity, pass_id: int, graph_labels: dict[int, str] | None = None,
-           replay_nodes: dict[int, Any] | None = None) -> dict[str, dict[str, Any]]:
+           replay_nodes: dict[int, ReplayNodes] | None = None) -> dict[str, dict[str, Any]]:
     """Turns one pass's raw activity into columns for api_calls, gpu_spans, synchronizations, markers.
     `replay_nodes`: filled, where a session without GRAPH_TRACE folds its replays' node records, with each graph id's
     first replay (tracer.lifecycle.ReplayNodes: how a graph captured while CUPTI was detached is known)."""
@@ -209,7 +209,7 @@ def _node_kind(kind: str, name: str) -> str:
     return kind
 
 
-def first_replays(spans: dict[str, Any], calls: dict[str, Any] | None) -> dict[int, Any]:
+def first_replays(spans: dict[str, Any], calls: dict[str, Any] | None) -> dict[int, ReplayNodes]:
     """Graph id -> the node records of its first replay (tracer.lifecycle.ReplayNodes), from a session's unfolded GPU
     records: the first launch (correlation id) whose records carry that graph id, its records by start (a kernel of the
     driver's own that carries out a copy or set node is that node: _DRIVER_COPY_KERNEL)."""

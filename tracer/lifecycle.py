@@ -13,15 +13,16 @@ cuGraphUpload and cuGraphExecUpdate fire no resource event: they are given to th
 most recently instantiated on the calling thread, which is right for the usual
 instantiate-then-upload pattern and stated as such in docs/trace-format.md.
 
-A graph the one traced run captured with CUPTI detached (tracer.untraced_windows, CaptureController: the process's
-first PyTorch capture, its end and instantiation untraced too) fires no resource callback: its replays' kernel records
-carry an executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the id PyTorch's CUDAGraph gave for its
-executable (raw_cuda_graph_exec, read once CUPTI attached again), else the lowest such id not yet taken that was
-launched after the capture ended on its thread (CUPTI numbers executables in the order they are made), is that
-capture's graph (one never replayed while traced is not adopted, and without PyTorch's id may take the next one's), its nodes the node records of its first replay in the order they
-ran (no edges: they were not recorded), its capture and instantiation the program's capture_begin to capture_end and
-capture_end itself (PyTorch's, which ends the capture and instantiates), by the host clock. graphmode's own empty
-graph, run right after that session attached (RawActivity.own_spans), is not the program's.
+A graph the one traced run captured with CUPTI detached (tracer.untraced_windows, CaptureController: a PyTorch
+capture, its end and instantiation untraced too) fires no resource callback: its replays' kernel records carry an
+executable's id that no GRAPHEXEC_CREATED named. It is **adopted**: the id PyTorch's CUDAGraph gave for its executable
+(raw_cuda_graph_exec, read once CUPTI attached again), else the lowest such id not yet taken that was launched after
+the capture ended on its thread (CUPTI numbers executables in the order they are made), is that capture's graph (one
+never replayed while traced is not adopted, and without PyTorch's id may take the next one's); its nodes are the node
+records of its first replay in the order they ran (no edges: they were not recorded); its capture and instantiation
+are the program's capture_begin to capture_end and capture_end itself (PyTorch's, which ends the capture and
+instantiates), by the host clock. graphmode's own empty graph, run right after that session attached
+(RawActivity.own_spans), is not the program's.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class ScriptGraphs:
 
 @dataclass(frozen=True)
 class ReplayNodes:
-    """The node records of a graph's first replay seen in a session without GRAPH_TRACE (tracer.decode, folded after)."""
+    """The node records of a graph's first replay seen in a session without GRAPH_TRACE (tracer.decode, folded
+    after)."""
 
     first_ns: int  # its first node's start (GPU)
     launch_ns: int  # the launch call's start (CPU; 0 where not recorded)

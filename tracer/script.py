@@ -40,7 +40,7 @@ import numpy as np
 from graphmode.tracer import allocator_history
 from graphmode.tracer import first_graph_probe  # read as a module attribute: set at run time (and by tests)
 from graphmode.tracer.conflicts import ProfilerWatch, warning_before_run
-from graphmode.tracer.cuda_util import init_device
+from graphmode.tracer.cuda_util import check, init_device
 from graphmode.tracer.cupti_session import (CuptiSession, LAUNCH_API, LIFECYCLE_API, RawActivity, loaded_cupti_library,
                                            timestamp)
 from graphmode.tracer.decode import decode, drop_untimed_spans, lookup
@@ -321,7 +321,7 @@ class ScriptTracer:
         try:
             captures = self._captures.entries(_clock_map(self._clock_pairs), location_text) if self._captures else []
             graphs = write_script_pass(writer, raw, PassInfo(self.pass_id, cfg.name, cfg.detail, self.start_ns, end,
-                                                             raw.dropped, status), 0, captures, segments)
+                                                             raw.dropped, status), captures, segments)
             if self._captures is not None:
                 for c in captures:
                     c["graph_id"] = graphs.untraced.get(c["begin_ns"], 0)
@@ -601,12 +601,12 @@ def _concat(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     return {k: np.concatenate([np.asarray(p[k]) for p in have]) for k in keys}
 
 
-def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation_offset: int = 0,
+def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo,
                       untraced_captures: list[dict[str, Any]] | None = None, segments: Sequence[Any] = ()) -> Any:
     """Writes the records of a run's sessions (`segments`: those detached before the last for an untraced window or
     capture, in order; `raw`: the last) with the graphs derived from all of them; returns those graphs
     (tracer.lifecycle.ScriptGraphs). Each session numbers correlation ids afresh: the k-th session's move up by
-    k << CORRELATION_SEGMENT_BITS (`correlation_offset`: the last session's, where it has no segments before it). CUPTI's
+    k << CORRELATION_SEGMENT_BITS. CUPTI's
     graph, node and executable ids run on across sessions, so a graph built in one session and replayed in a later one
     is one graph. `untraced_captures`: see derive_graphs."""
     pid = info.pass_id
@@ -615,7 +615,7 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo, correlation
     for k, r in enumerate(sessions):
         replays: dict[int, Any] = {}
         tables = decode(r, pid, replay_nodes=replays if untraced_captures else None)
-        _offset_correlations(tables, k << CORRELATION_SEGMENT_BITS if segments else correlation_offset)
+        _offset_correlations(tables, k << CORRELATION_SEGMENT_BITS)
         if (note := drop_untimed_spans(tables, pid)) is not None:
             writer.add_note(note)
         parts.append((tables, replays))
@@ -689,19 +689,15 @@ def _own_graph() -> None:
     records are graphmode's own (RawActivity.own_spans), and so is its graph (tracer.lifecycle)."""
     from cuda.bindings import driver as cu
 
-    def ok(res: Any) -> Any:
-        if int(res[0]) != 0:
-            raise GraphmodeError(f"graphmode's own graph after the untraced capture: {res[0]!r}")
-        return res[1] if len(res) > 1 else None
-
-    graph = ok(cu.cuGraphCreate(0))
+    graph = check(cu.cuGraphCreate(0), "cuGraphCreate (graphmode's own graph)")
     try:
-        ok(cu.cuGraphAddEmptyNode(graph, None, 0))
-        exe = ok(cu.cuGraphInstantiate(graph, 0))
-        stream = ok(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        check(cu.cuGraphAddEmptyNode(graph, None, 0), "cuGraphAddEmptyNode (graphmode's own graph)")
+        exe = check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate (graphmode's own graph)")
+        stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (graphmode's own graph)")
         try:
-            ok(cu.cuGraphLaunch(exe, stream))
-            ok(cu.cuStreamSynchronize(stream))
+            check(cu.cuGraphLaunch(exe, stream), "cuGraphLaunch (graphmode's own graph)")
+            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize (graphmode's own graph)")
         finally:
             cu.cuGraphExecDestroy(exe)
             cu.cuStreamDestroy(stream)
