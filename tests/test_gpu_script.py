@@ -753,6 +753,9 @@ def test_the_one_run_makes_each_capture_untraced_and_knows_which_graph_is_which(
     assert first["graph_id"] == first["exec_id"] and second["graph_id"] == second["exec_id"], info
     nodes = dict(t.rows("SELECT graph_id, count(*) FROM graph_nodes WHERE node_type = 'kernel' GROUP BY 1"))
     assert nodes == {first["graph_id"]: 3, second["graph_id"]: 6}, nodes
+    # graphmode's own empty graph after each attach is not the program's (CuptiSession.own_work)
+    graphs = {g for (g,) in t.rows("SELECT graph_id FROM graphs")}
+    assert graphs == {first["graph_id"], second["graph_id"]}, graphs
     launches = dict(t.rows("SELECT graph_id, count(*) FROM graph_events WHERE event = 'launch' GROUP BY 1"))
     assert launches == {first["graph_id"]: 20, second["graph_id"]: 20}, launches
     costs = {g.graph_id: g.cost for g in analyze(t).graphs if g.cost is not None}

@@ -49,14 +49,11 @@ def test_a_graph_captured_while_cupti_was_detached_is_adopted_from_its_first_rep
     """SYNTHETIC. The one run's untraced capture (tracer.untraced_windows.CaptureController): CUPTI was detached from
     the program's capture_begin to after its capture_end, so no callback named the graph; the first executable id
     launched after that capture ended on its thread is its graph, with its first replay's nodes in order and no edges;
-    its capture is capture_begin to capture_end, its instantiation capture_end itself. graphmode's own empty graph,
-    run right after attaching (RawActivity.own_spans), is not the program's."""
+    its capture is capture_begin to capture_end, its instantiation capture_end itself. (graphmode's own empty graph,
+    run right after attaching, fires no callback the session records: tests/test_cupti_own_work.py.)"""
     from graphmode.tracer.lifecycle import ReplayNodes
 
     raw = RawActivity()
-    raw.own_spans = [(7, 600, 700)]
-    raw.resource_events = [ResourceEvent("GRAPH_CREATED", ts=610, thread_id=7, graph_id=4),  # graphmode's own
-                           ResourceEvent("GRAPHEXEC_CREATED", ts=620, thread_id=7, graph_id=4, exec_id=5)]
     capture = {"thread_id": 7, "begin_ns": 120, "body_end_ns": 400, "end_ns": 500, "source": "train.py:42 <module>",
                "reason": "capture_end"}
     replays = {2: ReplayNodes(first_ns=900, launch_ns=850, thread_id=7,

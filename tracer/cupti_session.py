@@ -15,6 +15,8 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -218,7 +220,7 @@ class CuptiSession:
         self._graph_handles: dict[int, int] = {}  # graph id -> handle, for the program's graphs alive now
         # graph id -> a copy (cuGraphClone) of a program's graph destroyed while tracing, read at stop (deferred_topology)
         self._copies: dict[int, Any] = {}
-        self._copying = 0  # the thread inside our own cuGraphClone: its resource callbacks are ours, not the program's
+        self._own_thread = 0  # the thread inside own_work(): its resource callbacks are graphmode's, not the program's
         # Where a graph's destruction is read: a copy now and the copy's topology at stop (copy_destroyed_graphs, unless
         # node callbacks are on: their clone ids name the program's nodes), or the graph itself now. PyTorch destroys
         # the captured graph inside its capture_end, within the program's capture block: reading it there (driver calls
@@ -282,7 +284,7 @@ class CuptiSession:
     def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
         cb_name = self._cb_names.get(int(cbid))
-        if cb_name is None or (self._copying and self._copying == threading.get_native_id()):
+        if cb_name is None or (self._own_thread and self._own_thread == threading.get_native_id()):
             return
         rd = cbdata if hasattr(cbdata, "resource_descriptor") else cupti.ResourceData.from_ptr(int(cbdata))
         desc = int(rd.resource_descriptor)
@@ -324,24 +326,35 @@ class CuptiSession:
                     self._read_topology(ev.graph_id, graph)
         self.raw.resource_events.append(ev)
 
+    @contextmanager
+    def own_work(self) -> Iterator[None]:
+        """graphmode's own CUDA work on this thread, inside the program's run: the resource callbacks it fires are not
+        recorded (a copy of a graph, graphmode's own empty graph: not the program's graphs), and its API records are
+        dropped when the session is decoded (RawActivity.own_spans). Nests."""
+        tid = threading.get_native_id()
+        outer = self._own_thread
+        t0 = int(cupti_module().get_timestamp())
+        self._own_thread = tid
+        try:
+            yield
+        finally:
+            self._own_thread = outer
+            self.raw.own_spans.append((tid, t0, int(cupti_module().get_timestamp())))
+
     def _copy_graph(self, graph_id: int, graph: int) -> None:
         """Keeps a copy of a graph being destroyed (one cuGraphClone, a driver call), whose topology stop() reads."""
         from cuda.bindings import driver as cu
 
         if graph_id in self.raw.topologies or graph_id in self._copies:
             return
-        t0 = int(cupti_module().get_timestamp())
-        self._copying = threading.get_native_id()
-        try:
-            self._copies[graph_id] = check(cu.cuGraphClone(cu.CUgraph(graph)), "cuGraphClone")
-            self.raw.topology_copies["copied"] += 1
-        except Exception as e:
-            self.raw.callback_errors.append(f"copy of graph {graph_id}: {e}")
-            self.raw.topology_copies["read_at_destroy"] += 1
-            self._read_topology(graph_id, graph)
-        finally:
-            self._copying = 0
-            self.raw.own_spans.append((threading.get_native_id(), t0, int(cupti_module().get_timestamp())))
+        with self.own_work():
+            try:
+                self._copies[graph_id] = check(cu.cuGraphClone(cu.CUgraph(graph)), "cuGraphClone")
+                self.raw.topology_copies["copied"] += 1
+            except Exception as e:
+                self.raw.callback_errors.append(f"copy of graph {graph_id}: {e}")
+                self.raw.topology_copies["read_at_destroy"] += 1
+                self._read_topology(graph_id, graph)
 
     def _read_copies(self) -> None:
         """Reads the kept copies' topologies under their graphs' ids, and destroys the copies. Node ids are the copy's
@@ -367,13 +380,11 @@ class CuptiSession:
 
         if graph_id in self.raw.topologies:
             return
-        t0 = int(cupti_module().get_timestamp())
-        try:
-            self.raw.topologies[graph_id] = read_topology(cu.CUgraph(graph))
-        except Exception as e:
-            self.raw.callback_errors.append(f"topology of graph {graph_id}: {e}")
-        finally:
-            self.raw.own_spans.append((threading.get_native_id(), t0, int(cupti_module().get_timestamp())))
+        with self.own_work():
+            try:
+                self.raw.topologies[graph_id] = read_topology(cu.CUgraph(graph))
+            except Exception as e:
+                self.raw.callback_errors.append(f"topology of graph {graph_id}: {e}")
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:

@@ -21,8 +21,8 @@ the capture ended on its thread (CUPTI numbers executables in the order they are
 never replayed while traced is not adopted, and without PyTorch's id may take the next one's); its nodes are the node
 records of its first replay in the order they ran (no edges: they were not recorded); its capture and instantiation
 are the program's capture_begin to capture_end and capture_end itself (PyTorch's, which ends the capture and
-instantiates), by the host clock. graphmode's own empty graph, run right after that session attached
-(RawActivity.own_spans), is not the program's.
+instantiates), by the host clock. graphmode's own empty graph, run right after that session attached, fires no
+callback the session records (CuptiSession.own_work).
 """
 
 from __future__ import annotations
@@ -102,19 +102,13 @@ def lifecycle_calls(api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[keep] for k, v in calls.items()}
 
 
-def _own(e: ResourceEvent, own: Sequence[tuple[int, int, int]]) -> bool:
-    """Whether the event fired inside graphmode's own CUDA calls (RawActivity.own_spans)."""
-    return any(tid == e.thread_id and t0 <= e.ts <= t1 for tid, t0, t1 in own)
-
-
 def derive_graphs(raw: RawActivity, api: dict[str, np.ndarray] | None, untraced_captures: Sequence[Mapping[str, Any]] = (),
                   replay_nodes: Mapping[int, ReplayNodes] | None = None) -> ScriptGraphs:
     """`untraced_captures`: the captures the run made with CUPTI detached (the run's entry in meta.runs,
     'untraced_captures', on CUPTI's clock: thread_id, begin_ns, body_end_ns, end_ns, source, reason); `replay_nodes`:
     the first replay's node records of each graph id the session's kernel records carry (tracer.decode). Module doc."""
     out = ScriptGraphs()
-    own = list(raw.own_spans)
-    evs = [e for e in raw.resource_events if not (own and _own(e, own))]
+    evs = raw.resource_events
     for e in evs:
         if e.cbid == "GRAPHEXEC_CREATED" and e.exec_id and e.graph_id:
             out.exec_to_graph[e.exec_id] = e.graph_id

@@ -222,11 +222,8 @@ class ScriptTracer:
         """After the program's capture_end: a session attaches again, and graphmode's own empty graph takes the new
         session's first graph operations (tracer.untraced_windows, module doc)."""
         self._attach()
-        t0 = timestamp()
-        try:
+        with self._session.own_work():
             _own_graph()
-        finally:
-            self._session.raw.own_spans.append((threading.get_native_id(), t0, timestamp()))
 
     def _capture_detach(self) -> None:
         self._detached_pair = _clock_pair(timestamp)  # attached still: PyTorch's hooks read the clock from it meanwhile
@@ -686,7 +683,7 @@ def _own_graph() -> None:
     """An empty graph of graphmode's own, created, instantiated, launched on a stream of its own and destroyed: right
     after the untraced capture's session attached, it takes the session's first graph operations, which cost a ViT's
     first replay 6.3-7.7 ms against 2.0 untraced without it, 2.25-2.42 with it (benchmarks/notes/s28, call 3). Its API
-    records are graphmode's own (RawActivity.own_spans), and so is its graph (tracer.lifecycle)."""
+    callbacks and API records are graphmode's own (CuptiSession.own_work)."""
     from cuda.bindings import driver as cu
 
     graph = check(cu.cuGraphCreate(0), "cuGraphCreate (graphmode's own graph)")

@@ -1,0 +1,94 @@
+"""CuptiSession.own_work: graphmode's own CUDA work inside the program's run (a copy of a graph being destroyed,
+graphmode's own empty graph after an untraced capture) fires resource callbacks that are not the program's. SYNTHETIC:
+the resource callback is driven with a stand-in for cupti-python's module (the ids and clock it reads), no GPU."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from graphmode.tracer import cupti_session
+from graphmode.tracer.cupti_session import CuptiSession
+
+
+class _FakeCupti:
+    """What CuptiSession._resource_callback and own_work read of cupti-python: a clock, the callback data's graph
+    descriptor, and the ids of graphs, nodes and executables (here the handles themselves)."""
+
+    def __init__(self) -> None:
+        self.now = 1000
+        self.descriptors: dict[int, Any] = {}  # a resource descriptor (a pointer to CUpti_GraphData) -> its fields
+        self.GraphData = SimpleNamespace(from_ptr=lambda desc: self.descriptors[desc])
+
+    def get_timestamp(self) -> int:
+        self.now += 10
+        return self.now
+
+    @staticmethod
+    def get_graph_id(handle: int) -> int:
+        return handle
+
+    @staticmethod
+    def get_graph_node_id(handle: int) -> int:
+        return handle
+
+    @staticmethod
+    def get_graph_exec_id(handle: int) -> int:
+        return handle
+
+
+def _graph_data(graph: int, exec_handle: int = 0) -> Any:
+    return SimpleNamespace(graph=graph, node=0, original_graph=0, original_node=0, dependency=0, graph_exec=exec_handle,
+                           node_type=0)
+
+
+@pytest.fixture
+def session(monkeypatch: pytest.MonkeyPatch) -> tuple[CuptiSession, _FakeCupti]:
+    fake = _FakeCupti()
+    monkeypatch.setattr(cupti_session, "cupti_module", lambda: fake)
+    s = CuptiSession()
+    s._cb_names = {1: "GRAPH_CREATED", 2: "GRAPHEXEC_CREATED"}
+    return s, fake
+
+
+def _fire(s: CuptiSession, cbid: int, data: Any) -> None:
+    fake = cupti_session.cupti_module()
+    desc = len(fake.descriptors) + 1
+    fake.descriptors[desc] = data
+    s._resource_callback(cbid, SimpleNamespace(resource_descriptor=desc))
+
+
+def test_graphmodes_own_work_fires_no_callback_the_session_records_and_its_span_is_kept(session) -> None:
+    s, fake = session
+    _fire(s, 1, _graph_data(3))  # the program's graph, before
+    with s.own_work():
+        _fire(s, 1, _graph_data(4))  # graphmode's own graph and its executable
+        _fire(s, 2, _graph_data(4, exec_handle=5))
+        with s.own_work():  # nested (a copy that fails and is read instead)
+            _fire(s, 1, _graph_data(6))
+        _fire(s, 1, _graph_data(7))  # still inside the outer own work
+        # another thread meanwhile (the program's, while graphmode works on this one): recorded
+        other = threading.Thread(target=_fire, args=(s, 1, _graph_data(8)))
+        other.start()
+        other.join()
+    _fire(s, 2, _graph_data(3, exec_handle=9))  # the program's, after
+    assert [(e.cbid, e.graph_id, e.exec_id) for e in s.raw.resource_events] == [
+        ("GRAPH_CREATED", 3, 0), ("GRAPH_CREATED", 8, 0), ("GRAPHEXEC_CREATED", 3, 9)]
+    tid = threading.get_native_id()
+    # both spans on this thread, on CUPTI's clock: the API records inside them are dropped at decode (tracer.decode)
+    assert [t for t, _, _ in s.raw.own_spans] == [tid, tid]
+    (i0, i1), (o0, o1) = [(a, b) for _, a, b in s.raw.own_spans]
+    assert o0 < i0 < i1 < o1 <= fake.now
+    assert s._own_thread == 0
+
+
+def test_own_work_ends_when_graphmodes_own_call_raises(session) -> None:
+    s, _ = session
+    with pytest.raises(RuntimeError):
+        with s.own_work():
+            raise RuntimeError("cuGraphInstantiate failed")
+    _fire(s, 1, _graph_data(3))
+    assert [e.graph_id for e in s.raw.resource_events] == [3] and len(s.raw.own_spans) == 1
