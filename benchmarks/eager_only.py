@@ -7,7 +7,8 @@ markdown table: per predicted region, the predicted replay, one-time cost, break
 graphed processes' (median and range, each process's break-even from its own eager step, replay and one-time cost:
 capture block + first replay - steady replay, benchmarks/script_fidelity.py's rule) and the eager-only processes'
 own eager clocks; and the memory each graph would hold against the pool the graphed program's graph held (its
-`pool_reserved*_bytes`, printed since session 20). Usage: python benchmarks/eager_only.py [TRACE ...] [--truths FILE ...]
+`pool_reserved*_bytes`, printed since session 20). Truths may also be script_fidelity's results.jsonl (its untraced processes; traces named
+'<workload>-graphmode-NN.gmtrace' by it). Usage: python benchmarks/eager_only.py [TRACE ...] [--truths FILE ...]
 """
 
 from __future__ import annotations
@@ -39,6 +40,26 @@ def truths(files: list[Path]) -> dict[str, dict[str, list[dict[str, Any]]]]:
             m = LINE.match(line.strip())
             if m:
                 out.setdefault(m["program"], {}).setdefault(m["kind"], []).append(json.loads(m["json"]))
+    return out
+
+
+# script_fidelity's workloads: the graphed program and its eager-only twin, one program of the check
+PAIRS = {"hf_graph": ("decode", "graphed"), "hf_eager": ("decode", "eager-only"),
+         "vit_batches": ("vit", "graphed"), "vit_eager": ("vit", "eager-only"),
+         "resnet": ("resnet", "graphed"), "resnet_eager": ("resnet", "eager-only"),
+         "mobilenet_fn_graph": ("mobilenet", "graphed"), "mobilenet_fn": ("mobilenet", "eager-only"),
+         "mgc_mobilenet": ("mgc_mobilenet", "graphed"), "vit_layers": ("vit_layers", "graphed"), "jax": ("jax", "graphed")}
+
+
+def results_truths(path: Path) -> dict[str, dict[str, list[dict]]]:
+    """program -> {'graphed': [...], 'eager-only': [...]}: the untraced processes' truths of a results.jsonl."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("config") != "untraced" or r.get("exit_code") != 0 or not r.get("truth") or r["workload"] not in PAIRS:
+            continue
+        program, kind = PAIRS[r["workload"]]
+        out.setdefault(program, {}).setdefault(kind, []).append(r["truth"])
     return out
 
 
@@ -88,13 +109,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--truths", nargs="*", type=Path)
     args = ap.parse_args(argv)
     traces = args.traces or sorted((ROOT / "tests/data/scripts/eager_only").glob("*.gmtrace.xz"))
-    found = truths(args.truths or sorted((ROOT / "benchmarks/notes/s18").glob("call*-truth.txt")))
+    files = args.truths or sorted((ROOT / "benchmarks/notes/s18").glob("call*-truth.txt"))
+    found = truths([f for f in files if f.suffix != ".jsonl"])
+    for f in files:
+        if f.suffix == ".jsonl":  # script_fidelity's results: its untraced processes
+            for program, kinds in results_truths(f).items():
+                for kind, ts in kinds.items():
+                    found.setdefault(program, {}).setdefault(kind, []).extend(ts)
     print("| program, region | replay: predicted / graphed | one-time: predicted / graphed | break-even: predicted "
           "[95%] / graphed | eager: predicted / eager-only untraced | memory: predicted / graphed pool |")
     print("|---|---|---|---|---|---|")
     hits = {"replay": [0, 0], "one_time": [0, 0], "break_even": [0, 0]}
     for path in traces:
         program = re.sub(r"-r\d+$", "", path.name.split(".")[0])  # '<program>-r2.gmtrace': round 2 of a device call
+        if (m := re.match(r"(\w+)-graphmode(?:_\w+)?-\d+$", program)) and m[1] in PAIRS:  # script_fidelity's name
+            program = PAIRS[m[1]][0]
         t = found.get(program, {})
         regions = predictions(path)
         sizes = sorted({int(m[1]) for d in t.get("graphed", []) for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})

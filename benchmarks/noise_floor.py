@@ -17,34 +17,13 @@ issue 29's); issue 29's one-time within 25%, eager and replay within 15%. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import statistics
 import sys
 from pathlib import Path
 
-from eager_only import break_even_hit, graphed_figures, truths
-
-
-# script_fidelity's workloads: the graphed program and its eager-only twin, one program of the check
-PAIRS = {"hf_graph": ("decode", "graphed"), "hf_eager": ("decode", "eager-only"),
-         "vit_batches": ("vit", "graphed"), "vit_eager": ("vit", "eager-only"),
-         "resnet": ("resnet", "graphed"), "resnet_eager": ("resnet", "eager-only"),
-         "mobilenet_fn_graph": ("mobilenet", "graphed"), "mobilenet_fn": ("mobilenet", "eager-only"),
-         "mgc_mobilenet": ("mgc_mobilenet", "graphed"), "vit_layers": ("vit_layers", "graphed"), "jax": ("jax", "graphed")}
-
-
-def results_truths(path: Path) -> dict[str, dict[str, list[dict]]]:
-    """program -> {'graphed': [...], 'eager-only': [...]}: the untraced processes' truths of a results.jsonl."""
-    out: dict[str, dict[str, list[dict]]] = {}
-    for line in path.read_text().splitlines():
-        r = json.loads(line)
-        if r.get("config") != "untraced" or r.get("exit_code") != 0 or not r.get("truth") or r["workload"] not in PAIRS:
-            continue
-        program, kind = PAIRS[r["workload"]]
-        out.setdefault(program, {}).setdefault(kind, []).append(r["truth"])
-    return out
+from eager_only import break_even_hit, graphed_figures, results_truths, truths
 
 
 def _sizes(graphed: list[dict]) -> list[str]:

@@ -494,6 +494,12 @@ def test_the_stated_bounds_hold_on_the_benchmark_record() -> None:
     assert max(corrected) > 1.85  # what the earlier bound (0.85) missed
     ok, text = load_benchmark("one_run_bounds").check(rows)
     assert ok and "DO NOT" not in text
+    # a device call's rows alone (session 30: every capture untraced, none corrected): checked for what they hold
+    s30 = [r for r in rows if r["call"].startswith("s30-")]
+    assert s30 and not any("corrected_ratio" in r and not r.get("capture_untraced") for r in s30)
+    ok, text = load_benchmark("one_run_bounds").check(s30)
+    assert ok and "captured untraced" in text and "traced and corrected" not in text
+    assert load_benchmark("one_run_bounds").check([])[0] is False  # nothing checked is no pass
 
 
 CPU_BOUND = ROOT / "tests" / "data" / "scripts" / "cpu_bound_s27"
