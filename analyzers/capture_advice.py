@@ -3,7 +3,9 @@ own lines that one of its iterations runs (file:first-last), and, in a PyTorch p
 step the trace shows; for a step that changes input shape, its graphs together (one per shape).
 
 The API advice is a heuristic read from kernel names and calls (docs/metrics.md, "What to capture"):
-- not a PyTorch program (analyzers.predict.uses_torch): no PyTorch advice (`api` '');
+- not a PyTorch program (analyzers.predict.uses_torch): CuPy's stream capture where CuPy launched the step's kernels
+  (their names start with CUPY_MARK: its elementwise, reduction and CUB kernels), else no API advice (`api` ''; the
+  words name the CUDA runtime's stream-capture calls);
 - the step changes shape (regions "shape k of N" of one step, analyzers.repetition): one `torch.cuda.graph` per
   shape, or `torch.compile(mode="reduce-overhead")`, whose cudagraph trees record one graph per shape;
 - else a backward pass in the iteration (a kernel name with one of BACKWARD_MARKS) and an optimizer step (one of
@@ -38,7 +40,11 @@ API_PER_SHAPE = "torch_cuda_graph_per_shape"
 API_WHOLE_STEP = "torch_cuda_graph_whole_step"
 API_GRAPHED_CALLABLES = "make_graphed_callables"
 API_STEP = "torch_cuda_graph"
-APIS = (API_PER_SHAPE, API_WHOLE_STEP, API_GRAPHED_CALLABLES, API_STEP)
+API_CUPY = "cupy_stream_capture"
+APIS = (API_PER_SHAPE, API_WHOLE_STEP, API_GRAPHED_CALLABLES, API_STEP, API_CUPY)
+# CuPy names the kernels it generates after their operation: cupy_multiply__float32_float_float32, cupy_sum,
+# cupy_cub_all_pass1 (its ElementwiseKernel, ReductionKernel and CUB paths)
+CUPY_MARK = "cupy_"
 
 _SOURCE = re.compile(r"(.*):(\d+)(?: .*)?")
 
@@ -128,14 +134,18 @@ def advise(trace: Trace, pass_id: int, start_ns: int, end_ns: int, kernel_names:
            breakers: Sequence[CaptureBreaker], torch_program: bool,
            windows: tuple[np.ndarray, np.ndarray] | None = None) -> CaptureAdvice:
     """The advice for one region: its lines (iteration_lines over its iterations `windows`, else its representative
-    iteration [start_ns, end_ns)) and,
-    for a PyTorch program, the API by the module doc's rules, from the iteration's kernel names, the region's basis
+    iteration [start_ns, end_ns)) and the API by the module doc's rules (PyTorch's, or CuPy's), from the iteration's kernel names, the region's basis
     (its shape) and its capture breakers; each reason a typed note."""
     lines, lines_from, unknown = iteration_lines(trace, pass_id, start_ns, end_ns, windows)
     reasons: list[Note] = []
     api = ""
     if not torch_program:
-        reasons.append(note("advice_not_pytorch"))
+        cupy = [n for n in kernel_names if n.startswith(CUPY_MARK)]
+        if cupy:
+            api = API_CUPY
+            reasons.append(note("advice_cupy", kernels=len(cupy), of=len(kernel_names), example=min(cupy, key=len)))
+        else:
+            reasons.append(note("advice_not_pytorch"))
     else:
         backward = _marked(kernel_names, BACKWARD_MARKS)
         optimizer = _marked(kernel_names, OPTIMIZER_MARKS) if backward else []

@@ -737,6 +737,8 @@ TEMPLATES: dict[str, Template] = {
                                          "another thread"),
     "advice_not_pytorch": ("no PyTorch API advice: the program did not import torch nor run ATen kernels; capture the step "
                            "with the stream-capture calls of its own library (cudaStreamBeginCapture / EndCapture)"),
+    "advice_cupy": lambda n: (f"CuPy launched {n['kernels']} of the step's {n['of']} GPU operations (e.g. "
+                              f"{_kernel(n['example'])}) and the program did not import torch"),
     "advice_shapes": ("the step changes input shape (this is shape {shape} of {shapes}): a graph replays fixed shapes, so "
                       "one graph per shape (torch.compile's reduce-overhead records one per shape by itself)"),
     "advice_forward_only": ("its {kernels} kernels show no backward pass (no kernel named backward, dgrad or wgrad): a "
@@ -833,6 +835,9 @@ API_WORDS = {
                                     "warmed up on a side stream with static inputs; or torch.cuda.make_graphed_callables for the "
                                     "model alone if the optimizer must stay eager"),
     "make_graphed_callables": "torch.cuda.make_graphed_callables for the model (its forward and backward), the optimizer left eager",
+    "cupy_stream_capture": ("CuPy's stream capture: on a non-default cupy.cuda.Stream, stream.begin_capture(), the step, "
+                            "graph = stream.end_capture(), then graph.launch(stream) each step (the graph reads and writes "
+                            "the arrays it was captured with: keep them, copy new inputs into them)"),
 }
 
 

@@ -195,19 +195,31 @@ def test_real_eager_only_recordings_say_their_lines_and_no_pytorch_advice(tmp_pa
     49-51) and ok() (lines 21-24): the lines stamped in most of its iterations read as three spans, 21-23,48-49,66-68
     (two stamped lines more than SPAN_GAP apart start a new span). cupy_chain.py (its loop at line 37,
     the line rule's basis): lines 27-29,37-39 (step()'s body and the timed loop run in most of its iterations; its
-    10-step warm-up loop at 33-34, in a few, is not the step's). Neither imported torch: no PyTorch API, with the reason. The CuPy loop's
+    10-step warm-up loop at 33-34, in a few, is not the step's). Neither imported torch: no PyTorch API; the cuda-python
+    program no API, with the reason; the CuPy program CuPy's stream capture, since CuPy launched every kernel of its
+    step (16 multiplies and 16 adds: cupy_multiply__..., cupy_add__...), said with the shortest name, and so the terminal
+    says. The CuPy loop's
     2 cudaMalloc calls ran in its first iteration only (of 310): a first call's one-off, said in a note, not a capture
     breaker (the program's graphed version captures the same step after warm-up). No step changes shape: no shape group.
     The JSON validates against the schema."""
-    for name, lines, first_only in (("timed/cuda_python_eager_only.gmtrace.xz", "cuda_python_capture.py:21-23,48-49,66-68", ()),
-                                    ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-29,37-39", ("cudaMalloc_v3020",))):
+    for name, lines, first_only, api in (
+            ("timed/cuda_python_eager_only.gmtrace.xz", "cuda_python_capture.py:21-23,48-49,66-68", (), ""),
+            ("timed/cupy_unsynchronized.gmtrace.xz", "cupy_chain.py:27-29,37-39", ("cudaMalloc_v3020",), "cupy_stream_capture")):
         with load(_real(name, tmp_path)) as trace:
             analysis = analyze(trace)
         p = analysis.prediction
         assert p is not None and p.shape_groups == ()
         [r] = p.regions
-        assert r.advice is not None and (r.advice.lines, r.advice.lines_from, r.advice.api) == (lines, "line_stamps", "")
-        assert r.advice.reasons[0] == note("advice_not_pytorch")
+        assert r.advice is not None and (r.advice.lines, r.advice.lines_from, r.advice.api) == (lines, "line_stamps", api)
+        if api:
+            reason = r.advice.reasons[0]
+            assert r.graph is not None and r.graph.kernels == 32
+            assert reason.kind == "advice_cupy" and reason["kernels"] == reason["of"] == 32
+            assert str(reason["example"]).startswith("cupy_")
+            text = advice_text(r)
+            assert "stream.begin_capture()" in text and "CuPy launched 32 of the step's 32 GPU operations" in text
+        else:
+            assert r.advice.reasons[0] == note("advice_not_pytorch")
         assert r.breakers == () and r.advice.reasons[-1].kind != "advice_move_out_first"
         said = [n for n in r.notes if n.kind == "breakers_first_iteration_only"]
         assert tuple(a for n in said for a in n["apis"]) == first_only
