@@ -48,6 +48,7 @@ PAIRS = {"hf_graph": ("decode", "graphed"), "hf_eager": ("decode", "eager-only")
          "vit_batches": ("vit", "graphed"), "vit_eager": ("vit", "eager-only"),
          "resnet": ("resnet", "graphed"), "resnet_eager": ("resnet", "eager-only"),
          "mobilenet_fn_graph": ("mobilenet", "graphed"), "mobilenet_fn": ("mobilenet", "eager-only"),
+         "cupy": ("cupy", "graphed"), "cupy_eager": ("cupy", "eager-only"),
          "mgc_mobilenet": ("mgc_mobilenet", "graphed"), "vit_layers": ("vit_layers", "graphed"), "jax": ("jax", "graphed")}
 
 

@@ -51,6 +51,7 @@ WORKLOADS: dict[str, list[str]] = {
     "hf_eager": ["third_party/hf_static_decode.py", "--eager-only"],
     "vit_eager": ["third_party/vit_batch_graphs.py", "--eager-only"],
     "resnet_eager": ["third_party/resnet_train.py", "--eager-only"],
+    "cupy_eager": ["third_party/cupy_chain.py", "--eager-only"],
     "mobilenet_fn": ["third_party/mobilenet_train_fn.py"],
     "mobilenet_fn_graph": ["third_party/mobilenet_train_fn.py", "--graph"],  # its graphed twin (the prediction's truth)
 }
