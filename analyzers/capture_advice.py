@@ -134,8 +134,8 @@ def advise(trace: Trace, pass_id: int, start_ns: int, end_ns: int, kernel_names:
            breakers: Sequence[CaptureBreaker], torch_program: bool,
            windows: tuple[np.ndarray, np.ndarray] | None = None) -> CaptureAdvice:
     """The advice for one region: its lines (iteration_lines over its iterations `windows`, else its representative
-    iteration [start_ns, end_ns)) and the API by the module doc's rules (PyTorch's, or CuPy's), from the iteration's kernel names, the region's basis
-    (its shape) and its capture breakers; each reason a typed note."""
+    iteration [start_ns, end_ns)) and the API by the module doc's rules (PyTorch's, or CuPy's), from the iteration's
+    kernel names, the region's basis (its shape) and its capture breakers; each reason a typed note."""
     lines, lines_from, unknown = iteration_lines(trace, pass_id, start_ns, end_ns, windows)
     reasons: list[Note] = []
     api = ""

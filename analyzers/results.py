@@ -618,7 +618,8 @@ class CaptureAdvice:
     lines_unknown: Note | None  # why `lines` is '' (lines_unrecorded, lines_not_in_iteration)
     # 'torch_cuda_graph' (around the step) | 'torch_cuda_graph_per_shape' (one per shape, or torch.compile's
     # reduce-overhead) | 'torch_cuda_graph_whole_step' (a training step with its optimizer) | 'make_graphed_callables'
-    # (the model's forward and backward; the optimizer eager) | 'cupy_stream_capture' (CuPy's kernels, no PyTorch) | '' (neither)
+    # (the model's forward and backward; the optimizer eager) | 'cupy_stream_capture' (CuPy's kernels, no PyTorch) |
+    # '' (neither)
     api: str
     reasons: tuple[Note, ...]  # the evidence for `api` (or why there is none) and what must move out of the region first
 

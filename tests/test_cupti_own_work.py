@@ -74,15 +74,33 @@ def test_graphmodes_own_work_fires_no_callback_the_session_records_and_its_span_
         other = threading.Thread(target=_fire, args=(s, 1, _graph_data(8)))
         other.start()
         other.join()
+
+        # and graphmode's own work on another thread at the same time (two of the program's threads destroying graphs,
+        # each copied): skipped there, and this thread's still skipped after it ends
+        entered, release = threading.Event(), threading.Event()
+
+        def other_own() -> None:
+            with s.own_work():
+                entered.set()
+                release.wait(5)
+                _fire(s, 1, _graph_data(10))
+        other = threading.Thread(target=other_own)
+        other.start()
+        assert entered.wait(5)
+        _fire(s, 1, _graph_data(11))  # while the other thread is inside its own work too
+        release.set()
+        other.join()
+        _fire(s, 1, _graph_data(12))  # and after it left
     _fire(s, 2, _graph_data(3, exec_handle=9))  # the program's, after
     assert [(e.cbid, e.graph_id, e.exec_id) for e in s.raw.resource_events] == [
         ("GRAPH_CREATED", 3, 0), ("GRAPH_CREATED", 8, 0), ("GRAPHEXEC_CREATED", 3, 9)]
     tid = threading.get_native_id()
-    # both spans on this thread, on CUPTI's clock: the API records inside them are dropped at decode (tracer.decode)
-    assert [t for t, _, _ in s.raw.own_spans] == [tid, tid]
-    (i0, i1), (o0, o1) = [(a, b) for _, a, b in s.raw.own_spans]
+    # the spans on CUPTI's clock, each on its thread: the API records inside them are dropped at decode (tracer.decode)
+    mine = [(a, b) for t, a, b in s.raw.own_spans if t == tid]
+    assert len(s.raw.own_spans) == 3 and len(mine) == 2
+    (i0, i1), (o0, o1) = mine
     assert o0 < i0 < i1 < o1 <= fake.now
-    assert s._own_thread == 0
+    assert s._own_depth == {}
 
 
 def test_own_work_ends_when_graphmodes_own_call_raises(session) -> None:

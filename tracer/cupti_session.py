@@ -220,7 +220,9 @@ class CuptiSession:
         self._graph_handles: dict[int, int] = {}  # graph id -> handle, for the program's graphs alive now
         # graph id -> a copy (cuGraphClone) of a program's graph destroyed while tracing, read at stop (deferred_topology)
         self._copies: dict[int, Any] = {}
-        self._own_thread = 0  # the thread inside own_work(): its resource callbacks are graphmode's, not the program's
+        # thread -> depth of own_work() it is inside: its resource callbacks are graphmode's, not the program's (per
+        # thread: two of the program's threads may destroy graphs, and so have them copied, at once)
+        self._own_depth: dict[int, int] = {}
         # Where a graph's destruction is read: a copy now and the copy's topology at stop (copy_destroyed_graphs, unless
         # node callbacks are on: their clone ids name the program's nodes), or the graph itself now. PyTorch destroys
         # the captured graph inside its capture_end, within the program's capture block: reading it there (driver calls
@@ -284,7 +286,7 @@ class CuptiSession:
     def _resource_callback(self, cbid: Any, cbdata: Any) -> None:
         cupti = cupti_module()
         cb_name = self._cb_names.get(int(cbid))
-        if cb_name is None or (self._own_thread and self._own_thread == threading.get_native_id()):
+        if cb_name is None or (self._own_depth and threading.get_native_id() in self._own_depth):
             return
         rd = cbdata if hasattr(cbdata, "resource_descriptor") else cupti.ResourceData.from_ptr(int(cbdata))
         desc = int(rd.resource_descriptor)
@@ -330,15 +332,17 @@ class CuptiSession:
     def own_work(self) -> Iterator[None]:
         """graphmode's own CUDA work on this thread, inside the program's run: the resource callbacks it fires are not
         recorded (a copy of a graph, graphmode's own empty graph: not the program's graphs), and its API records are
-        dropped when the session is decoded (RawActivity.own_spans). Nests."""
+        dropped when the session is decoded (RawActivity.own_spans). Nests; per thread."""
         tid = threading.get_native_id()
-        outer = self._own_thread
         t0 = int(cupti_module().get_timestamp())
-        self._own_thread = tid
+        self._own_depth[tid] = self._own_depth.get(tid, 0) + 1
         try:
             yield
         finally:
-            self._own_thread = outer
+            if (depth := self._own_depth[tid] - 1):
+                self._own_depth[tid] = depth
+            else:
+                del self._own_depth[tid]
             self.raw.own_spans.append((tid, t0, int(cupti_module().get_timestamp())))
 
     def _copy_graph(self, graph_id: int, graph: int) -> None:
