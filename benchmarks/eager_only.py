@@ -64,6 +64,12 @@ def results_truths(path: Path) -> dict[str, dict[str, list[dict]]]:
     return out
 
 
+def batch_sizes(graphed: list[dict[str, Any]]) -> list[int]:
+    """The batch sizes a graphed program's truths time apart ('graph_b8_ns': a graph per batch size), sorted; [] for
+    one graph."""
+    return sorted({int(m[1]) for d in graphed for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})
+
+
 def graphed_figures(t: dict[str, Any], suffix: str = "") -> dict[str, float] | None:
     """replay, one-time cost, eager step and break-even of one graphed process (suffix '_b8' for a batch size), by
     script_fidelity.figures; None where its timers lack one of them."""
@@ -127,7 +133,7 @@ def main(argv: list[str]) -> int:
             program = PAIRS[m[1]][0]
         t = found.get(program, {})
         regions = predictions(path)
-        sizes = sorted({int(m[1]) for d in t.get("graphed", []) for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})
+        sizes = batch_sizes(t.get("graphed", []))
         for i, r in enumerate(regions):
             suffix = f"_b{sizes[i]}" if sizes and len(sizes) == len(regions) else ""
             figs = [f for d in t.get("graphed", []) if (f := graphed_figures(d, suffix)) is not None]

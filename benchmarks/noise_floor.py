@@ -18,24 +18,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import statistics
 import sys
 from pathlib import Path
 
-from eager_only import break_even_hit, graphed_figures, results_truths, truths
-
-
-def _sizes(graphed: list[dict]) -> list[str]:
-    sizes = sorted({int(m[1]) for d in graphed for k in d if (m := re.match(r"graph_b(\d+)_ns", k))})
-    return [f"_b{s}" for s in sizes] or [""]
+from eager_only import batch_sizes, break_even_hit, graphed_figures, results_truths, truths
 
 
 def rows(found: dict[str, dict[str, list[dict]]]) -> list[dict]:
     out = []
     for program, kinds in sorted(found.items()):
         graphed, eager_only = kinds.get("graphed", []), kinds.get("eager-only", [])
-        for suffix in _sizes(graphed):
+        for suffix in [f"_b{s}" for s in batch_sizes(graphed)] or [""]:
             figs = [f for d in graphed if (f := graphed_figures(d, suffix)) is not None]
             if len(figs) < 2:
                 continue

@@ -757,7 +757,7 @@ def test_the_one_run_makes_each_capture_untraced_and_knows_which_graph_is_which(
         assert first["exec_id"] and second["exec_id"], info
         assert first["graph_id"] == first["exec_id"] and second["graph_id"] == second["exec_id"], info
     else:
-        assert not first["exec_id"] and not second["exec_id"], info
+        assert not first.get("exec_id") and not second.get("exec_id"), info  # written only where known
         assert 0 < first["graph_id"] < second["graph_id"], info  # CUPTI numbers executables in the order made
     nodes = dict(t.rows("SELECT graph_id, count(*) FROM graph_nodes WHERE node_type = 'kernel' GROUP BY 1"))
     assert nodes == {first["graph_id"]: 3, second["graph_id"]: 6}, nodes

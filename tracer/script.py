@@ -603,9 +603,8 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo,
     """Writes the records of a run's sessions (`segments`: those detached before the last for an untraced window or
     capture, in order; `raw`: the last) with the graphs derived from all of them; returns those graphs
     (tracer.lifecycle.ScriptGraphs). Each session numbers correlation ids afresh: the k-th session's move up by
-    k << CORRELATION_SEGMENT_BITS. CUPTI's
-    graph, node and executable ids run on across sessions, so a graph built in one session and replayed in a later one
-    is one graph. `untraced_captures`: see derive_graphs."""
+    k << CORRELATION_SEGMENT_BITS. CUPTI's graph, node and executable ids run on across sessions, so a graph built in
+    one session and replayed in a later one is one graph. `untraced_captures`: see derive_graphs."""
     pid = info.pass_id
     sessions = [*segments, raw]
     parts: list[tuple[dict[str, dict[str, Any]], dict[int, Any]]] = []
@@ -621,7 +620,6 @@ def write_script_pass(writer: TraceWriter, raw: Any, info: PassInfo,
         merged = RawActivity()
         merged.resource_events = [e for r in sessions for e in r.resource_events]
         merged.topologies = {g: t for r in sessions for g, t in r.topologies.items()}
-        merged.own_spans = list(raw.own_spans)
     first: dict[int, Any] = {}  # each graph id's first replay, over the sessions
     for _, replays in parts:
         for g, rn in replays.items():
@@ -682,8 +680,8 @@ def _exec_id(graph: Any) -> int:
 def _own_graph() -> None:
     """An empty graph of graphmode's own, created, instantiated, launched on a stream of its own and destroyed: right
     after the untraced capture's session attached, it takes the session's first graph operations, which cost a ViT's
-    first replay 6.3-7.7 ms against 2.0 untraced without it, 2.25-2.42 with it (benchmarks/notes/s28, call 3). Its API
-    callbacks and API records are graphmode's own (CuptiSession.own_work)."""
+    first replay 6.3-7.7 ms against 2.0 untraced without it, 2.25-2.42 with it (benchmarks/notes/s28, call 3). Its
+    resource callbacks and API records are graphmode's own (CuptiSession.own_work)."""
     from cuda.bindings import driver as cu
 
     graph = check(cu.cuGraphCreate(0), "cuGraphCreate (graphmode's own graph)")
