@@ -216,9 +216,10 @@ WINDOW_EAGER_BOUND = 1.55
 # high, and how much too low, against the program's untraced processes (measured: benchmarks/notes/s29)
 # (benchmarks/notes/s29: 25 graphs of 16 processes, three device calls, 0.61-2.31x the untraced processes' median,
 # while 0.94-1.00x the same process's own clock: the rest is one process against another; session 30, two calls: 21
-# graphs 1.03-2.23x, median 1.41, 0.95-1.00x their own clock, and a capture made just after CUPTI detached ran up to
-# 1.3x its untraced twin in one process, the first after the process's first detach up to 1.9x: benchmarks/notes/s30;
-# benchmarks/results/one_run/one_run_ratios.jsonl, held by tests/test_one_run.py)
+# graphs 1.03-2.23x, median 1.41, 0.95-1.00x their own clock; session 31's probe: a capture made just after CUPTI
+# detached ran 0.93-2.98x, median 1.19, its untraced twin in one process (13 processes), as one made after 70 ms of
+# numpy work with no session at all did, median 1.38: benchmarks/notes/s31; benchmarks/results/one_run/
+# one_run_ratios.jsonl, held by tests/test_one_run.py)
 UNTRACED_CAPTURE_BOUND = 1.35
 UNTRACED_CAPTURE_LOW_BOUND = 0.7
 # ... and how much too low (the untraced process's up to 1 + this times the corrected figure): PyTorch one-time costs read

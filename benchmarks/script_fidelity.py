@@ -61,8 +61,6 @@ GRAPHMODE_RUNS: dict[str, dict[str, str]] = {
     "graphmode": {},
     # the process's first capture traced, as before session 28 (tracer.untraced_windows.CaptureController)
     "graphmode_tracedcap": {"GRAPHMODE_UNTRACED_CAPTURE": "0"},
-    # each detach's work on a helper thread off the program's CPU (session 31's experiment, tracer.script._elsewhere)
-    "graphmode_elsewhere": {"GRAPHMODE_DETACH_ELSEWHERE": "1"},
 }
 
 

@@ -197,8 +197,7 @@ class ScriptTracer:
 
     # -- untraced windows (tracer.untraced_windows): called from the stamp callback, on the main thread --
     def _detach(self) -> None:
-        stop = self._session.stop  # flushed and detached (cuptiFinalize)
-        self._segments.append(_elsewhere(stop) if os.environ.get("GRAPHMODE_DETACH_ELSEWHERE") == "1" else stop())
+        self._segments.append(self._session.stop())  # flushed and detached (cuptiFinalize)
 
     def _attach(self) -> None:
         old = self._session
@@ -421,39 +420,6 @@ def instantiations(trace: Any) -> int | None:
         return int(trace.rows("SELECT count(*) FROM api_calls WHERE pass_id = 0 AND category = 'instantiate'")[0][0])
     except Exception:
         return None
-
-
-def _elsewhere(f: Callable[[], Any]) -> Any:
-    """`f()` run on a helper thread kept off the CPU this thread runs on, this thread waiting for it (an experiment of
-    session 31, GRAPHMODE_DETACH_ELSEWHERE=1: does a detach's 50-80 ms of work slow the program's next milliseconds less
-    when it runs on another core? benchmarks/notes/s31)."""
-    out: dict[str, Any] = {}
-    try:
-        here = _on_cpu()
-    except OSError:
-        return f()
-
-    def run() -> None:
-        try:
-            others = os.sched_getaffinity(0) - {here}
-            if others:
-                os.sched_setaffinity(0, others)
-            out["value"] = f()
-        except BaseException as e:  # raised again on the caller's thread
-            out["error"] = e
-
-    helper = threading.Thread(target=run, name="graphmode-detach")
-    helper.start()
-    helper.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
-def _on_cpu() -> int:
-    """The CPU the calling thread runs on now (Linux: /proc/thread-self/stat, field 39)."""
-    with open("/proc/thread-self/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
 def _capture_windows(heard: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 # Session 31, device call 4 (H200): after_detach_probe.py, 'none' and 'thread' in turn, ROUNDS times; then the ViT with a
 # graph per batch size (4 captures a process) untraced, under the default `graphmode run`, and with each detach's work
 # on a helper thread off the program's CPU (GRAPHMODE_DETACH_ELSEWHERE=1), PROCS processes each.
+# Ran at commit 24f7151 (the experiment and its graphmode_elsewhere configuration, removed after: README.md).
 # Usage: bash call4.sh OUT ROUNDS PROCS
 set -u
 out=${1:?OUT}; rounds=${2:-4}; procs=${3:-2}
