@@ -83,22 +83,72 @@ def api_category(name: str) -> str:
     return "other"
 
 
+_SHORT_RUN = 8  # records of one kind in a row looked at one by one, before numpy looks further at once
+
+
 def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets and kinds of the records in one buffer span."""
-    offsets: list[int] = []
-    kinds: list[int] = []
+    """Offsets and kinds of the records in one buffer span.
+
+    Records lie back to back, each as long as its kind says, so the walk is sequential. CUPTI's buffers hold long runs
+    of one kind (a batch of kernel records, of API records): past _SHORT_RUN records in a row, the rest of a run is
+    found with numpy (the kind field read at every record boundary the run would have, up to the first that differs,
+    looking twice as far each time). A detach reads the names of the records before CUPTI frees them
+    (CuptiSession.stop): one step of Python per record made that walk the detach's main cost, tens of milliseconds
+    just before the program's capture (benchmarks/notes/s31)."""
     n = len(chunk)
+    offsets: list[np.ndarray] = []  # the walk's parts, in order: short runs gathered in Python lists, long runs
+    kinds: list[np.ndarray] = []
+    short_o: list[int] = []
+    short_k: list[int] = []
     o = 0
-    mv = memoryview(chunk)
+    kind = int.from_bytes(chunk[0:4], "little") if n >= 4 else -1
     while o + 4 <= n:
-        kind = int.from_bytes(mv[o : o + 4], "little")
         size = sizes.get(kind)
         if size is None:
             raise ValueError(f"unknown CUPTI record kind {kind} at offset {o}: cannot continue decoding this buffer")
-        offsets.append(o)
-        kinds.append(kind)
-        o += size
-    return np.asarray(offsets, dtype=np.int64), np.asarray(kinds, dtype=np.int32)
+        run, nxt = 1, -1  # nxt: the kind of the record after the run, where read
+        while run < _SHORT_RUN:
+            at = o + run * size
+            if at + 4 > n:
+                break
+            nxt = int.from_bytes(chunk[at : at + 4], "little")
+            if nxt != kind:
+                break
+            run += 1
+        else:  # a long run: numpy looks further at once
+            ahead, nxt = _SHORT_RUN, -1
+            while True:
+                at = o + run * size
+                m = min(ahead, (n - at - 4) // size + 1) if at + 4 <= n else 0
+                if m <= 0:
+                    break
+                ks = np.ndarray((m,), dtype="<u4", buffer=chunk, offset=at, strides=(size,))
+                other = np.flatnonzero(ks != kind)
+                if other.size:
+                    run += int(other[0])
+                    nxt = int(ks[other[0]])
+                    break
+                run += m
+                ahead *= 2
+        if run < _SHORT_RUN:
+            if run == 1:
+                short_o.append(o)
+                short_k.append(kind)
+            else:
+                short_o.extend(range(o, o + run * size, size))
+                short_k.extend([kind] * run)
+        else:
+            if short_o:
+                offsets.append(np.asarray(short_o, dtype=np.int64))
+                kinds.append(np.asarray(short_k, dtype=np.int32))
+                short_o, short_k = [], []
+            offsets.append(o + size * np.arange(run, dtype=np.int64))
+            kinds.append(np.full(run, kind, dtype=np.int32))
+        o += run * size
+        kind = nxt if nxt >= 0 or o + 4 > n else int.from_bytes(chunk[o : o + 4], "little")
+    offsets.append(np.asarray(short_o, dtype=np.int64))
+    kinds.append(np.asarray(short_k, dtype=np.int32))
+    return np.concatenate(offsets), np.concatenate(kinds)
 
 
 def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
@@ -114,21 +164,35 @@ def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
         for kind in np.unique(kinds):
             dt = dtypes[int(kind)]
             sel = offsets[kinds == kind]
-            idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
-            rows = np.ascontiguousarray(raw[idx]).view(dt).reshape(-1)
+            starts = np.flatnonzero(np.diff(sel) != dt.itemsize) + 1  # where a run of back-to-back records breaks
+            if len(starts) + 1 <= len(sel) // _SHORT_RUN:  # long runs: each read in place, one copy
+                rows = np.concatenate([np.frombuffer(chunk, dtype=dt, count=len(run), offset=int(run[0]))
+                                       for run in np.split(sel, starts)])
+            else:  # short runs: gathered byte by byte
+                idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
+                rows = np.ascontiguousarray(raw[idx]).view(dt).reshape(-1)
             parts.setdefault(int(kind), []).append(rows)
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
 def name_pointers(chunks: Iterable[bytes]) -> set[int]:
-    """Every distinct char* name pointer in kernel and marker records (to be read while valid)."""
+    """Every distinct char* name pointer in kernel and marker records (to be read while valid). Only those fields are
+    read, not whole records: this runs in a detach, just before the program's next work (_walk)."""
     K = cupti_module().ActivityKind
-    recs = records_by_kind(chunks)
+    dtypes = record_dtypes()
+    sizes = {k: int(dt.itemsize) for k, dt in dtypes.items()}
+    fields = {int(K.CONCURRENT_KERNEL): ("name",), int(K.KERNEL): ("name",), int(K.MARKER): ("name", "domain")}
     ptrs: set[int] = set()
-    for kind in (int(K.CONCURRENT_KERNEL), int(K.KERNEL), int(K.MARKER)):
-        if kind in recs:
-            ptrs.update(int(p) for p in np.unique(recs[kind]["name"]))
-        if kind == int(K.MARKER) and kind in recs:
-            ptrs.update(int(p) for p in np.unique(recs[kind]["domain"]))
+    for chunk in chunks:
+        if not chunk:
+            continue
+        offsets, kinds = _walk(chunk, sizes)
+        words = np.frombuffer(chunk, dtype=np.uint8)
+        for kind, names in fields.items():
+            at = offsets[kinds == kind]
+            for name in names if at.size else ():
+                dt, field = dtypes[kind].fields[name][:2]
+                idx = (at + int(field))[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
+                ptrs.update(int(p) for p in np.unique(np.ascontiguousarray(words[idx]).view(dt).reshape(-1)))
     ptrs.discard(0)
     return ptrs

@@ -1,0 +1,97 @@
+"""What reading CUPTI's records costs graphmode (session 31): `name_pointers` runs inside every detach (CuptiSession.stop
+reads the kernel and marker names before cuptiFinalize frees them), just before the program's next work, which
+benchmarks/notes/s31 found slowed by any such work; `records_by_kind` runs in the decode after the run. Both walk the
+buffers record by record (tracer.cupti_records._walk). Timed on synthetic buffers of the shapes a run makes, and on the
+buffers of a real session where a GPU is present (`--live`: a PyTorch forward loop, traced with the one run's kinds).
+Prints one JSON line per case: records, and the median of REPEATS timings (ms) of each function.
+
+    python3 benchmarks/record_walk.py [--repeats 5] [--live STEPS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphmode.tracer.cupti_records import cupti_module, name_pointers, record_dtypes, records_by_kind
+
+
+def synthetic(runs: list[tuple[int, int]]) -> bytes:
+    """Records of (kind, count) runs in order; names drawn from 64 pointers (synthetic)."""
+    dtypes = record_dtypes()
+    rng = np.random.default_rng(0)
+    out = []
+    for kind, count in runs:
+        a = np.zeros(count, dtype=dtypes[kind])
+        a["kind"] = kind
+        if "name" in a.dtype.names:
+            a["name"] = rng.integers(0x1000, 0x1040, count)
+        out.append(a.tobytes())
+    return b"".join(out)
+
+
+def cases() -> dict[str, list[bytes]]:
+    K = cupti_module().ActivityKind
+    kernel, runtime, driver = int(K.CONCURRENT_KERNEL), int(K.RUNTIME), int(K.DRIVER)
+    return {
+        "one forward (126 kernels, 20 API)": [synthetic([(runtime, 20), (kernel, 126)])],
+        "20k kernels in runs of 2000, API runs of 200": [synthetic([(runtime, 200), (kernel, 2000)] * 10)],
+        "20k kernels and 20k API alternating": [synthetic([(kernel, 1), (runtime, 1)] * 20000)],
+        "100k kernels in runs of 5000": [synthetic([(kernel, 5000), (driver, 50)] * 20)],
+    }
+
+
+def live(steps: int) -> list[bytes]:
+    """The buffers of a real session: a small PyTorch MLP's forward STEPS times, with the one run's kinds."""
+    import torch
+
+    from graphmode.tracer.cupti_session import CuptiSession
+    from graphmode.tracer.run_configs import session_kwargs, single_config
+
+    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(16)]).cuda()
+    x = torch.randn(8, 256, device="cuda")
+    s = CuptiSession(**dict(session_kwargs(single_config()), graph_trace=False))
+    s.start()
+    with torch.no_grad():
+        for _ in range(steps):
+            model(x)
+    torch.cuda.synchronize()
+    return s.stop().chunks
+
+
+def timed(f: Any, chunks: list[bytes], repeats: int) -> float:
+    f(chunks)  # first call apart: imports, numpy's first use
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f(chunks)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return round(statistics.median(times), 3)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--live", type=int, default=0, help="also a real session of this many forwards (needs a GPU)")
+    args = ap.parse_args()
+    todo = cases()
+    if args.live:
+        todo[f"live: {args.live} forwards of a 16-layer MLP"] = live(args.live)
+    for name, chunks in todo.items():
+        records = sum(len(v) for v in records_by_kind(chunks).values())
+        print(json.dumps({"case": name, "records": records, "bytes": sum(map(len, chunks)),
+                          "name_pointers_ms": timed(name_pointers, chunks, args.repeats),
+                          "records_by_kind_ms": timed(records_by_kind, chunks, args.repeats)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    raise SystemExit(main())

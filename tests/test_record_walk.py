@@ -1,0 +1,116 @@
+"""tracer.cupti_records._walk and name_pointers (session 31): the walk finds runs of one kind with numpy and
+name_pointers reads only the name fields; both must give what one Python step per record gave, on synthetic buffers
+of every shape (long runs, alternating kinds, runs at the look-ahead's edges, a record cut at the buffer's end)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cupti")
+
+from graphmode.tracer.cupti_records import (  # noqa: E402
+    _SHORT_RUN, _walk, cupti_module, name_pointers, record_dtypes, records_by_kind)
+
+K = cupti_module().ActivityKind
+DTYPES = record_dtypes()
+SIZES = {k: int(dt.itemsize) for k, dt in DTYPES.items()}
+KINDS = [int(K.CONCURRENT_KERNEL), int(K.RUNTIME), int(K.DRIVER), int(K.MEMCPY), int(K.MARKER), int(K.SYNCHRONIZATION)]
+
+
+def one_step_per_record(chunk: bytes) -> tuple[list[int], list[int]]:
+    """The walk as it was before session 31: one step of Python per record."""
+    offsets, kinds, o = [], [], 0
+    while o + 4 <= len(chunk):
+        kind = int.from_bytes(chunk[o:o + 4], "little")
+        offsets.append(o)
+        kinds.append(kind)
+        o += SIZES[kind]
+    return offsets, kinds
+
+
+def buffer(runs: list[tuple[int, int]], seed: int = 0) -> bytes:
+    """Records of (kind, count) runs in order, names drawn from a few pointers (synthetic)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for kind, count in runs:
+        a = np.zeros(count, dtype=DTYPES[kind])
+        a["kind"] = kind
+        if "name" in a.dtype.names:
+            a["name"] = rng.integers(0x1000, 0x1010, count)
+        if "domain" in a.dtype.names:
+            a["domain"] = rng.integers(0x2000, 0x2004, count)
+        out.append(a.tobytes())
+    return b"".join(out)
+
+
+def shapes() -> list[list[tuple[int, int]]]:
+    kernel, runtime, marker = int(K.CONCURRENT_KERNEL), int(K.RUNTIME), int(K.MARKER)
+    rng = np.random.default_rng(31)
+    mixed = [(KINDS[int(rng.integers(len(KINDS)))], int(rng.integers(1, 300))) for _ in range(60)]
+    return [
+        [(kernel, 1)],
+        [(kernel, 5000)],  # one long run
+        [(kernel, 1), (runtime, 1)] * 200,  # alternating
+        [(kernel, _SHORT_RUN - 1), (runtime, _SHORT_RUN), (kernel, _SHORT_RUN + 1), (marker, 2 * _SHORT_RUN),
+         (runtime, 2 * _SHORT_RUN + 1), (kernel, 3 * _SHORT_RUN)],  # at the look-ahead's edges
+        [(runtime, 1000), (kernel, 3000), (runtime, 7), (kernel, 1), (marker, 40)],
+        mixed,
+    ]
+
+
+@pytest.mark.parametrize("runs", shapes())
+def test_the_walk_finds_every_record(runs: list[tuple[int, int]]) -> None:
+    chunk = buffer(runs)
+    offsets, kinds = _walk(chunk, SIZES)
+    want_offsets, want_kinds = one_step_per_record(chunk)
+    assert offsets.tolist() == want_offsets and kinds.tolist() == want_kinds
+    assert len(offsets) == sum(c for _, c in runs)
+
+
+def test_a_record_cut_at_the_end_is_walked_as_before() -> None:
+    """A buffer whose last record is cut short (its kind field whole): listed, as the one-step walk listed it."""
+    chunk = buffer([(int(K.CONCURRENT_KERNEL), 20)])[:-10]
+    offsets, kinds = _walk(chunk, SIZES)
+    assert offsets.tolist() == one_step_per_record(chunk)[0] and len(offsets) == 20
+
+
+def test_an_unknown_kind_inside_a_run_is_refused() -> None:
+    chunk = buffer([(int(K.CONCURRENT_KERNEL), 30)]) + np.array([9999, 0], dtype=np.int32).tobytes()
+    with pytest.raises(ValueError, match="unknown CUPTI record kind 9999"):
+        _walk(chunk, SIZES)
+
+
+@pytest.mark.parametrize("runs", shapes())
+def test_name_pointers_are_those_of_the_whole_records(runs: list[tuple[int, int]]) -> None:
+    chunks = [buffer(runs, seed=1), b"", buffer(runs[::-1], seed=2)]
+    recs = records_by_kind(chunks)
+    want: set[int] = set()
+    for kind, fields in ((int(K.CONCURRENT_KERNEL), ("name",)), (int(K.MARKER), ("name", "domain"))):
+        for field in fields if kind in recs else ():
+            want.update(int(p) for p in recs[kind][field])
+    want.discard(0)
+    assert name_pointers(chunks) == want
+    assert want or not any(k in (int(K.CONCURRENT_KERNEL), int(K.MARKER)) for k, _ in runs)
+
+
+@pytest.mark.parametrize("runs", shapes())
+def test_records_by_kind_gives_every_record_whole(runs: list[tuple[int, int]]) -> None:
+    """Long runs are read in place, short ones gathered: either way each kind's records, in order, with every field's
+    values. (Fields compared by name: numpy's concatenate lays out the kernel record's union field anew, as it did
+    before session 31.)"""
+    chunks = [buffer(runs, seed=3), buffer(runs[:2], seed=4)]
+    got = records_by_kind(chunks)
+    want: dict[int, list[bytes]] = {}
+    for chunk in chunks:
+        for o, kind in zip(*one_step_per_record(chunk)):
+            want.setdefault(kind, []).append(chunk[o:o + SIZES[kind]])
+    assert set(got) == set(want)
+    for kind, rows in want.items():
+        expected = np.frombuffer(b"".join(rows), dtype=DTYPES[kind])
+        assert len(got[kind]) == len(expected) and got[kind].flags.writeable
+        for name in DTYPES[kind].names:
+            if DTYPES[kind].fields[name][0].kind != "V":
+                assert np.array_equal(got[kind][name], expected[name]), (kind, name)
+    kernels = got.get(int(K.CONCURRENT_KERNEL))
+    assert kernels is None or set(kernels["name"].tolist()) <= set(range(0x1000, 0x1010))
