@@ -3,7 +3,9 @@ reads the kernel and marker names before cuptiFinalize frees them), just before 
 benchmarks/notes/s31 found slowed by any such work; `records_by_kind` runs in the decode after the run. Both walk the
 buffers record by record (tracer.cupti_records._walk). Timed on synthetic buffers of the shapes a run makes, and on the
 buffers of a real session where a GPU is present (`--live`: a PyTorch forward loop, traced with the one run's kinds).
-Prints one JSON line per case: records, and the median of REPEATS timings (ms) of each function.
+Prints one JSON line per case: records, and the median of REPEATS timings (ms) of each function; then the first call of
+`name_pointers` in a fresh process (what the first detach pays: until session 31 numpy's np.unique imported numpy.ma
+there, 8-10 ms on a CPU machine).
 
     python3 benchmarks/record_walk.py [--repeats 5] [--live STEPS]
 """
@@ -76,6 +78,29 @@ def timed(f: Any, chunks: list[bytes], repeats: int) -> float:
     return round(statistics.median(times), 3)
 
 
+FIRST_CALL = """
+import json, sys, time
+import numpy as np
+sys.path.insert(0, {bench!r})
+from record_walk import cases
+from graphmode.tracer.cupti_records import name_pointers
+chunks = next(iter(cases().values()))
+before = set(sys.modules)
+t0 = time.perf_counter()
+name_pointers(chunks)
+t1 = time.perf_counter()
+print(json.dumps({{"case": "first call in a fresh process", "name_pointers_ms": round((t1 - t0) * 1e3, 3),
+                  "modules_imported": sorted(m for m in set(sys.modules) - before if "." not in m or m.startswith("numpy."))}}))
+"""
+
+
+def first_call() -> None:
+    import subprocess
+
+    code = FIRST_CALL.format(bench=str(Path(__file__).resolve().parent))
+    print(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
@@ -89,6 +114,7 @@ def main() -> int:
         print(json.dumps({"case": name, "records": records, "bytes": sum(map(len, chunks)),
                           "name_pointers_ms": timed(name_pointers, chunks, args.repeats),
                           "records_by_kind_ms": timed(records_by_kind, chunks, args.repeats)}))
+    first_call()
     return 0
 
 

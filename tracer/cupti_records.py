@@ -193,6 +193,6 @@ def name_pointers(chunks: Iterable[bytes]) -> set[int]:
             for name in names if at.size else ():
                 dt, field = dtypes[kind].fields[name][:2]
                 idx = (at + int(field))[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
-                ptrs.update(int(p) for p in np.unique(np.ascontiguousarray(words[idx]).view(dt).reshape(-1)))
+                ptrs.update(np.ascontiguousarray(words[idx]).view(dt).reshape(-1).tolist())
     ptrs.discard(0)
     return ptrs
