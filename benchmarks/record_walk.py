@@ -25,16 +25,19 @@ import numpy as np
 from graphmode.tracer.cupti_records import cupti_module, name_pointers, record_dtypes, records_by_kind
 
 
-def synthetic(runs: list[tuple[int, int]]) -> bytes:
-    """Records of (kind, count) runs in order; names drawn from 64 pointers (synthetic)."""
+def synthetic(runs: list[tuple[int, int]], seed: int = 0, names: int = 64) -> bytes:
+    """Records of (kind, count) runs in order; kernel and marker names drawn from `names` pointers from 0x1000, marker
+    domains from 4 from 0x2000 (synthetic; tests/test_record_walk.py builds its buffers with it too)."""
     dtypes = record_dtypes()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     out = []
     for kind, count in runs:
         a = np.zeros(count, dtype=dtypes[kind])
         a["kind"] = kind
         if "name" in a.dtype.names:
-            a["name"] = rng.integers(0x1000, 0x1040, count)
+            a["name"] = rng.integers(0x1000, 0x1000 + names, count)
+        if "domain" in a.dtype.names:
+            a["domain"] = rng.integers(0x2000, 0x2004, count)
         out.append(a.tobytes())
     return b"".join(out)
 

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("cupti")
 
+from conftest import load_benchmark  # noqa: E402
 from graphmode.tracer.cupti_records import (  # noqa: E402
     _SHORT_RUN, _walk, cupti_module, name_pointers, record_dtypes, records_by_kind)
 
@@ -30,18 +31,8 @@ def one_step_per_record(chunk: bytes) -> tuple[list[int], list[int]]:
 
 
 def buffer(runs: list[tuple[int, int]], seed: int = 0) -> bytes:
-    """Records of (kind, count) runs in order, names drawn from a few pointers (synthetic)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for kind, count in runs:
-        a = np.zeros(count, dtype=DTYPES[kind])
-        a["kind"] = kind
-        if "name" in a.dtype.names:
-            a["name"] = rng.integers(0x1000, 0x1010, count)
-        if "domain" in a.dtype.names:
-            a["domain"] = rng.integers(0x2000, 0x2004, count)
-        out.append(a.tobytes())
-    return b"".join(out)
+    """Records of (kind, count) runs in order, names drawn from 16 pointers (synthetic: benchmarks/record_walk.py)."""
+    return load_benchmark("record_walk").synthetic(runs, seed=seed, names=16)
 
 
 def shapes() -> list[list[tuple[int, int]]]:
