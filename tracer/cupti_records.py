@@ -93,8 +93,8 @@ def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     of one kind (a batch of kernel records, of API records): past _SHORT_RUN records in a row, the rest of a run is
     found with numpy (the kind field read at every record boundary the run would have, up to the first that differs,
     looking twice as far each time). A detach reads the names of the records before CUPTI frees them
-    (CuptiSession.stop): one step of Python per record made that walk the detach's main cost, tens of milliseconds
-    just before the program's capture (benchmarks/notes/s31)."""
+    (CuptiSession.stop), just before the program's capture: with one step of Python per record, that took tens of
+    milliseconds for a session of tens of thousands of records (benchmarks/notes/s31)."""
     n = len(chunk)
     offsets: list[np.ndarray] = []  # the walk's parts, in order: short runs gathered in Python lists, long runs
     kinds: list[np.ndarray] = []
