@@ -1,11 +1,11 @@
-"""What reading CUPTI's records costs graphmode (session 31): `name_pointers` runs inside every detach (CuptiSession.stop
-reads the kernel and marker names before cuptiFinalize frees them), just before the program's next work, which
-benchmarks/notes/s31 found slowed by any such work; `records_by_kind` runs in the decode after the run. Both walk the
-buffers record by record (tracer.cupti_records._walk). Timed on synthetic buffers of the shapes a run makes, and on the
-buffers of a real session where a GPU is present (`--live`: a PyTorch forward loop, traced with the one run's kinds).
-Prints one JSON line per case: records, and the median of REPEATS timings (ms) of each function; then the first call of
-`name_pointers` in a fresh process (what the first detach pays: until session 31 numpy's np.unique imported numpy.ma
-there, 8-10 ms on a CPU machine).
+"""What reading CUPTI's records costs graphmode (session 31): `name_pointers` runs inside every detach
+(CuptiSession.stop reads the kernel and marker names before cuptiFinalize frees them), just before the program's next
+work, which benchmarks/notes/s31 found slowed by any such work; `records_by_kind` runs in the decode after the run. Both
+walk the buffers record by record (tracer.cupti_records._walk). Timed on synthetic buffers of the shapes a run makes,
+and on the buffers of a real session where a GPU is present (`--live`: a PyTorch forward loop, traced with the one run's
+kinds). Prints one JSON line per case: records, and the median of REPEATS timings (ms) of each function; then the first
+call of `name_pointers` in a fresh process (what the first detach pays: until session 31 numpy's np.unique imported
+numpy.ma there, 8-10 ms on a CPU machine).
 
     python3 benchmarks/record_walk.py [--repeats 5] [--live STEPS]
 """
@@ -92,8 +92,9 @@ before = set(sys.modules)
 t0 = time.perf_counter()
 name_pointers(chunks)
 t1 = time.perf_counter()
+new = sorted(m for m in set(sys.modules) - before if "." not in m or m.startswith("numpy."))
 print(json.dumps({{"case": "first call in a fresh process", "name_pointers_ms": round((t1 - t0) * 1e3, 3),
-                  "modules_imported": sorted(m for m in set(sys.modules) - before if "." not in m or m.startswith("numpy."))}}))
+                  "modules_imported": new}}))
 """
 
 

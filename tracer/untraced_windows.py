@@ -207,8 +207,8 @@ class UntracedCapture:
 class CaptureController:
     """Detaches CUPTI around the program's PyTorch captures, up to `limit` (module doc). `may_detach` says whether it
     may now (no graph seen under GRAPH_TRACE, no window open, nothing failed); `begin()` comes just before the
-    program's capture_begin, `ending()` just before its capture_end, `end()` after it returned or raised (or after a capture_begin that raised,
-    or at the run's end). `attach` attaches a session and runs graphmode's own graph."""
+    program's capture_begin, `ending()` just before its capture_end, `end()` after it returned or raised (or after a
+    capture_begin that raised, or at the run's end). `attach` attaches a session and runs graphmode's own graph."""
 
     detach: Callable[[], None]
     attach: Callable[[], None]
