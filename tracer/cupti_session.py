@@ -503,7 +503,11 @@ class CuptiSession:
 
     def _resolve_names(self) -> None:
         """Kernel and marker names are char* into CUPTI's memory: read them while it still holds them."""
-        for ptr in name_pointers(self.raw.chunks):
+        record_dtypes()
+        mark("cupti: record layouts read")
+        pointers = name_pointers(self.raw.chunks)
+        mark("cupti: name pointers found")
+        for ptr in pointers:
             if ptr and ptr not in self.raw.names:
                 self.raw.names[ptr] = ctypes.string_at(ptr).decode(errors="replace")
 
