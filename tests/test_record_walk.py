@@ -1,6 +1,7 @@
-"""tracer.cupti_records._walk and name_pointers (session 31): the walk finds runs of one kind with numpy and
-name_pointers reads only the name fields; both must give what one Python step per record gave, on synthetic buffers
-of every shape (long runs, alternating kinds, runs at the look-ahead's edges, a record cut at the buffer's end)."""
+"""tracer.cupti_records._walk and name_pointers (sessions 31-32): the walk finds repeating patterns of kinds with numpy
+and name_pointers reads only the name fields; both must give what one Python step per record gave, on synthetic buffers
+of every shape (long runs, alternating kinds, patterns of several kinds, runs at the look-ahead's edges, a record cut at
+the buffer's end)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def shapes() -> list[list[tuple[int, int]]]:
     kernel, runtime, marker = int(K.CONCURRENT_KERNEL), int(K.RUNTIME), int(K.MARKER)
     rng = np.random.default_rng(31)
     mixed = [(KINDS[int(rng.integers(len(KINDS)))], int(rng.integers(1, 300))) for _ in range(60)]
+    memcpy, sync, driver = int(K.MEMCPY), int(K.SYNCHRONIZATION), int(K.DRIVER)
+    patterned = []  # random patterns of 1-5 kinds, each repeated 1-60 times
+    for _ in range(40):
+        cycle = [(KINDS[int(rng.integers(len(KINDS)))], int(rng.integers(1, 3))) for _ in range(int(rng.integers(1, 6)))]
+        patterned += cycle * int(rng.integers(1, 60))
     return [
         [(kernel, 1)],
         [(kernel, 5000)],  # one long run
@@ -47,6 +53,14 @@ def shapes() -> list[list[tuple[int, int]]]:
          (runtime, 2 * _SHORT_RUN + 1), (kernel, 3 * _SHORT_RUN)],  # at the look-ahead's edges
         [(runtime, 1000), (kernel, 3000), (runtime, 7), (kernel, 1), (marker, 40)],
         mixed,
+        # patterns of a few kinds in turn (session 32): of 3; of 4 with a kind twice; of 5, longer than looked for;
+        # alternation broken every 37 records; patterns that change
+        [(runtime, 1), (kernel, 1), (marker, 1)] * 300,
+        [(kernel, 2), (runtime, 1), (driver, 1)] * 200,
+        [(kernel, 1), (runtime, 1), (driver, 1), (memcpy, 1), (sync, 1)] * 100,
+        ([(kernel, 1), (runtime, 1)] * 18 + [(marker, 1)]) * 20,
+        [(runtime, 1), (kernel, 1)] * 50 + [(runtime, 1), (kernel, 2)] * 40 + [(kernel, 30)] + [(driver, 1), (kernel, 1)] * 9,
+        patterned,
     ]
 
 
@@ -64,6 +78,12 @@ def test_a_record_cut_at_the_end_is_walked_as_before() -> None:
     chunk = buffer([(int(K.CONCURRENT_KERNEL), 20)])[:-10]
     offsets, kinds = _walk(chunk, SIZES)
     assert offsets.tolist() == one_step_per_record(chunk)[0] and len(offsets) == 20
+
+
+def test_a_record_cut_at_the_end_of_a_pattern_is_walked_as_before() -> None:
+    chunk = buffer([(int(K.CONCURRENT_KERNEL), 1), (int(K.RUNTIME), 1)] * 50)[:-10]
+    offsets, kinds = _walk(chunk, SIZES)
+    assert (offsets.tolist(), kinds.tolist()) == one_step_per_record(chunk) and len(offsets) == 100
 
 
 def test_an_unknown_kind_inside_a_run_is_refused() -> None:

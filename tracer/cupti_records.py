@@ -83,72 +83,90 @@ def api_category(name: str) -> str:
     return "other"
 
 
-_SHORT_RUN = 8  # records of one kind in a row looked at one by one, before numpy looks further at once
+_SHORT_RUN = 8  # repeats of a pattern looked for at once at first (doubling while it holds)
+_MAX_CYCLE = 4  # the longest repeating pattern of kinds looked for, in records
+_MAX_WAIT = 64  # after a look-ahead that found little, at most this many records walked one by one before the next
+
+
+def _repeats(chunk: bytes, at: int, cycle: list[int], sizes: dict[int, int]) -> int:
+    """How many whole repeats of the kinds `cycle` lie back to back from offset `at` (each record where its kind's size
+    puts it, the kind field inside the buffer): numpy reads the kind fields of _SHORT_RUN repeats at once, then twice as
+    many, up to the first that differs."""
+    n = len(chunk)
+    steps = [sizes[k] for k in cycle]
+    length = sum(steps)
+    inside = [0]
+    for size in steps[:-1]:
+        inside.append(inside[-1] + size)
+    found, ahead = 0, _SHORT_RUN
+    while True:
+        o = at + found * length
+        m = min([ahead] + [(n - 4 - o - d) // length + 1 for d in inside])
+        if m <= 0:
+            return found
+        same = np.ndarray((m,), dtype="<u4", buffer=chunk, offset=o, strides=(length,)) == cycle[0]
+        for d, kind in zip(inside[1:], cycle[1:]):
+            same &= np.ndarray((m,), dtype="<u4", buffer=chunk, offset=o + d, strides=(length,)) == kind
+        other = np.flatnonzero(~same)
+        if other.size:
+            return found + int(other[0])
+        found += m
+        ahead *= 2
 
 
 def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and kinds of the records in one buffer span.
 
-    Records lie back to back, each as long as its kind says, so the walk is sequential. CUPTI's buffers hold long runs
-    of one kind (a batch of kernel records, of API records): past _SHORT_RUN records in a row, the rest of a run is
-    found with numpy (the kind field read at every record boundary the run would have, up to the first that differs,
-    looking twice as far each time). A detach reads the names of the records before CUPTI frees them
-    (CuptiSession.stop), just before the program's capture: with one step of Python per record, that took tens of
-    milliseconds for a session of tens of thousands of records (benchmarks/notes/s31)."""
+    Records lie back to back, each as long as its kind says, so the walk is sequential. But CUPTI's buffers repeat
+    themselves: runs of one kind (a batch of kernel records, of API records), and patterns of a few kinds in turn (an
+    API record, then its kernel's). Once the last records walked one by one repeat a pattern of up to _MAX_CYCLE kinds
+    twice, numpy looks for further repeats at once (_repeats). A look-ahead that finds fewer than _SHORT_RUN makes the
+    walk go on one by one for longer before the next (up to _MAX_WAIT records). A detach reads the names of the records
+    before CUPTI frees them (CuptiSession.stop), just before the program's capture: with one step of Python per record,
+    that took tens of milliseconds for a session of tens of thousands of records (benchmarks/notes/s31-s32)."""
     n = len(chunk)
-    offsets: list[np.ndarray] = []  # the walk's parts, in order: short runs gathered in Python lists, long runs
+    offsets: list[np.ndarray] = []  # the walk's parts, in order: records walked one by one, then repeats found
     kinds: list[np.ndarray] = []
     short_o: list[int] = []
     short_k: list[int] = []
-    o = 0
-    kind = int.from_bytes(chunk[0:4], "little") if n >= 4 else -1
+    o, wait, backoff = 0, 0, 1
     while o + 4 <= n:
+        kind = int.from_bytes(chunk[o : o + 4], "little")
         size = sizes.get(kind)
         if size is None:
             raise ValueError(f"unknown CUPTI record kind {kind} at offset {o}: cannot continue decoding this buffer")
-        run, nxt = 1, -1  # nxt: the kind of the record after the run, where read
-        while run < _SHORT_RUN:
-            at = o + run * size
-            if at + 4 > n:
-                break
-            nxt = int.from_bytes(chunk[at : at + 4], "little")
-            if nxt != kind:
-                break
-            run += 1
-        else:  # a long run: numpy looks further at once
-            ahead, nxt = _SHORT_RUN, -1
-            while True:
-                at = o + run * size
-                m = min(ahead, (n - at - 4) // size + 1) if at + 4 <= n else 0
-                if m <= 0:
-                    break
-                ks = np.ndarray((m,), dtype="<u4", buffer=chunk, offset=at, strides=(size,))
-                other = np.flatnonzero(ks != kind)
-                if other.size:
-                    run += int(other[0])
-                    nxt = int(ks[other[0]])
-                    break
-                run += m
-                ahead *= 2
-        if run < _SHORT_RUN:
-            if run == 1:
-                short_o.append(o)
-                short_k.append(kind)
-            else:
-                short_o.extend(range(o, o + run * size, size))
-                short_k.extend([kind] * run)
-        else:
-            if short_o:
+        short_o.append(o)
+        short_k.append(kind)
+        o += size
+        if wait:
+            wait -= 1
+            continue
+        m = len(short_k)
+        for p in range(1, min(_MAX_CYCLE, m // 2) + 1):
+            if short_k[m - 1 - p] != kind or short_k[m - p :] != short_k[m - 2 * p : m - p]:
+                continue
+            cycle = short_k[m - p :]
+            found = _repeats(chunk, o, cycle, sizes)
+            if found:
+                steps = [0]
+                for k in cycle[:-1]:
+                    steps.append(steps[-1] + sizes[k])
+                length = steps[-1] + sizes[cycle[-1]]
                 offsets.append(np.asarray(short_o, dtype=np.int64))
                 kinds.append(np.asarray(short_k, dtype=np.int32))
                 short_o, short_k = [], []
-            offsets.append(o + size * np.arange(run, dtype=np.int64))
-            kinds.append(np.full(run, kind, dtype=np.int32))
-        o += run * size
-        kind = nxt if nxt >= 0 or o + 4 > n else int.from_bytes(chunk[o : o + 4], "little")
+                offsets.append((o + length * np.arange(found, dtype=np.int64))[:, None]
+                               + np.asarray(steps, dtype=np.int64)[None, :])
+                kinds.append(np.tile(np.asarray(cycle, dtype=np.int32), found))
+                o += found * length
+            if found >= _SHORT_RUN:
+                backoff = 1
+            else:
+                wait, backoff = backoff, min(2 * backoff, _MAX_WAIT)
+            break
     offsets.append(np.asarray(short_o, dtype=np.int64))
     kinds.append(np.asarray(short_k, dtype=np.int32))
-    return np.concatenate(offsets), np.concatenate(kinds)
+    return np.concatenate([x.reshape(-1) for x in offsets]), np.concatenate(kinds)
 
 
 def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
@@ -164,9 +182,13 @@ def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
         for kind in np.unique(kinds):
             dt = dtypes[int(kind)]
             sel = offsets[kinds == kind]
-            starts = np.flatnonzero(np.diff(sel) != dt.itemsize) + 1  # where a run of back-to-back records breaks
+            # runs of records an equal step apart (back to back, or in turn with other kinds): a new run begins two
+            # records after its step changes (tracer.cupti_records._walk finds such patterns)
+            step = np.diff(sel)
+            starts = np.flatnonzero(step[1:] != step[:-1]) + 2
             if len(starts) + 1 <= len(sel) // _SHORT_RUN:  # long runs: each read in place, one copy
-                rows = np.concatenate([np.frombuffer(chunk, dtype=dt, count=len(run), offset=int(run[0]))
+                rows = np.concatenate([np.ndarray((len(run),), dtype=dt, buffer=chunk, offset=int(run[0]),
+                                                  strides=(int(run[1] - run[0]) if len(run) > 1 else dt.itemsize,))
                                        for run in np.split(sel, starts)])
             else:  # short runs: gathered byte by byte
                 idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
