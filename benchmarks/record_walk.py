@@ -7,7 +7,7 @@ kinds). Prints one JSON line per case: records, and the median of REPEATS timing
 call of `name_pointers` in a fresh process (what the first detach pays: until session 31 numpy's np.unique imported
 numpy.ma there, 8-10 ms on a CPU machine).
 
-    python3 benchmarks/record_walk.py [--repeats 5] [--live STEPS]
+    python3 benchmarks/record_walk.py [--repeats 5] [--live STEPS [--workloads mlp,train,vit] [--save DIR]]
 """
 
 from __future__ import annotations
@@ -53,20 +53,45 @@ def cases() -> dict[str, list[bytes]]:
     }
 
 
-def live(steps: int) -> list[bytes]:
-    """The buffers of a real session: a small PyTorch MLP's forward STEPS times, with the one run's kinds."""
+def live(steps: int, workload: str = "mlp") -> list[bytes]:
+    """The buffers of a real session with the one run's kinds: a small PyTorch MLP's forward STEPS times ('mlp'), a
+    torchvision ResNet-18 training step (forward, backward, SGD step; 'train'), or a timm ViT-small forward at batch 1
+    ('vit'), never synchronized between steps."""
     import torch
 
     from graphmode.tracer.cupti_session import CuptiSession
     from graphmode.tracer.run_configs import session_kwargs, single_config
 
-    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(16)]).cuda()
-    x = torch.randn(8, 256, device="cuda")
+    if workload == "train":
+        import torchvision
+
+        model = torchvision.models.resnet18().cuda()
+        x, y = torch.randn(8, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (8,), device="cuda")
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def step() -> None:
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    else:
+        if workload == "vit":
+            import timm
+
+            model = timm.create_model("vit_small_patch16_224", pretrained=False).cuda().eval()
+            x = torch.randn(1, 3, 224, 224, device="cuda")
+        else:
+            model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(16)]).cuda()
+            x = torch.randn(8, 256, device="cuda")
+
+        def step() -> None:
+            with torch.no_grad():
+                model(x)
+    step()  # warm: the allocator's segments, cuBLAS handles
+    torch.cuda.synchronize()
     s = CuptiSession(**dict(session_kwargs(single_config()), graph_trace=False))
     s.start()
-    with torch.no_grad():
-        for _ in range(steps):
-            model(x)
+    for _ in range(steps):
+        step()
     torch.cuda.synchronize()
     return s.stop().chunks
 
@@ -108,11 +133,16 @@ def first_call() -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--live", type=int, default=0, help="also a real session of this many forwards (needs a GPU)")
+    ap.add_argument("--live", type=int, default=0, help="also a real session of this many steps (needs a GPU)")
+    ap.add_argument("--workloads", default="mlp", help="the live sessions' workloads: mlp, train, vit (comma-separated)")
+    ap.add_argument("--save", type=Path, help="a folder: each live session's buffers saved there (LIVE_WORKLOAD.npz)")
     args = ap.parse_args()
     todo = cases()
-    if args.live:
-        todo[f"live: {args.live} forwards of a 16-layer MLP"] = live(args.live)
+    for workload in args.workloads.split(",") if args.live else ():
+        todo[f"live: {args.live} steps of {workload}"] = chunks = live(args.live, workload)
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(args.save / f"live_{workload}.npz", *[np.frombuffer(c, dtype=np.uint8) for c in chunks])
     for name, chunks in todo.items():
         records = sum(len(v) for v in records_by_kind(chunks).values())
         print(json.dumps({"case": name, "records": records, "bytes": sum(map(len, chunks)),
