@@ -50,6 +50,9 @@ def cases() -> dict[str, list[bytes]]:
         "20k kernels in runs of 2000, API runs of 200": [synthetic([(runtime, 200), (kernel, 2000)] * 10)],
         "20k kernels and 20k API alternating": [synthetic([(kernel, 1), (runtime, 1)] * 20000)],
         "100k kernels in runs of 5000": [synthetic([(kernel, 5000), (driver, 50)] * 20)],
+        "10k API records, each then two kernels": [synthetic([(runtime, 1), (kernel, 2)] * 10000)],
+        "40k records of three kinds at random": [synthetic([(int(k), 1) for k in np.random.default_rng(0).choice(
+            [kernel, runtime, driver], 40000)])],
     }
 
 
