@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("cupti")
 
-from conftest import load_benchmark  # noqa: E402
+from conftest import DATA, load_benchmark  # noqa: E402
 from graphmode.tracer.cupti_records import (  # noqa: E402
     _SHORT_RUN, _walk, cupti_module, name_pointers, record_dtypes, records_by_kind)
 
@@ -61,6 +61,11 @@ def shapes() -> list[list[tuple[int, int]]]:
         ([(kernel, 1), (runtime, 1)] * 18 + [(marker, 1)]) * 20,
         [(runtime, 1), (kernel, 1)] * 50 + [(runtime, 1), (kernel, 2)] * 40 + [(kernel, 30)] + [(driver, 1), (kernel, 1)] * 9,
         patterned,
+        # a loop's steps: a step of 40 records in a pattern of its own, 300 times, with a stray record every 70 steps;
+        # and 35,000 records at random (the walk forgets what it walked long ago: past 32,768)
+        ([(kernel, 1), (runtime, 1)] * 12 + [(memcpy, 1), (runtime, 1)] + [(kernel, 1), (runtime, 1)] * 7) * 70
+        + [(sync, 1)] + ([(kernel, 1), (runtime, 1)] * 12 + [(memcpy, 1), (runtime, 1)] + [(kernel, 1), (runtime, 1)] * 7) * 230,
+        [(int(k), 1) for k in rng.choice([kernel, runtime, driver], 35000)],
     ]
 
 
@@ -125,3 +130,32 @@ def test_records_by_kind_gives_every_record_whole(runs: list[tuple[int, int]]) -
                 assert np.array_equal(got[kind][name], expected[name]), (kind, name)
     kernels = got.get(int(K.CONCURRENT_KERNEL))
     assert kernels is None or set(kernels["name"].tolist()) <= set(range(0x1000, 0x1010))
+
+
+def test_records_by_kind_names_a_record_cut_at_the_end() -> None:
+    chunk = buffer([(int(K.CONCURRENT_KERNEL), 1), (int(K.RUNTIME), 1)] * 50)[:-10]
+    with pytest.raises(ValueError, match="runs past the end of its buffer"):
+        records_by_kind([chunk])
+
+
+@pytest.mark.parametrize("name", ["live_vit", "live_train"])
+def test_real_buffers_are_walked_as_one_step_per_record_walked_them(name: str) -> None:
+    """Buffers of real sessions on the H200 (tests/data/cupti_buffers): the walk finds a loop's step and repeats it;
+    every record, field and name pointer as the one-step walk finds them."""
+    saved = np.load(DATA / "cupti_buffers" / f"{name}.npz")
+    chunks = [saved[k].tobytes() for k in saved.files]
+    want: dict[int, list[bytes]] = {}
+    for chunk in chunks:
+        offsets, kinds = _walk(chunk, SIZES)
+        assert (offsets.tolist(), kinds.tolist()) == one_step_per_record(chunk)
+        for o, kind in zip(*one_step_per_record(chunk)):
+            want.setdefault(kind, []).append(chunk[o:o + SIZES[kind]])
+    got = records_by_kind(chunks)
+    assert set(got) == set(want) and int(K.CONCURRENT_KERNEL) in got
+    for kind, rows in want.items():
+        expected = np.frombuffer(b"".join(rows), dtype=DTYPES[kind])
+        for field in DTYPES[kind].names:
+            if DTYPES[kind].fields[field][0].kind != "V":
+                assert np.array_equal(got[kind][field], expected[field]), (kind, field)
+    kernel_names = {int(p) for p in got[int(K.CONCURRENT_KERNEL)]["name"]} - {0}
+    assert name_pointers(chunks) == kernel_names and len(kernel_names) > 10

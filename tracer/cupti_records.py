@@ -8,6 +8,7 @@ from the kind (cupti-python's numpy dtypes mirror the C structs, which CUPTI pac
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -84,32 +85,33 @@ def api_category(name: str) -> str:
 
 
 _SHORT_RUN = 8  # repeats of a pattern looked for at once at first (doubling while it holds)
-_MAX_CYCLE = 4  # the longest repeating pattern of kinds looked for, in records
-_MAX_WAIT = 64  # after a look-ahead that found little, at most this many records walked one by one before the next
+_MAX_CYCLE = 4096  # the longest repeating pattern of kinds looked for, in records (a step of a program's loop)
+# the last records walked, looked for earlier in the walk to find where the pattern started, and how far back: 64 first
+# (a loop's step, whose short patterns break where its kinds change), then 8 (a run, an API record then its kernel's)
+_TAILS = ((64, _MAX_CYCLE), (8, 64))
+_TRIES = 2  # earlier places of that tail tried, the latest first
+_MAX_WAIT = 128  # after a look-ahead that found little, at most this many records walked one by one before the next
 
 
-def _repeats(chunk: bytes, at: int, cycle: list[int], sizes: dict[int, int]) -> int:
-    """How many whole repeats of the kinds `cycle` lie back to back from offset `at` (each record where its kind's size
-    puts it, the kind field inside the buffer): numpy reads the kind fields of _SHORT_RUN repeats at once, then twice as
-    many, up to the first that differs."""
-    n = len(chunk)
-    steps = [sizes[k] for k in cycle]
-    length = sum(steps)
-    inside = [0]
-    for size in steps[:-1]:
-        inside.append(inside[-1] + size)
+def _repeats(words: np.ndarray, at: int, cycle: list[int], sizes: dict[int, int]) -> tuple[int, np.ndarray]:
+    """How many whole repeats of the kinds `cycle` lie back to back from byte offset `at` (each record where its kind's
+    size puts it, the kind field inside the buffer; `words`: the buffer as 4-byte words), and the offsets of a repeat's
+    records from its start: numpy reads the kind fields of _SHORT_RUN repeats at once, then twice as many, up to the
+    first that differs."""
+    inside = np.zeros(len(cycle), dtype=np.int64)
+    np.cumsum([sizes[k] for k in cycle[:-1]], out=inside[1:])
+    length = int(inside[-1]) + sizes[cycle[-1]]
+    want = np.asarray(cycle, dtype=words.dtype)
+    rel = inside // 4
     found, ahead = 0, _SHORT_RUN
     while True:
-        o = at + found * length
-        m = min([ahead] + [(n - 4 - o - d) // length + 1 for d in inside])
+        o = (at + found * length) // 4
+        m = min(ahead, (len(words) - 1 - o - int(rel[-1])) * 4 // length + 1)
         if m <= 0:
-            return found
-        same = np.ndarray((m,), dtype="<u4", buffer=chunk, offset=o, strides=(length,)) == cycle[0]
-        for d, kind in zip(inside[1:], cycle[1:]):
-            same &= np.ndarray((m,), dtype="<u4", buffer=chunk, offset=o + d, strides=(length,)) == kind
-        other = np.flatnonzero(~same)
-        if other.size:
-            return found + int(other[0])
+            return found, inside
+        same = (words[(o + length // 4 * np.arange(m))[:, None] + rel[None, :]] == want).all(axis=1)
+        if not same.all():
+            return found + int(np.argmin(same)), inside
         found += m
         ahead *= 2
 
@@ -118,52 +120,70 @@ def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and kinds of the records in one buffer span.
 
     Records lie back to back, each as long as its kind says, so the walk is sequential. But CUPTI's buffers repeat
-    themselves: runs of one kind (a batch of kernel records, of API records), and patterns of a few kinds in turn (an
-    API record, then its kernel's). Once the last records walked one by one repeat a pattern of up to _MAX_CYCLE kinds
-    twice, numpy looks for further repeats at once (_repeats). A look-ahead that finds fewer than _SHORT_RUN makes the
-    walk go on one by one for longer before the next (up to _MAX_WAIT records). A detach reads the names of the records
-    before CUPTI frees them (CuptiSession.stop), just before the program's capture: with one step of Python per record,
-    that took tens of milliseconds for a session of tens of thousands of records (benchmarks/notes/s31-s32)."""
+    themselves: runs of one kind, an API record then its kernel's, and the same sequence of kinds each step of a
+    program's loop. The walk goes one record at a time, keeping the kinds it walked; where its last kinds (_TAILS) were
+    walked before as well, and the stretch since then repeats the one before it (a pattern of up to _MAX_CYCLE records),
+    numpy looks for further repeats of that pattern at once (_repeats), checking every record's kind where the pattern
+    puts it: what the kinds walked suggest is only where to look. A look-ahead that finds fewer than _SHORT_RUN records
+    makes the walk go on one by one for longer before the next (up to _MAX_WAIT records). A detach reads the names of the records before CUPTI frees them
+    (CuptiSession.stop), just before the program's capture: with one step of Python per record, that took tens of
+    milliseconds for a session of tens of thousands of records (benchmarks/notes/s31-s32)."""
     n = len(chunk)
+    words = np.frombuffer(chunk, dtype=np.uint32, count=n // 4)  # CUPTI writes in this machine's byte order
     offsets: list[np.ndarray] = []  # the walk's parts, in order: records walked one by one, then repeats found
     kinds: list[np.ndarray] = []
     short_o: list[int] = []
     short_k: list[int] = []
+    seen = bytearray()  # the kinds walked so far (the latest 2 * _MAX_CYCLE at least), a byte each
+    patterns = max(sizes) < 256 and all(size % 4 == 0 for size in sizes.values())  # CUPTI's kinds fit in a byte
     o, wait, backoff = 0, 0, 1
+    kind_at = memoryview(chunk)[: n - n % 4].cast("I")
     while o + 4 <= n:
-        kind = int.from_bytes(chunk[o : o + 4], "little")
+        kind = kind_at[o >> 2]
         size = sizes.get(kind)
         if size is None:
             raise ValueError(f"unknown CUPTI record kind {kind} at offset {o}: cannot continue decoding this buffer")
         short_o.append(o)
         short_k.append(kind)
+        seen.append(kind & 0xFF)
         o += size
         if wait:
             wait -= 1
             continue
-        m = len(short_k)
-        for p in range(1, min(_MAX_CYCLE, m // 2) + 1):
-            if short_k[m - 1 - p] != kind or short_k[m - p :] != short_k[m - 2 * p : m - p]:
-                continue
-            cycle = short_k[m - p :]
-            found = _repeats(chunk, o, cycle, sizes)
-            if found:
-                steps = [0]
-                for k in cycle[:-1]:
-                    steps.append(steps[-1] + sizes[k])
-                length = steps[-1] + sizes[cycle[-1]]
+        m = len(seen)
+        got = 0
+        for tail, longest in _TAILS if patterns else ():
+            end = m - 1
+            for _ in range(_TRIES if m >= 2 * tail else 0):
+                j = seen.rfind(seen[m - tail :], max(0, m - tail - longest), end)
+                p = m - tail - j
+                if j < 0 or 2 * p > m:
+                    break
+                end = j + tail - 1  # the next try: an earlier place
+                if seen[m - p :] != seen[m - 2 * p : m - p]:
+                    continue
+                cycle = list(seen[m - p :])
+                found, inside = _repeats(words, o, cycle, sizes)
+                if not found:
+                    continue
+                length = int(inside[-1]) + sizes[cycle[-1]]
                 offsets.append(np.asarray(short_o, dtype=np.int64))
                 kinds.append(np.asarray(short_k, dtype=np.int32))
                 short_o, short_k = [], []
-                offsets.append((o + length * np.arange(found, dtype=np.int64))[:, None]
-                               + np.asarray(steps, dtype=np.int64)[None, :])
+                offsets.append((o + length * np.arange(found, dtype=np.int64))[:, None] + inside[None, :])
                 kinds.append(np.tile(np.asarray(cycle, dtype=np.int32), found))
+                seen += seen[m - p :] * min(found, 2 * _MAX_CYCLE // p + 1)
                 o += found * length
-            if found >= _SHORT_RUN:
-                backoff = 1
-            else:
-                wait, backoff = backoff, min(2 * backoff, _MAX_WAIT)
-            break
+                got = found * p
+                break
+            if got:
+                break
+        if got >= _SHORT_RUN:
+            backoff = 1
+        else:
+            wait, backoff = backoff, min(2 * backoff, _MAX_WAIT)
+        if len(seen) > 8 * _MAX_CYCLE:
+            del seen[: len(seen) - 2 * _MAX_CYCLE - _TAILS[0][0]]
     offsets.append(np.asarray(short_o, dtype=np.int64))
     kinds.append(np.asarray(short_k, dtype=np.int32))
     return np.concatenate([x.reshape(-1) for x in offsets]), np.concatenate(kinds)
@@ -182,17 +202,18 @@ def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
         for kind in np.unique(kinds):
             dt = dtypes[int(kind)]
             sel = offsets[kinds == kind]
-            # runs of records an equal step apart (back to back, or in turn with other kinds): a new run begins two
-            # records after its step changes (tracer.cupti_records._walk finds such patterns)
-            step = np.diff(sel)
-            starts = np.flatnonzero(step[1:] != step[:-1]) + 2
-            if len(starts) + 1 <= len(sel) // _SHORT_RUN:  # long runs: each read in place, one copy
-                rows = np.concatenate([np.ndarray((len(run),), dtype=dt, buffer=chunk, offset=int(run[0]),
-                                                  strides=(int(run[1] - run[0]) if len(run) > 1 else dt.itemsize,))
+            starts = np.flatnonzero(np.diff(sel) != dt.itemsize) + 1  # where a run of back-to-back records breaks
+            if len(starts) + 1 <= len(sel) // 64:  # long runs: each read in place, one copy
+                rows = np.concatenate([np.frombuffer(chunk, dtype=dt, count=len(run), offset=int(run[0]))
                                        for run in np.split(sel, starts)])
-            else:  # short runs: gathered byte by byte
-                idx = sel[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
-                rows = np.ascontiguousarray(raw[idx]).view(dt).reshape(-1)
+            else:  # records apart: copied record by record from a view of every place one could start
+                step = math.gcd(*sizes.values())  # records start at multiples of it
+                if sel[-1] + dt.itemsize > len(chunk):
+                    raise ValueError(f"a CUPTI record of kind {int(kind)} at offset {int(sel[-1])} runs past the "
+                                     f"end of its buffer ({len(chunk)} bytes)")
+                places = np.lib.stride_tricks.as_strided(raw, shape=((len(chunk) - dt.itemsize) // step + 1, dt.itemsize),
+                                                         strides=(step, 1), writeable=False)
+                rows = places[sel // step].view(dt).reshape(-1)
             parts.setdefault(int(kind), []).append(rows)
     return {k: np.concatenate(v) for k, v in parts.items()}
 
