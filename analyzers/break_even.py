@@ -218,9 +218,9 @@ WINDOW_EAGER_BOUND = 1.55
 # while 0.94-1.00x the same process's own clock: the rest is one process against another; session 30, two calls: 21
 # graphs 1.03-2.23x, median 1.41, 0.95-1.00x their own clock; session 31's probe: a capture made just after CUPTI
 # detached ran 0.93-2.98x, median 1.19, its untraced twin in one process (13 processes), as one made after 70 ms of
-# numpy work with no session at all did, median 1.38: benchmarks/notes/s31; session 32, five calls: 26 graphs 0.91-2.36x,
-# the decode step's 1.41-2.36x with its detach at 2-70 ms, the highest in a process whose CPU ran 1.3x slow at the
-# capture: benchmarks/notes/s32; benchmarks/results/one_run/one_run_ratios.jsonl, held by tests/test_one_run.py).
+# numpy work with no session at all did, median 1.38: benchmarks/notes/s31; session 32, five calls: 26 graphs
+# 0.91-2.36x, the decode step's 0.99-2.36x with its detach at 2-70 ms, the highest in a process whose CPU ran 1.3x slow
+# at the capture: benchmarks/notes/s32; benchmarks/results/one_run/one_run_ratios.jsonl, held by tests/test_one_run.py).
 # 1.35 until session 32.
 UNTRACED_CAPTURE_BOUND = 1.4
 UNTRACED_CAPTURE_LOW_BOUND = 0.7

@@ -137,7 +137,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--live", type=int, default=0, help="also a real session of this many steps (needs a GPU)")
-    ap.add_argument("--workloads", default="mlp", help="the live sessions' workloads: mlp, train, vit (comma-separated)")
+    ap.add_argument("--workloads", default="mlp", help="the live sessions' workloads, comma-separated: mlp, train, vit")
     ap.add_argument("--save", type=Path, help="a folder: each live session's buffers saved there (LIVE_WORKLOAD.npz)")
     args = ap.parse_args()
     todo = cases()

@@ -41,9 +41,11 @@ def shapes() -> list[list[tuple[int, int]]]:
     rng = np.random.default_rng(31)
     mixed = [(KINDS[int(rng.integers(len(KINDS)))], int(rng.integers(1, 300))) for _ in range(60)]
     memcpy, sync, driver = int(K.MEMCPY), int(K.SYNCHRONIZATION), int(K.DRIVER)
+    step = [(kernel, 1), (runtime, 1)] * 12 + [(memcpy, 1), (runtime, 1)] + [(kernel, 1), (runtime, 1)] * 7
     patterned = []  # random patterns of 1-5 kinds, each repeated 1-60 times
     for _ in range(40):
-        cycle = [(KINDS[int(rng.integers(len(KINDS)))], int(rng.integers(1, 3))) for _ in range(int(rng.integers(1, 6)))]
+        kinds = rng.integers(len(KINDS), size=int(rng.integers(1, 6)))
+        cycle = [(KINDS[int(k)], int(rng.integers(1, 3))) for k in kinds]
         patterned += cycle * int(rng.integers(1, 60))
     return [
         [(kernel, 1)],
@@ -59,12 +61,12 @@ def shapes() -> list[list[tuple[int, int]]]:
         [(kernel, 2), (runtime, 1), (driver, 1)] * 200,
         [(kernel, 1), (runtime, 1), (driver, 1), (memcpy, 1), (sync, 1)] * 100,
         ([(kernel, 1), (runtime, 1)] * 18 + [(marker, 1)]) * 20,
-        [(runtime, 1), (kernel, 1)] * 50 + [(runtime, 1), (kernel, 2)] * 40 + [(kernel, 30)] + [(driver, 1), (kernel, 1)] * 9,
+        [(runtime, 1), (kernel, 1)] * 50 + [(runtime, 1), (kernel, 2)] * 40 + [(kernel, 30)]
+        + [(driver, 1), (kernel, 1)] * 9,
         patterned,
         # a loop's steps: a step of 40 records in a pattern of its own, 300 times, with a stray record every 70 steps;
         # and 35,000 records at random (the walk forgets what it walked long ago: past 32,768)
-        ([(kernel, 1), (runtime, 1)] * 12 + [(memcpy, 1), (runtime, 1)] + [(kernel, 1), (runtime, 1)] * 7) * 70
-        + [(sync, 1)] + ([(kernel, 1), (runtime, 1)] * 12 + [(memcpy, 1), (runtime, 1)] + [(kernel, 1), (runtime, 1)] * 7) * 230,
+        step * 70 + [(sync, 1)] + step * 230,
         [(int(k), 1) for k in rng.choice([kernel, runtime, driver], 35000)],
     ]
 

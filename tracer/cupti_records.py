@@ -125,9 +125,10 @@ def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     walked before as well, and the stretch since then repeats the one before it (a pattern of up to _MAX_CYCLE records),
     numpy looks for further repeats of that pattern at once (_repeats), checking every record's kind where the pattern
     puts it: what the kinds walked suggest is only where to look. A look-ahead that finds fewer than _SHORT_RUN records
-    makes the walk go on one by one for longer before the next (up to _MAX_WAIT records). A detach reads the names of the records before CUPTI frees them
-    (CuptiSession.stop), just before the program's capture: with one step of Python per record, that took tens of
-    milliseconds for a session of tens of thousands of records (benchmarks/notes/s31-s32)."""
+    makes the walk go on one by one for longer before the next (up to _MAX_WAIT records). A detach reads the names of
+    the records before CUPTI frees them (CuptiSession.stop), just before the program's capture: with one step of Python
+    per record, that took tens of milliseconds for a session of tens of thousands of records (benchmarks/notes/s31-s32).
+    """
     n = len(chunk)
     words = np.frombuffer(chunk, dtype=np.uint32, count=n // 4)  # CUPTI writes in this machine's byte order
     offsets: list[np.ndarray] = []  # the walk's parts, in order: records walked one by one, then repeats found
@@ -211,8 +212,9 @@ def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
                 if sel[-1] + dt.itemsize > len(chunk):
                     raise ValueError(f"a CUPTI record of kind {int(kind)} at offset {int(sel[-1])} runs past the "
                                      f"end of its buffer ({len(chunk)} bytes)")
-                places = np.lib.stride_tricks.as_strided(raw, shape=((len(chunk) - dt.itemsize) // step + 1, dt.itemsize),
-                                                         strides=(step, 1), writeable=False)
+                starts_at = (len(chunk) - dt.itemsize) // step + 1
+                places = np.lib.stride_tricks.as_strided(raw, shape=(starts_at, dt.itemsize), strides=(step, 1),
+                                                         writeable=False)
                 rows = places[sel // step].view(dt).reshape(-1)
             parts.setdefault(int(kind), []).append(rows)
     return {k: np.concatenate(v) for k, v in parts.items()}
