@@ -397,6 +397,7 @@ class CuptiSession:
         # CUPTI's default thread id is pthread_self(); SYSTEM gives the OS thread id (gettid), the
         # id that host markers record with threading.get_native_id().
         cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
+        mark("cupti start: attached")
         self.raw.buffers, self.raw.buffers_fallback, self._raw_buffers = register_buffers(
             self.buffer_size, self.raw.chunks, self.raw.callback_errors, loaded_cupti_library,
             lambda: cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed))
@@ -407,11 +408,14 @@ class CuptiSession:
         self.raw.graph_from_nodes = self.detail == "graph" and not self.graph_trace
         if self._nvtx:
             kinds.append(K.MARKER)
+        mark("cupti start: buffers registered")
         for k in kinds:
             cupti.activity_enable(k)
         self._kinds = kinds
+        mark("cupti start: kinds enabled")
         if self.api_filter in ("needed", "sparse"):
             self.raw.api_filter = self._filter_api(cupti, api_sparse if self.api_filter == "sparse" else api_needed)
+        mark("cupti start: API filtered")
         D = cupti.CallbackDomain
         self._domain_resource = int(D.RESOURCE)
         self._domain_api = {int(D.DRIVER_API): "driver", int(D.RUNTIME_API): "runtime"}
@@ -433,6 +437,7 @@ class CuptiSession:
         for api, cbid in self._source_cbids | self._instantiate_cbids:
             domain = D.DRIVER_API if api == "driver" else D.RUNTIME_API
             cupti.enable_callback(1, self._subscriber, domain, cbid)
+        mark("cupti start: callbacks on")
         self.started = True
 
     @staticmethod

@@ -222,8 +222,10 @@ class ScriptTracer:
         """After the program's capture_end: a session attaches again, and graphmode's own empty graph takes the new
         session's first graph operations (tracer.untraced_windows, module doc)."""
         self._attach()
+        mark("capture attach: session attached")
         with self._session.own_work():
             _own_graph()
+        mark("capture attach: own graph run")
 
     def _capture_detach(self) -> None:
         self._detached_pair = _clock_pair(timestamp)  # attached still: PyTorch's hooks read the clock from it meanwhile

@@ -12,3 +12,9 @@ for i in $(seq 1 "$procs"); do
   done
 done
 tail -3 "$out/probe.err"; wc -l "$out/probe.jsonl"
+cd ../..
+# then where the 19-44 ms of the attach after an untraced capture go (the phase marks inside CuptiSession.start and
+# around graphmode's own graph, added after session 32's calls): the default run of the decode step, phase marks on
+GRAPHMODE_PHASES="$out/run_phases.jsonl" timeout 200 python3 benchmarks/script_fidelity.py record /tmp/fidn --procs 2 \
+  --workloads hf_graph --configs graphmode --no-report --timeout 60 > "$out/record.log" 2>&1
+grep -c "capture attach" "$out/run_phases.jsonl"
