@@ -50,6 +50,24 @@ def record_dtypes() -> dict[int, Any]:
     return _RECORD_DTYPES
 
 
+def _record_sizes() -> tuple[dict[int, int], int]:
+    """ActivityKind value -> record size in bytes, and the step every record starts at a multiple of (their gcd)."""
+    sizes = {k: int(dt.itemsize) for k, dt in record_dtypes().items()}
+    return sizes, math.gcd(*sizes.values())
+
+
+def _rows(chunk: bytes, at: np.ndarray, width: int, step: int, what: str) -> np.ndarray:
+    """The `width` bytes at each offset `at` (multiples of `step`), as an (n, width) uint8 array: copied row by row from
+    a strided view of every place in the buffer where such a row could start."""
+    if at.size and int(at[-1]) + width > len(chunk):
+        raise ValueError(f"{what} at offset {int(at[-1])} runs past the end of its buffer ({len(chunk)} bytes)")
+    places: np.ndarray = np.lib.stride_tricks.as_strided(np.frombuffer(chunk, dtype=np.uint8),
+                                                         shape=((len(chunk) - width) // step + 1, width),
+                                                         strides=(step, 1), writeable=False)
+    rows: np.ndarray = places[at // step]
+    return rows
+
+
 def record_size(kind: int) -> int:
     dt = record_dtypes().get(kind)
     if dt is None:
@@ -193,13 +211,12 @@ def _walk(chunk: bytes, sizes: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
 def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
     """kind -> structured array of all records of that kind, in buffer order."""
     dtypes = record_dtypes()
-    sizes = {k: int(dt.itemsize) for k, dt in dtypes.items()}
+    sizes, step = _record_sizes()
     parts: dict[int, list[np.ndarray]] = {}
     for chunk in chunks:
         if not chunk:
             continue
         offsets, kinds = _walk(chunk, sizes)
-        raw = np.frombuffer(chunk, dtype=np.uint8)
         for kind in np.unique(kinds):
             dt = dtypes[int(kind)]
             sel = offsets[kinds == kind]
@@ -207,15 +224,8 @@ def records_by_kind(chunks: Iterable[bytes]) -> dict[int, np.ndarray]:
             if len(starts) + 1 <= len(sel) // 64:  # long runs: each read in place, one copy
                 rows = np.concatenate([np.frombuffer(chunk, dtype=dt, count=len(run), offset=int(run[0]))
                                        for run in np.split(sel, starts)])
-            else:  # records apart: copied record by record from a view of every place one could start
-                step = math.gcd(*sizes.values())  # records start at multiples of it
-                if sel[-1] + dt.itemsize > len(chunk):
-                    raise ValueError(f"a CUPTI record of kind {int(kind)} at offset {int(sel[-1])} runs past the "
-                                     f"end of its buffer ({len(chunk)} bytes)")
-                starts_at = (len(chunk) - dt.itemsize) // step + 1
-                places = np.lib.stride_tricks.as_strided(raw, shape=(starts_at, dt.itemsize), strides=(step, 1),
-                                                         writeable=False)
-                rows = places[sel // step].view(dt).reshape(-1)
+            else:  # records apart: copied record by record
+                rows = _rows(chunk, sel, dt.itemsize, step, f"a CUPTI record of kind {int(kind)}").view(dt).reshape(-1)
             parts.setdefault(int(kind), []).append(rows)
     return {k: np.concatenate(v) for k, v in parts.items()}
 
@@ -225,19 +235,18 @@ def name_pointers(chunks: Iterable[bytes]) -> set[int]:
     read, not whole records: this runs in a detach, just before the program's next work (_walk)."""
     K = cupti_module().ActivityKind
     dtypes = record_dtypes()
-    sizes = {k: int(dt.itemsize) for k, dt in dtypes.items()}
+    sizes, step = _record_sizes()
     fields = {int(K.CONCURRENT_KERNEL): ("name",), int(K.KERNEL): ("name",), int(K.MARKER): ("name", "domain")}
     ptrs: set[int] = set()
     for chunk in chunks:
         if not chunk:
             continue
         offsets, kinds = _walk(chunk, sizes)
-        words = np.frombuffer(chunk, dtype=np.uint8)
         for kind, names in fields.items():
             at = offsets[kinds == kind]
             for name in names if at.size else ():
-                dt, field = dtypes[kind].fields[name][:2]
-                idx = (at + int(field))[:, None] + np.arange(dt.itemsize, dtype=np.int64)[None, :]
-                ptrs.update(np.ascontiguousarray(words[idx]).view(dt).reshape(-1).tolist())
+                dt, field = dtypes[kind].fields[name][:2]  # pointer fields: at multiples of the step in the record
+                rows = _rows(chunk, at + int(field), dt.itemsize, math.gcd(step, int(field)), f"a {name} field")
+                ptrs.update(rows.view(dt).reshape(-1).tolist())
     ptrs.discard(0)
     return ptrs
