@@ -268,12 +268,16 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
 
 
 def untraced_captures(trace: Trace, pass_id: int) -> tuple[tuple[tuple[int, int], ...], frozenset[int]]:
-    """(the tracer's detach and attach spans, the graphs captured untraced) of the pass's untraced captures (its entry
-    in meta.runs, 'untraced_captures'; tracer.untraced_windows.CaptureController). ((), ∅) where it made none."""
+    """(the tracer's spans around them, the graphs captured untraced) of the pass's untraced captures (its entry in
+    meta.runs, 'untraced_captures'; tracer.untraced_windows.CaptureController). ((), ∅) where it made none. The spans:
+    the detach, and the attach with graphmode's own graph, each widened over PyTorch's hooks' memory sample next to it
+    where the trace has it (own_start_ns, own_end_ns: traces from session 33 on)."""
     entry = run_entry(trace, pass_id).get("untraced_captures") or {}
     gaps: list[tuple[int, int]] = []
     for c in entry.get("captures") or []:
-        gaps += [(int(c["detach_start_ns"]), int(c["begin_ns"])), (int(c["end_ns"]), int(c["attach_end_ns"]))]
+        start, end = int(c.get("own_start_ns", c["detach_start_ns"])), int(c.get("own_end_ns", c["attach_end_ns"]))
+        gaps += [(min(start, int(c["detach_start_ns"])), int(c["begin_ns"])),
+                 (int(c["end_ns"]), max(end, int(c["attach_end_ns"])))]
     return tuple(gaps), untraced_capture_graphs(trace, pass_id)
 
 

@@ -753,6 +753,10 @@ def test_the_one_run_makes_each_capture_untraced_and_knows_which_graph_is_which(
     assert not info.get("errors"), info
     first, second = info["captures"]
     assert first["reason"] == second["reason"] == "capture_end", info
+    for c in (first, second):  # PyTorch's hooks' memory samples, next to the detach and the attach, are gaps too
+        assert c["own_start_ns"] < c["detach_start_ns"] and c["own_end_ns"] > c["attach_end_ns"], c
+        moved = (c["detach_start_ns"] - c["own_start_ns"]) + (c["own_end_ns"] - c["attach_end_ns"])  # CUPTI's clock
+        assert c["samples_ns"] > 0 and abs(c["samples_ns"] - moved) < 1000, c
     if exec_named:
         assert first["exec_id"] and second["exec_id"], info
         assert first["graph_id"] == first["exec_id"] and second["graph_id"] == second["exec_id"], info

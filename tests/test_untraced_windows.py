@@ -404,9 +404,33 @@ def test_a_capture_is_made_untraced_only_where_it_may_and_up_to_the_limit() -> N
     assert not c.begin(7, "a.py:9 g") and calls == ["detach", "attach"]  # one a run
     (e,) = c.entries(lambda ts: [t + 1000 for t in ts], lambda src: f"<{src}>")
     assert e == {"thread_id": 7, "source": "<a.py:3 f>", "detach_start_ns": 1000, "begin_ns": 1010, "body_end_ns": 1020,
-                 "end_ns": 1030, "attach_end_ns": 1040, "detach_ns": 10, "attach_ns": 10, "reason": "capture_end",
-                 "exec_id": 42}
+                 "end_ns": 1030, "attach_end_ns": 1040, "own_start_ns": 1000, "own_end_ns": 1040, "detach_ns": 10,
+                 "attach_ns": 10, "samples_ns": 0, "reason": "capture_end", "exec_id": 42}
     assert MAX_UNTRACED_CAPTURES > 1  # a run's default: graph per batch size, make_graphed_callables
+
+
+def test_the_hooks_memory_samples_around_a_capture_widen_its_gaps() -> None:
+    """SYNTHETIC (the clock counts up by 10 a reading): PyTorch's hooks sample memory before the detach, from `since`
+    (5), and after the attach (`after`, run attached, once): the entry's own span runs from 5 to the clock read after
+    the sample, and samples_ns is what lies outside the detach and the attach. Where nothing was detached (a run's
+    limit reached), `after` still runs and no capture is kept."""
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    calls: list[str] = []
+    ticks = iter(range(10, 10_000, 10))
+    c = CaptureController(lambda: calls.append("detach"), lambda: calls.append("attach"), lambda: True,
+                          clock=lambda: next(ticks), limit=1)
+    assert c.begin(7, "a.py:3 f", since=5)  # detach_start 10, begin 20
+    c.ending()  # 30
+    c.end("capture_end", "", None, lambda: calls.append("sample"))  # end 40, attach_end 50, after it 60
+    assert calls == ["detach", "attach", "sample"]
+    (e,) = c.entries(lambda ts: ts, str)
+    assert (e["own_start_ns"], e["detach_start_ns"], e["begin_ns"], e["end_ns"], e["attach_end_ns"], e["own_end_ns"]) == (
+        5, 10, 20, 40, 50, 60)
+    assert e["samples_ns"] == 15 and e["detach_ns"] == 10 and e["attach_ns"] == 10
+    assert not c.begin(7, since=70)  # the limit: traced, nothing detached
+    c.end("capture_end", "", None, lambda: calls.append("sample"))
+    assert calls == ["detach", "attach", "sample", "sample"] and len(c.captures) == 1
 
 
 def test_a_capture_that_raises_attaches_again_and_says_why() -> None:

@@ -211,12 +211,13 @@ class ScriptTracer:
             self._clock_pairs.append(_clock_pair(timestamp))
 
     # -- the untraced capture (tracer.untraced_windows.CaptureController): from PyTorch's CUDAGraph hooks --
-    def _capture_begin(self) -> None:
+    def _capture_begin(self, since: int | None = None) -> None:
         """Just before the program's capture_begin: CUPTI detaches where it may (not for the empty capture with which
-        cudagraph trees set up their memory pool: the tree's own recordings come later)."""
+        cudagraph trees set up their memory pool: the tree's own recordings come later). `since`: the perf_counter_ns
+        at which graphmode's own work before it began (PyTorch's hooks' memory sample)."""
         if self._captures is None or self._captures.detached or _tree_pool_capture():
             return
-        self._captures.begin(threading.get_native_id(), user_location())
+        self._captures.begin(threading.get_native_id(), user_location(), since)
 
     def _capture_attach(self) -> None:
         """After the program's capture_end: a session attaches again, and graphmode's own empty graph takes the new

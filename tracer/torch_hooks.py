@@ -41,6 +41,7 @@ import json
 import logging
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable
 from types import ModuleType
@@ -180,9 +181,11 @@ class TorchHooks:
         self.errors: list[str] = []
         self.captures = 0
         # the one traced run's untraced captures (tracer.untraced_windows.CaptureController, via tracer.script): called
-        # before the program's capture_begin, before its capture_end, and after it (reason, error, the CUDAGraph where
-        # it returned); None: nothing
-        self.around_capture: tuple[Callable[[], None], Callable[[], None], Callable[[str, str, Any], None]] | None = None
+        # before the program's capture_begin (with the perf_counter_ns at which the hooks' own memory sample before it
+        # began), before its capture_end, and after it (reason, error, the CUDAGraph where it returned, and the hooks'
+        # memory sample after it, to run attached and timed as graphmode's); None: nothing
+        self.around_capture: tuple[Callable[[int], None], Callable[[], None],
+                                   Callable[[str, str, Any, Callable[[], None] | None], None]] | None = None
 
     # -- installing --------------------------------------------------------------------------------
     def install(self) -> TorchHooks:
@@ -261,15 +264,17 @@ class TorchHooks:
 
         def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
             pool = args[0] if args else kwargs.get("pool")
+            since = time.perf_counter_ns()  # the memory sample is graphmode's, not the program's (around_capture)
             hooks._guard("capture_begin", lambda: hooks._before_capture(pool))
             around = hooks.around_capture
             if around is None:
                 return begin(graph, *args, **kwargs)
-            hooks._guard("untraced capture", around[0])
+            hooks._guard("untraced capture", lambda: around[0](since))
             try:
                 return begin(graph, *args, **kwargs)
             except BaseException as e:
-                hooks._guard("untraced capture", lambda: around[2]("capture_begin_failed", f"{type(e).__name__}: {e}", None))
+                error = f"{type(e).__name__}: {e}"
+                hooks._guard("untraced capture", lambda: around[2]("capture_begin_failed", error, None, None))
                 raise
 
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
@@ -279,12 +284,22 @@ class TorchHooks:
                 try:
                     result = end(graph, *args, **kwargs)
                 except BaseException as e:
-                    hooks._guard("untraced capture", lambda: around[2]("capture_end_failed", f"{type(e).__name__}: {e}", None))
+                    error = f"{type(e).__name__}: {e}"
+                    hooks._guard("untraced capture", lambda: around[2]("capture_end_failed", error, None, None))
                     raise
-                # attached again (where it was detached) before the hooks sample memory: CUPTI's clock is read there
-                hooks._guard("untraced capture", lambda: around[2]("capture_end", "", graph))
-            else:
-                result = end(graph, *args, **kwargs)
+                # attached again (where it was detached) before the hooks sample memory: CUPTI's clock is read there;
+                # the controller runs the sample and times it into the gap after the capture
+                sampled: list[bool] = []
+
+                def after() -> None:
+                    sampled.append(True)
+                    hooks._guard("capture_end", lambda: hooks._after_capture(graph))
+
+                hooks._guard("untraced capture", lambda: around[2]("capture_end", "", graph, after))
+                if not sampled:
+                    after()
+                return result
+            result = end(graph, *args, **kwargs)
             hooks._guard("capture_end", lambda: hooks._after_capture(graph))
             return result
 

@@ -41,7 +41,10 @@ set up their memory pool, which is then the process's first graph, traced; and n
 MAX_UNTRACED_CAPTURES a run (each detach, attach and own graph costs the run 30-90 ms of wall time). The sessions'
 graph records are read together (tracer.script.write_script_pass: CUPTI's ids run on across sessions). The detach, the
 attach and graphmode's own graph happen inside the program's capture block: their times are recorded and left out of
-its cost by the analysis (analyzers.script_graphs, tracer gaps).
+its cost by the analysis (analyzers.script_graphs, tracer gaps). So are the memory samples PyTorch's hooks take just
+before the detach and just after the attach (tracer.torch_hooks; the pool's snapshot with the allocator history on,
+0.6-1.2 ms a capture in session 29's traces, none of it the program's): `begin(since=)` and `end(after=)` widen the
+two gaps over them.
 
 Standard library only (tests drive the controller with made-up stamps, synthetic).
 """
@@ -194,10 +197,12 @@ class UntracedCapture:
     thread_id: int
     source: Any  # the user's line that began it (tracer.sources.user_location), resolved when written
     detach_start_ns: int
+    own_start_ns: int | None = None  # graphmode's own work before the detach began here (the hooks' memory sample)
     begin_ns: int = 0  # detached: the program's capture_begin follows
     body_end_ns: int = 0  # the program's capture_end called (0: never)
     end_ns: int = 0  # it returned (or raised; or capture_begin raised; or the run ended): CUPTI attaches
     attach_end_ns: int = 0  # attached again, graphmode's own graph run
+    own_end_ns: int | None = None  # graphmode's own work after the attach ended here (the hooks' memory sample)
     reason: str = ""  # 'capture_end'; 'capture_end_failed', 'capture_begin_failed' (raised); 'end' (the run ended)
     error: str = ""  # what the failing call raised
     exec_id: int = 0  # CUPTI's id of the executable graph it made, read once attached (0: not known)
@@ -227,11 +232,14 @@ class CaptureController:
     def detached(self) -> bool:
         return self._open is not None
 
-    def begin(self, thread_id: int, source: Any = None) -> bool:
-        """Detaches where it may (True: detached now)."""
+    def begin(self, thread_id: int, source: Any = None, since: int | None = None) -> bool:
+        """Detaches where it may (True: detached now). `since`: where graphmode's own work just before it began (the
+        hooks' memory sample), on this clock: the gap before the capture starts there."""
         if self.off or self._open is not None or len(self.captures) >= self.limit or not self.may_detach():
             return False
-        c = UntracedCapture(thread_id=thread_id, source=source, detach_start_ns=self.clock())
+        now = self.clock()
+        c = UntracedCapture(thread_id=thread_id, source=source, detach_start_ns=now,
+                            own_start_ns=min(since, now) if since is not None else None)
         try:
             self.detach()
         except Exception as e:  # the capture goes on traced
@@ -248,13 +256,17 @@ class CaptureController:
         if c is not None and not c.body_end_ns:
             c.body_end_ns = self.clock()
 
-    def end(self, reason: str = "capture_end", error: str = "", graph: Any = None) -> None:
-        """Attaches CUPTI again where a capture detached it; `graph`: what capture_end returned from (its CUDAGraph)."""
+    def end(self, reason: str = "capture_end", error: str = "", graph: Any = None,
+            after: Callable[[], None] | None = None) -> None:
+        """Attaches CUPTI again where a capture detached it; `graph`: what capture_end returned from (its CUDAGraph).
+        `after`: graphmode's own work that follows the attach (the hooks' memory sample), run here, attached, and timed
+        into the gap after the capture; run also where nothing was detached."""
         with self._lock:
-            c = self._open
-            if c is None:
-                return
-            self._open = None
+            c, self._open = self._open, None
+        if c is None:
+            if after is not None:
+                after()
+            return
         c.end_ns, c.reason, c.error = self.clock(), reason, error
         try:
             self.attach()
@@ -267,6 +279,11 @@ class CaptureController:
                 c.exec_id = int(self.exec_id_of(graph))
             except Exception as e:  # adopted by its first replay instead (tracer.lifecycle)
                 self.errors.append(f"exec id: {type(e).__name__}: {e}")
+        if after is not None:
+            try:
+                after()
+            finally:
+                c.own_end_ns = self.clock()
         self.captures.append(c)
 
     def entries(self, move: Callable[[list[int]], Any], where: Callable[[Any], str]) -> list[dict[str, Any]]:
@@ -275,10 +292,15 @@ class CaptureController:
         out = []
         for c in self.captures:
             body_end = c.body_end_ns or c.end_ns
-            d0, b, be, e, a = (int(t) for t in move([c.detach_start_ns, c.begin_ns, body_end, c.end_ns, c.attach_end_ns]))
+            own0 = c.detach_start_ns if c.own_start_ns is None else c.own_start_ns
+            own1 = c.attach_end_ns if c.own_end_ns is None else c.own_end_ns
+            d0, b, be, e, a, o0, o1 = (int(t) for t in move([c.detach_start_ns, c.begin_ns, body_end, c.end_ns,
+                                                              c.attach_end_ns, own0, own1]))
             out.append({"thread_id": c.thread_id, "source": where(c.source), "detach_start_ns": d0, "begin_ns": b,
                         "body_end_ns": be if c.body_end_ns else 0, "end_ns": e, "attach_end_ns": a,
+                        "own_start_ns": o0, "own_end_ns": o1,
                         "detach_ns": c.begin_ns - c.detach_start_ns, "attach_ns": c.attach_end_ns - c.end_ns,
+                        "samples_ns": (c.detach_start_ns - own0) + (own1 - c.attach_end_ns),
                         "reason": c.reason, **({"error": c.error} if c.error else {}),
                         **({"exec_id": c.exec_id} if c.exec_id else {})})
         return out
