@@ -110,3 +110,55 @@ def test_own_work_ends_when_graphmodes_own_call_raises(session) -> None:
             raise RuntimeError("cuGraphInstantiate failed")
     _fire(s, 1, _graph_data(3))
     assert [e.graph_id for e in s.raw.resource_events] == [3] and len(s.raw.own_spans) == 1
+
+
+def test_the_api_filter_decides_once_a_process_and_switches_each_attach() -> None:
+    """CuptiSession._filter_api (SYNTHETIC: cupti-python's two callback-id enums and its per-id switches stood in for):
+    every id but the enum's sentinels is switched, on where the filter keeps its name, off elsewhere; the counts say
+    how many; a second session's filter (an attach after an untraced capture) switches the same ids again without
+    asking the filter about any name."""
+    import enum
+
+    Driver = enum.IntEnum("Driver", {"CUPTI_DRIVER_TRACE_CBID_INVALID": 0, "cuLaunchKernel": 1, "cuCtxGetDevice": 2,
+                                     "cuGraphLaunch": 3, "CUPTI_DRIVER_TRACE_CBID_SIZE": 4})
+    Runtime = enum.IntEnum("Runtime", {"cudaLaunchKernel_v7000": 1, "cudaGetDevice_v3020": 2,
+                                       "CUPTI_RUNTIME_TRACE_CBID_FORCE_INT": 0x7FFFFFFF})
+    switched: list[tuple[str, int, int]] = []
+    cupti = SimpleNamespace(driver_api_trace_cbid=Driver, runtime_api_trace_cbid=Runtime,
+                            activity_enable_driver_api=lambda cbid, on: switched.append(("driver", cbid, on)),
+                            activity_enable_runtime_api=lambda cbid, on: switched.append(("runtime", cbid, on)))
+    asked: list[str] = []
+
+    def keep(name: str) -> bool:
+        asked.append(name)
+        return "Launch" in name
+
+    counts = CuptiSession._filter_api(cupti, keep)
+    assert switched == [("driver", 1, 1), ("driver", 2, 0), ("driver", 3, 1), ("runtime", 1, 1), ("runtime", 2, 0)]
+    assert counts == {"driver_recorded": 2, "driver_off": 1, "runtime_recorded": 1, "runtime_off": 1}
+    assert sorted(asked) == sorted(["cuLaunchKernel", "cuCtxGetDevice", "cuGraphLaunch", "cudaLaunchKernel_v7000",
+                                    "cudaGetDevice_v3020"])
+    first, asked[:] = list(switched), []
+    switched.clear()
+    assert CuptiSession._filter_api(cupti, keep) == counts and switched == first and asked == []
+
+
+def test_the_loaded_cupti_library_is_found_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """loaded_cupti_library (SYNTHETIC: a stand-in /proc/self/maps and cupti-python): the path of the libcupti mapped
+    into the process, read from the maps once; later calls (each attach) do not read them again."""
+    import io
+
+    opened: list[str] = []
+    maps = ("7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/libc.so.6\n\n"
+            "7f20-7f30 r-xp 00000000 08:01 2 /opt/nvidia/cu13/lib/libcupti.so.13\n")
+
+    def fake_open(path: str, *args: Any) -> io.StringIO:
+        opened.append(path)
+        return io.StringIO(maps)
+
+    monkeypatch.setattr(cupti_session, "_LOADED_CUPTI", [])
+    monkeypatch.setattr(cupti_session, "open", fake_open, raising=False)
+    monkeypatch.setattr(cupti_session, "cupti_module", lambda: SimpleNamespace(get_timestamp=lambda: 1))
+    assert cupti_session.loaded_cupti_library() == "/opt/nvidia/cu13/lib/libcupti.so.13"
+    assert cupti_session.loaded_cupti_library() == "/opt/nvidia/cu13/lib/libcupti.so.13"
+    assert opened == ["/proc/self/maps"]
