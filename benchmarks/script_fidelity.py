@@ -61,6 +61,8 @@ GRAPHMODE_RUNS: dict[str, dict[str, str]] = {
     "graphmode": {},
     # the process's first capture traced, as before session 28 (tracer.untraced_windows.CaptureController)
     "graphmode_tracedcap": {"GRAPHMODE_UNTRACED_CAPTURE": "0"},
+    # no NVTX injection (the variable names no library, so NVTX's calls stay no-ops; graphmode leaves a set one alone)
+    "graphmode_nonvtx": {"NVTX_INJECTION64_PATH": "/nonexistent/libnvtx-none.so"},
 }
 
 
