@@ -187,7 +187,8 @@ def test_a_graph_captured_untraced_is_not_drawn_or_pathed_as_if_it_had_no_edges(
     assert "its edges were not recorded" in page and f"{topos[caps[0]['graph_id']].num_nodes:,} nodes are its first" in page
 
 
-def test_pytorchs_hooks_time_their_memory_samples_into_the_untraced_captures_gaps(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pytorchs_hooks_time_their_memory_samples_into_the_untraced_captures_gaps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """tracer.torch_hooks around a capture (SYNTHETIC: a stand-in torch.cuda.graphs.CUDAGraph; the hooks' memory samples
     are stand-ins that take 2 ms each; the detach and attach are recorded, not made). The sample before capture_begin
     runs before the detach and the one after capture_end after the attach, as CUPTI's clock needs; both lie inside the
@@ -273,7 +274,8 @@ def test_a_recorded_capture_leaves_the_hooks_memory_samples_out_of_its_one_time_
     from graphmode.tracer.store import load
 
     recs = [json.loads(line) for line in (S33 / "results.jsonl").read_text().splitlines()]
-    (truth,) = [r["truth"] for r in recs if r["workload"] == "hf_graph" and r["config"] == "graphmode" and r["proc"] == 1]
+    (truth,) = [r["truth"] for r in recs
+                if r["workload"] == "hf_graph" and r["config"] == "graphmode" and r["proc"] == 1]
     figs = load_benchmark("script_fidelity").figures(truth.get("eager_ns"), truth.get("graph_ns"),
                                                      truth.get("capture_block_ns"), truth.get("first_replay_ns"))
     with load(unpacked_xz(S33 / "hf_graph-graphmode-01.gmtrace.xz", tmp_path)) as t:

@@ -34,7 +34,8 @@ for f in sys.argv[2:]:
         if g is None or g.cost is None:
             continue
         # the detach and the attach, widened over PyTorch's hooks' memory samples where the trace has them (session 33)
-        gaps = (c["begin_ns"] - c.get("own_start_ns", c["detach_start_ns"])) + (c.get("own_end_ns", c["attach_end_ns"]) - c["end_ns"])
+        start, end = c.get("own_start_ns", c["detach_start_ns"]), c.get("own_end_ns", c["attach_end_ns"])
+        gaps = (c["begin_ns"] - start) + (end - c["end_ns"])
         truth = st.median(p[subject]["one_time"] for p in truths(recs, w))
         line = f"{f.rsplit('/', 1)[-1]} {subject}: graphmode {g.cost.total_ns / 1e6:.2f} ms"
         if mine:
