@@ -63,6 +63,9 @@ GRAPHMODE_RUNS: dict[str, dict[str, str]] = {
     "graphmode_tracedcap": {"GRAPHMODE_UNTRACED_CAPTURE": "0"},
     # no NVTX injection (the variable names no library, so NVTX's calls stay no-ops; graphmode leaves a set one alone)
     "graphmode_nonvtx": {"NVTX_INJECTION64_PATH": "/nonexistent/libnvtx-none.so"},
+    # EXPERIMENT (session 33): a window lasts to its loop's end and CUPTI stays detached after it for up to 1 s, so that
+    # a capture after the program's warm-up takes the detached state over (tracer.script._window_experiment)
+    "graphmode_linger": {"GRAPHMODE_WINDOW_LINGER_MS": "1000", "GRAPHMODE_WINDOW_ITERATIONS": "100000"},
 }
 
 

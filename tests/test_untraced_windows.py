@@ -425,8 +425,8 @@ def test_the_hooks_memory_samples_around_a_capture_widen_its_gaps() -> None:
     c.end("capture_end", "", None, lambda: calls.append("sample"))  # end 40, attach_end 50, after it 60
     assert calls == ["detach", "attach", "sample"]
     (e,) = c.entries(lambda ts: ts, str)
-    assert (e["own_start_ns"], e["detach_start_ns"], e["begin_ns"], e["end_ns"], e["attach_end_ns"], e["own_end_ns"]) == (
-        5, 10, 20, 40, 50, 60)
+    times = ("own_start_ns", "detach_start_ns", "begin_ns", "end_ns", "attach_end_ns", "own_end_ns")
+    assert tuple(e[k] for k in times) == (5, 10, 20, 40, 50, 60)
     assert e["samples_ns"] == 15 and e["detach_ns"] == 10 and e["attach_ns"] == 10
     assert not c.begin(7, since=70)  # the limit: traced, nothing detached
     c.end("capture_end", "", None, lambda: calls.append("sample"))
@@ -495,3 +495,68 @@ def test_inside_the_untraced_capture_pytorchs_hooks_read_no_cupti_clock_and_no_w
     assert not tracer._may_capture_untraced()  # seen by a session that records GRAPH_TRACE
     tracer._session.graph_trace = False  # one attached again after a window or an untraced capture
     assert tracer._may_capture_untraced() and not tracer._may_detach()  # a capture may detach; a window may not
+
+
+def test_experiment_a_window_the_loop_left_lingers_detached_then_attaches() -> None:
+    """EXPERIMENT (GRAPHMODE_WINDOW_LINGER_MS; synthetic stamps 1 us apart): a window closed because its loop ended
+    keeps CUPTI detached for linger_ns after its last stamp, then the next stamp attaches it (reason 'time'); the
+    window's timing ends where the loop ended. Without a linger it attaches at once (the default)."""
+    lines = [0] + loop(30) + [9] * 20  # the loop ends after its 30th iteration; then line 9, 20 times
+    c, calls = drive(lines, traced_before=24, window_iterations=1000, linger_ns=10_000)
+    (w,) = c.windows
+    assert w.reason == "left" and lines[w.end_pos] == 9
+    assert w.linger_reason == "time" and w.linger_end_ns == w.end_ns + 10_000  # the first stamp 10 us on
+    assert calls == [("detach", w.start_pos), ("attach", w.end_pos + 10)]
+    (e,) = c.entries(str, lambda ts: ts)
+    assert e["end_ns"] == w.end_ns and e["linger_end_ns"] == w.end_ns + 10_000 and e["linger_reason"] == "time"
+    c0, calls0 = drive(lines, traced_before=24, window_iterations=1000)
+    assert calls0[-1] == ("attach", c0.windows[0].end_pos) and "linger_end_ns" not in c0.entries(str, lambda ts: ts)[0]
+
+
+def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """EXPERIMENT (synthetic: no CUPTI; the detach and attach are recorded, CUPTI's clock a stand-in): a capture that
+    begins while a window's detached state lingers takes it over: no attach and detach before it (the one run's
+    untraced capture otherwise detaches just before the program's capture, which slows it: benchmarks/notes/s33); the
+    hooks read the clock from the pair read before the window's detach, with no CUPTI call; CUPTI attaches after the
+    capture as usual; the capture's entry says it was adopted and its detach took nothing."""
+    from types import SimpleNamespace
+
+    from graphmode.tracer import script
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    calls: list[str] = []
+    monkeypatch.setattr(script, "timestamp", lambda: calls.append("clock") or 5_000_000)
+    tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
+    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), graph_trace=True,
+                                      stop=lambda: calls.append("stop") or "records")
+    lines = [1, 2, 3] * 30 + [9]
+    tracer._windows = w = WindowController(tracer._window_detach, lambda: calls.append("attach"), tracer._may_detach,
+                                           lambda a, b: lines[a:b], clock=lambda: 0, linger_ns=10**12)
+    tracer._captures = c = CaptureController(lambda: calls.append("capture detach"), lambda: calls.append("attach"),
+                                             tracer._may_capture_untraced)
+    for i, idx in enumerate(lines):
+        w.on_stamp(idx, i, i)
+    assert w.lingering and w.detached and calls == ["clock", "stop"]  # the pair, then the window's detach
+    t = tracer._clock()  # PyTorch's hooks, sampling memory before capture_begin
+    assert t >= 5_000_000 and calls == ["clock", "stop"]  # no CUPTI call, no attach
+    tracer._capture_begin(since=None)
+    assert c.detached and not w.lingering and calls == ["clock", "stop"]  # taken over: no attach, no detach
+    c.ending()
+    c.end("capture_end")
+    assert calls == ["clock", "stop", "attach"]
+    (e,) = c.entries(lambda ts: ts, str)
+    assert e["adopted"] and e["detach_ns"] == 0 and e["begin_ns"] == e["detach_start_ns"]
+    assert w.windows[0].linger_reason == "capture"
+
+
+def test_experiment_the_window_knobs_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmode.tracer.script import _window_experiment
+    from graphmode.tracer.untraced_windows import WINDOW_ITERATIONS
+
+    monkeypatch.delenv("GRAPHMODE_WINDOW_LINGER_MS", raising=False)
+    monkeypatch.delenv("GRAPHMODE_WINDOW_ITERATIONS", raising=False)
+    assert _window_experiment() == (0, WINDOW_ITERATIONS)  # the default: no linger
+    monkeypatch.setenv("GRAPHMODE_WINDOW_LINGER_MS", "500")
+    monkeypatch.setenv("GRAPHMODE_WINDOW_ITERATIONS", "100000")
+    assert _window_experiment() == (500_000_000, 100_000)

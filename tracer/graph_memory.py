@@ -51,9 +51,11 @@ class GraphMemorySampler:
         self._device: Any = None
 
     @classmethod
-    def attach(cls, session: Any, device_ordinal: int = 0) -> GraphMemorySampler:
-        """A sampler fed by the session's API callback (CuptiSession.on_api_call)."""
-        sampler = cls(timestamp, device_ordinal, session.raw.own_spans)
+    def attach(cls, session: Any, device_ordinal: int = 0,
+               clock: Callable[[], int] | None = None) -> GraphMemorySampler:
+        """A sampler fed by the session's API callback (CuptiSession.on_api_call). `clock`: CUPTI's by default (the
+        one run's: CUPTI's, read without a CUPTI call where CUPTI is detached: tracer.script.ScriptTracer._clock)."""
+        sampler = cls(clock or timestamp, device_ordinal, session.raw.own_spans)
         session.on_api_call = sampler.on_api_call
         return sampler
 

@@ -49,7 +49,7 @@ from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
-from graphmode.tracer.untraced_windows import CaptureController, WindowController
+from graphmode.tracer.untraced_windows import WINDOW_ITERATIONS, CaptureController, WindowController
 from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile
@@ -161,7 +161,7 @@ class ScriptTracer:
         self._session = CuptiSession(**session_kwargs(cfg, self.nvtx))
         # What PyTorch says about its graphs and the graphs' memory come from Python callbacks and hooks:
         # the runs that have them (not the measuring run).
-        self._memory = GraphMemorySampler.attach(self._session, device.ordinal) if cfg.callbacks else None
+        self._memory = GraphMemorySampler.attach(self._session, device.ordinal, self._clock) if cfg.callbacks else None
         self._session.start()
 
         self._watch = ProfilerWatch()  # the program's own torch.profiler cannot get CUPTI now: note it if used
@@ -176,8 +176,10 @@ class ScriptTracer:
             self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         if cfg.stamp:
             if cfg.untraced_windows:
-                self._windows = WindowController(self._detach, self._attach, self._may_detach,
-                                                 lambda a, b: self._stamper.locs(a, b))
+                linger, iterations = _window_experiment()
+                self._windows = WindowController(self._window_detach, self._attach, self._may_detach,
+                                                 lambda a, b: self._stamper.locs(a, b), linger_ns=linger,
+                                                 window_iterations=iterations)
             self._stamper = start_stamper(cfg, self._windows.on_stamp if self._windows is not None else None)
             if self._stamper is not None:
                 self._clock_pairs.append(_clock_pair(timestamp))
@@ -199,6 +201,11 @@ class ScriptTracer:
     def _detach(self) -> None:
         self._segments.append(self._session.stop())  # flushed and detached (cuptiFinalize)
 
+    def _window_detach(self) -> None:
+        # attached still: the clock while a window's detached state lingers (_window_experiment)
+        self._detached_pair = _clock_pair(timestamp)
+        self._detach()
+
     def _attach(self) -> None:
         old = self._session
         # no GRAPH_TRACE after a detach: a graph instantiated while detached crashed its replays under it (module doc)
@@ -215,6 +222,13 @@ class ScriptTracer:
         """Just before the program's capture_begin: CUPTI detaches where it may (not for the empty capture with which
         cudagraph trees set up their memory pool: the tree's own recordings come later). `since`: the perf_counter_ns
         at which graphmode's own work before it began (PyTorch's hooks' memory sample)."""
+        w = self._windows
+        if w is not None and w.lingering:  # EXPERIMENT (_window_experiment): detached already since the window
+            if self._captures is not None and self._captures.may_begin() and not _tree_pool_capture():
+                w.end_linger(time.perf_counter_ns(), "capture")
+                self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True)
+                return
+            w.end_linger(time.perf_counter_ns(), "hook")  # attached: the capture is traced
         if self._captures is None or self._captures.detached or _tree_pool_capture():
             return
         self._captures.begin(threading.get_native_id(), user_location(), since)
@@ -245,7 +259,8 @@ class ScriptTracer:
         """The CUPTI clock for PyTorch's hooks (tracer.torch_hooks): inside an untraced window a CUPTI call would attach
         CUPTI again behind the session's back, so the window closes first: PyTorch is starting a capture, or says
         something, and that is traced."""
-        if self._captures is not None and self._captures.detached:  # inside the untraced capture: no CUPTI call
+        if (self._captures is not None and self._captures.detached) or (
+                self._windows is not None and self._windows.lingering):  # detached: no CUPTI call
             host, cupti = self._detached_pair
             return cupti + time.perf_counter_ns() - host
         if self._windows is not None and self._windows.detached:
@@ -451,6 +466,18 @@ def start_stamper(cfg: RunConfig, on_stamp: Callable[[int, int, int], Any] | Non
               "figures, flagged", file=sys.stderr)
         return None
     return stamper
+
+
+def _window_experiment() -> tuple[int, int]:
+    """(linger_ns, window_iterations) of the one run's WindowController. EXPERIMENT (session 33, off by default):
+    GRAPHMODE_WINDOW_LINGER_MS keeps CUPTI detached that long after a window closes because its loop ended, so that a
+    capture coming next takes the detached state over (benchmarks/notes/s33); GRAPHMODE_WINDOW_ITERATIONS lets a window
+    last that many of its anchor's executions (so that it can reach the loop's end). Unset: 0 (no linger) and
+    WINDOW_ITERATIONS. The analysis does not yet draw a linger as unrecorded."""
+    linger = os.environ.get("GRAPHMODE_WINDOW_LINGER_MS", "")
+    iterations = os.environ.get("GRAPHMODE_WINDOW_ITERATIONS", "")
+    return (int(linger) * 1_000_000 if linger.isdigit() else 0,
+            int(iterations) if iterations.isdigit() and int(iterations) > 0 else WINDOW_ITERATIONS)
 
 
 def _clock_pair(cupti_now: Any, host: Callable[[], int] = time.perf_counter_ns) -> tuple[int, int]:

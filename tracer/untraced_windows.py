@@ -75,6 +75,8 @@ class Window:
     end_pos: int = -1
     attach_ns: int = 0
     iterations: int = 0  # the anchor's executions inside, after the one that opened it
+    linger_end_ns: int = 0  # EXPERIMENT (linger): CUPTI stayed detached after a 'left' close until here
+    linger_reason: str = ""  # 'capture' (a capture took the detached state over), 'time', 'end'
     reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'hook', 'end'
 
 
@@ -90,6 +92,10 @@ class WindowController:
     traced_before: int = TRACED_BEFORE
     window_iterations: int = WINDOW_ITERATIONS
     window_max_ns: int = WINDOW_MAX_NS
+    # EXPERIMENT (session 33, not the default): after a window closes because its loop ended ('left'), CUPTI stays
+    # detached up to this long, so that a capture coming next (after the program's warm-up) runs untraced with no
+    # detach just before it (benchmarks/notes/s33, call 4: a detach just before a capture slows it 1.35x). 0: off
+    linger_ns: int = 0
     clock: Callable[[], int] = time.perf_counter_ns
     windows: list[Window] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -98,6 +104,7 @@ class WindowController:
     _run: dict[int, int] = field(default_factory=dict)  # line -> how many times in a row its gap came out the same
     _done: dict[int, frozenset[int]] = field(default_factory=dict)  # anchors windowed in this entry of their loop -> body
     _open: Window | None = None
+    _linger: Window | None = None  # the closed window whose detached state lingers (linger_ns)
     _body: frozenset[int] = frozenset()
     _off: bool = False  # after a failed detach or attach, or once the run ends: no more windows
     _finished: bool = False
@@ -106,7 +113,11 @@ class WindowController:
 
     @property
     def detached(self) -> bool:
-        return self._open is not None
+        return self._open is not None or self._linger is not None
+
+    @property
+    def lingering(self) -> bool:
+        return self._linger is not None
 
     def on_stamp(self, idx: int, pos: int, now: int) -> None:
         """After the stamper's `pos`-th stamp, of line `idx`, at `now`."""
@@ -115,6 +126,10 @@ class WindowController:
         prev = self._last.get(idx)
         self._last[idx] = pos
         gap = pos - prev if prev is not None else -1
+        if self._linger is not None:  # no window opens while one's detached state lingers
+            if now - self._linger.end_ns >= self.linger_ns:
+                self.end_linger(now, "time")
+            return
         w = self._open
         if w is not None:
             if idx not in self._body:
@@ -163,6 +178,10 @@ class WindowController:
                 return
             w.end_ns, w.end_pos, w.reason = now, pos, reason
             self._open = None
+            if reason == "left" and self.linger_ns > 0 and not self._finished:
+                self._linger = w  # its timing ends here; CUPTI stays detached (end_linger attaches)
+                self.windows.append(w)
+                return
         t0 = self.clock()
         try:
             self.attach()
@@ -172,18 +191,38 @@ class WindowController:
         w.attach_ns = self.clock() - t0
         self.windows.append(w)
 
+    def end_linger(self, now: int, reason: str) -> None:
+        """The lingering detached state ends: CUPTI attaches again, except where a capture takes it over ('capture':
+        CaptureController.begin with adopted=True, which attaches after the capture)."""
+        with self._lock:
+            w, self._linger = self._linger, None
+        if w is None:
+            return
+        w.linger_end_ns, w.linger_reason = now, reason
+        if reason == "capture":
+            return
+        t0 = self.clock()
+        try:
+            self.attach()
+        except Exception as e:
+            self.errors.append(f"attach: {type(e).__name__}: {e}")
+            self._off = True
+        w.attach_ns = self.clock() - t0
+
     def finish(self, now: int) -> None:
         """The run ends: a window still open closes (CUPTI attached again, reason 'end'); no stamp opens another."""
         self._finished = True
         self.close(now, -1, "end")
+        self.end_linger(now, "end")
 
     def entries(self, name: Callable[[int], str], move: Callable[[list[int]], Any]) -> list[dict[str, Any]]:
         """The windows for the run's entry in the trace's metadata: times moved onto the pass's clock by `move`."""
         out = []
         for w in self.windows:
-            start, end = (int(t) for t in move([w.start_ns, w.end_ns]))
+            start, end, linger_end = (int(t) for t in move([w.start_ns, w.end_ns, w.linger_end_ns or w.end_ns]))
             out.append({"anchor": name(w.anchor), "start_ns": start, "end_ns": end, "iterations": w.iterations,
-                        "gap_stamps": w.gap, "reason": w.reason, "detach_ns": w.detach_ns, "attach_ns": w.attach_ns})
+                        "gap_stamps": w.gap, "reason": w.reason, "detach_ns": w.detach_ns, "attach_ns": w.attach_ns,
+                        **({"linger_end_ns": linger_end, "linger_reason": w.linger_reason} if w.linger_reason else {})})
         return out
 
 
@@ -206,6 +245,7 @@ class UntracedCapture:
     reason: str = ""  # 'capture_end'; 'capture_end_failed', 'capture_begin_failed' (raised); 'end' (the run ended)
     error: str = ""  # what the failing call raised
     exec_id: int = 0  # CUPTI's id of the executable graph it made, read once attached (0: not known)
+    adopted: bool = False  # EXPERIMENT: CUPTI was detached already (a window's linger), no detach before it
 
 
 @dataclass
@@ -232,14 +272,23 @@ class CaptureController:
     def detached(self) -> bool:
         return self._open is not None
 
-    def begin(self, thread_id: int, source: Any = None, since: int | None = None) -> bool:
+    def may_begin(self) -> bool:
+        """Whether a capture beginning now may be made untraced, detached already or not (within the limit)."""
+        return not self.off and self._open is None and len(self.captures) < self.limit
+
+    def begin(self, thread_id: int, source: Any = None, since: int | None = None, adopted: bool = False) -> bool:
         """Detaches where it may (True: detached now). `since`: where graphmode's own work just before it began (the
-        hooks' memory sample), on this clock: the gap before the capture starts there."""
-        if self.off or self._open is not None or len(self.captures) >= self.limit or not self.may_detach():
+        hooks' memory sample), on this clock: the gap before the capture starts there. `adopted` (EXPERIMENT, the
+        windows' linger): CUPTI is detached already, and the capture takes that state over with no detach."""
+        if not self.may_begin() or (not adopted and not self.may_detach()):
             return False
         now = self.clock()
         c = UntracedCapture(thread_id=thread_id, source=source, detach_start_ns=now,
-                            own_start_ns=min(since, now) if since is not None else None)
+                            own_start_ns=min(since, now) if since is not None else None, adopted=adopted)
+        if adopted:
+            c.begin_ns = now
+            self._open = c
+            return True
         try:
             self.detach()
         except Exception as e:  # the capture goes on traced
@@ -302,5 +351,6 @@ class CaptureController:
                         "detach_ns": c.begin_ns - c.detach_start_ns, "attach_ns": c.attach_end_ns - c.end_ns,
                         "samples_ns": (c.detach_start_ns - own0) + (own1 - c.attach_end_ns),
                         "reason": c.reason, **({"error": c.error} if c.error else {}),
+                        **({"adopted": True} if c.adopted else {}),
                         **({"exec_id": c.exec_id} if c.exec_id else {})})
         return out
