@@ -42,13 +42,21 @@ class UntracedWindow:
     reason: str  # what closed it: 'iterations', 'left', 'changed', 'time', 'end'
     detach_ns: int
     attach_ns: int
+    # where CUPTI attached again: end_ns, or later where the run kept it detached after the loop ended (the linger
+    # experiment, tracer.untraced_windows.WindowController.linger_ns): nothing was recorded up to here
+    untraced_end_ns: int = 0
+
+    def __post_init__(self) -> None:
+        if self.untraced_end_ns < self.end_ns:
+            object.__setattr__(self, "untraced_end_ns", self.end_ns)
 
 
 def untraced_windows(trace: Trace, pass_id: int) -> list[UntracedWindow]:
     """The pass's windows, in time order; [] for a run without (every recording before session 24)."""
     info = run_entry(trace, pass_id).get("untraced_windows") or {}
     out = [UntracedWindow(str(w["anchor"]), int(w["start_ns"]), int(w["end_ns"]), int(w["iterations"]), str(w["reason"]),
-                          int(w.get("detach_ns", 0)), int(w.get("attach_ns", 0))) for w in info.get("windows", []) or []]
+                          int(w.get("detach_ns", 0)), int(w.get("attach_ns", 0)), int(w.get("linger_end_ns", 0)))
+           for w in info.get("windows", []) or []]
     return sorted(out, key=lambda w: w.start_ns)
 
 

@@ -111,10 +111,12 @@ def _whole_run(page: _Page, tp: PassInfo, selection: Selection, full: TimelineVi
                       f"open with --window {window_ms(g.start_ns - origin)}:{window_ms(g.end_ns - origin)} to see them"}
             for g in selection.left_out]
     # the one run's untraced windows: nothing was recorded there (CUPTI detached), which is not an idle GPU
-    gaps += [{"start": w.start_ns - origin, "end": w.end_ns - origin, "spans": 0, "kind": "untraced",
+    gaps += [{"start": w.start_ns - origin, "end": w.untraced_end_ns - origin, "spans": 0, "kind": "untraced",
               "short": "untraced window",
               "label": f"untraced window: CUPTI detached, nothing recorded; {w.iterations:,} iterations of "
-                       f"{short_loc(w.anchor)} timed by line stamps"}
+                       f"{short_loc(w.anchor)} timed by line stamps" + (
+                           f", then {(w.untraced_end_ns - w.end_ns) / 1e6:,.1f} ms more detached after the loop ended"
+                           if w.untraced_end_ns > w.end_ns else "")}
              for w in windows]
     page.plots.append(encode_view(full, page.blob, div="gm-timeline-full", title=_title(full), origin="the start of the pass",
                                   initial=initial, full=extent, left_out=gaps))

@@ -328,7 +328,7 @@ def _window_rows(trace: Trace) -> Iterator[tuple[Any, ...]]:
     """Each pass's untraced windows (analyzers.untraced_windows: meta.runs[].untraced_windows)."""
     for p in trace.passes:
         for w in untraced_windows(trace, p.pass_id):
-            yield (("untraced", p.pass_id), w.start_ns, w.end_ns,
+            yield (("untraced", p.pass_id), w.start_ns, w.untraced_end_ns,
                    f"untraced window: {w.iterations:,} iterations of {short_loc(w.anchor)} timed by line stamps",
                    "untraced_window", [("pass_id", p.pass_id), ("iterations", w.iterations)], 0, 0)
 

@@ -560,3 +560,19 @@ def test_experiment_the_window_knobs_come_from_the_environment(monkeypatch: pyte
     monkeypatch.setenv("GRAPHMODE_WINDOW_LINGER_MS", "500")
     monkeypatch.setenv("GRAPHMODE_WINDOW_ITERATIONS", "100000")
     assert _window_experiment() == (500_000_000, 100_000)
+
+
+def test_experiment_a_lingered_window_is_unrecorded_up_to_where_cupti_attached() -> None:
+    """analyzers.untraced_windows (SYNTHETIC metadata, hand-computed): a window whose detached state lingered after its
+    loop ended (linger_end_ns) is unrecorded up to there, its timing still ending at end_ns; a window without a linger,
+    or from before session 33, is unrecorded up to end_ns."""
+    from types import SimpleNamespace
+
+    from graphmode.analyzers.untraced_windows import untraced_windows
+
+    win = {"anchor": "s.py:10", "start_ns": 1_000, "end_ns": 5_000, "iterations": 30, "reason": "left"}
+    meta = {"runs": [{"pass_id": 0, "untraced_windows": {"windows": [
+        {**win, "linger_end_ns": 9_000, "linger_reason": "capture"}, {**win, "start_ns": 20_000, "end_ns": 24_000}]}}]}
+    lingered, plain = untraced_windows(SimpleNamespace(meta=meta), 0)  # type: ignore[arg-type]
+    assert (lingered.end_ns, lingered.untraced_end_ns) == (5_000, 9_000)
+    assert (plain.end_ns, plain.untraced_end_ns) == (24_000, 24_000)

@@ -473,7 +473,7 @@ def _window_experiment() -> tuple[int, int]:
     GRAPHMODE_WINDOW_LINGER_MS keeps CUPTI detached that long after a window closes because its loop ended, so that a
     capture coming next takes the detached state over (benchmarks/notes/s33); GRAPHMODE_WINDOW_ITERATIONS lets a window
     last that many of its anchor's executions (so that it can reach the loop's end). Unset: 0 (no linger) and
-    WINDOW_ITERATIONS. The analysis does not yet draw a linger as unrecorded."""
+    WINDOW_ITERATIONS. The page draws a linger as unrecorded (analyzers.untraced_windows: untraced_end_ns)."""
     linger = os.environ.get("GRAPHMODE_WINDOW_LINGER_MS", "")
     iterations = os.environ.get("GRAPHMODE_WINDOW_ITERATIONS", "")
     return (int(linger) * 1_000_000 if linger.isdigit() else 0,
