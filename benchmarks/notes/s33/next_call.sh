@@ -2,7 +2,8 @@
 # Prepared in session 33 for the next device session, not yet run: the linger experiment (tracer.script
 # ._window_experiment, off by default) beside the default run and untraced processes. The graphed decode step and the
 # ViT with a graph per batch size, PROCS processes of each configuration, interleaved, traces kept; then the gpu tests
-# of the untraced captures and windows (the experiment's code paths with the knobs unset).
+# of the untraced captures and windows (the experiment's code paths with the knobs unset). Phase marks on: the attach's
+# 'API filtered' and 'buffers registered' phases after commit 90b216a (8 and 3 ms in call 1).
 # Read: benchmarks/one_run.py on results.jsonl with the traces (graphmode_linger-NN symlinked as graphmode-NN),
 # benchmarks/notes/s32/window_parts.py on the traces (the block less gaps), and each capture entry's 'adopted'.
 # Usage: bash benchmarks/notes/s33/next_call.sh OUT PROCS
@@ -11,7 +12,7 @@ out=${1:?OUT}; procs=${2:-3}
 t0=$(date +%s)
 . benchmarks/device_setup.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
-timeout 300 python3 benchmarks/script_fidelity.py record /tmp/fidl --procs "$procs" --workloads hf_graph,vit_batches \
+GRAPHMODE_PHASES="$out/run_phases.jsonl" timeout 300 python3 benchmarks/script_fidelity.py record /tmp/fidl --procs "$procs" --workloads hf_graph,vit_batches \
   --configs untraced,graphmode,graphmode_linger --keep-traces all --no-report --timeout 60 > "$out/record.log" 2>&1
 cut -c1-200 "$out/record.log" | tail -8; echo "recorded at $(( $(date +%s) - t0 )) s"
 cp /tmp/fidl/results.jsonl "$out/results.jsonl" 2>/dev/null
