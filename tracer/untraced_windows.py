@@ -182,6 +182,11 @@ class WindowController:
                 self._linger = w  # its timing ends here; CUPTI stays detached (end_linger attaches)
                 self.windows.append(w)
                 return
+        self._attach_after(w)
+        self.windows.append(w)
+
+    def _attach_after(self, w: Window) -> None:
+        """Attaches CUPTI again after window `w`, timed into its attach_ns; a failed attach: no more windows."""
         t0 = self.clock()
         try:
             self.attach()
@@ -189,7 +194,6 @@ class WindowController:
             self.errors.append(f"attach: {type(e).__name__}: {e}")
             self._off = True
         w.attach_ns = self.clock() - t0
-        self.windows.append(w)
 
     def end_linger(self, now: int, reason: str) -> None:
         """The lingering detached state ends: CUPTI attaches again, except where a capture takes it over ('capture':
@@ -199,15 +203,8 @@ class WindowController:
         if w is None:
             return
         w.linger_end_ns, w.linger_reason = now, reason
-        if reason == "capture":
-            return
-        t0 = self.clock()
-        try:
-            self.attach()
-        except Exception as e:
-            self.errors.append(f"attach: {type(e).__name__}: {e}")
-            self._off = True
-        w.attach_ns = self.clock() - t0
+        if reason != "capture":
+            self._attach_after(w)
 
     def finish(self, now: int) -> None:
         """The run ends: a window still open closes (CUPTI attached again, reason 'end'); no stamp opens another."""
