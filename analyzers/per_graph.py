@@ -89,6 +89,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         return None
     framework = None
     insides: list[float] = []
+    gaps = sum(sg.gaps_in(*w) for w in parts.get("recordings") or [])
     if parts.get("recordings"):
         # a cudagraph-tree recording or a torch.cuda.graph block: its wall time less the CUDA calls in it and the
         # first replay, which a recording makes itself (the replay's excess over a steady one is first-launch excess)
@@ -135,7 +136,8 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
                      steady_replay_ns=steady_ns, first_launch_excess_ns=excess, total_ns=total, framework_ns=framework,
                      untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else (),
                      capture_lines=span.lines if span is not None and correction is not None else (),
-                     tracer_correction_ns=taken_off, capture_untraced=graph_id in sg.untraced_captures)
+                     tracer_correction_ns=taken_off, capture_untraced=graph_id in sg.untraced_captures,
+                     tracer_gaps_ns=gaps if gaps > 0 else None)
 
 
 def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:
@@ -248,7 +250,7 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             one_time_inflation, one_time_deficit = UNTRACED_CAPTURE_BOUND, UNTRACED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_capture_untraced", measured_ns=measured, build_ns=cost.build_ns,
                               instantiate_ns=cost.instantiate_ns, slowdown_bound=UNTRACED_CAPTURE_BOUND,
-                              low_bound=UNTRACED_CAPTURE_LOW_BOUND))
+                              low_bound=UNTRACED_CAPTURE_LOW_BOUND, tracer_ns=cost.tracer_gaps_ns))
         elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation, one_time_deficit = CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,

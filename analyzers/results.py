@@ -191,6 +191,10 @@ class GraphCost:
     # is the program's capture_begin to capture_end, instantiate_ns its capture_end (the end of the capture and the
     # instantiation), both untraced; the first replay was traced, and nothing calibrated comes off
     capture_untraced: bool = False
+    # What graphmode's one run spent inside this graph's PyTorch capture blocks (its memory samples, the detach and the
+    # attach with its own empty graph: analyzers.script_graphs tracer gaps), left out of total_ns: a clock of the
+    # program's own around the capture includes it. None: none recorded (a capture made traced, earlier traces)
+    tracer_gaps_ns: float | None = None
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,9 @@ def _one_time_capture_untraced(n: Note) -> str:
             "instantiation untraced, and its first replay traced (on the H200 a capture made just after graphmode's "
             "detach read about 1.35x one made after a few more steps of the program: benchmarks/notes/s31-s33); the "
             "time graphmode took inside the capture block to sample memory, detach and attach CUPTI and run an empty "
-            "graph of its own is left out. The graph's nodes are its "
+            "graph of its own is left out" + (
+                f" ({short_ns(_num(n, 'tracer_ns'))}, which a clock of your own around the capture includes)"
+                if n.get("tracer_ns") else "") + ". The graph's nodes are its "
             "first replay's kernels (its edges were not recorded). Other processes of the program may read up to "
             f"{1 + bound:.1f}x lower (docs/benchmarks.md), which the break-even interval's lower end allows for" + (
                 f", or {1 + _num(n, 'low_bound'):.1f}x higher, which its upper end allows for" if n.get("low_bound") else ""))

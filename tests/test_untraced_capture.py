@@ -293,3 +293,9 @@ def test_a_recorded_capture_leaves_the_hooks_memory_samples_out_of_its_one_time_
     gaps = c["begin_ns"] - c["own_start_ns"] + c["own_end_ns"] - c["end_ns"]
     own = float(figs["one_time"]) - gaps
     assert 0.9 <= g.cost.total_ns / own <= 1.05, (g.cost.total_ns, own)
+    # what graphmode spent inside the block is said, beside the figure it is left out of
+    assert g.cost.tracer_gaps_ns == pytest.approx(gaps, abs=1000) and g.cost.tracer_gaps_ns > 30e6
+    (n,) = [n for n in g.notes if n.kind == "one_time_capture_untraced"]
+    from graphmode.reports.notes import word
+    from graphmode.reports.units import short_ns
+    assert f"({short_ns(g.cost.tracer_gaps_ns)}, which a clock of your own around the capture includes)" in word(n)
