@@ -89,15 +89,15 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
         return None
     framework = None
     insides: list[float] = []
-    gaps = sum(sg.gaps_in(*w) for w in parts.get("recordings") or [])
+    tracer_spans = [sg.gaps_in(*w) for w in parts.get("recordings") or []]  # the tracer's time in each window
     if parts.get("recordings"):
         # a cudagraph-tree recording or a torch.cuda.graph block: its wall time less the CUDA calls in it and the
         # first replay, which a recording makes itself (the replay's excess over a steady one is first-launch excess)
         framework = 0.0
-        for w in parts["recordings"]:
+        for w, tracers in zip(parts["recordings"], tracer_spans):
             inside = first_ns if first_ns is not None and w[0] <= t.launch_ns[first[0]] <= w[1] else 0.0
             insides.append(inside)
-            framework += max(0.0, float(w[1] - w[0]) - sg.gaps_in(*w) - recording_work(sg, w) - inside)
+            framework += max(0.0, float(w[1] - w[0]) - tracers - recording_work(sg, w) - inside)
     correction = None
     span = sg.capture_spans.get(graph_id) if not parts.get("recordings") else None
     if parts.get("untraced_recordings"):
@@ -137,7 +137,7 @@ def _cost(sg: ScriptGraphs, g: GraphStructure | None, graph_id: int, label: str,
                      untraced_correction_ns=correction, call_ns=call, call_lines=tuple(c.lines for c in calls) if call is not None else (),
                      capture_lines=span.lines if span is not None and correction is not None else (),
                      tracer_correction_ns=taken_off, capture_untraced=graph_id in sg.untraced_captures,
-                     tracer_gaps_ns=gaps if gaps > 0 else None)
+                     tracer_gaps_ns=sum(tracer_spans) or None)
 
 
 def call_part(call: RecordingCall, inside_ns: float, replay_ns: float) -> float:

@@ -42,13 +42,14 @@ class UntracedWindow:
     reason: str  # what closed it: 'iterations', 'left', 'changed', 'time', 'end'
     detach_ns: int
     attach_ns: int
-    # where CUPTI attached again: end_ns, or later where the run kept it detached after the loop ended (the linger
-    # experiment, tracer.untraced_windows.WindowController.linger_ns): nothing was recorded up to here
-    untraced_end_ns: int = 0
+    # where the run kept CUPTI detached after the loop ended, up to (the linger experiment,
+    # tracer.untraced_windows.WindowController.linger_ns); 0: it did not
+    linger_end_ns: int = 0
 
-    def __post_init__(self) -> None:
-        if self.untraced_end_ns < self.end_ns:
-            object.__setattr__(self, "untraced_end_ns", self.end_ns)
+    @property
+    def untraced_end_ns(self) -> int:
+        """Where CUPTI attached again: nothing was recorded up to here (end_ns, or the linger's end)."""
+        return max(self.end_ns, self.linger_end_ns)
 
 
 def untraced_windows(trace: Trace, pass_id: int) -> list[UntracedWindow]:

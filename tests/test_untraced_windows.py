@@ -478,7 +478,7 @@ def test_inside_the_untraced_capture_pytorchs_hooks_read_no_cupti_clock_and_no_w
     monkeypatch.setattr(script, "timestamp", lambda: reads.append(1) or 5_000_000)
     tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
     tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), stop=lambda: "records", graph_trace=True)
-    tracer._captures = c = CaptureController(tracer._capture_detach, lambda: None, tracer._may_capture_untraced)
+    tracer._captures = c = CaptureController(tracer._detach, lambda: None, tracer._may_capture_untraced)
     assert tracer._may_detach()
     tracer._capture_begin()
     assert c.detached and tracer._segments == ["records"] and len(reads) == 1  # the pair, read while attached
@@ -531,7 +531,7 @@ def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
     tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), graph_trace=True,
                                       stop=lambda: calls.append("stop") or "records")
     lines = [1, 2, 3] * 30 + [9]
-    tracer._windows = w = WindowController(tracer._window_detach, lambda: calls.append("attach"), tracer._may_detach,
+    tracer._windows = w = WindowController(tracer._detach, lambda: calls.append("attach"), tracer._may_detach,
                                            lambda a, b: lines[a:b], clock=lambda: 0, linger_ns=10**12)
     tracer._captures = c = CaptureController(lambda: calls.append("capture detach"), lambda: calls.append("attach"),
                                              tracer._may_capture_untraced)

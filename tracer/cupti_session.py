@@ -11,6 +11,7 @@ a Python callback on a per-launch callback id would cost tens of microseconds pe
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import sys
@@ -134,17 +135,12 @@ def api_needed(name: str) -> bool:
     return not _UNNEEDED_API.search(name)
 
 
-_SWITCHES: dict[tuple[str, Any, Callable[[str], bool]], tuple[tuple[int, bool], ...]] = {}
-
-
+@functools.cache
 def _api_switches(api: str, enum: Any, keep_api: Callable[[str], bool]) -> tuple[tuple[int, bool], ...]:
     """(callback id, whether its records are kept) for each of one API's callback ids in cupti-python's enum, by
     `keep_api` on its name; decided once a process for each API and filter."""
-    key = (api, enum, keep_api)
-    if key not in _SWITCHES:
-        _SWITCHES[key] = tuple((int(value), bool(keep_api(name))) for name, value in enum.__members__.items()
-                               if int(value) > 0 and not name.endswith(("INVALID", "SIZE", "FORCE_INT")))
-    return _SWITCHES[key]
+    return tuple((int(value), bool(keep_api(name))) for name, value in enum.__members__.items()
+                 if int(value) > 0 and not name.endswith(("INVALID", "SIZE", "FORCE_INT")))
 
 
 # The sparse filter of the measuring run: graph launches, the graph lifecycle (capture begin and end,

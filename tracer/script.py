@@ -177,7 +177,7 @@ class ScriptTracer:
         if cfg.stamp:
             if cfg.untraced_windows:
                 linger, iterations = _window_experiment()
-                self._windows = WindowController(self._window_detach, self._attach, self._may_detach,
+                self._windows = WindowController(self._detach, self._attach, self._may_detach,
                                                  lambda a, b: self._stamper.locs(a, b), linger_ns=linger,
                                                  window_iterations=iterations)
             self._stamper = start_stamper(cfg, self._windows.on_stamp if self._windows is not None else None)
@@ -186,7 +186,7 @@ class ScriptTracer:
             else:
                 self._windows = None
         if cfg.untraced_windows and os.environ.get("GRAPHMODE_UNTRACED_CAPTURE") != "0":
-            self._captures = CaptureController(self._capture_detach, self._capture_attach, self._may_capture_untraced,
+            self._captures = CaptureController(self._detach, self._capture_attach, self._may_capture_untraced,
                                                exec_id_of=_exec_id)
             self._torch.around_capture = (self._capture_begin, self._captures.ending, self._captures.end)
             if not self._clock_pairs:
@@ -199,12 +199,11 @@ class ScriptTracer:
 
     # -- untraced windows (tracer.untraced_windows): called from the stamp callback, on the main thread --
     def _detach(self) -> None:
-        self._segments.append(self._session.stop())  # flushed and detached (cuptiFinalize)
-
-    def _window_detach(self) -> None:
-        # attached still: the clock while a window's detached state lingers (_window_experiment)
+        """Flushed and detached (cuptiFinalize), for an untraced window or capture; the clock pair is read first, while
+        attached: PyTorch's hooks read CUPTI's clock from it while the capture, or a window's linger, keeps CUPTI
+        detached (_clock)."""
         self._detached_pair = _clock_pair(timestamp)
-        self._detach()
+        self._segments.append(self._session.stop())
 
     def _attach(self) -> None:
         old = self._session
@@ -241,10 +240,6 @@ class ScriptTracer:
         with self._session.own_work():
             _own_graph()
         mark("capture attach: own graph run")
-
-    def _capture_detach(self) -> None:
-        self._detached_pair = _clock_pair(timestamp)  # attached still: PyTorch's hooks read the clock from it meanwhile
-        self._detach()
 
     def _may_capture_untraced(self) -> bool:
         """CUPTI attached (no untraced window or capture under way), no window failed, and no session that records
