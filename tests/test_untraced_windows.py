@@ -501,16 +501,45 @@ def test_experiment_a_window_the_loop_left_lingers_detached_then_attaches() -> N
     """EXPERIMENT (GRAPHMODE_WINDOW_LINGER_MS; synthetic stamps 1 us apart): a window closed because its loop ended
     keeps CUPTI detached for linger_ns after its last stamp, then the next stamp attaches it (reason 'time'); the
     window's timing ends where the loop ended. Without a linger it attaches at once (the default)."""
-    lines = [0] + loop(30) + [9] * 20  # the loop ends after its 30th iteration; then line 9, 20 times
+    lines = [0] + loop(30) + list(range(10, 30))  # the loop ends after its 30th iteration; then 20 lines, once each
     c, calls = drive(lines, traced_before=24, window_iterations=1000, linger_ns=10_000)
     (w,) = c.windows
-    assert w.reason == "left" and lines[w.end_pos] == 9
+    assert w.reason == "left" and lines[w.end_pos] == 10
     assert w.linger_reason == "time" and w.linger_end_ns == w.end_ns + 10_000  # the first stamp 10 us on
     assert calls == [("detach", w.start_pos), ("attach", w.end_pos + 10)]
+    assert lines[w.end_pos + 10] == 20
     (e,) = c.entries(str, lambda ts: ts)
     assert e["end_ns"] == w.end_ns and e["linger_end_ns"] == w.end_ns + 10_000 and e["linger_reason"] == "time"
     c0, calls0 = drive(lines, traced_before=24, window_iterations=1000)
     assert calls0[-1] == ("attach", c0.windows[0].end_pos) and "linger_end_ns" not in c0.entries(str, lambda ts: ts)[0]
+
+
+def test_experiment_a_linger_ends_where_the_program_runs_a_loop_again() -> None:
+    """EXPERIMENT (synthetic stamps, hand-counted): a lingering window's detached state ends ('loop'), and CUPTI
+    attaches, where the program runs a loop the trace should hold: the window's own loop entered again (its anchor's
+    first execution), or another line whose gap inside the linger came out the same LINGER_LOOP (4) times in a row. A
+    3-step warm-up, PyTorch's capture recipe, makes 3 (its `for` line is stamped once more as the loop ends, as
+    sys.monitoring does) and leaves the linger on. After it, a loop's window waits for traced_before traced executions:
+    the ones inside the linger were not traced."""
+    # the same loop entered again after 3 lines of its own (a sized ViT's loops, one per batch size)
+    lines = [0] + loop(30) + [7, 8, 9] + loop(40) + [6]
+    c, calls = drive(lines, traced_before=24, window_iterations=1000, linger_ns=10**9)
+    w1, w2 = c.windows
+    assert w1.reason == "left" and w1.linger_reason == "loop"
+    assert w1.linger_end_ns // 1000 == w1.end_pos + 3 and lines[w1.end_pos + 3] == w1.anchor == 1
+    # the second entry: 24 traced executions of line 1 after its first, then its window
+    assert w2.anchor == 1 and w2.start_pos == w1.end_pos + 3 + 3 * 24 and w2.linger_reason == "end"
+    assert [k for k, _ in calls] == ["detach", "attach", "detach", "attach"]
+    assert calls[1] == ("attach", w1.end_pos + 3)
+    # a warm-up loop of 3 steps (its `for` line 5, stamped 4 times; lines 2-3 in the window's body), then line 9
+    warm = [4] + [5, 2, 3] * 3 + [5, 9]
+    c, calls = drive([0] + loop(30) + warm, traced_before=24, window_iterations=1000, linger_ns=10**9)
+    assert c.windows[0].linger_reason == "end" and [k for k, _ in calls] == ["detach", "attach"]
+    # a 5-step loop: its `for` line's 5th stamp (the 5th iteration's start) makes 4 same gaps inside the linger
+    c, calls = drive([0] + loop(30) + [4] + [5, 2, 3] * 5 + [5, 9], traced_before=24, window_iterations=1000,
+                     linger_ns=10**9)
+    (w,) = c.windows
+    assert w.linger_reason == "loop" and w.linger_end_ns // 1000 == w.end_pos + 1 + 3 * 4
 
 
 def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(

@@ -60,6 +60,11 @@ from typing import Any
 TRACED_BEFORE = 24  # a line's gap the same this many times in a row: a steady loop
 WINDOW_ITERATIONS = 32  # the anchor's executions a window lasts at most
 WINDOW_MAX_NS = 2_000_000_000  # and its time at most
+# EXPERIMENT (the linger): a line's gap the same this many times in a row while a window's detached state lingers is a
+# loop of the program's that the trace should hold, and the linger ends (CUPTI attaches). PyTorch's documented capture
+# recipe warms up for 3 steps: its `for` line is stamped 4 times (once more as the loop ends), 3 same gaps, so a
+# capture after it still takes the linger over (with 3, session 34's decode step attached again there)
+LINGER_LOOP = 4
 
 
 @dataclass
@@ -76,7 +81,9 @@ class Window:
     attach_ns: int = 0
     iterations: int = 0  # the anchor's executions inside, after the one that opened it
     linger_end_ns: int = 0  # EXPERIMENT (linger): CUPTI stayed detached after a 'left' close until here
-    linger_reason: str = ""  # 'capture' (a capture took the detached state over), 'time', 'end'
+    # 'capture' (a capture took the detached state over), 'loop' (the window's loop ran again, or another loop ran:
+    # LINGER_LOOP), 'time', 'hook' (PyTorch's hooks heard something else), 'end'
+    linger_reason: str = ""
     reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'hook', 'end'
 
 
@@ -105,6 +112,8 @@ class WindowController:
     _done: dict[int, frozenset[int]] = field(default_factory=dict)  # anchors windowed in this entry of their loop -> body
     _open: Window | None = None
     _linger: Window | None = None  # the closed window whose detached state lingers (linger_ns)
+    _linger_gap: dict[int, int] = field(default_factory=dict)  # line -> its gap inside the linger (LINGER_LOOP)
+    _linger_run: dict[int, int] = field(default_factory=dict)
     _body: frozenset[int] = frozenset()
     _off: bool = False  # after a failed detach or attach, or once the run ends: no more windows
     _finished: bool = False
@@ -127,8 +136,10 @@ class WindowController:
         self._last[idx] = pos
         gap = pos - prev if prev is not None else -1
         if self._linger is not None:  # no window opens while one's detached state lingers
-            if now - self._linger.end_ns >= self.linger_ns:
-                self.end_linger(now, "time")
+            self._leave_done(idx)
+            reason = self._linger_ends(idx, prev, gap, now)
+            if reason:
+                self.end_linger(now, reason)
             return
         w = self._open
         if w is not None:
@@ -144,10 +155,7 @@ class WindowController:
                     elif now - w.start_ns >= self.window_max_ns:
                         self.close(now, pos, "time")
             return
-        if self._done:  # a loop windowed in this entry: it may open another once a line outside its body ran
-            for a in [a for a, body in self._done.items() if idx not in body]:
-                del self._done[a]
-                self._run[a] = 0
+        self._leave_done(idx)
         if gap <= 0:
             return
         if gap == self._gap.get(idx):
@@ -169,6 +177,29 @@ class WindowController:
         w.detach_ns = self.clock() - t0
         self._open, self._body = w, body
         self._done[idx] = body
+
+    def _leave_done(self, idx: int) -> None:
+        """A loop windowed in this entry may open another window once a line outside its body ran."""
+        if self._done:
+            for a in [a for a, body in self._done.items() if idx not in body]:
+                del self._done[a]
+                self._run[a] = 0
+
+    def _linger_ends(self, idx: int, prev: int | None, gap: int, now: int) -> str:
+        """Whether the lingering detached state ends at this stamp, and why: after linger_ns ('time'); where the
+        window's loop runs again, or where a line's gap, counted inside the linger, came out the same LINGER_LOOP
+        times in a row ('loop': the program runs a loop, which the trace should hold, before any capture)."""
+        w = self._linger
+        assert w is not None
+        if now - w.end_ns >= self.linger_ns:
+            return "time"
+        if idx == w.anchor:
+            return "loop"
+        if prev is None or prev < w.end_pos:  # its last execution was before the linger: no gap inside it yet
+            return ""
+        run = self._linger_run[idx] = self._linger_run.get(idx, 0) + 1 if gap == self._linger_gap.get(idx) else 1
+        self._linger_gap[idx] = gap
+        return "loop" if run >= LINGER_LOOP else ""
 
     def close(self, now: int, pos: int, reason: str) -> None:
         """Attaches CUPTI again (at a stamp, or at the run's end with reason 'end')."""
@@ -203,6 +234,8 @@ class WindowController:
         if w is None:
             return
         w.linger_end_ns, w.linger_reason = now, reason
+        # the executions inside the linger were not traced: a loop's window waits for traced_before traced ones
+        self._run, self._linger_gap, self._linger_run = {}, {}, {}
         if reason != "capture":
             self._attach_after(w)
 
