@@ -299,3 +299,38 @@ def test_a_recorded_capture_leaves_the_hooks_memory_samples_out_of_its_one_time_
     from graphmode.reports.notes import word
     from graphmode.reports.units import short_ns
     assert f"({short_ns(g.cost.tracer_gaps_ns)}, which a clock of your own around the capture includes)" in word(n)
+
+
+S34 = Path(__file__).resolve().parent / "data" / "scripts" / "linger_s34"
+
+
+def test_a_recorded_linger_hands_cupti_detached_to_the_capture(tmp_path: Path) -> None:
+    """A real recording (H200, session 34 device call 1): `graphmode run` of the graphed transformers decode step with
+    the linger experiment on (GRAPHMODE_WINDOW_LINGER_MS=1000, GRAPHMODE_WINDOW_ITERATIONS=100000). The window over
+    the eager loop closed where the loop ended, and CUPTI stayed detached through the program's warm-up until its
+    capture began, which took the detached state over: no detach just before it, nothing recorded from the window's
+    detach to the capture's end, the window unrecorded up to the capture (untraced_end_ns), and the one-time cost
+    within 10% of the same process's own clock less graphmode's gaps in its capture block."""
+    from graphmode.analyzers import analyze
+    from graphmode.analyzers.untraced_windows import untraced_windows
+    from graphmode.tracer.store import load
+
+    recs = [json.loads(line) for line in (S34 / "results.jsonl").read_text().splitlines()]
+    (truth,) = [r["truth"] for r in recs if r["config"] == "graphmode_linger" and r["proc"] == 1]
+    figs = load_benchmark("script_fidelity").figures(truth.get("eager_ns"), truth.get("graph_ns"),
+                                                     truth.get("capture_block_ns"), truth.get("first_replay_ns"))
+    with load(unpacked_xz(S34 / "hf_graph-graphmode_linger-01.gmtrace.xz", tmp_path)) as t:
+        (c,) = t.meta["runs"][0]["untraced_captures"]["captures"]
+        (w,) = untraced_windows(t, 0)
+        inside = t.rows("SELECT count(*) FROM api_calls WHERE start_ns > ? AND start_ns < ?",
+                        [w.start_ns + w.detach_ns, c["end_ns"]])[0][0]
+        a = analyze(t)
+    assert c["adopted"] and c["detach_ns"] == 0 and c["begin_ns"] == c["detach_start_ns"]
+    assert w.reason == "left" and w.attach_ns == 0 and w.end_ns < w.untraced_end_ns <= c["begin_ns"]
+    assert c["begin_ns"] - w.untraced_end_ns < 1e6  # the linger ended where the capture began
+    assert inside == 0
+    (g,) = [g for g in a.graphs if g.graph_id == c["graph_id"]]
+    assert g.cost is not None and g.cost.capture_untraced
+    gaps = c["begin_ns"] - c["own_start_ns"] + c["own_end_ns"] - c["end_ns"]
+    own = float(figs["one_time"]) - gaps
+    assert 0.9 <= g.cost.total_ns / own <= 1.05, (g.cost.total_ns, own)
