@@ -7,7 +7,10 @@ off, analyzers.tracer_cost) and with the same model without its tracer costs (th
 workload and figure, the truth, both readings and their ratios to the truth; and per workload the wall time of
 `graphmode run` over the untraced program's; and, for traces that sampled it, the CPU's speed of each traced run.
 
-    python3 benchmarks/one_run.py RESULTS.jsonl TRACES_DIR [--markdown OUT.md]
+    python3 benchmarks/one_run.py RESULTS.jsonl TRACES_DIR [--markdown OUT.md] [--config graphmode_linger]
+
+`--config` reads another of script_fidelity's `graphmode run` configurations (its traces WORKLOAD-CONFIG-NN.gmtrace and
+its processes' wall time) in place of the default's.
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ def main() -> None:
     ap.add_argument("results", type=Path)
     ap.add_argument("traces", type=Path)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--config", default="graphmode", help="script_fidelity's configuration of `graphmode run` to read")
     args = ap.parse_args()
     recs = [json.loads(line) for line in open(args.results) if line.strip()]
     rows = ["| workload | subject | figure | untraced (median, processes) | as traced | ratio | tracer's cost taken off | ratio |",
@@ -114,7 +118,7 @@ def main() -> None:
     walls = ["| workload | untraced script (s) | `graphmode run` (s) | ratio |", "|---|---|---|---|"]
     for w in sorted({r["workload"] for r in recs}):
         tr = truths(recs, w)
-        traces = sorted(args.traces.glob(f"{w}-graphmode-*.gmtrace"))
+        traces = sorted(args.traces.glob(f"{w}-{args.config}-*.gmtrace"))
         if not tr or not traces:
             continue
         raw = [readings(p, w, corrected=False) for p in traces]
@@ -138,7 +142,7 @@ def main() -> None:
                 (at, ar), (ct, cr) = cell(a), cell(c)
                 ut = f"{um:.0f}" if q == "break_even" else f"{um / 1e3:,.1f} us"
                 rows.append(f"| {w} | {subject} | {q.replace('_', '-')} | {ut} ({len(u)}) | {at} | {ar} | {ct} | {cr} |")
-        pw = [r["process_s"] for r in recs if r["workload"] == w and r["config"] == "graphmode"]
+        pw = [r["process_s"] for r in recs if r["workload"] == w and r["config"] == args.config]
         pu = [r["process_s"] for r in recs if r["workload"] == w and r["config"] == "untraced"]
         if pw and pu:
             walls.append(f"| {w} | {np.median(pu):.1f} | {np.median(pw):.1f} | {np.median(pw) / np.median(pu):.2f} |")
@@ -146,7 +150,7 @@ def main() -> None:
               "|---|---|---|---|---|---|"]
     for w in sorted({r["workload"] for r in recs}):
         found = []
-        for p in sorted(args.traces.glob(f"{w}-graphmode-*.gmtrace")):
+        for p in sorted(args.traces.glob(f"{w}-{args.config}-*.gmtrace")):
             found += [(p.name, s) for s in _speeds(p)]
         fastest = min((s.fast_ns for _, s in found), default=0.0)
         speeds += [f"| {name} | {s.run} | {s.samples} | {s.median_ns / 1e3:.1f} us | {s.fast_ns / 1e3:.1f} us | "

@@ -28,7 +28,8 @@ for f in sys.argv[2:]:
     a = analyze(t)
     caps = sorted(t.meta["runs"][0]["untraced_captures"]["captures"], key=lambda c: c["begin_ns"])
     # the traced process's own clock: its record read as an untraced one's
-    mine = truths([dict(r, config="untraced") for r in recs if r["config"] == "graphmode" and r["proc"] == proc], w)
+    config = f.rsplit("/", 1)[-1].rsplit("-", 1)[0].split("-", 1)[1]  # WORKLOAD-CONFIG-NN.gmtrace (session 34)
+    mine = truths([dict(r, config="untraced") for r in recs if r["config"] == config and r["proc"] == proc], w)
     for subject, c in zip(SUBJECTS[w], caps):
         g = next((g for g in a.graphs if g.graph_id == c["graph_id"]), None)
         if g is None or g.cost is None:

@@ -2,9 +2,9 @@
 # Prepared in session 34 for the next device session, not yet run. (1) The linger with LINGER_LOOP = 4 (call 3 ran 3,
 # which ended the decode step's linger in its warm-up; call 4 never ran: the machine was taken back) beside the default
 # one run and untraced processes: the decode step and the ViT with a graph per batch size, PROCS processes each,
-# interleaved, traces kept. Read as benchmarks/notes/s34/README.md says (one_run.py and own_clock.py on the default and
-# the linger traces apart; each capture entry's 'adopted', each window's 'linger_reason'). (2) pool_probe.py (issue 30),
-# depths 4 and 16, 3 processes each.
+# interleaved, traces kept. Read with benchmarks/one_run.py RESULTS TRACES [--config graphmode_linger] and
+# benchmarks/notes/s29/own_clock.py, and each capture entry's "adopted" and each window's "linger_reason".
+# (2) pool_probe.py (issue 30), depths 4 and 16, 3 processes each.
 # Usage: bash benchmarks/notes/s34/next_call.sh OUT PROCS
 set -u
 out=${1:?OUT}; procs=${2:-3}
