@@ -542,6 +542,30 @@ def test_experiment_a_linger_ends_where_the_program_runs_a_loop_again() -> None:
     assert w.linger_reason == "loop" and w.linger_end_ns // 1000 == w.end_pos + 1 + 3 * 4
 
 
+def test_experiment_only_a_pytorch_program_lingers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EXPERIMENT (synthetic stamps; sys.modules stand-ins): a window lingers only where graphmode would hear the
+    capture that takes the linger over, PyTorch's; with CuPy, JAX or Numba loaded (a capture of theirs while detached
+    would leave no record of its graph) or without PyTorch, the window that its loop left attaches at once."""
+    import sys
+    from types import ModuleType
+
+    from graphmode.tracer.script import OTHER_CAPTURERS, _may_linger
+
+    lines = [0] + loop(30) + list(range(10, 30))
+    c, calls = drive(lines, traced_before=24, window_iterations=1000, linger_ns=10**9, may_linger=lambda: False)
+    (w,) = c.windows
+    assert w.reason == "left" and not w.linger_reason and calls[-1] == ("attach", w.end_pos)
+    for name in ("torch", *OTHER_CAPTURERS):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert not _may_linger()  # no PyTorch
+    monkeypatch.setitem(sys.modules, "torch", ModuleType("torch"))
+    assert _may_linger()
+    for name in OTHER_CAPTURERS:
+        monkeypatch.setitem(sys.modules, name, ModuleType(name))
+        assert not _may_linger(), name
+        monkeypatch.delitem(sys.modules, name)
+
+
 def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """EXPERIMENT (synthetic: no CUPTI; the detach and attach are recorded, CUPTI's clock a stand-in): a capture that

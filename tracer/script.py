@@ -179,7 +179,7 @@ class ScriptTracer:
                 linger, iterations = _window_experiment()
                 self._windows = WindowController(self._detach, self._attach, self._may_detach,
                                                  lambda a, b: self._stamper.locs(a, b), linger_ns=linger,
-                                                 window_iterations=iterations)
+                                                 may_linger=_may_linger, window_iterations=iterations)
             self._stamper = start_stamper(cfg, self._windows.on_stamp if self._windows is not None else None)
             if self._stamper is not None:
                 self._clock_pairs.append(_clock_pair(timestamp))
@@ -461,6 +461,19 @@ def start_stamper(cfg: RunConfig, on_stamp: Callable[[int, int, int], Any] | Non
               "figures, flagged", file=sys.stderr)
         return None
     return stamper
+
+
+# Frameworks that capture CUDA graphs without PyTorch's CUDAGraph (graphmode hears only PyTorch's captures while
+# CUPTI is detached): with any of them loaded, a window does not linger
+OTHER_CAPTURERS = ("cupy", "jax", "jaxlib", "numba")
+
+
+def _may_linger() -> bool:
+    """EXPERIMENT (the windows' linger): whether a window whose loop ended may keep CUPTI detached. Only a PyTorch
+    capture takes the detached state over (its hooks hear it begin); a capture another framework makes while detached
+    would leave no record of the graph, whose replays then could not be told apart. So: PyTorch loaded, and none of
+    OTHER_CAPTURERS."""
+    return "torch" in sys.modules and not any(m in sys.modules for m in OTHER_CAPTURERS)
 
 
 def _window_experiment() -> tuple[int, int]:

@@ -103,6 +103,9 @@ class WindowController:
     # detached up to this long, so that a capture coming next (after the program's warm-up) runs untraced with no
     # detach just before it (benchmarks/notes/s33, call 4: a detach just before a capture slows it 1.35x). 0: off
     linger_ns: int = 0
+    # whether a window that closes now may linger: only a capture that graphmode hears (PyTorch's) can take the
+    # detached state over; another framework's capture while detached would go unseen (tracer.script._may_linger)
+    may_linger: Callable[[], bool] = lambda: True
     clock: Callable[[], int] = time.perf_counter_ns
     windows: list[Window] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -209,7 +212,7 @@ class WindowController:
                 return
             w.end_ns, w.end_pos, w.reason = now, pos, reason
             self._open = None
-            if reason == "left" and self.linger_ns > 0 and not self._finished:
+            if reason == "left" and self.linger_ns > 0 and not self._finished and self.may_linger():
                 self._linger = w  # its timing ends here; CUPTI stays detached (end_linger attaches)
                 self.windows.append(w)
                 return
