@@ -603,6 +603,41 @@ def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
     assert w.windows[0].linger_reason == "capture"
 
 
+def test_experiment_a_capture_adopts_a_linger_only_if_it_ended_it(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """EXPERIMENT (synthetic, as above): where the stamping thread ended the linger between the capture's look and its
+    end_linger (CUPTI attached, or being attached, there), the capture takes nothing over: it goes the usual way. Only
+    one end_linger ends a linger."""
+    from types import SimpleNamespace
+
+    from graphmode.tracer import script
+    from graphmode.tracer.untraced_windows import CaptureController
+
+    calls: list[str] = []
+    monkeypatch.setattr(script, "timestamp", lambda: calls.append("clock") or 5_000_000)
+    tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
+    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), graph_trace=True,
+                                      stop=lambda: calls.append("stop") or "records")
+    lines = [1, 2, 3] * 30 + [9]
+    tracer._windows = w = WindowController(tracer._detach, lambda: calls.append("attach"), tracer._may_detach,
+                                           lambda a, b: lines[a:b], clock=lambda: 0, linger_ns=10**12)
+    tracer._captures = c = CaptureController(lambda: calls.append("capture detach"), lambda: calls.append("attach"),
+                                             tracer._may_capture_untraced)
+    for i, idx in enumerate(lines):
+        w.on_stamp(idx, i, i)
+    assert w.lingering
+    real_end = w.end_linger
+
+    def ended_elsewhere(now: int, reason: str) -> bool:  # the stamping thread got there first ('loop')
+        assert real_end(now, "loop")
+        return real_end(now, reason)
+
+    monkeypatch.setattr(w, "end_linger", ended_elsewhere)
+    tracer._capture_begin(since=None)
+    assert w.windows[0].linger_reason == "loop" and not any(e.adopted for e in c.captures)
+    assert calls[:3] == ["clock", "stop", "attach"]  # the window's detach, the linger's attach; no adoption
+
+
 def test_experiment_the_window_knobs_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from graphmode.tracer.script import _window_experiment
     from graphmode.tracer.untraced_windows import WINDOW_ITERATIONS

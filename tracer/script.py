@@ -224,10 +224,11 @@ class ScriptTracer:
         w = self._windows
         if w is not None and w.lingering:  # EXPERIMENT (_window_experiment): detached already since the window
             if self._captures is not None and self._captures.may_begin() and not _tree_pool_capture():
-                w.end_linger(time.perf_counter_ns(), "capture")
-                self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True)
-                return
-            w.end_linger(time.perf_counter_ns(), "hook")  # attached: the capture is traced
+                if w.end_linger(time.perf_counter_ns(), "capture"):  # not ended meanwhile on the stamping thread
+                    self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True)
+                    return
+            else:
+                w.end_linger(time.perf_counter_ns(), "hook")  # attached: the capture is traced
         if self._captures is None or self._captures.detached or _tree_pool_capture():
             return
         self._captures.begin(threading.get_native_id(), user_location(), since)

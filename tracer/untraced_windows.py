@@ -138,9 +138,10 @@ class WindowController:
         prev = self._last.get(idx)
         self._last[idx] = pos
         gap = pos - prev if prev is not None else -1
-        if self._linger is not None:  # no window opens while one's detached state lingers
+        lingering = self._linger  # read once: a capture on another thread may end the linger meanwhile
+        if lingering is not None:  # no window opens while one's detached state lingers
             self._leave_done(idx)
-            reason = self._linger_ends(idx, prev, gap, now)
+            reason = self._linger_ends(lingering, idx, prev, gap, now)
             if reason:
                 self.end_linger(now, reason)
             return
@@ -188,12 +189,10 @@ class WindowController:
                 del self._done[a]
                 self._run[a] = 0
 
-    def _linger_ends(self, idx: int, prev: int | None, gap: int, now: int) -> str:
-        """Whether the lingering detached state ends at this stamp, and why: after linger_ns ('time'); where the
-        window's loop runs again, or where a line's gap, counted inside the linger, came out the same LINGER_LOOP
+    def _linger_ends(self, w: Window, idx: int, prev: int | None, gap: int, now: int) -> str:
+        """Whether window `w`'s lingering detached state ends at this stamp, and why: after linger_ns ('time'); where
+        the window's loop runs again, or where a line's gap, counted inside the linger, came out the same LINGER_LOOP
         times in a row ('loop': the program runs a loop, which the trace should hold, before any capture)."""
-        w = self._linger
-        assert w is not None
         if now - w.end_ns >= self.linger_ns:
             return "time"
         if idx == w.anchor:
@@ -229,18 +228,20 @@ class WindowController:
             self._off = True
         w.attach_ns = self.clock() - t0
 
-    def end_linger(self, now: int, reason: str) -> None:
+    def end_linger(self, now: int, reason: str) -> bool:
         """The lingering detached state ends: CUPTI attaches again, except where a capture takes it over ('capture':
-        CaptureController.begin with adopted=True, which attaches after the capture)."""
+        CaptureController.begin with adopted=True, which attaches after the capture). False where no linger was left
+        to end (another thread ended it first: then CUPTI is attached, or being attached, and nothing is taken over)."""
         with self._lock:
             w, self._linger = self._linger, None
         if w is None:
-            return
+            return False
         w.linger_end_ns, w.linger_reason = now, reason
         # the executions inside the linger were not traced: a loop's window waits for traced_before traced ones
         self._run, self._linger_gap, self._linger_run = {}, {}, {}
         if reason != "capture":
             self._attach_after(w)
+        return True
 
     def finish(self, now: int) -> None:
         """The run ends: a window still open closes (CUPTI attached again, reason 'end'); no stamp opens another."""
