@@ -250,7 +250,8 @@ def graph_results(sg: ScriptGraphs, t: IterationTable, run: str, timing_traced: 
             one_time_inflation, one_time_deficit = UNTRACED_CAPTURE_BOUND, UNTRACED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_capture_untraced", measured_ns=measured, build_ns=cost.build_ns,
                               instantiate_ns=cost.instantiate_ns, slowdown_bound=UNTRACED_CAPTURE_BOUND,
-                              low_bound=UNTRACED_CAPTURE_LOW_BOUND, tracer_ns=cost.tracer_gaps_ns))
+                              low_bound=UNTRACED_CAPTURE_LOW_BOUND, tracer_ns=cost.tracer_gaps_ns,
+                              adopted=gid in sg.adopted_captures))
         elif cost is not None and cost.tracer_correction_ns is not None and (graph is not None or eager is not None):
             one_time_inflation, one_time_deficit = CORRECTED_CAPTURE_BOUND, CORRECTED_CAPTURE_LOW_BOUND
             notes.append(note("one_time_tracer_cost_taken_off", measured_ns=measured, taken_off_ns=-cost.tracer_correction_ns,

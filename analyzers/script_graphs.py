@@ -28,7 +28,8 @@ import numpy as np
 
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.timing_run import timing_run_one_time
-from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows, untraced_capture_graphs
+from graphmode.analyzers.torch_windows import (TorchWindow, adopted_capture_graphs, run_entry, torch_windows,
+                                               untraced_capture_graphs)
 from graphmode.tracer.lifecycle import lifecycle_calls
 from graphmode.tracer.store import PassInfo, Trace
 
@@ -92,6 +93,8 @@ class ScriptGraphs:
     tracer_gaps: tuple[tuple[int, int], ...] = ()
     # the graphs whose capture (through PyTorch's capture_end: its end and instantiation) ran with CUPTI detached
     untraced_captures: frozenset[int] = frozenset()
+    # of those, the ones that took a window's lingering detached state over (EXPERIMENT: tracer.untraced_windows)
+    adopted_captures: frozenset[int] = frozenset()
 
     def graph(self, graph_id: int) -> GraphStructure | None:
         return next((g for g in self.graphs if g.graph_id == graph_id), None)
@@ -264,7 +267,7 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
     gaps, detached = untraced_captures(trace, t_id)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
                         tuple(w.kind for w in heard_windows), calls, spans, bool(lifecycle) or builds_recorded(trace, t_id),
-                        gaps, detached)
+                        gaps, detached, adopted_capture_graphs(trace, t_id))
 
 
 def untraced_captures(trace: Trace, pass_id: int) -> tuple[tuple[tuple[int, int], ...], frozenset[int]]:

@@ -25,6 +25,14 @@ def untraced_capture_graphs(trace: Trace, pass_id: int) -> frozenset[int]:
     return frozenset(int(c["graph_id"]) for c in entry.get("captures") or [] if int(c.get("graph_id") or 0))
 
 
+def adopted_capture_graphs(trace: Trace, pass_id: int) -> frozenset[int]:
+    """Of those, the graphs whose capture took over a window's lingering detached state (EXPERIMENT, the windows'
+    linger: tracer.untraced_windows): no detach just before them; the program's warm-up ran detached."""
+    entry = run_entry(trace, pass_id).get("untraced_captures") or {}
+    return frozenset(int(c["graph_id"]) for c in entry.get("captures") or []
+                     if int(c.get("graph_id") or 0) and c.get("adopted"))
+
+
 _WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_cuda_graph_block": "end_cuda_graph_block"}
 _WINDOW_KINDS_SHORT = {"start_cudagraph_recording": "recording", "start_cuda_graph_block": "block"}
 

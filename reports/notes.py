@@ -211,11 +211,15 @@ def _one_time_capture_untraced(n: Note) -> str:
     inst = _num(n, "instantiate_ns") if n.get("instantiate_ns") is not None else None
     parts = ", ".join(x for x in (f"the capture {short_ns(build)}" if build is not None else "",
                                   f"its instantiation {short_ns(inst)}" if inst is not None else "") if x)
+    when = ("CUPTI stayed detached from the end of the loop before it, through the program's warm-up (the linger, "
+            "an experiment: GRAPHMODE_WINDOW_LINGER_MS), so no detach came just before it" if n.get("adopted") else
+            "on the H200 a capture made just after graphmode's detach read about 1.35x one made after a few more "
+            "steps of the program: benchmarks/notes/s31-s34")
+    what = "sample memory, attach CUPTI" if n.get("adopted") else "sample memory, detach and attach CUPTI"
     return (f"the one traced run made this capture with CUPTI detached: its one-time cost "
             f"of {short_ns(measured)}{f' ({parts})' if parts else ''} is the program's capture, end of capture and "
-            "instantiation untraced, and its first replay traced (on the H200 a capture made just after graphmode's "
-            "detach read about 1.35x one made after a few more steps of the program: benchmarks/notes/s31-s33); the "
-            "time graphmode took inside the capture block to sample memory, detach and attach CUPTI and run an empty "
+            f"instantiation untraced, and its first replay traced ({when}); the "
+            f"time graphmode took inside the capture block to {what} and run an empty "
             "graph of its own is left out" + (
                 f" ({short_ns(_num(n, 'tracer_ns'))}, which a clock of your own around the capture includes)"
                 if n.get("tracer_ns") else "") + ". The graph's nodes are its "

@@ -299,6 +299,7 @@ def test_a_recorded_capture_leaves_the_hooks_memory_samples_out_of_its_one_time_
     from graphmode.reports.notes import word
     from graphmode.reports.units import short_ns
     assert f"({short_ns(g.cost.tracer_gaps_ns)}, which a clock of your own around the capture includes)" in word(n)
+    assert n["adopted"] is False and "1.35x" in word(n)  # detached just before the capture, as by default
 
 
 S34 = Path(__file__).resolve().parent / "data" / "scripts" / "linger_s34"
@@ -334,3 +335,9 @@ def test_a_recorded_linger_hands_cupti_detached_to_the_capture(tmp_path: Path) -
     gaps = c["begin_ns"] - c["own_start_ns"] + c["own_end_ns"] - c["end_ns"]
     own = float(figs["one_time"]) - gaps
     assert 0.9 <= g.cost.total_ns / own <= 1.05, (g.cost.total_ns, own)
+    # the report says the capture came after the program's warm-up, detached, not just after a detach
+    from graphmode.reports.notes import word
+
+    (n,) = [n for n in g.notes if n.kind == "one_time_capture_untraced"]
+    assert n["adopted"] is True
+    assert "no detach came just before it" in word(n) and "1.35x" not in word(n)
