@@ -643,6 +643,9 @@ class StepMemory:
     # included in bytes, low_bytes and high_bytes: the cuBLAS workspaces the process's first capture allocates in its
     # pool (one per workspace the eager program made: torch.cuda.graph captures on a stream of its own)
     workspace_bytes: int = 0
+    # the segments the pool would allocate (cudaMalloc) for the step's own blocks, median over the recurrences: a
+    # capture allocates them inside it (analyzers.predict prices them); the workspaces' are not counted
+    segments: int = 0
 
 
 @dataclass(frozen=True)

@@ -126,10 +126,11 @@ class _Pool:
         free.append((size, seg_id, off))
 
 
-def window_peak(ts: np.ndarray, is_alloc: np.ndarray, addr: np.ndarray, size: np.ndarray) -> tuple[int, int]:
-    """(peak, reserved) of one window's actions in time order: the peak of the bytes allocated inside the window and
-    live (each alloc adds its block, a free takes back a block allocated earlier in the window; a block from before
-    the window is not counted), and what a private pool that served those blocks would reserve (_Pool)."""
+def window_peak(ts: np.ndarray, is_alloc: np.ndarray, addr: np.ndarray, size: np.ndarray) -> tuple[int, int, int]:
+    """(peak, reserved, segments) of one window's actions in time order: the peak of the bytes allocated inside the
+    window and live (each alloc adds its block, a free takes back a block allocated earlier in the window; a block from
+    before the window is not counted), and what a private pool that served those blocks would reserve (_Pool), in how
+    many segments."""
     live: dict[int, int] = {}
     pool = _Pool()
     now = peak = 0
@@ -142,7 +143,7 @@ def window_peak(ts: np.ndarray, is_alloc: np.ndarray, addr: np.ndarray, size: np
         elif ad in live:
             now -= live.pop(ad)
             pool.release(ad)
-    return peak, pool.reserved
+    return peak, pool.reserved, pool.segments
 
 
 def step_memory(ev: MemoryEvents, starts: np.ndarray, ends: np.ndarray) -> StepMemory | None:
@@ -159,12 +160,14 @@ def step_memory(ev: MemoryEvents, starts: np.ndarray, ends: np.ndarray) -> StepM
         rows = rows[np.linspace(0, rows.size - 1, MAX_STEPS).round().astype(np.int64)]
     a = np.searchsorted(ev.ts_ns, lo[rows], side="left")
     b = np.searchsorted(ev.ts_ns, hi[rows], side="left")
-    peaks, pools = [], []
+    peaks, pools, segments = [], [], []
     for i, j in zip(a.tolist(), b.tolist()):
-        p, r = window_peak(ev.ts_ns[i:j], ev.is_alloc[i:j], ev.addr[i:j], ev.size[i:j])
+        p, r, n = window_peak(ev.ts_ns[i:j], ev.is_alloc[i:j], ev.addr[i:j], ev.size[i:j])
         peaks.append(p)
         pools.append(r)
-    return StepMemory(int(np.median(pools)), int(min(pools)), int(max(pools)), int(np.median(peaks)), len(peaks))
+        segments.append(n)
+    return StepMemory(int(np.median(pools)), int(min(pools)), int(max(pools)), int(np.median(peaks)), len(peaks),
+                      segments=int(np.median(segments)))
 
 
 def memory_unknown(ev: MemoryEvents, torch_program: bool) -> Note:

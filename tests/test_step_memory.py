@@ -29,25 +29,25 @@ def _ev(rows: list[tuple[int, bool, int, int]], launches: list[tuple[int, int]])
 def test_a_windows_peak_counts_only_its_own_blocks_while_live() -> None:
     """SYNTHETIC. A block from before the window (addr 9) freed inside it gives nothing back; A (4 MiB) and B (2 MiB)
     live together make the peak 6 MiB; A freed, C (3 MiB) reuses the room: 5 MiB. The pool: A takes a 20 MiB segment
-    (a block under 10 MiB), B and C are split from it: 20 MiB reserved."""
+    (a block under 10 MiB), B and C are split from it: 20 MiB reserved, one segment."""
     rows = [(1, False, 9, 8 * MiB), (2, True, 1, 4 * MiB), (3, True, 2, 2 * MiB), (4, False, 1, 4 * MiB),
             (5, True, 3, 3 * MiB), (6, False, 2, 2 * MiB)]
     ts, a, ad, sz = (np.array(c) for c in zip(*rows))
-    assert window_peak(ts, a.astype(bool), ad, sz) == (6 * MiB, 20 * MiB)
+    assert window_peak(ts, a.astype(bool), ad, sz) == (6 * MiB, 20 * MiB, 1)
 
 
 def test_the_pool_grows_by_the_caching_allocators_rules() -> None:
     """SYNTHETIC, by PyTorch's CUDACachingAllocator rules. Small blocks (<= 1 MiB) share 2 MiB segments: three of
     700 KiB take two (the third does not fit the 648 KiB the first segment has left); a 12 MiB block gets a segment of its own
     rounded to 2 MiB (12 MiB); two 8 MiB blocks share one 20 MiB segment; one freed, its room serves a 6 MiB block
-    (best fit, no new segment). 2 + 2 + 12 + 20 = 36 MiB."""
+    (best fit, no new segment). 2 + 2 + 12 + 20 = 36 MiB, in 4 segments."""
     kib = 1 << 10
     rows = [(1, True, 1, 700 * kib), (2, True, 2, 700 * kib), (3, True, 3, 700 * kib), (4, True, 4, 12 * MiB),
             (5, True, 5, 8 * MiB), (6, True, 6, 8 * MiB), (7, False, 5, 8 * MiB), (8, True, 7, 6 * MiB)]
     ts, a, ad, sz = (np.array(c) for c in zip(*rows))
-    peak, reserved = window_peak(ts, a.astype(bool), ad, sz)
+    peak, reserved, segments = window_peak(ts, a.astype(bool), ad, sz)
     assert peak == 3 * 700 * kib + 12 * MiB + 16 * MiB
-    assert reserved == 36 * MiB
+    assert reserved == 36 * MiB and segments == 4
 
 
 def test_a_steps_window_starts_after_the_last_launch_before_it() -> None:
@@ -57,7 +57,7 @@ def test_a_steps_window_starts_after_the_last_launch_before_it() -> None:
     Step 2 [190, 290): its 1 MiB at 195 (after 190) and 5 MiB at 210: peak 6; the first step's blocks freed at 220
     change nothing of it. Live peaks 3 and 6: median 4.5 MiB. The pools: step 1's 1 MiB blocks are small (two 2 MiB
     segments: the first holds 1 MiB, then the 2 MiB block needs a large 20 MiB segment, the freed 1 MiB is reused by
-    the third): 2 + 20 = 22 MiB; step 2's: 2 (small) + 20 (the 5 MiB block) = 22 MiB."""
+    the third): 2 + 20 = 22 MiB; step 2's: 2 (small) + 20 (the 5 MiB block) = 22 MiB. Two segments each."""
     launches = [(80, 90), (100, 105), (180, 190), (200, 205), (280, 290)]
     rows = [(50, True, 8, 7 * MiB), (95, True, 1, 1 * MiB), (110, True, 2, 2 * MiB), (120, False, 1, 1 * MiB), (130, True, 3, 1 * MiB),
             (195, True, 4, 1 * MiB), (210, True, 5, 5 * MiB), (220, False, 2, 2 * MiB), (230, False, 3, 1 * MiB),
@@ -65,6 +65,7 @@ def test_a_steps_window_starts_after_the_last_launch_before_it() -> None:
     m = step_memory(_ev(rows, launches), np.array([100, 200]), np.array([200, 300]))
     assert m is not None
     assert (m.bytes, m.low_bytes, m.high_bytes, m.live_bytes, m.steps) == (22 * MiB, 22 * MiB, 22 * MiB, int(4.5 * MiB), 2)
+    assert m.segments == 2
 
 
 def test_a_step_outside_the_kept_history_has_no_figure() -> None:
