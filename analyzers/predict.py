@@ -339,14 +339,31 @@ def _script_eager(analysis: TraceAnalysis | None, region: Region) -> tuple[float
     return g.eager.work.median, g.eager.run
 
 
+# the program's cudaMalloc calls (a driver's cuMemAlloc where no runtime call was recorded)
+_MALLOC = re.compile(r"^(cudaMalloc|cuMemAlloc)(_v\d+)?$")
+
+
+def malloc_cost(trace: Trace, pass_id: int) -> Spread | None:
+    """What one of the pass's cudaMalloc calls took (traced; PyTorch's caching allocator growing its segments), or None
+    where it recorded none."""
+    rows = trace.rows("SELECT name, end_ns - start_ns FROM api_calls WHERE pass_id = ? AND (name LIKE 'cudaMalloc%' OR "
+                      "name LIKE 'cuMemAlloc%')", [pass_id])
+    calls = [(str(n), float(d)) for n, d in rows if _MALLOC.match(str(n))]
+    runtime = [d for n, d in calls if n.startswith("cuda")]
+    return Spread.of(runtime or [d for _, d in calls])
+
+
 def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | None, analysis: TraceAnalysis | None,
               wall_pass: int | None, seed: int, torch_program: bool = False, trees: bool = False,
               tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False,
               nth_graph: int | None = None,
-              correction_of: Callable[[int], TracerCorrection | None] = lambda pass_id: None) -> RegionPrediction | None:
+              correction_of: Callable[[int], TracerCorrection | None] = lambda pass_id: None,
+              pool_segments: int | None = None) -> RegionPrediction | None:
     """The region's graph, priced (module doc). `nth_graph`: price it as the process's nth graph (a step's later input
     shapes, _price_shapes) instead of after the graphs the trace instantiated before the region. `correction_of`: a
-    pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none."""
+    pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none. `pool_segments`: the
+    segments a PyTorch capture of the step would allocate for its private pool (analyzers.step_memory), None where
+    unknown."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     subsampled = starts.size > MAX_WINDOWS
@@ -515,8 +532,20 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # probe's step is dispatch alone; a program's step also runs Python of its own (modules, a cache's bookkeeping),
     # which a capture runs at the same speed: the ratio's excess applies to the step's dispatch only, its kernels
     # priced by their launchers (`graphmode calibrate`'s launch probes), at most the issue time.
+    # Where the step's allocations are known, the excess is the pool's instead (session 34, benchmarks/notes/s34): a
+    # capture into a new private pool allocates the pool's segments inside it, each a cudaMalloc (26 of them, 6 ms, in
+    # a traced make_graphed_callables capture of MobileNetV3), while issuing the step's calls costs what it costs
+    # eagerly (the decode step's capture bodies 0.87-1.12x its eager step). Priced by this pass's own cudaMalloc calls,
+    # it read session 24's four programs' graphed one-time costs at 0.91-1.14x (the ratio: 0.94-1.21x).
     ratio = model.torch_capture.get("capture_ratio") if torch_program and not api else None
-    if ratio is not None:
+    malloc = malloc_cost(trace, traced_id) if torch_program and not api and pool_segments is not None else None
+    if malloc is not None and pool_segments is not None:
+        if issue_med + pool_segments * malloc.median > cap_point:
+            cap_point = issue_med + pool_segments * malloc.median
+            cap_draw = np.maximum(issue_med + pool_segments * _from_samples(rng, malloc, B), cap_draw)
+            notes.append(note("torch_capture_segments", issue_ns=issue_med, segments=pool_segments,
+                              malloc_ns=malloc.median, mallocs=malloc.n))
+    elif ratio is not None:
         names = [str(n) for n, k in zip(act.op_name[matched.rows[0]], kinds) if k == "kernel"]
         others = int(np.count_nonzero(np.isin(kinds, ("memcpy", "memset"))))
         priced = dispatch_ns(names, others, framework_of(names, torch_program), model)
@@ -984,12 +1013,13 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
         method = "node_api" if build == "node_api" or from_trace else "capture"
+        # the memory its graph would hold: a PyTorch program's allocator history (analyzers.step_memory); a capture
+        # allocates its pool's segments (priced in _to_graph)
+        mem = step_memory(events(), r.starts, r.ends) if torch_program else None
         p = _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
-                      method, from_trace, nth, correction_of)
+                      method, from_trace, nth, correction_of, mem.segments if mem is not None else None)
         if p is None or p.direction != "to_graph":
             return p
-        # the memory its graph would hold: a PyTorch program's allocator history (analyzers.step_memory)
-        mem = step_memory(events(), r.starts, r.ends) if torch_program else None
         return dataclasses.replace(p, memory=mem, memory_unknown=None if mem is not None else
                                    memory_unknown(events(), torch_program))
 

@@ -331,6 +331,14 @@ def _torch_capture_ratio(n: Note) -> str:
             f"({short_ns(dispatch)}, priced by their launchers; the rest is the step's own Python): {why}")
 
 
+def _torch_capture_segments(n: Note) -> str:
+    issue, segments, malloc = _num(n, "issue_ns"), int(_num(n, "segments")), _num(n, "malloc_ns")
+    return (f"the capture is the eager issue time ({short_ns(issue)}) plus the cudaMalloc of the {segments} "
+            f"segment{'s' if segments != 1 else ''} its graph's new private pool would allocate for the step "
+            f"({short_ns(malloc)} each, the median of this run's {int(_num(n, 'mallocs'))} cudaMalloc calls): a "
+            "capture allocates its pool inside it, and issues the step's calls at their eager cost")
+
+
 def _prediction_eager_one_run(n: Note) -> str:
     bound = _num(n, "slowdown_bound")
     if n.values.get("either_way") and n.values.get("timing_left_out"):
@@ -680,6 +688,7 @@ TEMPLATES: dict[str, Template] = {
                             "calibration before graphmode timed one): priced as a capture"),
     "node_api_build": _node_api_build,
     "torch_capture_ratio": _torch_capture_ratio,
+    "torch_capture_segments": _torch_capture_segments,
     "prediction_eager_timed": _prediction_eager_timed,
     "prediction_eager_one_run": _prediction_eager_one_run,
     "eager_two_runs": ("the eager period is the mean of two processes' readings of the loop: the timing run's, untraced "

@@ -735,3 +735,23 @@ def test_an_eager_only_recording_is_predicted_with_its_own_first_graph_extra() -
     assert "(measured in this process)" in text
     # no kernel ran in a graph: the kernel table keeps its eager columns only
     assert "Kernels: GPU duration, median (top 1 by GPU time; none ran in a graph)" in text and "in graph " not in text
+
+
+def test_a_malloc_costs_what_the_programs_own_cudamalloc_calls_took() -> None:
+    """SYNTHETIC api_calls rows (name, duration): the runtime's cudaMalloc calls where recorded (a driver cuMemAlloc
+    beneath them is not counted twice), else the driver's; cudaMallocHost and cudaMallocAsync are other calls; none:
+    None (the prediction then prices the capture by the torch probe's ratio)."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from graphmode.analyzers.predict import malloc_cost
+
+    def trace(rows: list[tuple[str, int]]) -> Any:
+        return SimpleNamespace(rows=lambda sql, params: rows)
+
+    m = malloc_cost(trace([("cudaMalloc_v3020", 100), ("cuMemAlloc_v2", 90), ("cudaMalloc_v3020", 300),
+                           ("cudaMallocHost_v3020", 5000), ("cudaMallocAsync_v11020", 7)]), 0)
+    assert m is not None and m.n == 2 and m.median == 200.0
+    m = malloc_cost(trace([("cuMemAlloc_v2", 90), ("cuMemAlloc_v2", 110), ("cuMemAlloc_v2", 130)]), 0)
+    assert m is not None and m.n == 3 and m.median == 110.0
+    assert malloc_cost(trace([("cudaMallocHost_v3020", 5000)]), 0) is None
