@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from graphmode.tracer.untraced_windows import WindowController
 
@@ -593,13 +594,10 @@ def test_experiment_only_a_pytorch_program_lingers(monkeypatch: pytest.MonkeyPat
         monkeypatch.delitem(sys.modules, name)
 
 
-def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """EXPERIMENT (synthetic: no CUPTI; the detach and attach are recorded, CUPTI's clock a stand-in): a capture that
-    begins while a window's detached state lingers takes it over: no attach and detach before it (the one run's
-    untraced capture otherwise detaches just before the program's capture, which slows it: benchmarks/notes/s33); the
-    hooks read the clock from the pair read before the window's detach, with no CUPTI call; CUPTI attaches after the
-    capture as usual; the capture's entry says it was adopted and its detach took nothing."""
+def _lingering_tracer(monkeypatch: pytest.MonkeyPatch,
+                      tmp_path: Path) -> tuple[Any, WindowController, Any, list[str]]:
+    """SYNTHETIC: a ScriptTracer with no CUPTI (the detach, the attach and CUPTI's clock recorded in `calls`), whose
+    window over a 30-iteration loop closed where the loop ended and lingers detached; its capture controller."""
     from types import SimpleNamespace
 
     from graphmode.tracer import script
@@ -617,6 +615,17 @@ def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
                                              tracer._may_capture_untraced)
     for i, idx in enumerate(lines):
         w.on_stamp(idx, i, i)
+    return tracer, w, c, calls
+
+
+def test_experiment_a_capture_takes_a_lingering_window_over_with_no_detach(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """EXPERIMENT (synthetic: no CUPTI; the detach and attach are recorded, CUPTI's clock a stand-in): a capture that
+    begins while a window's detached state lingers takes it over: no attach and detach before it (the one run's
+    untraced capture otherwise detaches just before the program's capture, which slows it: benchmarks/notes/s33); the
+    hooks read the clock from the pair read before the window's detach, with no CUPTI call; CUPTI attaches after the
+    capture as usual; the capture's entry says it was adopted and its detach took nothing."""
+    tracer, w, c, calls = _lingering_tracer(monkeypatch, tmp_path)
     assert w.lingering and w.detached and calls == ["clock", "stop"]  # the pair, then the window's detach
     t = tracer._clock()  # PyTorch's hooks, sampling memory before capture_begin
     assert t >= 5_000_000 and calls == ["clock", "stop"]  # no CUPTI call, no attach
@@ -635,23 +644,7 @@ def test_experiment_a_capture_adopts_a_linger_only_if_it_ended_it(monkeypatch: p
     """EXPERIMENT (synthetic, as above): where the stamping thread ended the linger between the capture's look and its
     end_linger (CUPTI attached, or being attached, there), the capture takes nothing over: it goes the usual way. Only
     one end_linger ends a linger."""
-    from types import SimpleNamespace
-
-    from graphmode.tracer import script
-    from graphmode.tracer.untraced_windows import CaptureController
-
-    calls: list[str] = []
-    monkeypatch.setattr(script, "timestamp", lambda: calls.append("clock") or 5_000_000)
-    tracer = script.ScriptTracer(tmp_path / "t.gmtrace")
-    tracer._session = SimpleNamespace(raw=SimpleNamespace(resource_events=[]), graph_trace=True,
-                                      stop=lambda: calls.append("stop") or "records")
-    lines = [1, 2, 3] * 30 + [9]
-    tracer._windows = w = WindowController(tracer._detach, lambda: calls.append("attach"), tracer._may_detach,
-                                           lambda a, b: lines[a:b], clock=lambda: 0, linger_ns=10**12)
-    tracer._captures = c = CaptureController(lambda: calls.append("capture detach"), lambda: calls.append("attach"),
-                                             tracer._may_capture_untraced)
-    for i, idx in enumerate(lines):
-        w.on_stamp(idx, i, i)
+    tracer, w, c, calls = _lingering_tracer(monkeypatch, tmp_path)
     assert w.lingering
     real_end = w.end_linger
 
