@@ -536,7 +536,7 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # capture into a new private pool allocates the pool's segments inside it, each a cudaMalloc (26 of them, 6 ms, in
     # a traced make_graphed_callables capture of MobileNetV3), while issuing the step's calls costs what it costs
     # eagerly (the decode step's capture bodies 0.87-1.12x its eager step). Priced by this pass's own cudaMalloc calls,
-    # it read session 24's four programs' graphed one-time costs at 0.91-1.14x (the ratio: 0.94-1.21x).
+    # it read session 24's four programs' graphed one-time costs at 0.90-1.13x (the ratio: 0.94-1.21x).
     ratio = model.torch_capture.get("capture_ratio") if torch_program and not api else None
     malloc = malloc_cost(trace, traced_id) if torch_program and not api and pool_segments is not None else None
     if malloc is not None and pool_segments is not None:
