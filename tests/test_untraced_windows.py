@@ -654,8 +654,13 @@ def test_experiment_a_capture_adopts_a_linger_only_if_it_ended_it(monkeypatch: p
 
     monkeypatch.setattr(w, "end_linger", ended_elsewhere)
     tracer._capture_begin(since=None)
-    assert w.windows[0].linger_reason == "loop" and not any(e.adopted for e in c.captures)
-    assert calls[:3] == ["clock", "stop", "attach"]  # the window's detach, the linger's attach; no adoption
+    assert w.windows[0].linger_reason == "loop"
+    # the window's detach, the linger's attach, then the usual detach before the capture: nothing taken over
+    assert calls[:3] == ["clock", "stop", "attach"] and "capture detach" in calls
+    c.ending()
+    c.end("capture_end")
+    (e,) = c.entries(lambda ts: ts, str)
+    assert not e.get("adopted")  # an entry names adopted only when true
 
 
 def test_experiment_the_window_knobs_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
