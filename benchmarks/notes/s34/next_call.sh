@@ -13,8 +13,10 @@ t0=$(date +%s)
 timeout 380 python3 benchmarks/script_fidelity.py record /tmp/fidl --procs "$procs" --workloads hf_graph,vit_batches \
   --configs untraced,graphmode,graphmode_linger --keep-traces all --no-report --timeout 60 > "$out/record.log" 2>&1
 cut -c1-160 "$out/record.log" | tail -6; echo "recorded at $(( $(date +%s) - t0 )) s"
+# a run the time limit cut: SIGTERM makes graphmode write what it recorded (status interrupted) before the archive
+pkill -TERM -f "graphmode run" 2>/dev/null && sleep 5
 cp /tmp/fidl/results.jsonl "$out/results.jsonl" 2>/dev/null
-(cd /tmp/fidl && tar -cf - *.gmtrace | xz -2 -T8 > "$out/traces.tar.xz")
+(cd /tmp/fidl && tar -cf - $(ls *.gmtrace *.wal 2>/dev/null) | xz -2 -T8 > "$out/traces.tar.xz")  # a .wal: a trace still being written
 for i in 1 2 3; do for depth in 4 16; do
   [ $(( $(date +%s) - t0 )) -gt 540 ] && break 2
   timeout 40 python3 benchmarks/notes/s34/pool_probe.py "$depth" 2>>"$out/pool.err" | tail -1 >> "$out/pool.jsonl"

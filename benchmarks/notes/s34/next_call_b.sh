@@ -12,6 +12,8 @@ timeout 520 python3 benchmarks/script_fidelity.py record /tmp/fidl --procs "$pro
   --workloads mgc_mobilenet,vit_layers,resnet --configs untraced,graphmode,graphmode_linger --keep-traces all \
   --no-report --timeout 60 > "$out/record.log" 2>&1
 cut -c1-160 "$out/record.log" | tail -6; echo "recorded at $(( $(date +%s) - t0 )) s"
+# a run the time limit cut: SIGTERM makes graphmode write what it recorded (status interrupted) before the archive
+pkill -TERM -f "graphmode run" 2>/dev/null && sleep 5
 cp /tmp/fidl/results.jsonl "$out/results.jsonl" 2>/dev/null
-(cd /tmp/fidl && tar -cf - *.gmtrace | xz -2 -T8 > "$out/traces.tar.xz")
+(cd /tmp/fidl && tar -cf - $(ls *.gmtrace *.wal 2>/dev/null) | xz -2 -T8 > "$out/traces.tar.xz")  # a .wal: a trace still being written
 echo "elapsed $(( $(date +%s) - t0 )) s"
