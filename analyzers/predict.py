@@ -542,7 +542,12 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if malloc is not None and pool_segments is not None:
         if issue_med + pool_segments * malloc.median > cap_point:
             cap_point = issue_med + pool_segments * malloc.median
-            cap_draw = np.maximum(issue_med + pool_segments * _from_samples(rng, malloc, B), cap_draw)
+            # each draw sums pool_segments calls resampled from the run's own, one by one (independent calls: one
+            # call's spread times the count would take them as one), times how much one capture's body varies from
+            # another's (the torch probe's capture ratio over its median, where the model has it)
+            calls = rng.choice(np.asarray(malloc.samples, dtype=np.float64), size=(B, pool_segments))
+            spread = _from_samples(rng, ratio, B) / ratio.median if ratio is not None and ratio.median > 0 else 1.0
+            cap_draw = np.maximum((issue_med + calls.sum(axis=1)) * spread, cap_draw)
             notes.append(note("torch_capture_segments", issue_ns=issue_med, segments=pool_segments,
                               malloc_ns=malloc.median, mallocs=malloc.n))
     elif ratio is not None:

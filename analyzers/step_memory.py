@@ -167,7 +167,7 @@ def step_memory(ev: MemoryEvents, starts: np.ndarray, ends: np.ndarray) -> StepM
         pools.append(r)
         segments.append(n)
     return StepMemory(int(np.median(pools)), int(min(pools)), int(max(pools)), int(np.median(peaks)), len(peaks),
-                      segments=int(np.median(segments)))
+                      segments=int(round(float(np.median(segments)))))
 
 
 def memory_unknown(ev: MemoryEvents, torch_program: bool) -> Note:

@@ -282,6 +282,26 @@ def test_a_pytorch_steps_capture_is_priced_by_its_pools_segments(recording) -> N
         one_time = figures(graphed.get(f"eager{k}_ns"), graphed.get(f"graph{k}_ns"), graphed.get(f"capture_block{k}_ns"),
                            graphed.get(f"first_replay{k}_ns"))["one_time"]
         assert r.one_time is not None and 0.85 < r.one_time.ns / one_time < 1.15, (program, k, r.one_time.ns, one_time)
+        assert r.one_time.low_ns < one_time < r.one_time.high_ns  # the 95% interval holds it
+
+
+def test_without_the_runs_cudamalloc_calls_the_capture_is_priced_by_the_ratio(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where the run recorded no cudaMalloc (or no allocator history), a PyTorch step's capture is priced as before
+    session 34: its issue time plus the torch probe's ratio excess over its dispatch (note torch_capture_ratio)."""
+    import sys
+
+    from graphmode.analyzers import analyze
+
+    monkeypatch.setattr(sys.modules["graphmode.analyzers.predict"], "malloc_cost", lambda trace, pass_id: None)
+    out = tmp_path / "decode.gmtrace"
+    out.write_bytes(lzma.decompress((WINDOWS_S24 / "decode_one.gmtrace.xz").read_bytes()))
+    with load(out) as t:
+        (r,) = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
+    (n,) = [n for n in r.notes if n.kind == "torch_capture_ratio"]
+    assert not any(n.kind == "torch_capture_segments" for n in r.notes)
+    assert r.capture is not None and r.capture.ns == pytest.approx(
+        float(n["issue_ns"]) + (float(n["ratio"]) - 1) * float(n["dispatch_ns"]))
 
 
 def test_a_run_with_windows_needs_no_timing_run(recording) -> None:
@@ -583,6 +603,16 @@ def test_experiment_only_a_pytorch_program_lingers(monkeypatch: pytest.MonkeyPat
     c, calls = drive(lines, traced_before=24, window_iterations=1000, linger_ns=10**9, may_linger=lambda: False)
     (w,) = c.windows
     assert w.reason == "left" and not w.linger_reason and calls[-1] == ("attach", w.end_pos)
+    # one loaded while the window's state lingers: it ends there (the stamp after the loading)
+    loaded = [False]
+    lines = [0] + loop(30) + list(range(10, 30))
+    c = WindowController(lambda: None, lambda: None, lambda: True, lambda a, b: lines[a:b], clock=lambda: 0,
+                         traced_before=24, window_iterations=1000, linger_ns=10**9, may_linger=lambda: not loaded[0])
+    for i, idx in enumerate(lines):
+        loaded[0] = idx >= 15
+        c.on_stamp(idx, i, i * 1000)
+    (w,) = c.windows
+    assert w.linger_reason == "framework" and lines[w.linger_end_ns // 1000] == 15
     for name in ("torch", *OTHER_CAPTURERS):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert not _may_linger()  # no PyTorch
@@ -661,6 +691,18 @@ def test_experiment_a_capture_adopts_a_linger_only_if_it_ended_it(monkeypatch: p
     c.end("capture_end")
     (e,) = c.entries(lambda ts: ts, str)
     assert not e.get("adopted")  # an entry names adopted only when true
+
+
+def test_experiment_a_capture_that_cannot_take_the_linger_over_attaches(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    """EXPERIMENT (synthetic, as above): where the capture ended the linger but its controller then declined it (begin
+    answered False), CUPTI attaches again at once: nothing is left detached with no one to attach it."""
+    tracer, w, c, calls = _lingering_tracer(monkeypatch, tmp_path)
+    monkeypatch.setattr(c, "begin", lambda *a, **k: False)
+    monkeypatch.setattr(tracer, "_attach", lambda: calls.append("tracer attach"))
+    tracer._capture_begin(since=None)
+    assert not w.lingering and w.windows[0].linger_reason == "capture"
+    assert calls == ["clock", "stop", "tracer attach"]
 
 
 def test_experiment_the_window_knobs_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -225,7 +225,8 @@ class ScriptTracer:
         if w is not None and w.lingering:  # EXPERIMENT (_window_experiment): detached already since the window
             if self._captures is not None and self._captures.may_begin() and not _tree_pool_capture():
                 if w.end_linger(time.perf_counter_ns(), "capture"):  # not ended meanwhile on the stamping thread
-                    self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True)
+                    if not self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True):
+                        self._attach()  # not taken over after all: attached again, the capture traced
                     return
             else:
                 w.end_linger(time.perf_counter_ns(), "hook")  # attached: the capture is traced

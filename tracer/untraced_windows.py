@@ -82,7 +82,8 @@ class Window:
     iterations: int = 0  # the anchor's executions inside, after the one that opened it
     linger_end_ns: int = 0  # EXPERIMENT (linger): CUPTI stayed detached after a 'left' close until here
     # 'capture' (a capture took the detached state over), 'loop' (the window's loop ran again, or another loop ran:
-    # LINGER_LOOP), 'time', 'hook' (PyTorch's hooks heard something else), 'end'
+    # LINGER_LOOP), 'time', 'framework' (one whose captures are not heard was loaded: may_linger), 'hook' (PyTorch's
+    # hooks heard something else), 'end'
     linger_reason: str = ""
     reason: str = ""  # 'left' (a line outside the body), 'changed' (the anchor's gap), 'iterations', 'time', 'hook', 'end'
 
@@ -121,7 +122,8 @@ class WindowController:
     _off: bool = False  # after a failed detach or attach, or once the run ends: no more windows
     _finished: bool = False
     # close() may come from another thread (PyTorch's hooks read the clock there): one close per window
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # (re-entrant: end_linger attaches under it, and anything the attach calls back on this thread may take it again)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property
     def detached(self) -> bool:
@@ -195,6 +197,8 @@ class WindowController:
         times in a row ('loop': the program runs a loop, which the trace should hold, before any capture)."""
         if now - w.end_ns >= self.linger_ns:
             return "time"
+        if not self.may_linger():  # a framework whose captures graphmode would not hear was loaded meanwhile
+            return "framework"
         if idx == w.anchor:
             return "loop"
         if prev is None or prev < w.end_pos:  # its last execution was before the linger: no gap inside it yet
@@ -213,6 +217,7 @@ class WindowController:
             self._open = None
             if reason == "left" and self.linger_ns > 0 and not self._finished and self.may_linger():
                 self._linger = w  # its timing ends here; CUPTI stays detached (end_linger attaches)
+                self._linger_gap, self._linger_run = {}, {}  # counted afresh inside this linger
                 self.windows.append(w)
                 return
         self._attach_after(w)
@@ -231,16 +236,17 @@ class WindowController:
     def end_linger(self, now: int, reason: str) -> bool:
         """The lingering detached state ends: CUPTI attaches again, except where a capture takes it over ('capture':
         CaptureController.begin with adopted=True, which attaches after the capture). False where no linger was left
-        to end (another thread ended it first: then CUPTI is attached, or being attached, and nothing is taken over)."""
+        to end: another thread ended it first, and CUPTI is attached by the time this returns (the attach runs under
+        the lock that this call waits on), so a capture then goes the usual way."""
         with self._lock:
             w, self._linger = self._linger, None
-        if w is None:
-            return False
-        w.linger_end_ns, w.linger_reason = now, reason
-        # the executions inside the linger were not traced: a loop's window waits for traced_before traced ones
-        self._run, self._linger_gap, self._linger_run = {}, {}, {}
-        if reason != "capture":
-            self._attach_after(w)
+            if w is None:
+                return False
+            w.linger_end_ns, w.linger_reason = now, reason
+            # the executions inside the linger were not traced: a loop's window waits for traced_before traced ones
+            self._run = {}
+            if reason != "capture":
+                self._attach_after(w)
         return True
 
     def finish(self, now: int) -> None:
