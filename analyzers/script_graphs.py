@@ -28,8 +28,7 @@ import numpy as np
 
 from graphmode.analyzers.notes import Note, note
 from graphmode.analyzers.timing_run import timing_run_one_time
-from graphmode.analyzers.torch_windows import (TorchWindow, adopted_capture_graphs, run_entry, torch_windows,
-                                               untraced_capture_graphs)
+from graphmode.analyzers.torch_windows import TorchWindow, run_entry, torch_windows, untraced_capture_graphs
 from graphmode.tracer.lifecycle import lifecycle_calls
 from graphmode.tracer.store import PassInfo, Trace
 
@@ -267,7 +266,7 @@ def script_graphs(trace: Trace, timing_pass: int | None = None,
     gaps, detached = untraced_captures(trace, t_id)
     return ScriptGraphs(s_id, t_id, tuple(graphs), exec_to_graph, tuple(lifecycle), tuple(notes), recorded, windows, untraced,
                         tuple(w.kind for w in heard_windows), calls, spans, bool(lifecycle) or builds_recorded(trace, t_id),
-                        gaps, detached, adopted_capture_graphs(trace, t_id))
+                        gaps, detached, untraced_capture_graphs(trace, t_id, adopted=True))
 
 
 def untraced_captures(trace: Trace, pass_id: int) -> tuple[tuple[tuple[int, int], ...], frozenset[int]]:

@@ -18,19 +18,13 @@ def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
     return {}
 
 
-def untraced_capture_graphs(trace: Trace, pass_id: int) -> frozenset[int]:
+def untraced_capture_graphs(trace: Trace, pass_id: int, adopted: bool = False) -> frozenset[int]:
     """The graphs the pass captured with CUPTI detached (meta.runs[].untraced_captures, tracer.untraced_windows): known
-    from their replays, their edges not recorded."""
-    entry = run_entry(trace, pass_id).get("untraced_captures") or {}
-    return frozenset(int(c["graph_id"]) for c in entry.get("captures") or [] if int(c.get("graph_id") or 0))
-
-
-def adopted_capture_graphs(trace: Trace, pass_id: int) -> frozenset[int]:
-    """Of those, the graphs whose capture took over a window's lingering detached state (EXPERIMENT, the windows'
-    linger: tracer.untraced_windows): no detach just before them; the program's warm-up ran detached."""
+    from their replays, their edges not recorded. `adopted`: only those whose capture took over a window's lingering
+    detached state (EXPERIMENT, the windows' linger): no detach just before them; the program's warm-up ran detached."""
     entry = run_entry(trace, pass_id).get("untraced_captures") or {}
     return frozenset(int(c["graph_id"]) for c in entry.get("captures") or []
-                     if int(c.get("graph_id") or 0) and c.get("adopted"))
+                     if int(c.get("graph_id") or 0) and (c.get("adopted") or not adopted))
 
 
 _WINDOW_KINDS = {"start_cudagraph_recording": "end_cudagraph_recording", "start_cuda_graph_block": "end_cuda_graph_block"}
