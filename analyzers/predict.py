@@ -358,12 +358,12 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
               tree_starts: Sequence[int] = (), method: str = "capture", method_from_trace: bool = False,
               nth_graph: int | None = None,
               correction_of: Callable[[int], TracerCorrection | None] = lambda pass_id: None,
-              pool_segments: int | None = None) -> RegionPrediction | None:
+              pool: tuple[int, Spread] | None = None) -> RegionPrediction | None:
     """The region's graph, priced (module doc). `nth_graph`: price it as the process's nth graph (a step's later input
     shapes, _price_shapes) instead of after the graphs the trace instantiated before the region. `correction_of`: a
-    pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none. `pool_segments`: the
-    segments a PyTorch capture of the step would allocate for its private pool (analyzers.step_memory), None where
-    unknown."""
+    pass's tracer correction (analyzers.tracer_cost.tracer_correction), None where it has none. `pool`: the segments a
+    PyTorch capture of the step would allocate for its private pool (analyzers.step_memory) and what one of the run's
+    cudaMalloc calls took (malloc_cost), None where either is unknown."""
     starts, ends = region.starts, region.ends
     wall_same_windows = region.wall_traced and region.wall.size == starts.size
     subsampled = starts.size > MAX_WINDOWS
@@ -538,8 +538,8 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     # eagerly (the decode step's capture bodies 0.87-1.12x its eager step). Priced by this pass's own cudaMalloc calls,
     # it read session 24's four programs' graphed one-time costs at 0.90-1.13x (the ratio: 0.94-1.21x).
     ratio = model.torch_capture.get("capture_ratio") if torch_program and not api else None
-    malloc = malloc_cost(trace, traced_id) if torch_program and not api and pool_segments is not None else None
-    if malloc is not None and pool_segments is not None:
+    if pool is not None and torch_program and not api:
+        pool_segments, malloc = pool
         if issue_med + pool_segments * malloc.median > cap_point:
             cap_point = issue_med + pool_segments * malloc.median
             # each draw sums pool_segments calls resampled from the run's own, one by one (independent calls: one
@@ -1014,6 +1014,7 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
     correction_of = functools.cache(lambda pass_id: tracer_correction(trace, pass_id, model, torch_program, run.line_stamps))
 
     events = functools.cache(lambda: memory_events(trace, traced.pass_id))
+    mallocs = functools.cache(lambda: malloc_cost(trace, traced.pass_id) if torch_program else None)
 
     def price(r: Region, nth: int | None = None) -> RegionPrediction | None:
         from_trace = build == "auto" and not torch_program and _built_by_api(trace, r, traced.pass_id)
@@ -1021,8 +1022,10 @@ def predict(source: Trace | Run, analysis: TraceAnalysis | None = None, choice: 
         # the memory its graph would hold: a PyTorch program's allocator history (analyzers.step_memory); a capture
         # allocates its pool's segments (priced in _to_graph)
         mem = step_memory(events(), r.starts, r.ends) if torch_program else None
+        malloc = mallocs()
         p = _to_graph(trace, r, traced.pass_id, model, analysis, wall_pass, seed, torch_program, trees, tree_starts,
-                      method, from_trace, nth, correction_of, mem.segments if mem is not None else None)
+                      method, from_trace, nth, correction_of,
+                      (mem.segments, malloc) if mem is not None and malloc is not None else None)
         if p is None or p.direction != "to_graph":
             return p
         return dataclasses.replace(p, memory=mem, memory_unknown=None if mem is not None else
