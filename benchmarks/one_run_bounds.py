@@ -18,6 +18,8 @@ their ratios: one JSON line each
 
     python3 benchmarks/one_run_bounds.py LABEL RESULTS.jsonl TRACES_DIR [LABEL RESULTS.jsonl TRACES_DIR ...] [--out F]
     python3 benchmarks/one_run_bounds.py --check F      # the bounds against a written record
+
+`--config NAME` reads another of script_fidelity's configurations (traces WORKLOAD-NAME-NN.gmtrace) in place of the default.
 """
 
 from __future__ import annotations
@@ -70,16 +72,16 @@ def prediction_rows(label: str, w: str, tr: list[dict[str, dict[str, float]]], p
     return out
 
 
-def rows_of(label: str, results: Path, traces: Path) -> list[dict[str, Any]]:
+def rows_of(label: str, results: Path, traces: Path, config: str = "graphmode") -> list[dict[str, Any]]:
     recs = [json.loads(line) for line in open(results) if line.strip()]
     out = []
     for w in sorted({r["workload"] for r in recs}):
         tr = truths(recs, w)
         if w in EAGER_ONLY:
-            for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
+            for p in sorted(traces.glob(f"{w}-{config}-*.gmtrace")):
                 out += prediction_rows(label, w, tr, p)
             continue
-        for p in sorted(traces.glob(f"{w}-graphmode-*.gmtrace")):
+        for p in sorted(traces.glob(f"{w}-{config}-*.gmtrace")):
             with load(p) as t:
                 nodes_replays = replays_from_nodes(t, 0)
             sources: dict[str, str] = {}
@@ -171,6 +173,7 @@ def main() -> int:
     ap.add_argument("triples", nargs="*", help="LABEL RESULTS.jsonl TRACES_DIR, repeated")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--check", type=Path)
+    ap.add_argument("--config", default="graphmode", help="another of script_fidelity's graphmode configurations, read by its traces' names")
     args = ap.parse_args()
     if args.check:
         rows = [json.loads(line) for line in open(args.check) if line.strip()]
@@ -178,7 +181,7 @@ def main() -> int:
         if len(args.triples) % 3:
             ap.error("give LABEL RESULTS.jsonl TRACES_DIR triples")
         rows = [r for i in range(0, len(args.triples), 3)
-                for r in rows_of(args.triples[i], Path(args.triples[i + 1]), Path(args.triples[i + 2]))]
+                for r in rows_of(args.triples[i], Path(args.triples[i + 1]), Path(args.triples[i + 2]), args.config)]
         if args.out:
             args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     ok, text = check(rows)
