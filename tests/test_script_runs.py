@@ -393,3 +393,57 @@ def test_graphmode_run_goes_on_once_a_run_wrote_its_trace(tmp_path: Path, monkey
     assert returned < 1.4 and len(script_module._EXITING) == 1
     script_module.finish_runs()
     assert time.perf_counter() - t0 >= 1.5 and script_module._EXITING == []
+
+
+def test_sigterm_while_the_tracer_starts_writes_the_trace_interrupted(tmp_path: Path) -> None:
+    """SIGTERM in the second or so of the tracer's start (its trace file open, CUPTI attaching) used to take SIGTERM's
+    default action and leave the trace 'recording'. Now it waits for the start to end; the script is then not run, the
+    trace is written 'interrupted' and the run exits 143. A stand-in tracer (no GPU) whose start takes 1 s."""
+    written, ran = tmp_path / "written.json", tmp_path / "ran"
+    script = tmp_path / "program.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    driver = textwrap.dedent(f"""
+        import json, sys, time
+        from pathlib import Path
+        import graphmode.tracer.script as s
+
+        class StandIn:
+            def __init__(self, *a, **k): pass
+            def start(self):
+                print('starting', flush=True)
+                time.sleep(1.0)
+            def stop(self, status, reason, extra=None):
+                Path({str(written)!r}).write_text(json.dumps({{"status": status, "reason": reason}}))
+                return Path({str(tmp_path / "t.gmtrace")!r})
+
+        s.ScriptTracer = s.TimingTracer = StandIn
+        sys.exit(s.run_in_this_process({str(script)!r}, [], {str(tmp_path / "t.gmtrace")!r}))
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "starting"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    import json
+
+    assert json.loads(written.read_text()) == {"status": "interrupted",
+                                               "reason": "terminated (SIGTERM) before the script started"}
+    assert not ran.exists()
+
+
+def test_sigterm_deferred_notes_a_sigterm_and_restores_the_handler() -> None:
+    """tracer.signals.sigterm_deferred: a SIGTERM inside the block is noted (the process lives on) and the previous
+    handler is back after it."""
+    from graphmode.tracer.signals import sigterm_deferred
+
+    before = signal.getsignal(signal.SIGTERM)
+    with sigterm_deferred() as pending:
+        assert not pending()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        assert pending()
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -61,7 +61,7 @@ from graphmode.tracer.run_configs import (
     session_kwargs,
 )
 from graphmode.tracer.runner import machine_meta
-from graphmode.tracer.signals import sigterm_interrupts
+from graphmode.tracer.signals import sigterm_deferred, sigterm_interrupts
 from graphmode.tracer.sources import is_user_file, location_text, user_location
 from graphmode.tracer.store import PassInfo, Trace, TraceError, TraceWriter, check_free_space, check_output_path, load
 from graphmode.tracer.torch_hooks import TorchHooks
@@ -781,19 +781,24 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     if pass_id == 0 and (warning := warning_before_run(path)):
         print(warning, file=sys.stderr)
     mark(f"child {config.name}: graphmode imported")
-    tracer.start()  # raises NoGpuError before anything of the user's runs
-    mark(f"child {config.name}: tracer started")
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(path), *args]
-    sys.path.insert(0, str(path.resolve().parent))
     status, reason, code = "complete", "", 0
     info: dict[str, Any] = {"path": str(path), "argv": [str(path), *args], "exception": None}
 
     # The first SIGTERM stops the script; any later one is ignored until the trace is written. A run whose `graphmode
     # run` was killed gets SIGTERM from PR_SET_PDEATHSIG (_stop_with_parent) once per thread of the killed parent that
-    # it is handed on from, so several arrive within moments (tracer.signals).
+    # it is handed on from, so several arrive within moments (tracer.signals). One that comes while the tracer starts
+    # (the trace file opened, CUPTI attaching) waits for the start to finish, and the script is then not run: the trace
+    # is written 'interrupted' rather than left 'recording' by SIGTERM's default action.
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
     with sigterm_interrupts(_Terminated) as hold:
+        with sigterm_deferred() as pending:
+            tracer.start()  # raises NoGpuError before anything of the user's runs
         try:
+            mark(f"child {config.name}: tracer started")
+            if pending():
+                raise _Terminated("before the script started")
+            sys.argv = [str(path), *args]
+            sys.path.insert(0, str(path.resolve().parent))
             runpy.run_path(str(path), run_name="__main__")
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -801,6 +806,8 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
                 status, reason = "failed", f"the script exited with status {code}"
         except (KeyboardInterrupt, _Terminated) as e:
             what = "interrupted by the user (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else "terminated (SIGTERM)"
+            if isinstance(e, _Terminated) and e.args:
+                what += f" {e.args[0]}"
             status, reason, code = "interrupted", what, 130 if isinstance(e, KeyboardInterrupt) else 143
             info["exception"] = _exception_info(e)
         except BaseException as e:

@@ -40,3 +40,20 @@ def sigterm_interrupts(exc: type[BaseException] = Terminated) -> Iterator[Callab
         yield lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def sigterm_deferred() -> Iterator[Callable[[], bool]]:
+    """Within the block, SIGTERM is noted, not acted on: for a step that must not stop half-way (the tracer's start,
+    which opens the trace file and attaches CUPTI, about a second). The block gets `pending`, which says whether one
+    came; the caller acts on it after the block (`graphmode run`'s script runner then records the run 'interrupted'
+    without running the script). Off the main thread nothing changes (and `pending` says False)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: came.append(signum))
+    try:
+        yield lambda: bool(came)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
