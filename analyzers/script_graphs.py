@@ -92,7 +92,7 @@ class ScriptGraphs:
     tracer_gaps: tuple[tuple[int, int], ...] = ()
     # the graphs whose capture (through PyTorch's capture_end: its end and instantiation) ran with CUPTI detached
     untraced_captures: frozenset[int] = frozenset()
-    # of those, the ones that took a window's lingering detached state over (EXPERIMENT: tracer.untraced_windows)
+    # of those, the ones that took a window's lingering detached state over (tracer.untraced_windows)
     adopted_captures: frozenset[int] = frozenset()
 
     def graph(self, graph_id: int) -> GraphStructure | None:

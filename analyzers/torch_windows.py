@@ -21,7 +21,7 @@ def run_entry(trace: Trace, pass_id: int) -> dict[str, Any]:
 def untraced_capture_graphs(trace: Trace, pass_id: int, adopted: bool = False) -> frozenset[int]:
     """The graphs the pass captured with CUPTI detached (meta.runs[].untraced_captures, tracer.untraced_windows): known
     from their replays, their edges not recorded. `adopted`: only those whose capture took over a window's lingering
-    detached state (EXPERIMENT, the windows' linger): no detach just before them; the program's warm-up ran detached."""
+    detached state (the windows' linger): no detach just before them; the program's warm-up ran detached."""
     entry = run_entry(trace, pass_id).get("untraced_captures") or {}
     return frozenset(int(c["graph_id"]) for c in entry.get("captures") or []
                      if int(c.get("graph_id") or 0) and (c.get("adopted") or not adopted))

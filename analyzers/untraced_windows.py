@@ -42,7 +42,7 @@ class UntracedWindow:
     reason: str  # what closed it: 'iterations', 'left', 'changed', 'time', 'end'
     detach_ns: int
     attach_ns: int
-    # where the run kept CUPTI detached after the loop ended, up to (the linger experiment,
+    # where the run kept CUPTI detached after the loop ended, up to (the linger,
     # tracer.untraced_windows.WindowController.linger_ns); 0: it did not
     linger_end_ns: int = 0
 

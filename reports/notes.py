@@ -212,7 +212,7 @@ def _one_time_capture_untraced(n: Note) -> str:
     parts = ", ".join(x for x in (f"the capture {short_ns(build)}" if build is not None else "",
                                   f"its instantiation {short_ns(inst)}" if inst is not None else "") if x)
     when = ("CUPTI stayed detached from the end of the loop before it, through the program's warm-up (the linger, "
-            "an experiment: GRAPHMODE_WINDOW_LINGER_MS), so no detach came just before it" if n.get("adopted") else
+            "GRAPHMODE_WINDOW_LINGER_MS=0 turns it off), so no detach came just before it" if n.get("adopted") else
             "on the H200 a capture made just after graphmode's detach read about 1.35x one made after a few more "
             "steps of the program: benchmarks/notes/s31-s34")
     what = "sample memory, attach CUPTI" if n.get("adopted") else "sample memory, detach and attach CUPTI"

@@ -632,12 +632,15 @@ print("ok")
 @needs_torch
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="untraced windows are opened from line stamps (Python 3.12+)")
 def test_the_one_run_detaches_cupti_for_an_untraced_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Session 24's experiment (GRAPHMODE_UNTRACED_WINDOWS=1, tracer.untraced_windows): the one traced run detaches
-    CUPTI for a stretch of a steady loop before the process's first graph, attaches it again, and records the graph
-    built after it; each session's correlation ids stay apart in the trace."""
+    """Session 24's windows (tracer.untraced_windows) as they were before session 35 (no linger, at most 32 iterations:
+    GRAPHMODE_WINDOW_LINGER_MS=0, GRAPHMODE_WINDOW_ITERATIONS=32): the one traced run detaches CUPTI for a stretch of a
+    steady loop before the process's first graph, attaches it again, and records the graph built after it; each
+    session's correlation ids stay apart in the trace."""
     prog = tmp_path / "windows.py"
     prog.write_text(WINDOWS_SCRIPT)
     monkeypatch.setenv("GRAPHMODE_UNTRACED_WINDOWS", "1")
+    monkeypatch.setenv("GRAPHMODE_WINDOW_LINGER_MS", "0")
+    monkeypatch.setenv("GRAPHMODE_WINDOW_ITERATIONS", "32")
     t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "1"))
     assert "ok" in proc.stdout
     assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
@@ -666,6 +669,33 @@ def test_the_one_run_detaches_cupti_for_an_untraced_window(tmp_path: Path, monke
     graphs = t.rows("SELECT num_nodes FROM graphs WHERE origin = 'capture'")
     assert len(graphs) == 1 and graphs[0][0] >= 2
     assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 30  # folded from the nodes' records
+
+
+@needs_torch
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="untraced windows are opened from line stamps (Python 3.12+)")
+def test_by_default_the_window_lasts_to_the_loops_end_and_the_capture_takes_its_linger_over(tmp_path: Path) -> None:
+    """Since session 35 (benchmarks/notes/s35): the one run's window lasts to its loop's end (56 of the 80 steps after 24
+    traced), CUPTI stays detached through the warm-up, and the capture takes that state over (adopted: no detach just
+    before it); the graph is still known from its replays, its one-time cost read untraced."""
+    from graphmode.analyzers import analyze
+
+    prog = tmp_path / "windows.py"
+    prog.write_text(WINDOWS_SCRIPT)
+    t, proc = _graphmode_run(tmp_path, str(prog), options=("--runs", "1"))
+    assert "ok" in proc.stdout
+    assert validate_trace(t) == [] and not t.meta.get("callback_errors"), t.meta.get("callback_errors")
+    (run,) = t.meta["runs"]
+    info = run["untraced_windows"]
+    (w,) = info["windows"]
+    assert w["reason"] == "left" and w["iterations"] >= 50 and w["linger_reason"] == "capture", w
+    # two sessions: before the window, and after the capture (none between: the capture took the linger over)
+    assert not info.get("errors") and info["sessions"] == 2, info
+    [c] = run["untraced_captures"]["captures"]
+    assert c["reason"] == "capture_end" and c.get("adopted") is True, c
+    assert t.rows("SELECT count(*) FROM gpu_spans WHERE kind = 'graph'")[0][0] >= 30
+    (g,) = [g for g in analyze(t).graphs if g.cost is not None and g.cost.total_ns > 0]
+    notes = [n for n in g.notes if n.kind == "one_time_capture_untraced"]
+    assert notes and notes[0].get("adopted") is True, g.notes
 
 
 EAGER_LOOP_SCRIPT = '''import torch

@@ -49,7 +49,8 @@ from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
-from graphmode.tracer.untraced_windows import WINDOW_ITERATIONS, CaptureController, WindowController
+from graphmode.tracer.untraced_windows import (LINGER_MS, RUN_WINDOW_ITERATIONS, WINDOW_ITERATIONS, CaptureController,
+                                               WindowController)
 from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile
@@ -176,7 +177,7 @@ class ScriptTracer:
             self._unix_pairs.append(_clock_pair(timestamp, time.time_ns))
         if cfg.stamp:
             if cfg.untraced_windows:
-                linger, iterations = _window_experiment()
+                linger, iterations = _window_settings()
                 self._windows = WindowController(self._detach, self._attach, self._may_detach,
                                                  lambda a, b: self._stamper.locs(a, b), linger_ns=linger,
                                                  may_linger=_may_linger, window_iterations=iterations)
@@ -222,7 +223,7 @@ class ScriptTracer:
         cudagraph trees set up their memory pool: the tree's own recordings come later). `since`: the perf_counter_ns
         at which graphmode's own work before it began (PyTorch's hooks' memory sample)."""
         w = self._windows
-        if w is not None and w.lingering:  # EXPERIMENT (_window_experiment): detached already since the window
+        if w is not None and w.lingering:  # the linger (_window_settings): detached already since the window
             if self._captures is not None and self._captures.may_begin() and not _tree_pool_capture():
                 if w.end_linger(time.perf_counter_ns(), "capture"):  # not ended meanwhile on the stamping thread
                     if not self._captures.begin(threading.get_native_id(), user_location(), since, adopted=True):
@@ -471,23 +472,23 @@ OTHER_CAPTURERS = ("cupy", "jax", "jaxlib", "numba")
 
 
 def _may_linger() -> bool:
-    """EXPERIMENT (the windows' linger): whether a window whose loop ended may keep CUPTI detached. Only a PyTorch
+    """The windows' linger: whether a window whose loop ended may keep CUPTI detached. Only a PyTorch
     capture takes the detached state over (its hooks hear it begin); a capture another framework makes while detached
     would leave no record of the graph, whose replays then could not be told apart. So: PyTorch loaded, and none of
     OTHER_CAPTURERS."""
     return "torch" in sys.modules and not any(m in sys.modules for m in OTHER_CAPTURERS)
 
 
-def _window_experiment() -> tuple[int, int]:
-    """(linger_ns, window_iterations) of the one run's WindowController. EXPERIMENT (session 33, off by default):
-    GRAPHMODE_WINDOW_LINGER_MS keeps CUPTI detached that long after a window closes because its loop ended, so that a
-    capture coming next takes the detached state over (benchmarks/notes/s33); GRAPHMODE_WINDOW_ITERATIONS lets a window
-    last that many of its anchor's executions (so that it can reach the loop's end). Unset: 0 (no linger) and
-    WINDOW_ITERATIONS. The page draws a linger as unrecorded (analyzers.untraced_windows: untraced_end_ns)."""
+def _window_settings() -> tuple[int, int]:
+    """(linger_ns, window_iterations) of the one run's WindowController: by default LINGER_MS and
+    RUN_WINDOW_ITERATIONS (a window lasts to its loop's end, at most WINDOW_MAX_NS, and CUPTI stays detached up to
+    LINGER_MS after it, so that a capture coming next takes the detached state over: benchmarks/notes/s33-s35).
+    GRAPHMODE_WINDOW_LINGER_MS and GRAPHMODE_WINDOW_ITERATIONS set them (0 and 32: the run before session 35). The page
+    draws a linger as unrecorded (analyzers.untraced_windows: untraced_end_ns)."""
     linger = os.environ.get("GRAPHMODE_WINDOW_LINGER_MS", "")
     iterations = os.environ.get("GRAPHMODE_WINDOW_ITERATIONS", "")
-    return (int(linger) * 1_000_000 if linger.isdigit() else 0,
-            int(iterations) if iterations.isdigit() and int(iterations) > 0 else WINDOW_ITERATIONS)
+    return (int(linger if linger.isdigit() else LINGER_MS) * 1_000_000,
+            int(iterations) if iterations.isdigit() and int(iterations) > 0 else RUN_WINDOW_ITERATIONS)
 
 
 def _clock_pair(cupti_now: Any, host: Callable[[], int] = time.perf_counter_ns) -> tuple[int, int]:

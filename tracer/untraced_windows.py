@@ -58,12 +58,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRACED_BEFORE = 24  # a line's gap the same this many times in a row: a steady loop
-WINDOW_ITERATIONS = 32  # the anchor's executions a window lasts at most
+WINDOW_ITERATIONS = 32  # the anchor's executions a window lasts at most, where the run does not linger
+# The one run's windows (tracer.script._window_settings, since session 35): a window lasts to its loop's end (at most
+# WINDOW_MAX_NS) and CUPTI stays detached up to LINGER_MS after it (the linger), so that a capture after the program's
+# warm-up takes the detached state over (benchmarks/notes/s33-s35: a detach just before a capture slows it 1.35x)
+RUN_WINDOW_ITERATIONS = 100_000
+LINGER_MS = 1_000
 WINDOW_MAX_NS = 2_000_000_000  # and its time at most
-# EXPERIMENT (the linger): a line's gap the same this many times in a row while a window's detached state lingers is a
-# loop of the program's that the trace should hold, and the linger ends (CUPTI attaches). PyTorch's documented capture
-# recipe warms up for 3 steps: its `for` line is stamped 4 times (once more as the loop ends), 3 same gaps, so a
-# capture after it still takes the linger over (with 3, session 34's decode step attached again there)
+# a line's gap the same this many times in a row while a window's detached state lingers is a loop of the program's
+# that the trace should hold, and the linger ends (CUPTI attaches). PyTorch's documented capture recipe warms up for 3
+# steps: its `for` line is stamped 4 times (once more as the loop ends), 3 same gaps, so a capture after it still takes
+# the linger over (with 3, session 34's decode step attached again there)
 LINGER_LOOP = 4
 
 
@@ -80,7 +85,7 @@ class Window:
     end_pos: int = -1
     attach_ns: int = 0
     iterations: int = 0  # the anchor's executions inside, after the one that opened it
-    linger_end_ns: int = 0  # EXPERIMENT (linger): CUPTI stayed detached after a 'left' close until here
+    linger_end_ns: int = 0  # the linger: CUPTI stayed detached after a 'left' close until here
     # 'capture' (a capture took the detached state over), 'loop' (the window's loop ran again, or another loop ran:
     # LINGER_LOOP), 'time', 'framework' (one whose captures are not heard was loaded: may_linger), 'hook' (PyTorch's
     # hooks heard something else), 'end'
@@ -100,8 +105,8 @@ class WindowController:
     traced_before: int = TRACED_BEFORE
     window_iterations: int = WINDOW_ITERATIONS
     window_max_ns: int = WINDOW_MAX_NS
-    # EXPERIMENT (session 33, not the default): after a window closes because its loop ended ('left'), CUPTI stays
-    # detached up to this long, so that a capture coming next (after the program's warm-up) runs untraced with no
+    # after a window closes because its loop ended ('left'), CUPTI stays
+    # detached up to this long (the one run: LINGER_MS), so that a capture coming next (after the program's warm-up) runs untraced with no
     # detach just before it (benchmarks/notes/s33, call 4: a detach just before a capture slows it 1.35x). 0: off
     linger_ns: int = 0
     # whether a window that closes now may linger: only a capture that graphmode hears (PyTorch's) can take the
@@ -285,7 +290,7 @@ class UntracedCapture:
     reason: str = ""  # 'capture_end'; 'capture_end_failed', 'capture_begin_failed' (raised); 'end' (the run ended)
     error: str = ""  # what the failing call raised
     exec_id: int = 0  # CUPTI's id of the executable graph it made, read once attached (0: not known)
-    adopted: bool = False  # EXPERIMENT: CUPTI was detached already (a window's linger), no detach before it
+    adopted: bool = False  # CUPTI was detached already (a window's linger), no detach before it
 
 
 @dataclass
@@ -318,7 +323,7 @@ class CaptureController:
 
     def begin(self, thread_id: int, source: Any = None, since: int | None = None, adopted: bool = False) -> bool:
         """Detaches where it may (True: detached now). `since`: where graphmode's own work just before it began (the
-        hooks' memory sample), on this clock: the gap before the capture starts there. `adopted` (EXPERIMENT, the
+        hooks' memory sample), on this clock: the gap before the capture starts there. `adopted` (the
         windows' linger): CUPTI is detached already, and the capture takes that state over with no detach."""
         if not self.may_begin() or (not adopted and not self.may_detach()):
             return False
