@@ -341,3 +341,40 @@ def test_a_recorded_linger_hands_cupti_detached_to_the_capture(tmp_path: Path) -
     (n,) = [n for n in g.notes if n.kind == "one_time_capture_untraced"]
     assert n["adopted"] is True
     assert "no detach came just before it" in word(n) and "1.35x" not in word(n)
+
+
+S35 = Path(__file__).resolve().parent / "data" / "scripts" / "linger_s35"
+
+
+def test_a_recorded_linger_ends_at_each_next_loop_of_an_eager_only_program(tmp_path: Path) -> None:
+    """A real recording (H200, session 35 device call 3): `graphmode run` of timm's ViT written eager-only, 30 calls at
+    each of four batch sizes, with the linger that became the default in that session. Each window lasted to its loop's
+    end; its linger ended where the next batch size's loop began ('loop'), the last one at the run's end, so each loop
+    kept the traced iterations the step is found from. The prediction finds one region a batch size, with replays
+    within issue 30's 25% of the graphed twin's untraced processes (their own clocks) and break-even intervals that
+    hold their median break-even."""
+    import math
+    import statistics
+
+    from graphmode.analyzers import analyze
+    from graphmode.tracer.store import load
+
+    figures = load_benchmark("script_fidelity").figures
+    recs = [json.loads(line) for line in (S35 / "results.jsonl").read_text().splitlines()]
+    graphed = [r["truth"] for r in recs if r["workload"] == "vit_batches" and r["config"] == "untraced"]
+    assert len(graphed) == 3
+    with load(unpacked_xz(S35 / "vit_eager-graphmode_linger-01.gmtrace.xz", tmp_path)) as t:
+        windows = t.meta["runs"][0]["untraced_windows"]["windows"]
+        a = analyze(t)
+    assert [w["reason"] for w in windows] == ["left"] * 4
+    assert [w["linger_reason"] for w in windows] == ["loop", "loop", "loop", "end"]
+    regions = [r for r in a.prediction.regions if r.direction == "to_graph"]
+    assert [r.graph.kernels if r.graph else None for r in regions] == [150, 126, 126, 126]
+    for size, r in zip((1, 2, 4, 8), regions):
+        figs = [figures(g[f"eager_b{size}_ns"], g[f"graph_b{size}_ns"], g[f"capture_block_b{size}_ns"],
+                        g[f"first_replay_b{size}_ns"]) for g in graphed]
+        replay = statistics.median(f["replay"] for f in figs)
+        be = statistics.median(f["break_even"] for f in figs)
+        assert r.replay_period is not None and abs(r.replay_period.ns / replay - 1) <= 0.25, (size, r.replay_period.ns, replay)
+        high = math.inf if r.break_even_high is None else r.break_even_high
+        assert r.break_even_low is not None and r.break_even_low <= be <= high, (size, r.break_even_low, be, high)
