@@ -41,6 +41,29 @@ def test_a_trace_that_would_overwrite_the_script_is_refused(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals (prctl) are Linux's")
+def _stand_in_run(tmp_path: Path, script: Path, written: Path, start: str, stop_first: str = "pass") -> subprocess.Popen[str]:
+    """run_in_this_process of `script` in a fresh process, its tracer a stand-in (no GPU) whose start runs `start` and
+    whose stop runs `stop_first`, then writes the status and reason it was given to `written` as JSON."""
+    driver = textwrap.dedent(f"""
+        import json, sys, time
+        from pathlib import Path
+        import graphmode.tracer.script as s
+
+        class StandIn:
+            def __init__(self, *a, **k): pass
+            def start(self): {start}
+            def stop(self, status, reason, extra=None):
+                {stop_first}
+                Path({str(written)!r}).write_text(json.dumps({{"status": status, "reason": reason}}))
+                return Path({str(tmp_path / "t.gmtrace")!r})
+
+        s.ScriptTracer = s.TimingTracer = StandIn
+        sys.exit(s.run_in_this_process({str(script)!r}, [], {str(tmp_path / "t.gmtrace")!r}))
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
+
+
 def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
     """The run's process asks for SIGTERM at its parent's death (the run then closes its trace as
     'interrupted'); here the parent is killed with SIGKILL, which it cannot catch or pass on."""
@@ -83,24 +106,7 @@ def test_sigterms_after_the_first_do_not_stop_the_trace_being_written(tmp_path: 
     written = tmp_path / "written.json"
     script = tmp_path / "program.py"
     script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
-    driver = textwrap.dedent(f"""
-        import json, sys, time
-        from pathlib import Path
-        import graphmode.tracer.script as s
-
-        class StandIn:
-            def __init__(self, *a, **k): pass
-            def start(self): pass
-            def stop(self, status, reason, extra=None):
-                time.sleep(0.5)
-                Path({str(written)!r}).write_text(json.dumps({{"status": status, "reason": reason}}))
-                return Path({str(tmp_path / "t.gmtrace")!r})
-
-        s.ScriptTracer = s.TimingTracer = StandIn
-        sys.exit(s.run_in_this_process({str(script)!r}, [], {str(tmp_path / "t.gmtrace")!r}))
-    """)
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
+    proc = _stand_in_run(tmp_path, script, written, start="pass", stop_first="time.sleep(0.5)")
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         for _ in range(3):
@@ -402,25 +408,7 @@ def test_sigterm_while_the_tracer_starts_writes_the_trace_interrupted(tmp_path: 
     written, ran = tmp_path / "written.json", tmp_path / "ran"
     script = tmp_path / "program.py"
     script.write_text(f"open({str(ran)!r}, 'w').close()\n")
-    driver = textwrap.dedent(f"""
-        import json, sys, time
-        from pathlib import Path
-        import graphmode.tracer.script as s
-
-        class StandIn:
-            def __init__(self, *a, **k): pass
-            def start(self):
-                print('starting', flush=True)
-                time.sleep(1.0)
-            def stop(self, status, reason, extra=None):
-                Path({str(written)!r}).write_text(json.dumps({{"status": status, "reason": reason}}))
-                return Path({str(tmp_path / "t.gmtrace")!r})
-
-        s.ScriptTracer = s.TimingTracer = StandIn
-        sys.exit(s.run_in_this_process({str(script)!r}, [], {str(tmp_path / "t.gmtrace")!r}))
-    """)
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
+    proc = _stand_in_run(tmp_path, script, written, start="print('starting', flush=True); time.sleep(1.0)")
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "starting"
         proc.send_signal(signal.SIGTERM)
