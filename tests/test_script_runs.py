@@ -40,7 +40,6 @@ def test_a_trace_that_would_overwrite_the_script_is_refused(tmp_path: Path) -> N
     assert script.read_text() == PROGRAM and not (tmp_path / "ran").exists()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals (prctl) are Linux's")
 def _stand_in_run(tmp_path: Path, script: Path, written: Path, start: str, stop_first: str = "pass") -> subprocess.Popen[str]:
     """run_in_this_process of `script` in a fresh process, its tracer a stand-in (no GPU) whose start runs `start` and
     whose stop runs `stop_first`, then writes the status and reason it was given to `written` as JSON."""
@@ -64,6 +63,7 @@ def _stand_in_run(tmp_path: Path, script: Path, written: Path, start: str, stop_
     return subprocess.Popen([sys.executable, "-c", driver], env=env, stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals (prctl) are Linux's")
 def test_a_run_gets_sigterm_when_graphmode_is_killed(tmp_path: Path) -> None:
     """The run's process asks for SIGTERM at its parent's death (the run then closes its trace as
     'interrupted'); here the parent is killed with SIGKILL, which it cannot catch or pass on."""
@@ -435,3 +435,33 @@ def test_sigterm_deferred_notes_a_sigterm_and_restores_the_handler() -> None:
         time.sleep(0.05)
         assert pending()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_tracer_that_fails_to_start_writes_nothing_and_leaves_the_process_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start that raises (NoGpuError on a machine without a GPU) reaches the caller as it is: no trace is written
+    (stop is not called), the script is not run, and sys.argv, sys.path and the SIGTERM handler are as before."""
+    import graphmode.tracer.script as s
+
+    calls: list[str] = []
+
+    class StandIn:
+        def __init__(self, *a: Any, **k: Any) -> None:
+            pass
+
+        def start(self) -> None:
+            raise RuntimeError("no GPU here")
+
+        def stop(self, *a: Any, **k: Any) -> Path:
+            calls.append("stop")
+            return tmp_path / "t.gmtrace"
+
+    monkeypatch.setattr(s, "ScriptTracer", StandIn)
+    monkeypatch.setattr(s, "TimingTracer", StandIn)
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    argv, path, handler = sys.argv[:], sys.path[:], signal.getsignal(signal.SIGTERM)
+    with pytest.raises(RuntimeError, match="no GPU here"):
+        s.run_in_this_process(script, [], tmp_path / "t.gmtrace")
+    assert calls == [] and not (tmp_path / "ran").exists()
+    assert (sys.argv, sys.path, signal.getsignal(signal.SIGTERM)) == (argv, path, handler)

@@ -485,10 +485,22 @@ def _window_settings() -> tuple[int, int]:
     LINGER_MS after it, so that a capture coming next takes the detached state over: benchmarks/notes/s33-s35).
     GRAPHMODE_WINDOW_LINGER_MS and GRAPHMODE_WINDOW_ITERATIONS set them (0 and 32: the run before session 35). The page
     draws a linger as unrecorded (analyzers.untraced_windows: untraced_end_ns)."""
-    linger = os.environ.get("GRAPHMODE_WINDOW_LINGER_MS", "")
-    iterations = os.environ.get("GRAPHMODE_WINDOW_ITERATIONS", "")
-    return (int(linger if linger.isdigit() else LINGER_MS) * 1_000_000,
-            int(iterations) if iterations.isdigit() and int(iterations) > 0 else RUN_WINDOW_ITERATIONS)
+    linger = _env_count("GRAPHMODE_WINDOW_LINGER_MS", LINGER_MS, "milliseconds (0 turns the linger off)")
+    iterations = _env_count("GRAPHMODE_WINDOW_ITERATIONS", RUN_WINDOW_ITERATIONS, "iterations", least=1)
+    return linger * 1_000_000, iterations
+
+
+def _env_count(name: str, default: int, unit: str, least: int = 0) -> int:
+    """A whole number from the environment variable `name` (at least `least`), or `default` where it is unset; a value
+    that is not one is said on stderr, naming the default used, rather than taken for something else."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.isdecimal() and int(raw) >= least:
+        return int(raw)
+    print(f"graphmode: {name}={raw!r} is not a whole number of {unit}"
+          f"{f' of at least {least}' if least else ''}; using {default}", file=sys.stderr)
+    return default
 
 
 def _clock_pair(cupti_now: Any, host: Callable[[], int] = time.perf_counter_ns) -> tuple[int, int]:
@@ -791,27 +803,36 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
     # (the trace file opened, CUPTI attaching) waits for the start to finish, and the script is then not run: the trace
     # is written 'interrupted' rather than left 'recording' by SIGTERM's default action.
     saved_argv, saved_path = sys.argv[:], sys.path[:]
+    started = False  # a start that failed (NoGpuError before anything of the user's runs) has nothing to write
     with sigterm_interrupts(_Terminated) as hold:
-        with sigterm_deferred() as pending:
-            tracer.start()  # raises NoGpuError before anything of the user's runs
         try:
+            with sigterm_deferred() as pending:
+                tracer.start()
+                started = True
             mark(f"child {config.name}: tracer started")
             if pending():
+                hold()  # a killed parent sends several: the later ones are ignored, as after a first SIGTERM
                 raise _Terminated("before the script started")
             sys.argv = [str(path), *args]
             sys.path.insert(0, str(path.resolve().parent))
             runpy.run_path(str(path), run_name="__main__")
         except SystemExit as e:
+            if not started:
+                raise
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if code != 0:
                 status, reason = "failed", f"the script exited with status {code}"
         except (KeyboardInterrupt, _Terminated) as e:
+            if not started:
+                raise
             what = "interrupted by the user (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else "terminated (SIGTERM)"
             if isinstance(e, _Terminated) and e.args:
                 what += f" {e.args[0]}"
             status, reason, code = "interrupted", what, 130 if isinstance(e, KeyboardInterrupt) else 143
             info["exception"] = _exception_info(e)
         except BaseException as e:
+            if not started:
+                raise
             traceback.print_exc()
             status, code = "failed", 1
             info["exception"] = _exception_info(e)
@@ -819,13 +840,14 @@ def run_in_this_process(script: str | os.PathLike[str], args: list[str], out: st
         finally:
             # SIGTERM while the trace is written would leave it unfinished ('recording'): ignored until it is done
             hold()
-            mark(f"child {config.name}: script ended")
             sys.argv, sys.path[:] = saved_argv, saved_path
-            info["exit_code"] = code
-            written = tracer.stop(status, reason, {"script": info})
-            mark(f"child {config.name}: trace written")
-            if result_file:  # the trace is closed: `graphmode run` goes on while this process ends (_run_child)
-                Path(result_file).write_text(json.dumps({"path": str(written), "exit_code": code}))
+            if started:
+                mark(f"child {config.name}: script ended")
+                info["exit_code"] = code
+                written = tracer.stop(status, reason, {"script": info})
+                mark(f"child {config.name}: trace written")
+                if result_file:  # the trace is closed: `graphmode run` goes on while this process ends (_run_child)
+                    Path(result_file).write_text(json.dumps({"path": str(written), "exit_code": code}))
     return code
 
 
