@@ -1,5 +1,5 @@
-"""The untraced windows of a one traced run (tracer.untraced_windows; an experiment of session 24, recorded where
-GRAPHMODE_UNTRACED_WINDOWS=1): stretches of a steady loop with CUPTI detached, timed by the stamps of the loop's
+"""The untraced windows of a one traced run (tracer.untraced_windows; since session 24, on unless
+GRAPHMODE_UNTRACED_WINDOWS=0): stretches of a steady loop with CUPTI detached, timed by the stamps of the loop's
 anchor line alone.
 
 - A window ends the stretches of iterations across it (analyzers.periods): no kernel or launch of the window's

@@ -705,7 +705,8 @@ def test_experiment_a_capture_that_cannot_take_the_linger_over_attaches(monkeypa
     assert calls == ["clock", "stop", "tracer attach"]
 
 
-def test_the_runs_windows_linger_by_default_and_the_environment_sets_them(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_runs_windows_linger_by_default_and_the_environment_sets_them(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """Since session 35 (benchmarks/notes/s35) the one run's windows last to their loop's end and linger LINGER_MS after
     it; GRAPHMODE_WINDOW_LINGER_MS and GRAPHMODE_WINDOW_ITERATIONS set them, 0 and 32 giving the run as it was."""
     from graphmode.tracer.script import _window_settings
@@ -721,6 +722,15 @@ def test_the_runs_windows_linger_by_default_and_the_environment_sets_them(monkey
     monkeypatch.setenv("GRAPHMODE_WINDOW_LINGER_MS", "500")
     monkeypatch.setenv("GRAPHMODE_WINDOW_ITERATIONS", "not a number")
     assert _window_settings() == (500_000_000, RUN_WINDOW_ITERATIONS)
+    assert "GRAPHMODE_WINDOW_ITERATIONS='not a number' is not a whole number of iterations" in capsys.readouterr().err
+    # a value that is not a whole number is said, not taken for 0 (which turns the linger off) or another number
+    for bad in ("off", "-1", "1.5", "\u00b2"):
+        monkeypatch.setenv("GRAPHMODE_WINDOW_LINGER_MS", bad)
+        monkeypatch.setenv("GRAPHMODE_WINDOW_ITERATIONS", "0")
+        assert _window_settings() == (LINGER_MS * 1_000_000, RUN_WINDOW_ITERATIONS)
+        err = capsys.readouterr().err
+        assert f"GRAPHMODE_WINDOW_LINGER_MS={bad!r}" in err and "using 1000" in err
+        assert "GRAPHMODE_WINDOW_ITERATIONS='0' is not a whole number of iterations of at least 1" in err
 
 
 def test_experiment_a_lingered_window_is_unrecorded_up_to_where_cupti_attached() -> None:

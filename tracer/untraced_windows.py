@@ -16,10 +16,14 @@ The rule, from the stamps of the user's lines (tracer.line_stamps; the main thre
   TRACED_BEFORE times in a row is a steady loop's line (its *anchor*), and the lines stamped in its last gap its *body*;
 - then, where `may_detach()` (no graph in the process), the window opens: CUPTI detaches;
 - it closes (CUPTI attaches again) at the first stamp of a line outside the body (the loop ended, or its body changed:
-  before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after WINDOW_ITERATIONS
-  executions of the anchor, WINDOW_MAX_NS after it opened, or when PyTorch's hooks hear something (a capture starting,
+  before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after `window_iterations`
+  executions of the anchor (the one run: RUN_WINDOW_ITERATIONS, to the loop's end), WINDOW_MAX_NS after it opened, or when PyTorch's hooks hear something (a capture starting,
   a log record: tracer.script reads the CUPTI clock for them, and a window closes first, reason 'hook');
-- a loop gets one window per entry: no line of its body opens another until a line outside that body has run.
+- a loop gets one window per entry: no line of its body opens another until a line outside that body has run;
+- the linger (the one run's default since session 35, `linger_ns`): a window closed because its loop ended stays
+  detached up to LINGER_MS, so that a PyTorch capture after the program's warm-up takes the detached state over with no
+  detach just before it; it ends where another loop runs (LINGER_LOOP), a framework whose captures are not heard is
+  loaded, PyTorch's hooks hear something else, or the time is up.
 The analysis times the anchor's executions inside each window (analyzers, "Untraced windows"). The traced iterations
 before a window are the step the analysis finds (its repetition rules need 20 in a row: LOOP_STEP_MIN), so
 TRACED_BEFORE is a few more.
@@ -58,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRACED_BEFORE = 24  # a line's gap the same this many times in a row: a steady loop
-WINDOW_ITERATIONS = 32  # the anchor's executions a window lasts at most, where the run does not linger
+WINDOW_ITERATIONS = 32  # the controller's default for the anchor's executions a window lasts at most (the one run's before session 35)
 # The one run's windows (tracer.script._window_settings, since session 35): a window lasts to its loop's end (at most
 # WINDOW_MAX_NS) and CUPTI stays detached up to LINGER_MS after it (the linger), so that a capture after the program's
 # warm-up takes the detached state over (benchmarks/notes/s33-s35: a detach just before a capture slows it 1.35x)
@@ -105,9 +109,9 @@ class WindowController:
     traced_before: int = TRACED_BEFORE
     window_iterations: int = WINDOW_ITERATIONS
     window_max_ns: int = WINDOW_MAX_NS
-    # after a window closes because its loop ended ('left'), CUPTI stays
-    # detached up to this long (the one run: LINGER_MS), so that a capture coming next (after the program's warm-up) runs untraced with no
-    # detach just before it (benchmarks/notes/s33, call 4: a detach just before a capture slows it 1.35x). 0: off
+    # after a window closes because its loop ended ('left'), CUPTI stays detached up to this long (the one run:
+    # LINGER_MS), so that a capture coming next (after the program's warm-up) runs untraced with no detach just before
+    # it (benchmarks/notes/s33, call 4: a detach just before a capture slows it 1.35x). 0: off
     linger_ns: int = 0
     # whether a window that closes now may linger: only a capture that graphmode hears (PyTorch's) can take the
     # detached state over; another framework's capture while detached would go unseen (tracer.script._may_linger)
