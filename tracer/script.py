@@ -49,8 +49,7 @@ from graphmode.tracer.errors import GraphmodeError
 from graphmode.tracer.graph_memory import GraphMemorySampler
 from graphmode.tracer.lifecycle import derive_graphs
 from graphmode.tracer.line_stamps import LineStamper, stamp_cost_ns
-from graphmode.tracer.untraced_windows import (LINGER_MS, RUN_WINDOW_ITERATIONS, WINDOW_ITERATIONS, CaptureController,
-                                               WindowController)
+from graphmode.tracer.untraced_windows import LINGER_MS, RUN_WINDOW_ITERATIONS, CaptureController, WindowController
 from graphmode.tracer.passes import launch_events, map_graph_ids
 from graphmode.tracer.phases import mark
 from graphmode.tracer.profile_store import stop_profiler, write_profile

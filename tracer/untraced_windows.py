@@ -16,9 +16,10 @@ The rule, from the stamps of the user's lines (tracer.line_stamps; the main thre
   TRACED_BEFORE times in a row is a steady loop's line (its *anchor*), and the lines stamped in its last gap its *body*;
 - then, where `may_detach()` (no graph in the process), the window opens: CUPTI detaches;
 - it closes (CUPTI attaches again) at the first stamp of a line outside the body (the loop ended, or its body changed:
-  before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after `window_iterations`
-  executions of the anchor (the one run: RUN_WINDOW_ITERATIONS, to the loop's end), WINDOW_MAX_NS after it opened, or when PyTorch's hooks hear something (a capture starting,
-  a log record: tracer.script reads the CUPTI clock for them, and a window closes first, reason 'hook');
+  before that line runs, so a capture the line makes is traced), when the anchor's gap changes, after
+  `window_iterations` executions of the anchor (the one run: RUN_WINDOW_ITERATIONS, to the loop's end), WINDOW_MAX_NS
+  after it opened, or when PyTorch's hooks hear something (a capture starting, a log record: tracer.script reads the
+  CUPTI clock for them, and a window closes first, reason 'hook');
 - a loop gets one window per entry: no line of its body opens another until a line outside that body has run;
 - the linger (the one run's default since session 35, `linger_ns`): a window closed because its loop ended stays
   detached up to LINGER_MS, so that a PyTorch capture after the program's warm-up takes the detached state over with no
@@ -62,7 +63,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRACED_BEFORE = 24  # a line's gap the same this many times in a row: a steady loop
-WINDOW_ITERATIONS = 32  # the controller's default for the anchor's executions a window lasts at most (the one run's before session 35)
+# the controller's default for the anchor's executions a window lasts at most (the one run's before session 35)
+WINDOW_ITERATIONS = 32
 # The one run's windows (tracer.script._window_settings, since session 35): a window lasts to its loop's end (at most
 # WINDOW_MAX_NS) and CUPTI stays detached up to LINGER_MS after it (the linger), so that a capture after the program's
 # warm-up takes the detached state over (benchmarks/notes/s33-s35: a detach just before a capture slows it 1.35x)
