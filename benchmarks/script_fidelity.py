@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -158,10 +159,16 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
         cmd = [sys.executable, "-m", "graphmode.tracer.script_child",
                json.dumps({"config": spec, "out": str(trace), "append": False, "pass_id": 0}), str(script), *args]
     t0 = time.perf_counter()
+    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=str(script.parent))
+    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     record: dict[str, Any] = {"workload": workload, "config": config, "proc": proc, "exit_code": p.returncode,
                               "process_s": time.perf_counter() - t0, "truth": _truth(p.stdout),
-                              "truths": _truths(p.stdout)}
+                              "truths": _truths(p.stdout),
+                              # the process's (and its waited children's) page faults and CPU time: a process that
+                              # read its libraries from disk (major faults) ran cold (benchmarks/notes/s36)
+                              "major_faults": u1.ru_majflt - u0.ru_majflt, "minor_faults": u1.ru_minflt - u0.ru_minflt,
+                              "cpu_s": (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)}
     if p.returncode != 0 or record["truth"] is None:
         record["stderr_tail"] = p.stderr[-2000:]
     if config == "timing_only":

@@ -562,6 +562,17 @@ def _in_fresh_process(flag: str, timeout_s: float) -> dict[str, Any] | str:
     return tail[:300]
 
 
+def process_faults() -> tuple[int, int]:
+    """The process's major and minor page faults so far (getrusage; (0, 0) where the platform has none)."""
+    try:
+        import resource
+
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        return int(u.ru_majflt), int(u.ru_minflt)
+    except (ImportError, OSError):
+        return 0, 0
+
+
 def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     """What `torch.cuda.graph` adds around a capture, in this (fresh) process: a small PyTorch step (a
     4-layer 512-wide MLP and an elementwise tail), warmed up on a side stream as PyTorch's documentation asks,
@@ -570,6 +581,8 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     the block, as graphmode.compare does: the cost model prices it. Returns {"first_ns": the first block minus
     a later capture's body (the median), i.e. everything the process's first PyTorch capture costs beyond
     issuing the calls; "later_ns": [block - body of each later capture]; "blocks_ns", "bodies_ns": raw;
+    "blocks_cpu_ns", "blocks_major_faults", "blocks_minor_faults": per block, the thread's CPU time and the process's
+    page faults (a major one read from disk);
     "instantiate_ns", "first_replay_ns": each graph's `g.instantiate()` and its first replay + synchronize, timed
     apart (a PyTorch process's first graph costs less extra there than a bare driver program's, since its first
     capture already paid part of it: costmodel.torch_capture_spreads)}."""
@@ -605,6 +618,10 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     bodies: list[int] = []
     instantiates: list[int] = []
     first_replays: list[int] = []
+    # per block, the thread's CPU time and the process's page faults: a block whose wall time the CPU did not spend
+    # waited (a read from disk is a major fault), which tells a cold process's first capture from a slow one's
+    cpu: list[int] = []
+    faults: list[tuple[int, int]] = []
     for _ in range(captures):
         try:
             g = torch.cuda.CUDAGraph(keep_graph=True)
@@ -612,12 +629,16 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
         except TypeError:  # older PyTorch: capture_end instantiates (then counted here too)
             g = torch.cuda.CUDAGraph()
             kept = False
+        f0, c0 = process_faults(), time.thread_time_ns()
         t0 = time.perf_counter_ns()
         with torch.cuda.graph(g):
             b0 = time.perf_counter_ns()
             step()
             b1 = time.perf_counter_ns()
         t1 = time.perf_counter_ns()
+        cpu.append(time.thread_time_ns() - c0)
+        f1 = process_faults()
+        faults.append((f1[0] - f0[0], f1[1] - f0[1]))
         blocks.append(t1 - t0)
         bodies.append(b1 - b0)
         if kept:  # instantiation and the first replay (+ synchronize) timed apart
@@ -660,6 +681,8 @@ def torch_capture_probe(captures: int = TORCH_CAPTURES) -> dict[str, Any]:
     span = float(np.median(spans))
     return {"first_ns": float(blocks[0] - later_body), "later_ns": [float(b - d) for b, d in zip(blocks[1:], bodies[1:])],
             "blocks_ns": [float(b) for b in blocks], "bodies_ns": [float(b) for b in bodies],
+            "blocks_cpu_ns": [float(c) for c in cpu], "blocks_major_faults": [f[0] for f in faults],
+            "blocks_minor_faults": [f[1] for f in faults],
             "replay_host_ns": [float(w - span) for w in walls], "replay_call_ns": [float(c) for c in calls], "replay_span_ns": span,
             "eager_step_ns": [float(e) for e in eager],
             "instantiate_ns": [float(x) for x in instantiates], "first_replay_ns": [float(x) for x in first_replays],

@@ -32,7 +32,7 @@ from typing import Any
 
 # The same chain length, number of graphs and steady state as `graphmode calibrate`'s first-graph probe.
 from graphmode.tracer import cuda_util as cu_util
-from graphmode.tracer.calibrate import torch_capture_probe
+from graphmode.tracer.calibrate import process_faults, torch_capture_probe
 from graphmode.tracer.calibrate import PROBE_GRAPHS, PROBE_KERNELS, PROBE_STEADY_FROM, SOURCE, over_steady
 from graphmode.tracer.cuda_util import check, KernelArgs
 
@@ -126,6 +126,7 @@ def torch_in_use() -> bool:
 def probe_torch_capture() -> dict[str, Any]:
     """`graphmode calibrate`'s torch probe (tracer.calibrate.torch_capture_probe: a small MLP captured TORCH_CAPTURES
     times with torch.cuda.graph, instantiation and the first replay timed apart) in this process, where the program's
-    PyTorch work has run; with what the probe cost ('probe_ns'). analyzers.costmodel.torch_capture_spreads reads it."""
-    t0 = time.perf_counter_ns()
-    return torch_capture_probe() | {"probe_ns": time.perf_counter_ns() - t0}
+    PyTorch work has run; with what the probe cost ('probe_ns') and the process's major page faults before it (reads
+    from disk: a process that made many ran cold, 'process_major_faults'). analyzers.costmodel.torch_capture_spreads reads it."""
+    t0, faults = time.perf_counter_ns(), process_faults()
+    return torch_capture_probe() | {"probe_ns": time.perf_counter_ns() - t0, "process_major_faults": faults[0]}
