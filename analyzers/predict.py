@@ -226,19 +226,52 @@ def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
     t = _first_probe(trace).get("torch")
     if not isinstance(t, dict):
         return {}
+    if (cold := _torch_probe_waited(trace)) is not None:
+        t = {**t, "first_ns": float(t["first_ns"]) - cold[0]}  # its work: what the block waited left out
     try:
         return torch_capture_spreads([t])
     except (TypeError, ValueError, KeyError):
         return {}
 
 
-def _probe_cost_note(p: dict[str, Any], torch_work_ns: float | None = None, first: bool = True) -> Note:
+# The in-process torch probe's first capture block waited (its wall time less its thread's CPU time) at least this long
+# and this share of the block: a cold process's one-off, not torch.cuda.graph's work. A fresh lent H200's first process
+# read its first block at 23.9 ms wall and 8.0 ms CPU, after one major page fault (the process 450 before it: its
+# libraries read from disk), where the same program's later processes read 6.6-7.5 ms wall and CPU alike, within
+# 0.01 ms on every warm block (benchmarks/notes/s36).
+COLD_WAIT_MIN_NS = 1e6
+COLD_WAIT_SHARE = 0.25
+
+
+def _torch_probe_waited(trace: Trace) -> tuple[float, int, float] | None:
+    """(waited ns, major page faults, first_ns as measured) where the in-process torch probe's first capture block
+    waited (COLD_WAIT_MIN_NS, COLD_WAIT_SHARE), else None (also where the probe timed no CPU time: before session 36)."""
+    t = _first_probe(trace).get("torch")
+    if not isinstance(t, dict):
+        return None
+    blocks, cpu, first = t.get("blocks_ns") or [], t.get("blocks_cpu_ns") or [], t.get("first_ns")
+    if not blocks or not cpu or not isinstance(first, (int, float)):
+        return None
+    try:
+        waited = float(blocks[0]) - float(cpu[0])
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(waited) and waited >= COLD_WAIT_MIN_NS and waited >= COLD_WAIT_SHARE * float(blocks[0])):
+        return None
+    faults = t.get("blocks_major_faults") or [0]
+    return waited, int(faults[0]) if isinstance(faults[0], (int, float)) else 0, float(first)
+
+
+def _probe_cost_note(p: dict[str, Any], torch_work_ns: float | None = None, first: bool = True,
+                     waited: tuple[float, int, float] | None = None) -> Note:
     """What measuring the first-graph extra (or, with `torch_work_ns`, torch.cuda.graph's own work around the process's
-    first or later capture) cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns')."""
+    first or later capture) cost the run that did it (meta.first_graph_probe: 'run', 'probe_ns'); `waited`: where that
+    first capture's block waited (_torch_probe_waited), how long, its major page faults and the figure as measured."""
     took = p.get("probe_ns")
+    cold = dict(waited_ns=waited[0], major_faults=waited[1], as_measured_ns=waited[2]) if waited is not None else {}
     return note("probe_cost", measured="torch_capture_work" if torch_work_ns is not None else "first_graph_extra",
                 torch_work_ns=torch_work_ns, first=first, probe_ns=float(took) if isinstance(took, (int, float)) else None,
-                run=str(p.get("run")))
+                run=str(p.get("run")), **cold)
 
 
 # A measured first-graph extra stands for another graph's (the program's own, or a bench process's own where a twin
@@ -605,7 +638,11 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     fw_spread = fw_table.get("first" if fw_first else "later") or (fw_table.get("first") if use_tree else None)
     if (fw_key := "first" if fw_first else "later") in in_process:
         fw_spread = _around(in_process[fw_key].median, fw_spread)
-        notes.append(_probe_cost_note(trace.meta["first_graph_probe"], fw_spread.median, fw_first))
+        waited = _torch_probe_waited(trace) if fw_first else None
+        if waited is not None and (with_block := Spread.of([*fw_spread.samples, waited[2]])) is not None:
+            # the work as the point; the block as measured among the draws' samples, so inside the interval
+            fw_spread = dataclasses.replace(with_block, median=fw_spread.median)
+        notes.append(_probe_cost_note(trace.meta["first_graph_probe"], in_process[fw_key].median, fw_first, waited))
     if trees and not model.tree_capture:
         notes.append(note("trees_unmeasured"))
     fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)

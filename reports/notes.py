@@ -272,8 +272,15 @@ def _probe_cost(n: Note) -> str:
     took = n.get("probe_ns")
     cost = f" and took {short_ns(float(took))}" if isinstance(took, (int, float)) else ""
     where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(n["run"]), "an untraced run")
+    cold = ""
+    if isinstance(n.get("waited_ns"), (int, float)):
+        faults = int(_num(n, "major_faults"))
+        reads = f", after {faults} read{'s' if faults != 1 else ''} from disk (major page faults)" if faults else ""
+        cold = (f"; its capture block waited {short_ns(_num(n, 'waited_ns'))} without working{reads}, as a process "
+                f"does whose libraries are not yet in memory (a machine's first process), so the figure is the work "
+                f"alone, and the interval reaches the {short_ns(_num(n, 'as_measured_ns'))} as measured")
     return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
-            f"in {where}{cost}, outside every timing")
+            f"in {where}{cost}, outside every timing{cold}")
 
 
 def _eager_period_scaled(n: Note) -> str:
