@@ -191,9 +191,11 @@ def run_one(workload: str, config: str, proc: int, out: Path, keep: bool, timeou
 
 
 def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep: str, timeout: int,
-           given_lines: dict[str, list[str]] | None = None, report: bool = True) -> None:
+           given_lines: dict[str, list[str]] | None = None, report: bool = True, warm_up: bool = False) -> None:
     """`keep`: whose traces stay in OUT: 'none', 'first' (process 0's) or 'all'. Every record names its batch
-    (this machine and this invocation): processes are compared with untraced ones of the same batch."""
+    (this machine and this invocation): processes are compared with untraced ones of the same batch. `warm_up`: first
+    run each workload once untraced, recorded as config 'warm_up' (which no table reads): a lent machine's first
+    process of a program reads its libraries from disk (2,221 major page faults, its first capture 3x; session 36)."""
     import socket
 
     out.mkdir(parents=True, exist_ok=True)
@@ -202,6 +204,11 @@ def record(out: Path, procs: int, workloads: list[str], configs: list[str], keep
     given = given_lines or {}
     lines = {w: given[w] if w in given else chosen_lines(w, out, timeout) for w in workloads} if "timing_only" in configs else {}
     with open(out / "results.jsonl", "a") as f:
+        for w in workloads if warm_up else []:
+            rec = run_one(w, "untraced", 0, out, False, timeout, None, False) | {"config": "warm_up", "batch": batch}
+            f.write(json.dumps(rec) + "\n")
+            print(f"warm-up {w:7s} exit {rec['exit_code']} {rec['process_s']:6.1f}s major faults {rec['major_faults']}",
+                  flush=True)
         for proc in range(procs):
             pairs = [(w, c) for w in workloads for c in configs]
             rng.shuffle(pairs)
@@ -305,13 +312,16 @@ def main() -> None:
     r.add_argument("--lines", action="append", default=[], metavar="WORKLOAD=FILE:LINE[,FILE:LINE]",
                    help="the lines timing_only stamps in a workload (else found by one `graphmode run` of it)")
     r.add_argument("--no-report", action="store_true", help="no `graphmode report --json` per traced process")
+    r.add_argument("--warm-up", action="store_true",
+                   help="run each workload once untraced first, recorded as config 'warm_up': a fresh machine's first "
+                        "process of a program runs cold")
     a = sub.add_parser("analyze")
     a.add_argument("out", type=Path, nargs="+", help="OUT folders or .jsonl files, one per batch (GPU call)")
     args = ap.parse_args()
     if args.cmd == "record":
         given = {w: ls.split(",") for w, _, ls in (x.partition("=") for x in args.lines)}
         record(args.out, args.procs, args.workloads.split(","), args.configs.split(","), args.keep_traces, args.timeout,
-               given, not args.no_report)
+               given, not args.no_report, args.warm_up)
     else:
         recs = [r for out in args.out for r in _load(out)]
         if len({r["batch"] for r in recs}) > 1 and any(r["config"] == "graphmode" for r in recs):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,3 +65,29 @@ def test_analyze_prints_every_set() -> None:
         assert "processes" in fid.analyze([NOTES / name])
     residue = fid.analyze([NOTES / "residue"])
     assert "4 processes" in residue and "after cupti.finalize()" in residue
+
+
+def test_record_warms_each_workload_up_once_untraced_and_no_table_reads_it(tmp_path: Path, monkeypatch: Any) -> None:
+    """`record --warm-up`: each workload runs once untraced before the interleaved processes, recorded as config
+    'warm_up' (a fresh machine's first process runs cold, session 36); the truths the tables read are the untraced
+    processes' alone. The processes are stand-ins (no GPU): run_one returns what it was asked to run."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    sf = load_benchmark("script_fidelity")
+    calls: list[tuple[str, str]] = []
+
+    def stand_in(workload: str, config: str, proc: int, out: Path, keep: bool, timeout: int, lines: Any = None,
+                 report: bool = True) -> dict[str, Any]:
+        calls.append((workload, config))
+        return {"workload": workload, "config": config, "proc": proc, "exit_code": 0, "process_s": 1.0,
+                "truth": {"eager_ns": 5.0 if config == "untraced" else 9.0}, "truths": [], "major_faults": 0}
+
+    monkeypatch.setattr(sf, "run_one", stand_in)
+    sf.record(tmp_path, 2, ["resnet_eager", "cupy_eager"], ["untraced", "graphmode"], "none", 10, warm_up=True)
+    assert calls[:2] == [("resnet_eager", "untraced"), ("cupy_eager", "untraced")] and len(calls) == 2 + 2 * 4
+    recs = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["config"] for r in recs[:2]] == ["warm_up", "warm_up"]
+    assert sorted((r["workload"], r["config"]) for r in recs[2:]) == sorted(
+        [(w, c) for w in ("resnet_eager", "cupy_eager") for c in ("untraced", "graphmode")] * 2)
+    nf = load_benchmark("noise_floor")
+    truths = nf.results_truths(tmp_path / "results.jsonl")
+    assert sum(len(v) for t in truths.values() for v in t.values()) == 4  # 2 untraced processes a workload
