@@ -234,6 +234,7 @@ def test_an_eager_pytorch_program_measures_torch_cuda_graphs_first_capture_in_it
     work and the first graph's extra from it."""
     from graphmode.analyzers import analyze
     from graphmode.analyzers.costmodel import torch_capture_spreads
+    from graphmode.analyzers.predict import _torch_probe_waited
 
     t, proc = _graphmode_run(tmp_path, str(ROOT / "benchmarks" / "bench_eager.py"), "torch", "--step", "mlp", "-n", "60", "--warmup", "10")
     probe = t.meta["first_graph_probe"]
@@ -241,9 +242,16 @@ def test_an_eager_pytorch_program_measures_torch_cuda_graphs_first_capture_in_it
     assert probe["run"] in ("timing", "probe") and probe["execs_before"] == 0 and f"+ {probe['run']} run" in proc.stderr
     torch_probe = probe["torch"]
     assert torch_probe["first_ns"] > 0 and len(torch_probe["instantiate_ns"]) >= 3 and 0 < probe["probe_ns"] < 30e9
+    # each capture block's thread CPU time (never more than its wall time) and page faults (session 36)
+    blocks, cpu = torch_probe["blocks_ns"], torch_probe["blocks_cpu_ns"]
+    assert len(cpu) == len(blocks) == len(torch_probe["blocks_major_faults"]) == len(torch_probe["blocks_minor_faults"])
+    assert all(0 < c <= b * 1.02 + 50e3 for b, c in zip(blocks, cpu)), (blocks, cpu)
+    assert torch_probe["process_major_faults"] >= 0
     [r] = [r for r in analyze(t).prediction.regions if r.direction == "to_graph"]
     assert r.first_graph_from == "this_process"
-    assert r.framework is not None and r.framework.ns == pytest.approx(torch_capture_spreads([torch_probe])["first"].median)
+    waited = _torch_probe_waited(t)  # a cold process's (a fresh machine's first): its wait left out
+    work = torch_capture_spreads([torch_probe])["first"].median - (waited[0] if waited else 0.0)
+    assert r.framework is not None and r.framework.ns == pytest.approx(work)
 
 
 def test_cuda_python_capture_run(tmp_path: Path) -> None:
