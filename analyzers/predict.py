@@ -46,7 +46,8 @@ from graphmode.analyzers.break_even import (
     smallest_replays,
 )
 from graphmode.analyzers.cpu_speed import cpu_speeds, slower_run
-from graphmode.analyzers.costmodel import GPU_NODE_TYPES, CostModel, ModelChoice, Spread, find_model, torch_capture_spreads
+from graphmode.analyzers.costmodel import (GPU_NODE_TYPES, CostModel, ModelChoice, Spread, cold_wait, find_model,
+                                           torch_capture_spreads)
 from graphmode.analyzers.counterfactual import dispatch_ns, framework_of
 from graphmode.analyzers.critical_path import _backtrack, longest_path, node_durations
 from graphmode.analyzers.inference import MIN_SYNC_ITERATIONS
@@ -226,40 +227,20 @@ def _process_torch_probe(trace: Trace) -> dict[str, Spread]:
     t = _first_probe(trace).get("torch")
     if not isinstance(t, dict):
         return {}
-    if (cold := _torch_probe_waited(trace)) is not None:
-        t = {**t, "first_ns": float(t["first_ns"]) - cold[0]}  # its work: what the block waited left out
     try:
         return torch_capture_spreads([t])
     except (TypeError, ValueError, KeyError):
         return {}
 
 
-# The in-process torch probe's first capture block waited (its wall time less its thread's CPU time) at least this long
-# and this share of the block: a cold process's one-off, not torch.cuda.graph's work. A fresh lent H200's first process
-# read its first block at 23.9 ms wall and 8.0 ms CPU, after one major page fault (the process 450 before it: its
-# libraries read from disk), where the same program's later processes read 6.6-7.5 ms wall and CPU alike, within
-# 0.01 ms on every warm block (benchmarks/notes/s36).
-COLD_WAIT_MIN_NS = 1e6
-COLD_WAIT_SHARE = 0.25
-
-
 def _torch_probe_waited(trace: Trace) -> tuple[float, int, float] | None:
-    """(waited ns, major page faults, first_ns as measured) where the in-process torch probe's first capture block
-    waited (COLD_WAIT_MIN_NS, COLD_WAIT_SHARE), else None (also where the probe timed no CPU time: before session 36)."""
+    """(waited ns, major page faults, first_ns as measured) where the in-process torch probe's first capture block waited
+    as a cold process's does (costmodel.cold_wait: its figure, torch_capture_spreads' 'first', leaves the wait out),
+    else None."""
     t = _first_probe(trace).get("torch")
-    if not isinstance(t, dict):
+    if not isinstance(t, dict) or (w := cold_wait(t)) is None:
         return None
-    blocks, cpu, first = t.get("blocks_ns") or [], t.get("blocks_cpu_ns") or [], t.get("first_ns")
-    if not blocks or not cpu or not isinstance(first, (int, float)):
-        return None
-    try:
-        waited = float(blocks[0]) - float(cpu[0])
-    except (TypeError, ValueError):
-        return None
-    if not (math.isfinite(waited) and waited >= COLD_WAIT_MIN_NS and waited >= COLD_WAIT_SHARE * float(blocks[0])):
-        return None
-    faults = t.get("blocks_major_faults") or [0]
-    return waited, int(faults[0]) if isinstance(faults[0], (int, float)) else 0, float(first)
+    return w[0], w[1], float(t["first_ns"])
 
 
 def _probe_cost_note(p: dict[str, Any], torch_work_ns: float | None = None, first: bool = True,
@@ -639,13 +620,17 @@ def _to_graph(trace: Trace, region: Region, traced_id: int, model: CostModel | N
     if (fw_key := "first" if fw_first else "later") in in_process:
         fw_spread = _around(in_process[fw_key].median, fw_spread)
         waited = _torch_probe_waited(trace) if fw_first else None
-        if waited is not None and (with_block := Spread.of([*fw_spread.samples, waited[2]])) is not None:
-            # the work as the point; the block as measured among the draws' samples, so inside the interval
-            fw_spread = dataclasses.replace(with_block, median=fw_spread.median)
         notes.append(_probe_cost_note(trace.meta["first_graph_probe"], in_process[fw_key].median, fw_first, waited))
+    else:
+        waited = None
     if trees and not model.tree_capture:
         notes.append(note("trees_unmeasured"))
     fw = _from_samples(rng, fw_spread, B) if fw_spread is not None else np.zeros(B)
+    if waited is not None and fw_spread is not None and fw_spread.median > 0:
+        # A cold process's first capture: its work is the figure; one draw in (samples + 1) is the figure as measured
+        # (the work's draw scaled to it), so the interval's upper end reaches it while its lower end stays the work's.
+        cold = rng.random(B) < 1.0 / (len(fw_spread.samples) + 1)
+        fw = np.where(cold, fw * (waited[2] / fw_spread.median), fw)
     one_point = (cap_point + c["instantiate"].mean(gcounts) + c["upload"].mean(gcounts) + c["first_launch_excess"].mean(gcounts)
                  + (extra_spread.median if extra_spread is not None else 0.0) + (fw_spread.median if fw_spread is not None else 0.0))
     one_draw = cap_draw + np.maximum(inst, 0.0) + np.maximum(upl, 0.0) + exc + extra + fw

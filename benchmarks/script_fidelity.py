@@ -284,7 +284,7 @@ def slowdown_table(recs: list[dict[str, Any]]) -> str:
         if r.get("truth"):
             by.setdefault((r["workload"], r["config"]), []).append(r["truth"])
     for (w, c), truths in sorted(by.items()):
-        if c == "untraced" or (w, "untraced") not in by:
+        if c in ("untraced", "warm_up") or (w, "untraced") not in by:
             continue
         base = by[(w, "untraced")]
         for q in sorted(k for k in truths[0] if k.endswith("_ns")):
@@ -314,7 +314,8 @@ def main() -> None:
     r.add_argument("--no-report", action="store_true", help="no `graphmode report --json` per traced process")
     r.add_argument("--warm-up", action="store_true",
                    help="run each workload once untraced first, recorded as config 'warm_up': a fresh machine's first "
-                        "process of a program runs cold")
+                        "process of a program runs cold (untraced, it does not read CUPTI's library; with timing_only "
+                        "asked for, the runs that choose its lines come before it)")
     a = sub.add_parser("analyze")
     a.add_argument("out", type=Path, nargs="+", help="OUT folders or .jsonl files, one per batch (GPU call)")
     args = ap.parse_args()

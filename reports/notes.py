@@ -271,14 +271,15 @@ def _probe_cost(n: Note) -> str:
         what = "the first graph's extra was"
     took = n.get("probe_ns")
     cost = f" and took {short_ns(float(took))}" if isinstance(took, (int, float)) else ""
-    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run"}.get(str(n["run"]), "an untraced run")
+    where = {"probe": "the probe run (the script once more, untraced)", "timing": "the timing run",
+             "single": "the one traced run, its tracing stopped"}.get(str(n["run"]), "an untraced run")
     cold = ""
     if isinstance(n.get("waited_ns"), (int, float)):
         faults = int(_num(n, "major_faults"))
-        reads = f", after {faults} read{'s' if faults != 1 else ''} from disk (major page faults)" if faults else ""
-        cold = (f"; its capture block waited {short_ns(_num(n, 'waited_ns'))} without working{reads}, as a process "
-                f"does whose libraries are not yet in memory (a machine's first process), so the figure is the work "
-                f"alone, and the interval reaches the {short_ns(_num(n, 'as_measured_ns'))} as measured")
+        cold = (f"; its first capture waited {short_ns(_num(n, 'waited_ns'))} without working, after {faults} "
+                f"read{'s' if faults != 1 else ''} from disk (major page faults), as a process does whose libraries are "
+                f"not yet in memory (a machine's first process), so the figure is the work alone, and the interval "
+                f"reaches the {short_ns(_num(n, 'as_measured_ns'))} as measured")
     return (f"{what} measured in this program's process: graphmode's probe ran after the script ended, "
             f"in {where}{cost}, outside every timing{cold}")
 

@@ -91,3 +91,5 @@ def test_record_warms_each_workload_up_once_untraced_and_no_table_reads_it(tmp_p
     nf = load_benchmark("noise_floor")
     truths = nf.results_truths(tmp_path / "results.jsonl")
     assert sum(len(v) for t in truths.values() for v in t.values()) == 4  # 2 untraced processes a workload
+    table = sf.slowdown_table(recs)  # the configs against untraced: graphmode's rows, none for the warm-ups
+    assert "| graphmode |" in table and "warm_up" not in table
