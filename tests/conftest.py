@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
+# the pages' plotly.js cache (reports.html_plotly.cache_dir) of this test session, not the user's; inherited by the
+# `graphmode` processes the tests start
+os.environ.setdefault("GRAPHMODE_CACHE_DIR", tempfile.mkdtemp(prefix="graphmode-test-cache-"))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
