@@ -23,12 +23,13 @@ import gzip
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from graphmode.reports.output import write_output
 
 # The esbuild IIFE's entry: var E=W((a,b)=>{var C=core();C.register([t1(),t2(),...]);b.exports=C});return E();})();
 # (W: esbuild's CommonJS wrapper, whatever the minifier named it).
@@ -121,24 +122,6 @@ def cache_dir() -> Path | None:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graphmode"
 
 
-def _keep(path: Path, text: str) -> None:
-    """Writes `text` to `path` whole or not at all (a temporary file renamed over it), for a run beside this one;
-    nothing where it cannot."""
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", encoding="ascii", dir=path.parent, prefix=".plotly-", delete=False) as f:
-            tmp = f.name
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
 @lru_cache(maxsize=8)
 def plotly_bundle(types: frozenset[str]) -> PlotlyBundle:
     """plotly.js for a page whose figures use `types`, gzipped (4.8 MB of script becomes about 1.9 MB). Rewriting and
@@ -164,5 +147,9 @@ def plotly_bundle(types: frozenset[str]) -> PlotlyBundle:
     packed = base64.b64encode(gzip.compress(code.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
     if path is not None:
         flag = "stepped" if stepped is not None else "shipped"
-        _keep(path, f"{flag} {hashlib.sha256(packed.encode('ascii')).hexdigest()}\n{packed}")
+        try:  # whole or not at all (reports.output); two runs writing it at once leave at worst a file whose digest fails
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_output(path, f"{flag} {hashlib.sha256(packed.encode('ascii')).hexdigest()}\n{packed}")
+        except OSError:
+            pass
     return PlotlyBundle(packed, stepped is not None)

@@ -76,6 +76,7 @@ def test_no_cache_where_it_is_off_or_cannot_be_written(tmp_path: Path, monkeypat
     plotly_bundle.cache_clear()
     assert plotly_bundle(TYPES) == a and len(made) == 2 and blocked.read_text() == "not a folder"
     assert not list(tmp_path.glob(".plotly-*")) and not list(tmp_path.glob("plotly-*"))
+    assert not list(tmp_path.rglob("*.partial"))  # nothing half-written left behind
 
 
 def test_the_cache_folder_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
